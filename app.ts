@@ -1,0 +1,142 @@
+import { OpenAPIHono } from "@hono/zod-openapi";
+import { HTTPException } from "hono/http-exception";
+import { requestId } from "hono/request-id";
+import type { Context } from "hono";
+import {
+  ApiError,
+  errorBody,
+  type ErrorCode,
+  ERRORS,
+} from "./schemas/errors.ts";
+import type { AppDeps } from "./services/deps.ts";
+import { registerSystemRoutes } from "./routes/system.ts";
+import { registerDocsRoutes } from "./routes/docs.ts";
+
+/** Variables routes share through the Hono context. */
+export type AppEnv = {
+  Variables: {
+    requestId: string;
+    userId: string;
+    apiKeyId: string;
+  };
+};
+
+/** The app type every route module registers on. */
+export type App = OpenAPIHono<AppEnv>;
+
+/** Renders an error envelope response for a code. */
+export function errorResponse(
+  c: Context,
+  code: ErrorCode,
+  opts: {
+    details?: ApiError["details"];
+    headers?: Record<string, string>;
+    message?: string;
+  } = {},
+) {
+  for (const [k, v] of Object.entries(opts.headers ?? {})) c.header(k, v);
+  return c.json(
+    errorBody(code, opts.details, opts.message),
+    ERRORS[code].status,
+  );
+}
+
+/**
+ * Builds the whole service from injected dependencies. Nothing here reads the environment,
+ * so tests build as many independent apps as they like.
+ */
+export function createApp(deps: AppDeps): App {
+  const app = new OpenAPIHono<AppEnv>({
+    // The one validation hook: every schema failure becomes code 160 with path + message.
+    defaultHook: (result, c) => {
+      if (!result.success) {
+        const details = result.error.issues.map((i) => ({
+          path: i.path.join("."),
+          message: i.message,
+        }));
+        return errorResponse(c, 160, { details });
+      }
+    },
+  });
+
+  app.use(requestId({ headerName: "X-Request-Id" }));
+  app.use(async (c, next) => {
+    const start = performance.now();
+    await next();
+    if (deps.config.LOG_REQUESTS) {
+      deps.log.info({
+        msg: "request",
+        method: c.req.method,
+        path: c.req.path,
+        status: c.res.status,
+        ms: Math.round((performance.now() - start) * 10) / 10,
+        request_id: c.get("requestId"),
+      });
+    }
+  });
+
+  registerSystemRoutes(app, deps);
+
+  // Registered last so it can list every route of the finished app.
+  registerDocsRoutes(app, deps);
+
+  app.notFound((c) => {
+    const allowed = methodsFor(app, c.req.path);
+    if (allowed.length) {
+      c.header("Allow", allowed.join(", "));
+      return errorResponse(c, 405);
+    }
+    return errorResponse(c, 404);
+  });
+
+  app.onError((err, c) => {
+    if (err instanceof ApiError) {
+      return errorResponse(c, err.code, {
+        details: err.details,
+        headers: err.headers,
+        message: err.message,
+      });
+    }
+    if (err instanceof HTTPException) {
+      const status = err.status;
+      if (status === 400) {
+        if (/Content-Type/i.test(err.message)) {
+          return errorResponse(c, 415, {
+            details: [{ message: "expected Content-Type: application/json" }],
+          });
+        }
+        return errorResponse(c, 160, { details: [{ message: err.message }] });
+      }
+      const code = (status in ERRORS ? status : 500) as ErrorCode;
+      return errorResponse(c, code);
+    }
+    deps.log.error({
+      msg: "unhandled error",
+      request_id: c.get("requestId"),
+      path: c.req.path,
+      error: err instanceof Error ? (err.stack ?? err.message) : String(err),
+    });
+    return errorResponse(c, 500);
+  });
+
+  return app;
+}
+
+function methodsFor(app: App, path: string): string[] {
+  const methods = new Set<string>();
+  for (const r of app.routes) {
+    if (r.method === "ALL") continue;
+    const re = new RegExp(
+      "^" +
+        r.path.replace(/[.+?^${}()|[\]\\]/g, "\\$&").replace(
+          /\/:[^/]+/g,
+          "/[^/]+",
+        )
+          .replace(/\*/g, ".*") +
+        "$",
+    );
+    if (re.test(path)) methods.add(r.method);
+  }
+  if (methods.has("GET")) methods.add("HEAD");
+  return [...methods];
+}

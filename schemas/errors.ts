@@ -1,0 +1,84 @@
+/**
+ * The one table of error codes: message and HTTP status per code. It drives the error
+ * envelope, every route's documented responses in openapi.yaml and the SDK's error type.
+ */
+export const ERRORS = {
+  100: { message: "No API key provided", status: 401 },
+  110: { message: "Invalid API key", status: 401 },
+  120: { message: "User not found", status: 401 },
+  130: { message: "File size too large", status: 413 },
+  131: { message: "Too many files", status: 400 },
+  140: { message: "No image file provided", status: 400 },
+  141: { message: "Unsupported image type", status: 415 },
+  142: { message: "Image dimensions too large", status: 413 },
+  150: { message: "No files could be uploaded", status: 422 },
+  160: { message: "Invalid request", status: 400 },
+  170: { message: "Rate limit exceeded", status: 429 },
+  200: { message: "Invalid URL", status: 400 },
+  210: { message: "URL not allowed", status: 403 },
+  220: { message: "Page could not be loaded", status: 502 },
+  230: { message: "Screenshot timed out", status: 504 },
+  240: { message: "Screenshot service unavailable", status: 503 },
+  403: { message: "Forbidden", status: 403 },
+  404: { message: "Not found", status: 404 },
+  405: { message: "Method not allowed", status: 405 },
+  413: { message: "Request too large", status: 413 },
+  415: { message: "Unsupported media type", status: 415 },
+  500: { message: "Internal error", status: 500 },
+} as const;
+
+/** Any code of the error table. */
+export type ErrorCode = keyof typeof ERRORS;
+
+/** A detail line of an error: where (path or file) and what. */
+export interface ErrorDetail {
+  path?: string;
+  message: string;
+  index?: number;
+  filename?: string;
+  code?: number;
+}
+
+/**
+ * The only exception services throw for expected failures; onError turns it into the
+ * envelope. Headers carry things like Retry-After.
+ */
+export class ApiError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly details?: ErrorDetail[];
+  readonly headers?: Record<string, string>;
+
+  constructor(
+    code: ErrorCode,
+    opts: {
+      details?: ErrorDetail[];
+      headers?: Record<string, string>;
+      message?: string;
+    } = {},
+  ) {
+    super(opts.message ?? ERRORS[code].message);
+    this.code = code;
+    this.status = ERRORS[code].status;
+    this.details = opts.details;
+    this.headers = opts.headers;
+  }
+}
+
+/** The error envelope body for a code, as every failing response carries it. */
+export function errorBody(
+  code: ErrorCode,
+  details?: ErrorDetail[],
+  message?: string,
+) {
+  const { status } = ERRORS[code];
+  return {
+    status,
+    success: false as const,
+    error: {
+      code,
+      message: message ?? ERRORS[code].message,
+      ...(details && details.length ? { details } : {}),
+    },
+  };
+}

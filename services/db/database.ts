@@ -1,0 +1,135 @@
+import { PGlite } from "@electric-sql/pglite";
+import { Kysely, sql } from "kysely";
+import { PostgresJSDialect } from "kysely-postgres-js";
+import postgres from "postgres";
+import { PGliteDialect } from "./pglite_dialect.ts";
+import type { DB } from "./schema.ts";
+
+/** An open database: the Kysely handle plus what start-up, readiness and shutdown need. */
+export interface Database {
+  db: Kysely<DB>;
+  kind: "pglite" | "postgres";
+  /** Resolves when the database answers a trivial query within timeoutMs. */
+  ping(timeoutMs?: number): Promise<boolean>;
+  close(): Promise<void>;
+}
+
+/** Where the database lives: a postgres:// URL, a PGlite directory, or a PGlite dump. */
+export interface DatabaseOptions {
+  url?: string;
+  /** PGlite data directory; unset with no url means in memory. */
+  dataDir?: string;
+  /** Start PGlite from this dump (tests clone a migrated template this way). */
+  loadDataDir?: Blob;
+  /** PostgreSQL schema to use (tests isolate themselves in a schema each). */
+  searchPath?: string;
+}
+
+/** Opens PostgreSQL (url) or embedded PGlite; does not migrate. */
+export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
+  if (opts.url) {
+    const client = postgres(opts.url, {
+      max: 10,
+      connect_timeout: 10,
+      idle_timeout: 30,
+      onnotice: () => {},
+      connection: {
+        statement_timeout: 15_000,
+        ...(opts.searchPath ? { search_path: opts.searchPath } : {}),
+      },
+    });
+    const db = new Kysely<DB>({
+      dialect: new PostgresJSDialect({ postgres: client }),
+    });
+    return wrap(db, "postgres", async () => {
+      await db.destroy();
+      await client.end({ timeout: 5 });
+    });
+  }
+  const pg = await PGlite.create({
+    ...(opts.dataDir ? { dataDir: opts.dataDir } : {}),
+    ...(opts.loadDataDir ? { loadDataDir: opts.loadDataDir } : {}),
+  });
+  const db = new Kysely<DB>({ dialect: new PGliteDialect(pg) });
+  return wrap(db, "pglite", async () => {
+    await db.destroy();
+    await pg.close();
+  }, pg);
+}
+
+function wrap(
+  db: Kysely<DB>,
+  kind: Database["kind"],
+  close: () => Promise<void>,
+  pg?: PGlite,
+): Database & { pglite?: PGlite } {
+  return {
+    db,
+    kind,
+    pglite: pg,
+    async ping(timeoutMs = 2000) {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      try {
+        return await Promise.race([
+          sql`select 1`.execute(db).then(() => true),
+          new Promise<boolean>((r) =>
+            timer = setTimeout(() => r(false), timeoutMs)
+          ),
+        ]);
+      } catch {
+        return false;
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+    close,
+  };
+}
+
+const MIGRATIONS_DIR = new URL("./migrations/", import.meta.url);
+
+/** Migration files in order, with their SQL split into single statements. */
+export async function readMigrations(): Promise<
+  { name: string; statements: string[] }[]
+> {
+  const names: string[] = [];
+  for await (const e of Deno.readDir(MIGRATIONS_DIR)) {
+    if (e.isFile && e.name.endsWith(".sql")) names.push(e.name);
+  }
+  names.sort();
+  return await Promise.all(names.map(async (name) => {
+    const text = await Deno.readTextFile(new URL(name, MIGRATIONS_DIR));
+    const statements = text.split(/;\s*$/m).map((s) => s.trim()).filter(
+      Boolean,
+    );
+    return { name, statements };
+  }));
+}
+
+/**
+ * Applies migration files not yet recorded, in one transaction under an advisory lock so
+ * two instances starting together on one database don't race. Safe to run at every start.
+ */
+export async function migrate(db: Kysely<DB>): Promise<string[]> {
+  const migrations = await readMigrations();
+  return await db.transaction().execute(async (tx) => {
+    await sql`select pg_advisory_xact_lock(727001)`.execute(tx);
+    await sql`create table if not exists schema_migrations (
+      name text primary key, applied_at timestamptz not null default now())`
+      .execute(tx);
+    const done = new Set(
+      (await tx.selectFrom("schema_migrations").select("name").execute()).map((
+        r,
+      ) => r.name),
+    );
+    const applied: string[] = [];
+    for (const m of migrations) {
+      if (done.has(m.name)) continue;
+      for (const s of m.statements) await sql.raw(s).execute(tx);
+      await tx.insertInto("schema_migrations").values({ name: m.name })
+        .execute();
+      applied.push(m.name);
+    }
+    return applied;
+  });
+}

@@ -1,0 +1,57 @@
+import type { Generated } from "kysely";
+
+/** Row types of the tables created by services/db/migrations. */
+export interface DB {
+  users: {
+    id: string;
+    email: string;
+    password_hash: string;
+    created_at: Generated<Date>;
+    disabled_at: Date | null;
+    deleted_at: Date | null;
+  };
+  api_keys: {
+    id: string;
+    user_id: string;
+    label: string;
+    key_hash: string;
+    last4: string;
+    created_at: Generated<Date>;
+    last_used_at: Date | null;
+    revoked_at: Date | null;
+  };
+  sessions: {
+    id_hash: string;
+    user_id: string;
+    csrf_token: string;
+    created_at: Generated<Date>;
+    expires_at: Date;
+  };
+  login_failures: {
+    id: Generated<string>;
+    email: string;
+    at: Generated<Date>;
+  };
+  images: {
+    id: string;
+    user_id: string;
+    title: string;
+    ext: string;
+    mime: string;
+    size: string | number;
+    width: number;
+    height: number;
+    sha256: string;
+    thumb_ext: string | null;
+    medium_ext: string | null;
+    source: Generated<string>;
+    delete_token_hash: string;
+    created_at: Generated<Date>;
+    expires_at: Date | null;
+    deleted_at: Date | null;
+  };
+  schema_migrations: {
+    name: string;
+    applied_at: Generated<Date>;
+  };
+}

@@ -1,0 +1,31 @@
+/** Options of one capture, after validation and preset lookup. */
+export interface CaptureOptions {
+  url: string;
+  viewport: {
+    width: number;
+    height: number;
+    deviceScaleFactor: number;
+    isMobile: boolean;
+    hasTouch: boolean;
+  };
+  userAgent?: string;
+  format: "png" | "jpeg";
+  fullPage: boolean;
+  noAds: boolean;
+  noCookie: boolean;
+  colorScheme: "default" | "light" | "dark";
+  zoom: number;
+}
+
+/** The encoded image of one capture. */
+export interface CaptureResult {
+  bytes: Uint8Array;
+  width: number;
+  height: number;
+}
+
+/** Takes screenshots; the local Chromium pool and a remote browser both fit behind it. */
+export interface Screenshotter {
+  capture(opts: CaptureOptions): Promise<CaptureResult>;
+  close(): Promise<void>;
+}

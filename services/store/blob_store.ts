@@ -1,0 +1,42 @@
+/** A byte range, both ends inclusive, as in HTTP Range. */
+export interface ByteRange {
+  start: number;
+  end: number;
+}
+
+/** What a store knows of one object. */
+export interface BlobStat {
+  size: number;
+}
+
+/** One object read from a store, streamed. */
+export interface BlobBody extends BlobStat {
+  body: ReadableStream<Uint8Array>;
+}
+
+/**
+ * Where image bytes live. Implementations must make put atomic: an object is either absent
+ * or complete, never partial, whatever happens mid-write.
+ */
+export interface BlobStore {
+  readonly kind: string;
+  put(
+    key: string,
+    body: ReadableStream<Uint8Array> | Uint8Array,
+    meta: { contentType: string; size: number },
+  ): Promise<void>;
+  /** The object (or the given range of it), or null when absent. */
+  get(key: string, range?: ByteRange): Promise<BlobBody | null>;
+  stat(key: string): Promise<BlobStat | null>;
+  /** Removes the object; absent objects are not an error. */
+  delete(key: string): Promise<void>;
+  close?(): Promise<void>;
+}
+
+/** Keys are `<id>.<ext>` or `<id>.<variant>.<ext>`; nothing else may reach a store. */
+export const KEY_PATTERN = /^[A-Za-z0-9_-]{6,64}(\.(th|md))?\.[a-z0-9]{2,5}$/;
+
+/** Throws on a key that could escape the store's namespace. */
+export function assertKey(key: string): void {
+  if (!KEY_PATTERN.test(key)) throw new Error(`invalid store key: ${key}`);
+}

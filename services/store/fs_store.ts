@@ -1,0 +1,117 @@
+import { join } from "node:path";
+import {
+  assertKey,
+  type BlobBody,
+  type BlobStat,
+  type BlobStore,
+  type ByteRange,
+} from "./blob_store.ts";
+
+/**
+ * Filesystem store: objects under `<dir>/<first two chars>/<key>`, written to a temporary
+ * file, synced, then renamed into place so readers never see a partial object.
+ */
+export class FsStore implements BlobStore {
+  readonly kind = "fs";
+  readonly #tmp: string;
+  constructor(private readonly dir: string) {
+    this.#tmp = join(dir, ".tmp");
+  }
+
+  /** Creates the folders and removes temp files left by a crash. */
+  async init(): Promise<this> {
+    await Deno.mkdir(this.#tmp, { recursive: true });
+    for await (const e of Deno.readDir(this.#tmp)) {
+      await Deno.remove(join(this.#tmp, e.name)).catch(() => {});
+    }
+    return this;
+  }
+
+  #path(key: string): string {
+    assertKey(key);
+    return join(this.dir, key.slice(0, 2), key);
+  }
+
+  async put(
+    key: string,
+    body: ReadableStream<Uint8Array> | Uint8Array,
+  ): Promise<void> {
+    const final = this.#path(key);
+    const tmp = join(this.#tmp, `${crypto.randomUUID()}-${key}`);
+    try {
+      const f = await Deno.open(tmp, { write: true, createNew: true });
+      try {
+        if (body instanceof Uint8Array) {
+          let off = 0;
+          while (off < body.length) off += await f.write(body.subarray(off));
+        } else {
+          for await (const chunk of body) {
+            let off = 0;
+            while (off < chunk.length) {
+              off += await f.write(chunk.subarray(off));
+            }
+          }
+        }
+        await f.syncData();
+      } finally {
+        f.close();
+      }
+      await Deno.mkdir(join(this.dir, key.slice(0, 2)), { recursive: true });
+      await Deno.rename(tmp, final);
+    } catch (e) {
+      await Deno.remove(tmp).catch(() => {});
+      throw e;
+    }
+  }
+
+  async stat(key: string): Promise<BlobStat | null> {
+    try {
+      const s = await Deno.stat(this.#path(key));
+      return { size: s.size };
+    } catch (e) {
+      if (e instanceof Deno.errors.NotFound) return null;
+      throw e;
+    }
+  }
+
+  async get(key: string, range?: ByteRange): Promise<BlobBody | null> {
+    let f: Deno.FsFile;
+    try {
+      f = await Deno.open(this.#path(key), { read: true });
+    } catch (e) {
+      if (e instanceof Deno.errors.NotFound) return null;
+      throw e;
+    }
+    const { size } = await f.stat();
+    if (!range) return { size, body: f.readable };
+    await f.seek(range.start, Deno.SeekMode.Start);
+    let left = range.end - range.start + 1;
+    const body = new ReadableStream<Uint8Array>({
+      async pull(ctl) {
+        const buf = new Uint8Array(Math.min(left, 64 * 1024));
+        const n = await f.read(buf);
+        if (n === null || n === 0) {
+          f.close();
+          ctl.close();
+          return;
+        }
+        left -= n;
+        ctl.enqueue(buf.subarray(0, n));
+        if (left <= 0) {
+          f.close();
+          ctl.close();
+        }
+      },
+      cancel() {
+        f.close();
+      },
+    }, { highWaterMark: 0 });
+    return { size, body };
+  }
+
+  async delete(key: string): Promise<void> {
+    await Deno.remove(this.#path(key)).catch((e) => {
+      if (!(e instanceof Deno.errors.NotFound)) throw e;
+    });
+  }
+}

@@ -11,6 +11,14 @@ import {
 import type { AppDeps } from "./services/deps.ts";
 import { registerSystemRoutes } from "./routes/system.ts";
 import { registerDocsRoutes } from "./routes/docs.ts";
+import { registerAccountRoutes } from "./routes/account.tsx";
+import { apiAuth } from "./routes/api_auth.ts";
+import { registerUploadRoutes } from "./routes/upload.ts";
+import { registerHostRoutes } from "./routes/host.ts";
+import { registerScreenshotRoutes } from "./routes/screenshot.ts";
+import { ImagePipeline } from "./services/image_pipeline.ts";
+import { ScreenshotService } from "./services/screenshots/screenshot_service.ts";
+import { registerViewerRoutes } from "./routes/viewer.tsx";
 
 /** Variables routes share through the Hono context. */
 export type AppEnv = {
@@ -76,6 +84,13 @@ export function createApp(deps: AppDeps): App {
   });
 
   registerSystemRoutes(app, deps);
+  registerAccountRoutes(app, deps);
+  app.use("/api/1/*", apiAuth(deps));
+  const pipeline = new ImagePipeline(deps);
+  registerUploadRoutes(app, deps, pipeline);
+  registerScreenshotRoutes(app, deps, new ScreenshotService(deps, pipeline));
+  registerViewerRoutes(app, deps);
+  registerHostRoutes(app, deps);
 
   // Registered last so it can list every route of the finished app.
   registerDocsRoutes(app, deps);

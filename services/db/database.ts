@@ -9,6 +9,8 @@ import type { DB } from "./schema.ts";
 export interface Database {
   db: Kysely<DB>;
   kind: "pglite" | "postgres";
+  /** The embedded engine, when kind is pglite (tests dump it as a template). */
+  pglite?: PGlite;
   /** Resolves when the database answers a trivial query within timeoutMs. */
   ping(timeoutMs?: number): Promise<boolean>;
   close(): Promise<void>;
@@ -62,7 +64,7 @@ function wrap(
   kind: Database["kind"],
   close: () => Promise<void>,
   pg?: PGlite,
-): Database & { pglite?: PGlite } {
+): Database {
   return {
     db,
     kind,

@@ -45,7 +45,7 @@ export interface DB {
     thumb_ext: string | null;
     medium_ext: string | null;
     source: Generated<string>;
-    delete_token_hash: string;
+    delete_token: string;
     created_at: Generated<Date>;
     expires_at: Date | null;
     deleted_at: Date | null;

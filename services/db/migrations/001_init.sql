@@ -48,7 +48,7 @@ create table images (
   thumb_ext text,
   medium_ext text,
   source text not null default 'upload',
-  delete_token_hash text not null,
+  delete_token text not null,
   created_at timestamptz not null default now(),
   expires_at timestamptz,
   deleted_at timestamptz

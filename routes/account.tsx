@@ -1,0 +1,434 @@
+import type { Context } from "hono";
+import { deleteCookie, getCookie, setCookie } from "hono/cookie";
+import { csrf } from "hono/csrf";
+import { secureHeaders } from "hono/secure-headers";
+import type { App, AppEnv } from "../app.ts";
+import type { AppDeps } from "../services/deps.ts";
+import {
+  AccountError,
+  createSession,
+  createUser,
+  deleteSession,
+  getSession,
+  type SessionUser,
+  verifyLogin,
+} from "../services/accounts.ts";
+import {
+  authenticateKey,
+  createApiKey,
+  listApiKeys,
+  revokeApiKey,
+} from "../services/api_keys.ts";
+import { listUserImages, toImageRecord } from "../services/images.ts";
+import { CopyField, Layout, PAGE_CSS, PAGE_JS } from "./pages/layout.tsx";
+import { ApiError } from "../schemas/errors.ts";
+import { safeEqual } from "../services/crypto.ts";
+
+const COOKIE = "sid";
+
+/** A ShareX custom uploader (.sxcu) for this service and one key. */
+export function sharexConfig(baseUrl: string, key: string) {
+  return {
+    Version: "17.0.0",
+    Name: `Image host (${new URL(baseUrl).host})`,
+    DestinationType: "ImageUploader",
+    RequestMethod: "POST",
+    RequestURL: `${baseUrl}/api/1/upload`,
+    Headers: { Authorization: `Bearer ${key}` },
+    Body: "MultipartFormData",
+    FileFormName: "images",
+    URL: "{json:data.url}",
+    ThumbnailURL: "{json:data.thumb.url}",
+    DeletionURL: "{json:data.delete_url}",
+    ErrorMessage: "{json:error.message}",
+  };
+}
+
+function fmtDate(d: Date | string | null) {
+  return d
+    ? new Date(d).toISOString().replace("T", " ").slice(0, 16) + " UTC"
+    : "never";
+}
+
+/** Sign-up, log-in, log-out and the account page (keys, ShareX config, images). */
+export function registerAccountRoutes(app: App, deps: AppDeps) {
+  const { db } = deps.database;
+  const baseOrigin = new URL(deps.config.BASE_URL).origin;
+  const secure = deps.config.BASE_URL.startsWith("https:");
+  const pageHeaders = secureHeaders({
+    contentSecurityPolicy: {
+      defaultSrc: ["'self'"],
+      imgSrc: ["'self'", "data:", new URL(deps.config.IMAGE_HOST_URL).origin],
+      scriptSrc: ["'self'"],
+      styleSrc: ["'self'"],
+      frameAncestors: ["'none'"],
+      formAction: ["'self'"],
+    },
+  });
+  const forms = csrf({
+    origin: (origin, c) =>
+      origin === baseOrigin || origin === new URL(c.req.url).origin,
+  });
+  for (const p of ["/signup", "/login", "/logout", "/account", "/account/*"]) {
+    app.use(p, pageHeaders, forms);
+  }
+  app.get("/assets/page.css", (c) =>
+    c.body(PAGE_CSS, 200, {
+      "content-type": "text/css; charset=utf-8",
+      "cache-control": "public, max-age=3600",
+    }));
+  app.get("/assets/page.js", (c) =>
+    c.body(PAGE_JS, 200, {
+      "content-type": "text/javascript; charset=utf-8",
+      "cache-control": "public, max-age=3600",
+    }));
+
+  const currentUser = (c: Context<AppEnv>) =>
+    getSession(db, getCookie(c, COOKIE), deps.clock);
+
+  /** Session forms also carry the session's own token, beyond the Origin check. */
+  async function requireSessionForm(c: Context<AppEnv>): Promise<
+    { user: SessionUser; form: Record<string, string> } | Response
+  > {
+    const user = await currentUser(c);
+    if (!user) return c.redirect("/login", 303);
+    const body = await c.req.parseBody();
+    const form = Object.fromEntries(
+      Object.entries(body).filter(([, v]) => typeof v === "string"),
+    ) as Record<string, string>;
+    if (!form._csrf || !safeEqual(form._csrf, user.csrfToken)) {
+      throw new ApiError(403, {
+        message: "Invalid form token; reload the page",
+      });
+    }
+    return { user, form };
+  }
+
+  function startSession(c: Context<AppEnv>, sid: string) {
+    setCookie(c, COOKIE, sid, {
+      httpOnly: true,
+      sameSite: "Lax",
+      secure,
+      path: "/",
+      maxAge: 30 * 86400,
+    });
+  }
+
+  const AuthForm = (
+    props: { mode: "signup" | "login"; error?: string; email?: string },
+  ) => (
+    <Layout title={props.mode === "signup" ? "Sign up" : "Log in"}>
+      <h1>{props.mode === "signup" ? "Create an account" : "Log in"}</h1>
+      {props.error && <p class="error" role="alert">{props.error}</p>}
+      <form method="post" action={`/${props.mode}`}>
+        <label for="email">E-mail</label>
+        <input
+          id="email"
+          name="email"
+          type="email"
+          required
+          autocomplete="email"
+          value={props.email ?? ""}
+        />
+        <label for="password">Password</label>
+        <input
+          id="password"
+          name="password"
+          type="password"
+          required
+          minlength={props.mode === "signup" ? 10 : undefined}
+          autocomplete={props.mode === "signup"
+            ? "new-password"
+            : "current-password"}
+        />
+        <p>
+          <button type="submit">
+            {props.mode === "signup" ? "Sign up" : "Log in"}
+          </button>
+        </p>
+      </form>
+      {props.mode === "signup"
+        ? (
+          <p>
+            Have an account? <a href="/login">Log in</a>
+          </p>
+        )
+        : (
+          <p>
+            New here? <a href="/signup">Create an account</a>
+          </p>
+        )}
+    </Layout>
+  );
+
+  app.get("/signup", (c) => c.html(<AuthForm mode="signup" />));
+  app.get("/login", (c) => c.html(<AuthForm mode="login" />));
+
+  app.post("/signup", async (c) => {
+    const body = await c.req.parseBody();
+    const email = String(body.email ?? ""),
+      password = String(body.password ?? "");
+    try {
+      const user = await createUser(db, email, password);
+      startSession(c, await createSession(db, user.id, deps.clock));
+      return c.redirect("/account", 303);
+    } catch (e) {
+      if (e instanceof AccountError) {
+        return c.html(
+          <AuthForm mode="signup" error={e.message} email={email} />,
+          400,
+        );
+      }
+      throw e;
+    }
+  });
+
+  app.post("/login", async (c) => {
+    const body = await c.req.parseBody();
+    const email = String(body.email ?? ""),
+      password = String(body.password ?? "");
+    try {
+      const user = await verifyLogin(
+        db,
+        email,
+        password,
+        deps.clock,
+        deps.config.LOGIN_MAX_FAILURES,
+      );
+      startSession(c, await createSession(db, user.id, deps.clock));
+      return c.redirect("/account", 303);
+    } catch (e) {
+      if (e instanceof AccountError) {
+        return c.html(
+          <AuthForm mode="login" error={e.message} email={email} />,
+          401,
+        );
+      }
+      if (e instanceof ApiError && e.code === 170) {
+        c.header("Retry-After", e.headers?.["Retry-After"] ?? "900");
+        return c.html(
+          <AuthForm
+            mode="login"
+            error="Too many failed attempts. Try again later."
+            email={email}
+          />,
+          429,
+        );
+      }
+      throw e;
+    }
+  });
+
+  app.post("/logout", async (c) => {
+    const r = await requireSessionForm(c);
+    if (r instanceof Response) return r;
+    await deleteSession(db, getCookie(c, COOKIE)!);
+    deleteCookie(c, COOKIE, { path: "/", secure });
+    return c.redirect("/", 303);
+  });
+
+  const AccountPage = async (
+    props: { user: SessionUser; newKey?: string; notice?: string },
+  ) => {
+    const keys = await listApiKeys(db, props.user.userId);
+    const images = await listUserImages(db, props.user.userId, deps.clock);
+    const csrfField = (
+      <input type="hidden" name="_csrf" value={props.user.csrfToken} />
+    );
+    return (
+      <Layout title="Your account" user={props.user}>
+        <h1>Your account</h1>
+        {props.notice && <p role="status">{props.notice}</p>}
+        {props.newKey && (
+          <section aria-labelledby="newkey">
+            <h2 id="newkey">Your new API key</h2>
+            <p>Copy it now: it is shown only once and stored only as a hash.</p>
+            <CopyField id="new-key" label="API key" value={props.newKey} />
+            <p class="muted">
+              Try it:{" "}
+              <code>
+                curl -H "Authorization: Bearer{" "}
+                {props.newKey}" -F "images=@photo.jpg"{" "}
+                {deps.config.BASE_URL}/api/1/upload
+              </code>
+            </p>
+            <form method="post" action="/account/sharex">
+              {csrfField}
+              <input type="hidden" name="key" value={props.newKey} />
+              <button type="submit" class="secondary">
+                Download ShareX config (.sxcu)
+              </button>
+            </form>
+          </section>
+        )}
+        <section aria-labelledby="keys">
+          <h2 id="keys">API keys</h2>
+          <form method="post" action="/account/keys">
+            {csrfField}
+            <label for="label">Label</label>
+            <input
+              id="label"
+              name="label"
+              type="text"
+              maxlength={80}
+              placeholder="e.g. laptop, ShareX"
+            />
+            <p>
+              <button type="submit">Generate a new key</button>
+            </p>
+          </form>
+          {keys.length === 0 ? <p class="muted">No keys yet.</p> : (
+            <table>
+              <thead>
+                <tr>
+                  <th>Label</th>
+                  <th>Key</th>
+                  <th>Created</th>
+                  <th>Last used</th>
+                  <th></th>
+                </tr>
+              </thead>
+              <tbody>
+                {keys.map((k) => (
+                  <tr>
+                    <td>{k.label}</td>
+                    <td>
+                      <code>…{k.last4}</code>
+                    </td>
+                    <td>{fmtDate(k.created_at)}</td>
+                    <td>{fmtDate(k.last_used_at)}</td>
+                    <td>
+                      {k.revoked_at ? <span class="muted">revoked</span> : (
+                        <form
+                          class="inline"
+                          method="post"
+                          action={`/account/keys/${k.id}/revoke`}
+                        >
+                          {csrfField}
+                          <button
+                            class="danger"
+                            type="submit"
+                            aria-label={`Revoke key ${k.label}`}
+                          >
+                            Revoke
+                          </button>
+                        </form>
+                      )}
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          )}
+          <h3>ShareX</h3>
+          <form method="post" action="/account/sharex">
+            {csrfField}
+            <label for="sxkey">
+              Paste one of your keys to download a ShareX uploader for it
+            </label>
+            <input
+              id="sxkey"
+              name="key"
+              type="password"
+              required
+              autocomplete="off"
+            />
+            <p>
+              <button type="submit" class="secondary">Download .sxcu</button>
+            </p>
+          </form>
+        </section>
+        <section aria-labelledby="imgs">
+          <h2 id="imgs">Your images</h2>
+          {images.length === 0
+            ? <p class="muted">No images yet.</p>
+            : (
+              <div class="grid">
+                {images.map((row) => {
+                  const rec = toImageRecord(deps.config, row);
+                  return (
+                    <a href={rec.url_viewer} title={rec.title}>
+                      <img src={rec.thumb.url} alt={rec.title} loading="lazy" />
+                    </a>
+                  );
+                })}
+              </div>
+            )}
+        </section>
+      </Layout>
+    );
+  };
+
+  const noStore = (c: Context) => c.header("Cache-Control", "no-store");
+
+  app.get("/account", async (c) => {
+    const user = await currentUser(c);
+    if (!user) return c.redirect("/login", 303);
+    noStore(c);
+    return c.html(await AccountPage({ user }));
+  });
+
+  app.post("/account/keys", async (c) => {
+    const r = await requireSessionForm(c);
+    if (r instanceof Response) return r;
+    const { key } = await createApiKey(db, r.user.userId, r.form.label ?? "");
+    noStore(c);
+    return c.html(await AccountPage({ user: r.user, newKey: key }));
+  });
+
+  app.post("/account/keys/:id/revoke", async (c) => {
+    const r = await requireSessionForm(c);
+    if (r instanceof Response) return r;
+    await revokeApiKey(db, r.user.userId, c.req.param("id"), deps.clock);
+    return c.redirect("/account", 303);
+  });
+
+  app.post("/account/sharex", async (c) => {
+    const r = await requireSessionForm(c);
+    if (r instanceof Response) return r;
+    const owner = await authenticateKey(db, r.form.key, deps.clock).catch(() =>
+      null
+    );
+    if (!owner || owner.userId !== r.user.userId) {
+      noStore(c);
+      return c.html(
+        await AccountPage({
+          user: r.user,
+          notice: "That is not one of your active keys.",
+        }),
+        400,
+      );
+    }
+    noStore(c);
+    c.header(
+      "Content-Disposition",
+      `attachment; filename="${new URL(deps.config.BASE_URL).host}.sxcu"`,
+    );
+    return c.body(
+      JSON.stringify(sharexConfig(deps.config.BASE_URL, r.form.key), null, 2),
+      200,
+      {
+        "content-type": "application/json; charset=utf-8",
+      },
+    );
+  });
+
+  app.get("/", async (c) => {
+    const user = await currentUser(c);
+    return c.html(
+      <Layout title="Image host" user={user}>
+        <h1>Host images and capture screenshots</h1>
+        <p>
+          Upload images with an API key and get a direct link, a viewer page and
+          embed codes. Capture any public web page as PNG or JPEG.
+        </p>
+        <p>
+          {user
+            ? <a class="button" href="/account">Your account and keys</a>
+            : <a class="button" href="/signup">Create an account</a>}{" "}
+          <a href="/docs">Read the API docs</a>
+        </p>
+      </Layout>,
+    );
+  });
+}

@@ -1,0 +1,121 @@
+import type { Context } from "hono";
+import type { App } from "../app.ts";
+import type { AppDeps } from "../services/deps.ts";
+import { blobKeys, findLiveImage, MIME_BY_EXT } from "../services/images.ts";
+import { ApiError } from "../schemas/errors.ts";
+import type { ByteRange } from "../services/store/blob_store.ts";
+
+const FILE_RE = /^([A-Za-z0-9_-]{6,64})(?:\.(th|md))?\.([a-z0-9]{2,5})$/;
+
+/** Parses a single `bytes=a-b` range; null when absent or not a single range. */
+export function parseRange(
+  header: string | undefined,
+  size: number,
+): ByteRange | null | "invalid" {
+  if (!header) return null;
+  const m = header.match(/^bytes=(\d*)-(\d*)$/);
+  if (!m || (m[1] === "" && m[2] === "")) {
+    return header.includes(",") ? null : "invalid";
+  }
+  let start: number, end: number;
+  if (m[1] === "") {
+    const suffix = Number(m[2]);
+    if (suffix === 0) return "invalid";
+    start = Math.max(0, size - suffix);
+    end = size - 1;
+  } else {
+    start = Number(m[1]);
+    end = m[2] === "" ? size - 1 : Math.min(Number(m[2]), size - 1);
+  }
+  if (start > end || start >= size) return "invalid";
+  return { start, end };
+}
+
+function etagMatches(ifNoneMatch: string | undefined, etag: string) {
+  if (!ifNoneMatch) return false;
+  return ifNoneMatch.trim() === "*" ||
+    ifNoneMatch.split(",").some((t) => t.trim().replace(/^W\//, "") === etag);
+}
+
+/**
+ * The image host: GET/HEAD `/<id>.<ext>` and variants `/<id>.th.<ext>`, `/<id>.md.<ext>`.
+ * Bytes under a key never change, so the key is the ETag and caching is immutable (until
+ * expiry for images that expire). The CSP and nosniff make sure a served file can never run
+ * as a page.
+ */
+export function registerHostRoutes(app: App, deps: AppDeps) {
+  const serve = async (c: Context) => {
+    const m = c.req.param("file")?.match(FILE_RE);
+    if (!m) throw new ApiError(404);
+    const [, id, variant, ext] = m;
+    const row = await findLiveImage(deps.database.db, id, deps.clock);
+    if (!row) throw new ApiError(404);
+    const keys = blobKeys(row);
+    const key = variant === "th"
+      ? keys.thumb
+      : variant === "md"
+      ? keys.medium
+      : keys.original;
+    if (!key || key !== c.req.param("file")) throw new ApiError(404);
+
+    const etag = `"${key}"`;
+    const maxAge = row.expires_at
+      ? Math.max(
+        0,
+        Math.floor(
+          (new Date(row.expires_at).getTime() - deps.clock.now().getTime()) /
+            1000,
+        ),
+      )
+      : 31536000;
+    const headers: Record<string, string> = {
+      "ETag": etag,
+      "Cache-Control": row.expires_at
+        ? `public, max-age=${maxAge}`
+        : "public, max-age=31536000, immutable",
+      "Content-Type": MIME_BY_EXT[ext],
+      "X-Content-Type-Options": "nosniff",
+      "Content-Security-Policy":
+        "default-src 'none'; img-src 'self'; style-src 'unsafe-inline'; sandbox",
+      "Accept-Ranges": "bytes",
+      "Access-Control-Allow-Origin": "*",
+      "Cross-Origin-Resource-Policy": "cross-origin",
+    };
+    if (etagMatches(c.req.header("if-none-match"), etag)) {
+      return c.body(null, 304, headers);
+    }
+    const stat = await deps.store.stat(key);
+    if (!stat) throw new ApiError(404);
+    const range = parseRange(c.req.header("range"), stat.size);
+    if (range === "invalid") {
+      return c.body(null, 416, {
+        ...headers,
+        "Content-Range": `bytes */${stat.size}`,
+      });
+    }
+    if (c.req.method === "HEAD") {
+      return c.body(null, 200, {
+        ...headers,
+        "Content-Length": String(stat.size),
+      });
+    }
+    const blob = await deps.store.get(key, range ?? undefined);
+    if (!blob) throw new ApiError(404);
+    if (range) {
+      return c.body(blob.body, 206, {
+        ...headers,
+        "Content-Range": `bytes ${range.start}-${range.end}/${stat.size}`,
+        "Content-Length": String(range.end - range.start + 1),
+      });
+    }
+    return c.body(blob.body, 200, {
+      ...headers,
+      "Content-Length": String(stat.size),
+    });
+  };
+  app.on(
+    ["GET", "HEAD"],
+    "/:file{[A-Za-z0-9_-]{6,64}(?:\\.(?:th|md))?\\.[a-z0-9]{2,5}}",
+    serve,
+  );
+}

@@ -1,0 +1,252 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import type { App } from "../app.ts";
+import type { AppDeps } from "../services/deps.ts";
+import {
+  AUTH_ERRORS,
+  envelopeOf,
+  errorResponses,
+} from "../schemas/envelope.ts";
+import {
+  DeletedSchema,
+  ImageIdParamSchema,
+  ImageRecordSchema,
+  MultiUploadSchema,
+} from "../schemas/image.ts";
+import { ApiError, type ErrorCode } from "../schemas/errors.ts";
+import { receiveMultipart } from "../services/multipart.ts";
+import type { ImagePipeline } from "../services/image_pipeline.ts";
+import { authenticateDeferred, isMultipart } from "./api_auth.ts";
+import {
+  deleteImage,
+  findLiveImage,
+  type ImageRecord,
+  toImageRecord,
+} from "../services/images.ts";
+
+/** Security requirement of every /api/1 route: Bearer header or ?key=. */
+export const API_SECURITY: Record<string, string[]>[] = [{ bearer: [] }, {
+  queryKey: [],
+}];
+
+/** Allowed range of `expiration`, seconds (one minute to 180 days, as ImgBB). */
+export const EXPIRATION_MIN = 60;
+export const EXPIRATION_MAX = 15_552_000;
+
+/** POST /api/1/upload (SPEC.md 4.1). */
+export const postUploadRoute = createRoute({
+  method: "post",
+  path: "/api/1/upload",
+  tags: ["Images"],
+  summary: "Upload one or more images",
+  description:
+    "Multipart form with one or more files in `images` (also `images[]`, `image`, `source`). " +
+    "One file returns the image record; several return `{images, count, errors?}`: files " +
+    "that fail are listed in `errors` while the others are stored. Types are detected from " +
+    "the bytes: JPEG, PNG, GIF, WebP, AVIF, BMP, TIFF. Uploading bytes you already uploaded " +
+    "returns the existing record with `duplicate: true`.",
+  security: API_SECURITY,
+  request: {
+    query: z.object({
+      key: z.string().optional(),
+      expiration: z.string().optional().openapi({ example: "3600" }),
+    }),
+    body: {
+      required: true,
+      content: {
+        "multipart/form-data": {
+          schema: {
+            type: "object",
+            required: ["images"],
+            properties: {
+              key: {
+                type: "string",
+                description: "API key (if not in a header)",
+              },
+              images: {
+                type: "array",
+                items: { type: "string", format: "binary" },
+                description: "Image files",
+              },
+              expiration: {
+                type: "integer",
+                minimum: EXPIRATION_MIN,
+                maximum: EXPIRATION_MAX,
+                description: "Seconds until the image is deleted",
+              },
+            },
+          },
+        },
+      },
+    },
+  },
+  responses: {
+    200: {
+      description: "Stored: an image record for one file, a list for several",
+      content: {
+        "application/json": {
+          schema: envelopeOf(z.union([ImageRecordSchema, MultiUploadSchema])),
+        },
+      },
+    },
+    ...errorResponses(...AUTH_ERRORS, 130, 131, 140, 141, 142, 150, 160, 413),
+  },
+});
+
+/** GET /api/1/images/{id}: the record of one of the caller's images. */
+export const getImageRoute = createRoute({
+  method: "get",
+  path: "/api/1/images/{id}",
+  tags: ["Images"],
+  summary: "Get one of your images",
+  security: API_SECURITY,
+  request: { params: ImageIdParamSchema },
+  responses: {
+    200: {
+      description: "The image record",
+      content: {
+        "application/json": { schema: envelopeOf(ImageRecordSchema) },
+      },
+    },
+    ...errorResponses(...AUTH_ERRORS, 160, 404),
+  },
+});
+
+/** DELETE /api/1/images/{id}: delete one of the caller's images. */
+export const deleteImageRoute = createRoute({
+  method: "delete",
+  path: "/api/1/images/{id}",
+  tags: ["Images"],
+  summary: "Delete one of your images",
+  security: API_SECURITY,
+  request: { params: ImageIdParamSchema },
+  responses: {
+    200: {
+      description: "Deleted",
+      content: { "application/json": { schema: envelopeOf(DeletedSchema) } },
+    },
+    ...errorResponses(...AUTH_ERRORS, 160, 404),
+  },
+});
+
+function parseExpiration(raw: string | undefined): number | undefined {
+  if (raw === undefined || raw === "") return undefined;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < EXPIRATION_MIN || n > EXPIRATION_MAX) {
+    throw new ApiError(160, {
+      details: [{
+        path: "expiration",
+        message:
+          `must be an integer from ${EXPIRATION_MIN} to ${EXPIRATION_MAX} seconds`,
+      }],
+    });
+  }
+  return n;
+}
+
+const ok = <T>(data: T) => ({
+  status: 200 as const,
+  success: true as const,
+  data,
+});
+
+/** Registers the upload route and the image record API. */
+export function registerUploadRoutes(
+  app: App,
+  deps: AppDeps,
+  pipeline: ImagePipeline,
+) {
+  const { db } = deps.database;
+
+  app.openapi(postUploadRoute, async (c) => {
+    if (!isMultipart(c) || !c.req.raw.body) {
+      throw new ApiError(140, {
+        details: [{
+          message:
+            "Send the images as multipart/form-data in the field `images`",
+        }],
+      });
+    }
+    await Deno.mkdir(pipeline.tmpDir, { recursive: true });
+    const form = await receiveMultipart(
+      c.req.raw.body,
+      c.req.header("content-type")!,
+      {
+        tmpDir: pipeline.tmpDir,
+        maxFileBytes: deps.config.MAX_FILE_BYTES,
+        maxFiles: deps.config.MAX_FILES,
+      },
+    );
+    try {
+      const userId = await authenticateDeferred(c, deps, form.fields.key);
+      if (form.files.length === 0) throw new ApiError(140);
+      const expiration = parseExpiration(
+        form.fields.expiration ?? c.req.query("expiration"),
+      );
+      const images: ImageRecord[] = [];
+      const errors: {
+        index: number;
+        filename: string;
+        code: number;
+        message: string;
+      }[] = [];
+      let lastError: ApiError | undefined;
+      for (const file of form.files) {
+        try {
+          images.push(await pipeline.ingest(userId, file, { expiration }));
+        } catch (e) {
+          let err: ApiError;
+          if (e instanceof ApiError) err = e;
+          else {
+            deps.log.error({
+              msg: "upload failed",
+              request_id: c.get("requestId"),
+              error: e instanceof Error ? e.stack ?? e.message : String(e),
+            });
+            err = new ApiError(500);
+          }
+          lastError = err;
+          errors.push({
+            index: file.index,
+            filename: file.filename,
+            code: err.code,
+            message: err.message,
+          });
+        } finally {
+          await Deno.remove(file.path).catch(() => {});
+        }
+      }
+      if (form.files.length === 1) {
+        if (lastError) throw lastError;
+        return c.json(ok(images[0]), 200);
+      }
+      if (images.length === 0) {
+        throw new ApiError(150, {
+          details: errors.map((e) => ({ ...e, code: e.code as ErrorCode })),
+        });
+      }
+      return c.json(
+        ok({
+          images,
+          count: images.length,
+          ...(errors.length ? { errors } : {}),
+        }),
+        200,
+      );
+    } finally {
+      await form.cleanup();
+    }
+  });
+
+  app.openapi(getImageRoute, async (c) => {
+    const row = await findLiveImage(db, c.req.valid("param").id, deps.clock);
+    if (!row || row.user_id !== c.get("userId")) throw new ApiError(404);
+    return c.json(ok(toImageRecord(deps.config, row)), 200);
+  });
+
+  app.openapi(deleteImageRoute, async (c) => {
+    const row = await findLiveImage(db, c.req.valid("param").id, deps.clock);
+    if (!row || row.user_id !== c.get("userId")) throw new ApiError(404);
+    await deleteImage(db, deps.store, row, deps.clock);
+    return c.json(ok({ id: row.id, deleted: true as const }), 200);
+  });
+}

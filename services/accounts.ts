@@ -1,0 +1,162 @@
+import { type Kysely, sql } from "kysely";
+import type { DB } from "./db/schema.ts";
+import type { Clock } from "./deps.ts";
+import {
+  hashPassword,
+  randomToken,
+  sha256Hex,
+  verifyPassword,
+} from "./crypto.ts";
+import { ApiError } from "../schemas/errors.ts";
+
+/** A signed-in user as pages see it. */
+export interface SessionUser {
+  userId: string;
+  email: string;
+  csrfToken: string;
+}
+
+/** Why sign-up or login was refused, shown on the form. */
+export class AccountError extends Error {}
+
+const SESSION_DAYS = 30;
+const THROTTLE_WINDOW_MS = 15 * 60_000;
+// Compared against when the e-mail is unknown, so both paths cost one scrypt.
+const DUMMY_HASH =
+  "scrypt$32768$8$1$FsL3pRoJtIlkca2mv0iVPQ$-14t0_kxd-Jub4ymjFNSvC0CsyBj7voognapqa5dLwk";
+
+/** Creates an account; the password is stored only as a scrypt hash. */
+export async function createUser(
+  db: Kysely<DB>,
+  email: string,
+  password: string,
+): Promise<{ id: string; email: string }> {
+  email = email.trim();
+  if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email) || email.length > 254) {
+    throw new AccountError("Enter a valid e-mail address.");
+  }
+  if (password.length < 10 || password.length > 1024) {
+    throw new AccountError("Use a password of at least 10 characters.");
+  }
+  const taken = await db.selectFrom("users").select("id")
+    .where(sql`lower(email)`, "=", email.toLowerCase())
+    .where("deleted_at", "is", null).executeTakeFirst();
+  if (taken) {
+    throw new AccountError("An account with this e-mail already exists.");
+  }
+  const id = randomToken(9);
+  await db.insertInto("users").values({
+    id,
+    email,
+    password_hash: await hashPassword(password),
+    disabled_at: null,
+    deleted_at: null,
+  }).execute();
+  return { id, email };
+}
+
+/**
+ * Checks e-mail and password. After LOGIN_MAX_FAILURES failures for one e-mail within 15
+ * minutes, further attempts get 170 with Retry-After until the window moves on.
+ */
+export async function verifyLogin(
+  db: Kysely<DB>,
+  email: string,
+  password: string,
+  clock: Clock,
+  maxFailures: number,
+): Promise<{ id: string; email: string }> {
+  email = email.trim().toLowerCase();
+  const now = clock.now();
+  const since = new Date(now.getTime() - THROTTLE_WINDOW_MS);
+  const failures = await db.selectFrom("login_failures")
+    .select([sql<string>`count(*)`.as("n"), sql<Date>`min(at)`.as("first")])
+    .where(sql`lower(email)`, "=", email).where("at", ">", since)
+    .executeTakeFirstOrThrow();
+  if (Number(failures.n) >= maxFailures) {
+    const first = new Date(failures.first);
+    const retry = Math.max(
+      1,
+      Math.ceil((first.getTime() + THROTTLE_WINDOW_MS - now.getTime()) / 1000),
+    );
+    throw new ApiError(170, { headers: { "Retry-After": String(retry) } });
+  }
+  const user = await db.selectFrom("users")
+    .select(["id", "email", "password_hash", "disabled_at"])
+    .where(sql`lower(email)`, "=", email).where("deleted_at", "is", null)
+    .executeTakeFirst();
+  const ok = await verifyPassword(password, user?.password_hash ?? DUMMY_HASH);
+  if (!user || !ok || user.disabled_at) {
+    await db.insertInto("login_failures").values({ email, at: now }).execute();
+    throw new AccountError("Wrong e-mail or password.");
+  }
+  await db.deleteFrom("login_failures").where(sql`lower(email)`, "=", email)
+    .execute();
+  return { id: user.id, email: user.email };
+}
+
+/** Starts a session; returns the cookie value (stored only hashed). */
+export async function createSession(
+  db: Kysely<DB>,
+  userId: string,
+  clock: Clock,
+): Promise<string> {
+  const sid = randomToken(32);
+  await db.insertInto("sessions").values({
+    id_hash: sha256Hex(sid),
+    user_id: userId,
+    csrf_token: randomToken(24),
+    expires_at: new Date(clock.now().getTime() + SESSION_DAYS * 86_400_000),
+  }).execute();
+  return sid;
+}
+
+/** The live session's user, or null (expired, unknown, user deleted or disabled). */
+export async function getSession(
+  db: Kysely<DB>,
+  sid: string | undefined,
+  clock: Clock,
+): Promise<SessionUser | null> {
+  if (!sid || sid.length > 100) return null;
+  const row = await db.selectFrom("sessions")
+    .innerJoin("users", "users.id", "sessions.user_id")
+    .select(["users.id", "users.email", "sessions.csrf_token"])
+    .where("sessions.id_hash", "=", sha256Hex(sid))
+    .where("sessions.expires_at", ">", clock.now())
+    .where("users.deleted_at", "is", null)
+    .where("users.disabled_at", "is", null)
+    .executeTakeFirst();
+  return row
+    ? { userId: row.id, email: row.email, csrfToken: row.csrf_token }
+    : null;
+}
+
+/** Ends a session. */
+export async function deleteSession(
+  db: Kysely<DB>,
+  sid: string,
+): Promise<void> {
+  await db.deleteFrom("sessions").where("id_hash", "=", sha256Hex(sid))
+    .execute();
+}
+
+/** Soft-deletes a user: their keys then answer 120, their sessions end. */
+export async function deleteUser(
+  db: Kysely<DB>,
+  userId: string,
+  clock: Clock,
+): Promise<void> {
+  await db.updateTable("users").set({ deleted_at: clock.now() })
+    .where("id", "=", userId).execute();
+  await db.deleteFrom("sessions").where("user_id", "=", userId).execute();
+}
+
+/** Disables a user without deleting (keys answer 120). */
+export async function disableUser(
+  db: Kysely<DB>,
+  userId: string,
+  clock: Clock,
+): Promise<void> {
+  await db.updateTable("users").set({ disabled_at: clock.now() })
+    .where("id", "=", userId).execute();
+}

@@ -1,0 +1,128 @@
+import type { Kysely } from "kysely";
+import type { DB } from "./db/schema.ts";
+import type { Clock } from "./deps.ts";
+import { randomToken, safeEqual, sha256Hex } from "./crypto.ts";
+import { ApiError } from "../schemas/errors.ts";
+
+/** Prefix of every API key, so leaked keys are recognisable by secret scanners. */
+export const KEY_PREFIX = "ihk_";
+
+/** A key as the account page lists it (never the secret). */
+export interface ApiKeyInfo {
+  id: string;
+  label: string;
+  last4: string;
+  created_at: Date;
+  last_used_at: Date | null;
+  revoked_at: Date | null;
+}
+
+/** Who a valid key belongs to. */
+export interface KeyOwner {
+  userId: string;
+  keyId: string;
+}
+
+/**
+ * Creates a key for a user and returns the secret, which exists only in this return value:
+ * the database keeps its SHA-256 (the key has 256 bits of entropy, so a fast hash is safe).
+ */
+export async function createApiKey(
+  db: Kysely<DB>,
+  userId: string,
+  label: string,
+): Promise<{ key: string; info: ApiKeyInfo }> {
+  const key = KEY_PREFIX + randomToken(32);
+  const row = await db.insertInto("api_keys").values({
+    id: randomToken(9),
+    user_id: userId,
+    label: label.trim().slice(0, 80) || "API key",
+    key_hash: sha256Hex(key),
+    last4: key.slice(-4),
+    last_used_at: null,
+    revoked_at: null,
+  }).returning([
+    "id",
+    "label",
+    "last4",
+    "created_at",
+    "last_used_at",
+    "revoked_at",
+  ]).executeTakeFirstOrThrow();
+  return { key, info: row };
+}
+
+/** A user's keys, newest first. */
+export async function listApiKeys(
+  db: Kysely<DB>,
+  userId: string,
+): Promise<ApiKeyInfo[]> {
+  return await db.selectFrom("api_keys")
+    .select([
+      "id",
+      "label",
+      "last4",
+      "created_at",
+      "last_used_at",
+      "revoked_at",
+    ])
+    .where("user_id", "=", userId)
+    .orderBy("created_at", "desc")
+    .execute();
+}
+
+/** Revokes one of the user's keys; false when it is not theirs or already revoked. */
+export async function revokeApiKey(
+  db: Kysely<DB>,
+  userId: string,
+  keyId: string,
+  clock: Clock,
+): Promise<boolean> {
+  const r = await db.updateTable("api_keys").set({ revoked_at: clock.now() })
+    .where("id", "=", keyId).where("user_id", "=", userId)
+    .where("revoked_at", "is", null).executeTakeFirst();
+  return Number(r.numUpdatedRows) > 0;
+}
+
+/**
+ * Resolves a presented key to its owner: 100 when none was sent, 110 when unknown or
+ * revoked, 120 when the owner is deleted or disabled. The hash is looked up by index and
+ * then compared in constant time.
+ */
+export async function authenticateKey(
+  db: Kysely<DB>,
+  presented: string | undefined | null,
+  clock: Clock,
+): Promise<KeyOwner> {
+  if (!presented) throw new ApiError(100);
+  if (presented.length > 200 || !presented.startsWith(KEY_PREFIX)) {
+    throw new ApiError(110);
+  }
+  const hash = sha256Hex(presented);
+  const row = await db.selectFrom("api_keys")
+    .innerJoin("users", "users.id", "api_keys.user_id")
+    .select([
+      "api_keys.id as key_id",
+      "api_keys.key_hash",
+      "api_keys.revoked_at",
+      "api_keys.last_used_at",
+      "users.id as user_id",
+      "users.deleted_at",
+      "users.disabled_at",
+    ])
+    .where("api_keys.key_hash", "=", hash)
+    .executeTakeFirst();
+  if (!row || !safeEqual(row.key_hash, hash) || row.revoked_at) {
+    throw new ApiError(110);
+  }
+  if (row.deleted_at || row.disabled_at) throw new ApiError(120);
+  const now = clock.now();
+  // One write a minute at most, so busy keys don't turn every request into an UPDATE.
+  if (
+    !row.last_used_at || now.getTime() - row.last_used_at.getTime() > 60_000
+  ) {
+    await db.updateTable("api_keys").set({ last_used_at: now })
+      .where("id", "=", row.key_id).execute();
+  }
+  return { userId: row.user_id, keyId: row.key_id };
+}

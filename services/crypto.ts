@@ -1,0 +1,66 @@
+import { createHash, randomBytes, scrypt, timingSafeEqual } from "node:crypto";
+
+/** URL-safe random token of `bytes` bytes of entropy (IDs, keys, session ids). */
+export function randomToken(bytes: number): string {
+  return randomBytes(bytes).toString("base64url");
+}
+
+/** Hex SHA-256, used for high-entropy secrets (API keys, session ids) stored at rest. */
+export function sha256Hex(text: string): string {
+  return createHash("sha256").update(text).digest("hex");
+}
+
+/** Constant-time string equality (lengths are compared first; they are not secret). */
+export function safeEqual(a: string, b: string): boolean {
+  const ab = new TextEncoder().encode(a);
+  const bb = new TextEncoder().encode(b);
+  return ab.length === bb.length && timingSafeEqual(ab, bb);
+}
+
+// scrypt N=2^15, r=8, p=1: ~32 MiB and tens of ms per hash, the OWASP baseline.
+const N = 32768, R = 8, P = 1, LEN = 32;
+
+function scryptAsync(
+  pw: string,
+  salt: Buffer,
+  n: number,
+  r: number,
+  p: number,
+) {
+  return new Promise<Buffer>((resolve, reject) =>
+    scrypt(
+      pw,
+      salt,
+      LEN,
+      { N: n, r, p, maxmem: 128 * n * r * 2 },
+      (e, k) => e ? reject(e) : resolve(k),
+    )
+  );
+}
+
+/** Hashes a password with scrypt; the result carries its parameters and salt. */
+export async function hashPassword(password: string): Promise<string> {
+  const salt = randomBytes(16);
+  const key = await scryptAsync(password, salt, N, R, P);
+  return `scrypt$${N}$${R}$${P}$${salt.toString("base64url")}$${
+    key.toString("base64url")
+  }`;
+}
+
+/** Checks a password against a stored scrypt hash in constant time. */
+export async function verifyPassword(
+  password: string,
+  stored: string,
+): Promise<boolean> {
+  const [alg, n, r, p, salt, key] = stored.split("$");
+  if (alg !== "scrypt" || !key) return false;
+  const got = await scryptAsync(
+    password,
+    Buffer.from(salt, "base64url"),
+    Number(n),
+    Number(r),
+    Number(p),
+  );
+  const want = Buffer.from(key, "base64url");
+  return got.length === want.length && timingSafeEqual(got, want);
+}

@@ -1,0 +1,268 @@
+import sharp from "sharp";
+type Sharp = ReturnType<typeof sharp>;
+type Metadata = Awaited<ReturnType<Sharp["metadata"]>>;
+import { fileTypeFromFile } from "file-type";
+import { join } from "node:path";
+import type { AppDeps } from "./deps.ts";
+import { ApiError } from "../schemas/errors.ts";
+import { randomToken } from "./crypto.ts";
+import {
+  blobKeys,
+  type ImageRecord,
+  MIME_BY_EXT,
+  toImageRecord,
+} from "./images.ts";
+import { stripJpeg, stripPng } from "./metadata_strip.ts";
+
+/** Accepted types, detected from the bytes: media type → stored extension. */
+const ACCEPTED: Record<string, string> = {
+  "image/jpeg": "jpg",
+  "image/png": "png",
+  "image/gif": "gif",
+  "image/webp": "webp",
+  "image/avif": "avif",
+  "image/bmp": "bmp",
+  "image/tiff": "tiff",
+};
+
+/** Longest side of the thumbnail and of the medium variant. */
+export const THUMB_SIZE = 320;
+export const MEDIUM_SIZE = 1024;
+
+/** A file on local disk waiting to become an image. */
+export interface IncomingImage {
+  path: string;
+  filename: string;
+  size: number;
+  sha256: string;
+  truncated?: boolean;
+}
+
+/** Variant format per original: keep the format where it can be written, else PNG/WebP. */
+function variantExt(ext: string): string {
+  return ({
+    jpg: "jpg",
+    png: "png",
+    webp: "webp",
+    gif: "gif",
+    avif: "webp",
+  } as Record<
+    string,
+    string
+  >)[ext] ?? "png";
+}
+
+function encode(img: Sharp, ext: string): Sharp {
+  switch (ext) {
+    case "jpg":
+      return img.jpeg({ quality: 85, mozjpeg: true });
+    case "webp":
+      return img.webp({ quality: 85 });
+    case "gif":
+      return img.gif();
+    default:
+      return img.png({ compressionLevel: 8 });
+  }
+}
+
+/**
+ * Turns a received file into a stored image: detects the type from the bytes, refuses
+ * oversize dimensions before decoding, decodes for real while making the variants, strips
+ * personal metadata, writes the bytes to the store and only then commits the row, so an
+ * acknowledged image is complete and a failed one leaves nothing visible.
+ */
+export class ImagePipeline {
+  readonly tmpDir: string;
+  constructor(
+    private readonly deps: Pick<
+      AppDeps,
+      "config" | "database" | "store" | "clock"
+    >,
+  ) {
+    this.tmpDir = join(deps.config.DATA_DIR, "tmp");
+    // libvips' operation cache only helps repeated identical work; it holds decoded
+    // images in memory, which is the opposite of what an upload server wants.
+    sharp.cache(false);
+  }
+
+  /** Creates the temp dir and removes files a crash left in it. */
+  async init(): Promise<this> {
+    await Deno.mkdir(this.tmpDir, { recursive: true });
+    for await (const e of Deno.readDir(this.tmpDir)) {
+      await Deno.remove(join(this.tmpDir, e.name)).catch(() => {});
+    }
+    return this;
+  }
+
+  async ingest(
+    userId: string,
+    file: IncomingImage,
+    opts: { expiration?: number; source?: string } = {},
+  ): Promise<ImageRecord & { duplicate?: boolean }> {
+    const { config, database, store, clock } = this.deps;
+    const db = database.db;
+    if (file.truncated || file.size > config.MAX_FILE_BYTES) {
+      throw new ApiError(130);
+    }
+    if (file.size === 0) throw new ApiError(141, { message: "Empty file" });
+
+    const type = await fileTypeFromFile(file.path).catch(() => undefined);
+    const ext = type && ACCEPTED[type.mime];
+    if (!ext) throw new ApiError(141);
+
+    const existing = await db.selectFrom("images").selectAll()
+      .where("user_id", "=", userId).where("sha256", "=", file.sha256)
+      .where("deleted_at", "is", null)
+      .where((eb) =>
+        eb.or([
+          eb("expires_at", "is", null),
+          eb("expires_at", ">", clock.now()),
+        ])
+      )
+      .executeTakeFirst();
+    if (existing) {
+      return { ...toImageRecord(config, existing), duplicate: true };
+    }
+
+    let meta: Metadata;
+    try {
+      meta = await sharp(file.path, { limitInputPixels: false }).metadata();
+    } catch {
+      throw new ApiError(141);
+    }
+    if (!meta.width || !meta.height) throw new ApiError(141);
+    const frames = meta.pages ?? 1;
+    if (meta.width * meta.height > config.MAX_IMAGE_PIXELS) {
+      throw new ApiError(142, {
+        details: [{
+          message:
+            `${meta.width}×${meta.height} is over ${config.MAX_IMAGE_PIXELS} pixels`,
+        }],
+      });
+    }
+    const animated = ext === "gif" || ext === "webp" ? frames > 1 : false;
+    const orientation = meta.orientation ?? 1;
+    const rotated = orientation >= 5;
+    const width = rotated ? meta.height : meta.width;
+    const height = rotated ? meta.width : meta.height;
+
+    const id = randomToken(9);
+    const temps: string[] = [];
+    const tmp = (name: string) => {
+      const p = join(this.tmpDir, `${id}-${name}`);
+      temps.push(p);
+      return p;
+    };
+    try {
+      const vext = variantExt(ext);
+      const input = () =>
+        sharp(file.path, {
+          animated,
+          limitInputPixels: config.MAX_IMAGE_PIXELS * Math.max(1, frames),
+          failOn: "error",
+        }).rotate();
+      // The thumbnail is the full decode that proves the file is a sound image.
+      const thumbPath = tmp(`th.${vext}`);
+      try {
+        await encode(
+          input().resize(THUMB_SIZE, THUMB_SIZE, {
+            fit: "inside",
+            withoutEnlargement: true,
+          }),
+          vext,
+        ).toFile(thumbPath);
+      } catch {
+        throw new ApiError(141, {
+          message: "Unsupported image type: the image could not be decoded",
+        });
+      }
+      let mediumPath: string | undefined;
+      if (Math.max(width, height) > MEDIUM_SIZE) {
+        mediumPath = tmp(`md.${vext}`);
+        await encode(
+          input().resize(MEDIUM_SIZE, MEDIUM_SIZE, {
+            fit: "inside",
+            withoutEnlargement: true,
+          }),
+          vext,
+        ).toFile(mediumPath);
+      }
+
+      // The original, without personal metadata.
+      let originalPath = file.path;
+      if (ext === "jpg") {
+        originalPath = tmp("orig");
+        await stripJpeg(file.path, originalPath, orientation);
+      } else if (ext === "png") {
+        originalPath = tmp("orig");
+        await stripPng(file.path, originalPath);
+      } else if (meta.exif || meta.xmp || meta.iptc) {
+        // No lossless path for these containers: re-encode at high quality, orientation
+        // baked into the pixels since the tag goes with the rest of the metadata.
+        originalPath = tmp("orig");
+        const img = sharp(file.path, { animated, limitInputPixels: false })
+          .rotate();
+        const out = ext === "webp"
+          ? img.webp({ quality: 95 })
+          : ext === "avif"
+          ? img.avif({ quality: 80 })
+          : ext === "tiff"
+          ? img.tiff({ compression: "lzw" })
+          : ext === "gif"
+          ? img.gif()
+          : img.png();
+        await out.toFile(originalPath);
+      }
+      const size = (await Deno.stat(originalPath)).size;
+
+      const row = {
+        id,
+        user_id: userId,
+        title: file.filename,
+        ext,
+        mime: MIME_BY_EXT[ext],
+        size,
+        width,
+        height,
+        sha256: file.sha256,
+        thumb_ext: vext,
+        medium_ext: mediumPath ? vext : null,
+        source: opts.source ?? "upload",
+        delete_token: randomToken(24),
+        created_at: clock.now(),
+        expires_at: opts.expiration
+          ? new Date(clock.now().getTime() + opts.expiration * 1000)
+          : null,
+        deleted_at: null,
+      };
+      const keys = blobKeys(row);
+      const puts: [string, string][] = [[keys.original, originalPath], [
+        keys.thumb!,
+        thumbPath,
+      ]];
+      if (mediumPath) puts.push([keys.medium!, mediumPath]);
+      try {
+        for (const [key, path] of puts) {
+          const f = await Deno.open(path, { read: true });
+          const st = await f.stat();
+          await store.put(key, f.readable, {
+            contentType: MIME_BY_EXT[key.split(".").pop()!],
+            size: st.size,
+          });
+        }
+        await db.insertInto("images").values(row).execute();
+      } catch (e) {
+        await Promise.allSettled(puts.map(([key]) => store.delete(key)));
+        // A concurrent upload of the same bytes by the same user won the unique index.
+        const dup = await db.selectFrom("images").selectAll()
+          .where("user_id", "=", userId).where("sha256", "=", file.sha256)
+          .where("deleted_at", "is", null).executeTakeFirst();
+        if (dup) return { ...toImageRecord(config, dup), duplicate: true };
+        throw e;
+      }
+      return toImageRecord(config, row);
+    } finally {
+      await Promise.all(temps.map((p) => Deno.remove(p).catch(() => {})));
+    }
+  }
+}

@@ -1,0 +1,138 @@
+import type { Kysely, Selectable } from "kysely";
+import type { Config } from "../schemas/config.ts";
+import type { DB } from "./db/schema.ts";
+import type { Clock } from "./deps.ts";
+import type { BlobStore } from "./store/blob_store.ts";
+
+/** A row of the images table. */
+export type ImageRow = Selectable<DB["images"]>;
+
+/** Media type per stored extension. */
+export const MIME_BY_EXT: Record<string, string> = {
+  jpg: "image/jpeg",
+  png: "image/png",
+  gif: "image/gif",
+  webp: "image/webp",
+  avif: "image/avif",
+  bmp: "image/bmp",
+  tiff: "image/tiff",
+};
+
+/** Store keys of an image: the original and whichever variants exist. */
+export function blobKeys(
+  row: Pick<ImageRow, "id" | "ext" | "thumb_ext" | "medium_ext">,
+) {
+  return {
+    original: `${row.id}.${row.ext}`,
+    thumb: row.thumb_ext ? `${row.id}.th.${row.thumb_ext}` : undefined,
+    medium: row.medium_ext ? `${row.id}.md.${row.medium_ext}` : undefined,
+  };
+}
+
+function fileInfo(config: Config, filename: string, ext: string) {
+  return {
+    filename,
+    name: filename.slice(0, filename.indexOf(".")),
+    mime: MIME_BY_EXT[ext],
+    extension: ext,
+    url: `${config.IMAGE_HOST_URL}/${filename}`,
+  };
+}
+
+/** The API's image record (SPEC.md 2.2 plus extras) for a row. */
+export function toImageRecord(config: Config, row: ImageRow) {
+  const keys = blobKeys(row);
+  const image = fileInfo(config, keys.original, row.ext);
+  const created = new Date(row.created_at);
+  return {
+    id: row.id,
+    title: row.title,
+    url_viewer: `${config.BASE_URL}/i/${row.id}`,
+    url: image.url,
+    display_url: image.url,
+    width: row.width,
+    height: row.height,
+    size: Number(row.size),
+    time: Math.floor(created.getTime() / 1000),
+    expiration: row.expires_at
+      ? Math.round(
+        (new Date(row.expires_at).getTime() - created.getTime()) / 1000,
+      )
+      : 0,
+    image,
+    thumb: keys.thumb ? fileInfo(config, keys.thumb, row.thumb_ext!) : image,
+    ...(keys.medium
+      ? { medium: fileInfo(config, keys.medium, row.medium_ext!) }
+      : {}),
+    delete_url: `${config.BASE_URL}/delete/${row.id}/${row.delete_token}`,
+  };
+}
+
+/** The API's image record type. */
+export type ImageRecord = ReturnType<typeof toImageRecord>;
+
+/** A live (not deleted, not expired) image by id. */
+export async function findLiveImage(
+  db: Kysely<DB>,
+  id: string,
+  clock: Clock,
+): Promise<ImageRow | undefined> {
+  const row = await db.selectFrom("images").selectAll().where("id", "=", id)
+    .where("deleted_at", "is", null).executeTakeFirst();
+  if (!row) return undefined;
+  if (row.expires_at && new Date(row.expires_at) <= clock.now()) {
+    return undefined;
+  }
+  return row;
+}
+
+/** A user's live images, newest first. */
+export async function listUserImages(
+  db: Kysely<DB>,
+  userId: string,
+  clock: Clock,
+  limit = 60,
+): Promise<ImageRow[]> {
+  return await db.selectFrom("images").selectAll().where("user_id", "=", userId)
+    .where("deleted_at", "is", null)
+    .where((eb) =>
+      eb.or([eb("expires_at", "is", null), eb("expires_at", ">", clock.now())])
+    )
+    .orderBy("created_at", "desc").limit(limit).execute();
+}
+
+/**
+ * Deletes an image: the row is marked first (so it stops being served at once), then the
+ * bytes go. A failed byte deletion leaves orphans the sweeper retries, never a dangling row.
+ */
+export async function deleteImage(
+  db: Kysely<DB>,
+  store: BlobStore,
+  row: ImageRow,
+  clock: Clock,
+): Promise<void> {
+  await db.updateTable("images").set({ deleted_at: clock.now() })
+    .where("id", "=", row.id).execute();
+  await removeBlobs(store, row);
+}
+
+async function removeBlobs(store: BlobStore, row: ImageRow) {
+  const keys = blobKeys(row);
+  await Promise.all(
+    [keys.original, keys.thumb, keys.medium].filter((k): k is string => !!k)
+      .map((k) => store.delete(k)),
+  );
+}
+
+/** Deletes expired images' bytes and marks their rows; returns how many. */
+export async function sweepExpired(
+  db: Kysely<DB>,
+  store: BlobStore,
+  clock: Clock,
+): Promise<number> {
+  const rows = await db.selectFrom("images").selectAll()
+    .where("deleted_at", "is", null).where("expires_at", "<=", clock.now())
+    .limit(500).execute();
+  for (const row of rows) await deleteImage(db, store, row, clock);
+  return rows.length;
+}

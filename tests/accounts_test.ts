@@ -1,0 +1,400 @@
+import assert from "node:assert/strict";
+import { databaseKinds, json, test, testEnv, userWithKey } from "./helpers.ts";
+import { deleteUser, disableUser } from "../services/accounts.ts";
+
+const ORIGIN = "http://localhost:8080";
+
+function form(
+  data: Record<string, string>,
+  extra: Record<string, string> = {},
+) {
+  return {
+    method: "POST",
+    headers: {
+      "content-type": "application/x-www-form-urlencoded",
+      origin: ORIGIN,
+      ...extra,
+    },
+    body: new URLSearchParams(data).toString(),
+  };
+}
+
+function cookieOf(res: Response) {
+  return res.headers.get("set-cookie")?.split(";")[0] ?? "";
+}
+
+for (const kind of databaseKinds()) {
+  test(`[${kind}] a key in the Authorization header, the body and the query each authenticate`, async () => {
+    const env = await testEnv({ kind });
+    try {
+      const { key } = await userWithKey(env);
+      const viaHeader = await env.app.request("/api/1/screenshot/presets", {
+        headers: { authorization: `Bearer ${key}` },
+      });
+      assert.notEqual(viaHeader.status, 401);
+      const viaQuery = await env.app.request(
+        `/api/1/screenshot/presets?key=${key}`,
+      );
+      assert.notEqual(viaQuery.status, 401);
+      const viaBody = await env.app.request("/api/1/screenshot", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ key, url: "ftp://x" }),
+      });
+      // Authenticated, so the request reaches validation of url (200 = Invalid URL code).
+      assert.equal((await json(viaBody)).body.error.code, 200);
+    } finally {
+      await env.close();
+    }
+  });
+
+  test(`[${kind}] header beats body beats query when several keys are sent`, async () => {
+    const env = await testEnv({ kind });
+    try {
+      const { key } = await userWithKey(env);
+      const bad = "ihk_" + "x".repeat(43);
+      // Header valid, body and query invalid: passes.
+      let r = await json(
+        await env.app.request(`/api/1/screenshot?key=${bad}`, {
+          method: "POST",
+          headers: {
+            "content-type": "application/json",
+            authorization: `Bearer ${key}`,
+          },
+          body: JSON.stringify({ key: bad, url: "ftp://x" }),
+        }),
+      );
+      assert.equal(r.body.error.code, 200);
+      // Header invalid, body valid: the header wins, so 110.
+      r = await json(
+        await env.app.request(`/api/1/screenshot`, {
+          method: "POST",
+          headers: {
+            "content-type": "application/json",
+            authorization: `Bearer ${bad}`,
+          },
+          body: JSON.stringify({ key, url: "ftp://x" }),
+        }),
+      );
+      assert.equal(r.body.error.code, 110);
+      // Body valid, query invalid: body wins.
+      r = await json(
+        await env.app.request(`/api/1/screenshot?key=${bad}`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ key, url: "ftp://x" }),
+        }),
+      );
+      assert.equal(r.body.error.code, 200);
+      // Body invalid, query valid: body wins, so 110.
+      r = await json(
+        await env.app.request(`/api/1/screenshot?key=${key}`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ key: bad, url: "ftp://x" }),
+        }),
+      );
+      assert.equal(r.body.error.code, 110);
+    } finally {
+      await env.close();
+    }
+  });
+
+  test(`[${kind}] no key gives 100, an unknown or malformed key 110, each with HTTP 401`, async () => {
+    const env = await testEnv({ kind });
+    try {
+      let r = await json(await env.app.request("/api/1/screenshot/presets"));
+      assert.deepEqual([r.status, r.body], [401, {
+        status: 401,
+        success: false,
+        error: { code: 100, message: "No API key provided" },
+      }]);
+      r = await json(
+        await env.app.request("/api/1/screenshot/presets?key=ihk_nope"),
+      );
+      assert.deepEqual([r.status, r.body.error], [401, {
+        code: 110,
+        message: "Invalid API key",
+      }]);
+      r = await json(
+        await env.app.request("/api/1/screenshot/presets", {
+          headers: { authorization: "Basic abc" },
+        }),
+      );
+      assert.equal(r.body.error.code, 110);
+    } finally {
+      await env.close();
+    }
+  });
+
+  test(`[${kind}] a revoked key gives 110 and a deleted or disabled owner 120`, async () => {
+    const env = await testEnv({ kind });
+    try {
+      const db = env.deps.database.db;
+      const a = await userWithKey(env);
+      await db.updateTable("api_keys").set({ revoked_at: new Date() }).where(
+        "id",
+        "=",
+        a.keyId,
+      )
+        .execute();
+      let r = await json(
+        await env.app.request(`/api/1/screenshot/presets?key=${a.key}`),
+      );
+      assert.equal(r.body.error.code, 110);
+
+      const b = await userWithKey(env);
+      await deleteUser(db, b.user.id, env.clock);
+      r = await json(
+        await env.app.request(`/api/1/screenshot/presets?key=${b.key}`),
+      );
+      assert.deepEqual([r.status, r.body.error], [401, {
+        code: 120,
+        message: "User not found",
+      }]);
+
+      const c = await userWithKey(env);
+      await disableUser(db, c.user.id, env.clock);
+      r = await json(
+        await env.app.request(`/api/1/screenshot/presets?key=${c.key}`),
+      );
+      assert.equal(r.body.error.code, 120);
+    } finally {
+      await env.close();
+    }
+  });
+
+  test(`[${kind}] the database holds no clear key or password`, async () => {
+    const env = await testEnv({ kind });
+    try {
+      const db = env.deps.database.db;
+      const { key, user } = await userWithKey(env);
+      const keyRow = await db.selectFrom("api_keys").selectAll().where(
+        "user_id",
+        "=",
+        user.id,
+      )
+        .executeTakeFirstOrThrow();
+      const userRow = await db.selectFrom("users").selectAll().where(
+        "id",
+        "=",
+        user.id,
+      )
+        .executeTakeFirstOrThrow();
+      const everything = JSON.stringify([keyRow, userRow]);
+      assert.ok(!everything.includes(key));
+      assert.ok(!everything.includes(key.slice(4, 20)));
+      assert.ok(!everything.includes("correct horse battery"));
+      assert.match(userRow.password_hash, /^scrypt\$32768\$8\$1\$/);
+      assert.match(keyRow.key_hash, /^[0-9a-f]{64}$/);
+      assert.equal(keyRow.last4, key.slice(-4));
+    } finally {
+      await env.close();
+    }
+  });
+}
+
+test("sign-up in the browser flow sets a safe session cookie and a key generated on the account page works with curl-style Bearer auth", async () => {
+  const env = await testEnv();
+  try {
+    const res = await env.app.request(
+      "/signup",
+      form({ email: "alice@example.com", password: "a long enough password" }),
+    );
+    assert.equal(res.status, 303);
+    assert.equal(res.headers.get("location"), "/account");
+    const setCookie = res.headers.get("set-cookie")!;
+    assert.match(setCookie, /HttpOnly/);
+    assert.match(setCookie, /SameSite=Lax/);
+    assert.doesNotMatch(setCookie, /Secure/); // BASE_URL is http here
+    const cookie = cookieOf(res);
+
+    const page = await env.app.request("/account", { headers: { cookie } });
+    const html = await page.text();
+    assert.equal(page.status, 200);
+    assert.match(html, /alice@example.com/);
+    const csrfToken = html.match(/name="_csrf" value="([^"]+)"/)![1];
+
+    const gen = await env.app.request(
+      "/account/keys",
+      form({ _csrf: csrfToken, label: "laptop" }, { cookie }),
+    );
+    const genHtml = await gen.text();
+    assert.equal(gen.status, 200);
+    assert.equal(gen.headers.get("cache-control"), "no-store");
+    const key =
+      genHtml.match(/id="new-key" type="text" readonly="" value="(ihk_[^"]+)"/)
+        ?.[1] ??
+        genHtml.match(/value="(ihk_[A-Za-z0-9_-]{43})"/)![1];
+    assert.match(genHtml, /laptop/);
+
+    const api = await env.app.request("/api/1/screenshot/presets", {
+      headers: { authorization: `Bearer ${key}` },
+    });
+    assert.equal(api.status, 200);
+
+    // The listing afterwards shows only the last 4 characters, never the key.
+    const again =
+      await (await env.app.request("/account", { headers: { cookie } })).text();
+    assert.ok(!again.includes(key));
+    assert.ok(again.includes(`…${key.slice(-4)}`));
+
+    // ShareX config for that key.
+    const sx = await env.app.request(
+      "/account/sharex",
+      form({ _csrf: csrfToken, key }, { cookie }),
+    );
+    assert.equal(sx.status, 200);
+    assert.match(sx.headers.get("content-disposition")!, /\.sxcu"/);
+    const sxcu = await sx.json();
+    assert.equal(sxcu.RequestURL, "http://localhost:8080/api/1/upload");
+    assert.equal(sxcu.Headers.Authorization, `Bearer ${key}`);
+    assert.equal(sxcu.FileFormName, "images");
+
+    // Revoke from the page; the key then gives 110.
+    const keyId = again.match(/action="\/account\/keys\/([^/]+)\/revoke"/)![1];
+    const rev = await env.app.request(
+      `/account/keys/${keyId}/revoke`,
+      form({ _csrf: csrfToken }, { cookie }),
+    );
+    assert.equal(rev.status, 303);
+    const after = await json(
+      await env.app.request(`/api/1/screenshot/presets?key=${key}`),
+    );
+    assert.equal(after.body.error.code, 110);
+  } finally {
+    await env.close();
+  }
+});
+
+test("Secure is set on the session cookie when BASE_URL is https", async () => {
+  const env = await testEnv({ env: { BASE_URL: "https://img.example.com" } });
+  try {
+    const res = await env.app.request("https://img.example.com/signup", {
+      ...form({ email: "s@example.com", password: "a long enough password" }, {
+        origin: "https://img.example.com",
+      }),
+    });
+    assert.equal(res.status, 303);
+    assert.match(res.headers.get("set-cookie")!, /Secure/);
+  } finally {
+    await env.close();
+  }
+});
+
+test("forms from another origin or without the session token are refused", async () => {
+  const env = await testEnv();
+  try {
+    const cross = await env.app.request(
+      "/signup",
+      form({ email: "evil@example.com", password: "a long enough password" }, {
+        origin: "https://evil.example",
+      }),
+    );
+    assert.equal(cross.status, 403);
+    const r = await env.app.request(
+      "/signup",
+      form({ email: "bob@example.com", password: "a long enough password" }),
+    );
+    const cookie = cookieOf(r);
+    const noToken = await env.app.request(
+      "/account/keys",
+      form({ label: "x" }, { cookie }),
+    );
+    assert.equal(noToken.status, 403);
+    const body = await noToken.json();
+    assert.equal(body.success, false);
+    const wrongToken = await env.app.request(
+      "/account/keys",
+      form({ label: "x", _csrf: "forged" }, { cookie }),
+    );
+    assert.equal(wrongToken.status, 403);
+    const keys = await env.deps.database.db.selectFrom("api_keys").selectAll()
+      .execute();
+    assert.equal(keys.length, 0);
+  } finally {
+    await env.close();
+  }
+});
+
+test("a wrong password is refused and repeated failures are throttled with Retry-After", async () => {
+  const env = await testEnv({ env: { LOGIN_MAX_FAILURES: "3" } });
+  try {
+    await env.app.request(
+      "/signup",
+      form({ email: "carol@example.com", password: "a long enough password" }),
+    );
+    for (let i = 0; i < 3; i++) {
+      const r = await env.app.request(
+        "/login",
+        form({ email: "carol@example.com", password: "wrong password!" }),
+      );
+      assert.equal(r.status, 401);
+      assert.match(await r.text(), /Wrong e-mail or password/);
+    }
+    // Even the right password is refused while throttled.
+    const locked = await env.app.request(
+      "/login",
+      form({ email: "CAROL@example.com", password: "a long enough password" }),
+    );
+    assert.equal(locked.status, 429);
+    assert.ok(Number(locked.headers.get("retry-after")) > 0);
+    env.clock.advance(16 * 60_000);
+    const ok = await env.app.request(
+      "/login",
+      form({ email: "carol@example.com", password: "a long enough password" }),
+    );
+    assert.equal(ok.status, 303);
+    assert.match(ok.headers.get("set-cookie")!, /^sid=/);
+  } finally {
+    await env.close();
+  }
+});
+
+test("log out ends the session", async () => {
+  const env = await testEnv();
+  try {
+    const r = await env.app.request(
+      "/signup",
+      form({ email: "dave@example.com", password: "a long enough password" }),
+    );
+    const cookie = cookieOf(r);
+    const html =
+      await (await env.app.request("/account", { headers: { cookie } })).text();
+    const csrfToken = html.match(/name="_csrf" value="([^"]+)"/)![1];
+    const out = await env.app.request(
+      "/logout",
+      form({ _csrf: csrfToken }, { cookie }),
+    );
+    assert.equal(out.status, 303);
+    const page = await env.app.request("/account", { headers: { cookie } });
+    assert.equal(page.status, 303);
+    assert.equal(page.headers.get("location"), "/login");
+  } finally {
+    await env.close();
+  }
+});
+
+test("sign-up refuses a short password and a taken e-mail", async () => {
+  const env = await testEnv();
+  try {
+    const short = await env.app.request(
+      "/signup",
+      form({ email: "e@example.com", password: "short" }),
+    );
+    assert.equal(short.status, 400);
+    assert.match(await short.text(), /at least 10 characters/);
+    await env.app.request(
+      "/signup",
+      form({ email: "e@example.com", password: "a long enough password" }),
+    );
+    const dup = await env.app.request(
+      "/signup",
+      form({ email: "E@example.com", password: "a long enough password" }),
+    );
+    assert.equal(dup.status, 400);
+    assert.match(await dup.text(), /already exists/);
+  } finally {
+    await env.close();
+  }
+});

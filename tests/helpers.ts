@@ -1,0 +1,173 @@
+import { createHash } from "node:crypto";
+import { createApp } from "../app.ts";
+import { type Config, loadConfig } from "../schemas/config.ts";
+import {
+  type Database,
+  migrate,
+  openDatabase,
+  readMigrations,
+} from "../services/db/database.ts";
+import { type AppDeps, type Clock, memoryLogger } from "../services/deps.ts";
+import { FsStore } from "../services/store/fs_store.ts";
+import type { BlobStore } from "../services/store/blob_store.ts";
+import { createUser } from "../services/accounts.ts";
+import { createApiKey } from "../services/api_keys.ts";
+
+/** Deno.test without the op/resource sanitizers (PGlite and servers keep handles open). */
+export function test(name: string, fn: () => Promise<void> | void) {
+  Deno.test({ name, fn, sanitizeOps: false, sanitizeResources: false });
+}
+
+/** A clock tests can move. */
+export class TestClock implements Clock {
+  constructor(public t = Date.parse("2026-11-01T12:00:00Z")) {}
+  now() {
+    return new Date(this.t);
+  }
+  advance(ms: number) {
+    this.t += ms;
+  }
+}
+
+/** Which databases the suite runs the database tests on. */
+export function databaseKinds(): ("pglite" | "postgres")[] {
+  return Deno.env.get("TEST_DATABASE_URL")
+    ? ["pglite", "postgres"]
+    : ["pglite"];
+}
+
+let template: Promise<Blob> | undefined;
+
+/**
+ * A migrated PGlite dump, made once per migration set and cached in the temp dir: a fresh
+ * initdb costs seconds, loading a dump well under one.
+ */
+function pgliteTemplate(): Promise<Blob> {
+  return template ??= (async () => {
+    const migs = await readMigrations();
+    const hash = createHash("sha256").update(JSON.stringify(migs)).digest("hex")
+      .slice(0, 16);
+    const path = `${
+      Deno.env.get("TMPDIR") ?? "/tmp"
+    }/imagehost-pglite-${hash}.tar.gz`;
+    try {
+      return new Blob([await Deno.readFile(path)]);
+    } catch {
+      const db = await openDatabase({});
+      await migrate(db.db);
+      const dump = await db.pglite!.dumpDataDir("gzip");
+      await db.close();
+      const tmp = `${path}.${crypto.randomUUID()}`;
+      await Deno.writeFile(tmp, new Uint8Array(await dump.arrayBuffer()));
+      await Deno.rename(tmp, path);
+      return dump;
+    }
+  })();
+}
+
+/**
+ * A fresh migrated database: a PGlite clone of the template, or on PostgreSQL a new schema
+ * of its own (dropped on close), so tests never see each other's rows.
+ */
+export async function testDatabase(
+  kind: "pglite" | "postgres" = "pglite",
+): Promise<Database> {
+  if (kind === "pglite") {
+    return await openDatabase({ loadDataDir: await pgliteTemplate() });
+  }
+  const url = Deno.env.get("TEST_DATABASE_URL");
+  if (!url) throw new Error("TEST_DATABASE_URL is not set");
+  const schema = `t_${crypto.randomUUID().replaceAll("-", "").slice(0, 16)}`;
+  const admin = await openDatabase({ url });
+  const { sql } = await import("kysely");
+  await sql.raw(`create schema ${schema}`).execute(admin.db);
+  const db = await openDatabase({ url, searchPath: schema });
+  await migrate(db.db);
+  return {
+    ...db,
+    async close() {
+      await db.close();
+      await sql.raw(`drop schema ${schema} cascade`).execute(admin.db);
+      await admin.close();
+    },
+  };
+}
+
+/** Everything a test app has, including the pieces tests poke at directly. */
+export interface TestEnv {
+  app: ReturnType<typeof createApp>;
+  deps: AppDeps;
+  config: Config;
+  clock: TestClock;
+  dataDir: string;
+  log: ReturnType<typeof memoryLogger>;
+  close(): Promise<void>;
+}
+
+/** Builds an app on a fresh database and temp data dir; env overrides config values. */
+export async function testEnv(
+  opts: {
+    env?: Record<string, string>;
+    database?: Database;
+    kind?: "pglite" | "postgres";
+    store?: BlobStore;
+    screenshotter?: AppDeps["screenshotter"];
+  } = {},
+): Promise<TestEnv> {
+  const dataDir = await Deno.makeTempDir({ prefix: "imagehost-test-" });
+  const config = loadConfig({
+    BASE_URL: "http://localhost:8080",
+    DATA_DIR: dataDir,
+    LOG_REQUESTS: "false",
+    ...opts.env,
+  });
+  const database = opts.database ?? await testDatabase(opts.kind);
+  const store = opts.store ?? await new FsStore(`${dataDir}/images`).init();
+  const clock = new TestClock();
+  const log = memoryLogger();
+  const deps: AppDeps = {
+    config,
+    database,
+    store,
+    clock,
+    log,
+    screenshotter: opts.screenshotter,
+  };
+  return {
+    app: createApp(deps),
+    deps,
+    config,
+    clock,
+    dataDir,
+    log,
+    async close() {
+      if (!opts.database) await database.close();
+      await Deno.remove(dataDir, { recursive: true }).catch(() => {});
+    },
+  };
+}
+
+/** A new user with one API key. */
+export async function userWithKey(env: TestEnv, email?: string) {
+  const user = await createUser(
+    env.deps.database.db,
+    email ?? `u${crypto.randomUUID().slice(0, 8)}@example.com`,
+    "correct horse battery",
+  );
+  const { key, info } = await createApiKey(
+    env.deps.database.db,
+    user.id,
+    "test",
+  );
+  return { user, key, keyId: info.id };
+}
+
+/** Reads a JSON response with its status. */
+export async function json(res: Response) {
+  // deno-lint-ignore no-explicit-any
+  return {
+    status: res.status,
+    body: await res.json() as any,
+    headers: res.headers,
+  };
+}

@@ -1,6 +1,5 @@
 import type { Context } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
-import { csrf } from "hono/csrf";
 import { secureHeaders } from "hono/secure-headers";
 import type { App, AppEnv } from "../app.ts";
 import type { AppDeps } from "../services/deps.ts";
@@ -20,7 +19,13 @@ import {
   revokeApiKey,
 } from "../services/api_keys.ts";
 import { listUserImages, toImageRecord } from "../services/images.ts";
-import { CopyField, Layout, PAGE_CSS, PAGE_JS } from "./pages/layout.tsx";
+import {
+  CopyField,
+  formCsrf,
+  Layout,
+  PAGE_CSS,
+  PAGE_JS,
+} from "./pages/layout.tsx";
 import { ApiError } from "../schemas/errors.ts";
 import { safeEqual } from "../services/crypto.ts";
 
@@ -53,7 +58,6 @@ function fmtDate(d: Date | string | null) {
 /** Sign-up, log-in, log-out and the account page (keys, ShareX config, images). */
 export function registerAccountRoutes(app: App, deps: AppDeps) {
   const { db } = deps.database;
-  const baseOrigin = new URL(deps.config.BASE_URL).origin;
   const secure = deps.config.BASE_URL.startsWith("https:");
   const pageHeaders = secureHeaders({
     contentSecurityPolicy: {
@@ -65,10 +69,7 @@ export function registerAccountRoutes(app: App, deps: AppDeps) {
       formAction: ["'self'"],
     },
   });
-  const forms = csrf({
-    origin: (origin, c) =>
-      origin === baseOrigin || origin === new URL(c.req.url).origin,
-  });
+  const forms = formCsrf(deps.config);
   for (const p of ["/signup", "/login", "/logout", "/account", "/account/*"]) {
     app.use(p, pageHeaders, forms);
   }

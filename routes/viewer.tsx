@@ -1,4 +1,3 @@
-import { csrf } from "hono/csrf";
 import { secureHeaders } from "hono/secure-headers";
 import type { App } from "../app.ts";
 import type { AppDeps } from "../services/deps.ts";
@@ -7,7 +6,7 @@ import {
   findLiveImage,
   toImageRecord,
 } from "../services/images.ts";
-import { CopyField, Layout } from "./pages/layout.tsx";
+import { CopyField, formCsrf, Layout } from "./pages/layout.tsx";
 import { safeEqual } from "../services/crypto.ts";
 import { ApiError } from "../schemas/errors.ts";
 
@@ -32,7 +31,7 @@ export function registerViewerRoutes(app: App, deps: AppDeps) {
       },
     }),
   );
-  app.use("/delete/*", secureHeaders(), csrf());
+  app.use("/delete/*", secureHeaders(), formCsrf(deps.config));
 
   app.get("/i/:id", async (c) => {
     const row = await findLiveImage(db, c.req.param("id"), deps.clock);

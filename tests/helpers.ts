@@ -122,7 +122,8 @@ export async function testEnv(
     ...opts.env,
   });
   const database = opts.database ?? await testDatabase(opts.kind);
-  const store = opts.store ?? await new FsStore(`${dataDir}/images`).init();
+  const store = opts.store ??
+    await new FsStore(`${config.DATA_DIR}/images`).init();
   const clock = new TestClock();
   const log = memoryLogger();
   const deps: AppDeps = {
@@ -164,9 +165,9 @@ export async function userWithKey(env: TestEnv, email?: string) {
 
 /** Reads a JSON response with its status. */
 export async function json(res: Response) {
-  // deno-lint-ignore no-explicit-any
   return {
     status: res.status,
+    // deno-lint-ignore no-explicit-any
     body: await res.json() as any,
     headers: res.headers,
   };

@@ -1,4 +1,19 @@
 import type { Child } from "hono/jsx";
+import { csrf } from "hono/csrf";
+import type { Config } from "../../schemas/config.ts";
+
+/**
+ * CSRF guard of every HTML form: a form post must come from our own origin (BASE_URL's,
+ * or the origin the request was addressed to when behind no proxy).
+ */
+export function formCsrf(config: Config) {
+  const baseOrigin = new URL(config.BASE_URL).origin;
+  return csrf({
+    origin: (origin, c) =>
+      origin === baseOrigin || origin === new URL(c.req.url).origin,
+    secFetchSite: ["same-origin"],
+  });
+}
 
 /** Shared CSS of the server-rendered pages: small, no framework, readable in dark mode. */
 export const PAGE_CSS = `

@@ -56,8 +56,9 @@ class PGliteDriver implements Driver {
   async rollbackTransaction(c: DatabaseConnection) {
     await c.executeQuery({ sql: "rollback", parameters: [] } as never);
   }
-  async releaseConnection(c: DatabaseConnection) {
+  releaseConnection(c: DatabaseConnection): Promise<void> {
     (c as PGliteConnection).release?.();
+    return Promise.resolve();
   }
   async destroy() {}
 }

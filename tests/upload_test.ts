@@ -1,0 +1,735 @@
+import assert from "node:assert/strict";
+import exifr from "exifr";
+import sharp from "sharp";
+import { json, test, type TestEnv, testEnv, userWithKey } from "./helpers.ts";
+import {
+  formWith,
+  makeAnimatedGif,
+  makeImage,
+  makeJpegWithGps,
+} from "./fixtures.ts";
+import { sweepExpired } from "../services/images.ts";
+import { openDatabase } from "../services/db/database.ts";
+
+async function upload(env: TestEnv, key: string, fd: FormData, query = "") {
+  return await json(
+    await env.app.request(`/api/1/upload${query}`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}` },
+      body: fd,
+    }),
+  );
+}
+
+async function storedFiles(env: TestEnv): Promise<string[]> {
+  const out: string[] = [];
+  async function walk(dir: string) {
+    for await (const e of Deno.readDir(dir)) {
+      if (e.isDirectory) await walk(`${dir}/${e.name}`);
+      else out.push(`${dir}/${e.name}`);
+    }
+  }
+  await walk(env.dataDir).catch(() => {});
+  return out;
+}
+
+async function fetchBytes(env: TestEnv, url: string, init?: RequestInit) {
+  const res = await env.app.request(url, init);
+  return { res, bytes: new Uint8Array(await res.arrayBuffer()) };
+}
+
+test("a single JPEG upload returns the SPEC image record and its URL serves the stored bytes", async () => {
+  const env = await testEnv();
+  try {
+    const { key } = await userWithKey(env);
+    const jpeg = await makeImage("jpeg", { width: 64, height: 48 });
+    const r = await upload(
+      env,
+      key,
+      formWith([{ name: "photo.jpg", bytes: jpeg }]),
+    );
+    assert.equal(r.status, 200);
+    assert.equal(r.body.status, 200);
+    assert.equal(r.body.success, true);
+    const d = r.body.data;
+    assert.match(d.id, /^[A-Za-z0-9_-]{12}$/);
+    assert.equal(d.title, "photo.jpg");
+    assert.equal(d.url_viewer, `http://localhost:8080/i/${d.id}`);
+    assert.equal(d.url, `http://localhost:8080/${d.id}.jpg`);
+    assert.equal(d.display_url, d.url);
+    assert.deepEqual(d.image, {
+      filename: `${d.id}.jpg`,
+      name: d.id,
+      mime: "image/jpeg",
+      extension: "jpg",
+      url: d.url,
+    });
+    assert.equal(d.thumb.url, `http://localhost:8080/${d.id}.th.jpg`);
+    assert.equal(d.medium, undefined); // smaller than the medium size
+    assert.equal(d.width, 64);
+    assert.equal(d.height, 48);
+    assert.equal(d.time, Math.floor(env.clock.t / 1000));
+    assert.equal(d.expiration, 0);
+    assert.match(
+      d.delete_url,
+      new RegExp(`^http://localhost:8080/delete/${d.id}/`),
+    );
+
+    const { res, bytes } = await fetchBytes(env, new URL(d.url).pathname);
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get("content-type"), "image/jpeg");
+    assert.equal(Number(res.headers.get("content-length")), bytes.length);
+    assert.equal(bytes.length, d.size);
+    assert.equal(
+      res.headers.get("cache-control"),
+      "public, max-age=31536000, immutable",
+    );
+    assert.equal(res.headers.get("x-content-type-options"), "nosniff");
+    assert.match(
+      res.headers.get("content-security-policy")!,
+      /default-src 'none'.*sandbox/,
+    );
+    // The served bytes decode to the uploaded picture.
+    const meta = await sharp(bytes).metadata();
+    assert.deepEqual([meta.format, meta.width, meta.height], ["jpeg", 64, 48]);
+
+    const thumb = await fetchBytes(env, new URL(d.thumb.url).pathname);
+    assert.equal(thumb.res.status, 200);
+    assert.equal((await sharp(thumb.bytes).metadata()).format, "jpeg");
+  } finally {
+    await env.close();
+  }
+});
+
+test("PNG, animated GIF and WebP are accepted, typed from their bytes, and the GIF keeps its frames", async () => {
+  const env = await testEnv();
+  try {
+    const { key } = await userWithKey(env);
+    const gif = await makeAnimatedGif(3);
+    const r = await upload(
+      env,
+      key,
+      formWith([
+        // Client names and types lie on purpose: detection must use the bytes.
+        {
+          name: "a.jpg",
+          bytes: await makeImage("png", { width: 2000, height: 1000 }),
+          type: "image/jpeg",
+        },
+        { name: "b.png", bytes: gif, type: "image/png" },
+        { name: "c.bin", bytes: await makeImage("webp"), type: "text/plain" },
+      ]),
+    );
+    assert.equal(r.status, 200);
+    assert.equal(r.body.data.count, 3);
+    assert.equal(r.body.data.errors, undefined);
+    const [png, g, webp] = r.body.data.images;
+    assert.equal(png.image.mime, "image/png");
+    assert.equal(png.image.extension, "png");
+    assert.equal(png.medium.url, `http://localhost:8080/${png.id}.md.png`);
+    assert.equal(g.image.mime, "image/gif");
+    assert.equal(webp.image.mime, "image/webp");
+    const medium = await fetchBytes(env, new URL(png.medium.url).pathname);
+    const mm = await sharp(medium.bytes).metadata();
+    assert.deepEqual([mm.width, mm.height], [1024, 512]);
+    const served = await fetchBytes(env, new URL(g.url).pathname);
+    assert.deepEqual(served.bytes, gif);
+    assert.equal((await sharp(served.bytes).metadata()).pages, 3);
+    const gifThumb = await fetchBytes(env, new URL(g.thumb.url).pathname);
+    assert.equal((await sharp(gifThumb.bytes).metadata()).pages, 3);
+  } finally {
+    await env.close();
+  }
+});
+
+test("the field names images[], image and source are accepted too", async () => {
+  const env = await testEnv();
+  try {
+    const { key } = await userWithKey(env);
+    for (const field of ["images[]", "image", "source"]) {
+      const r = await upload(
+        env,
+        key,
+        formWith([{
+          field,
+          name: `${field}.png`,
+          bytes: await makeImage("png", { color: "#0" + field.length + "0" }),
+        }]),
+      );
+      assert.equal(r.status, 200, field);
+      assert.equal(r.body.data.title, `${field}.png`);
+    }
+  } finally {
+    await env.close();
+  }
+});
+
+test("a multi-file upload with one bad file stores the others and lists the failure per file", async () => {
+  const env = await testEnv();
+  try {
+    const { key } = await userWithKey(env);
+    const r = await upload(
+      env,
+      key,
+      formWith([
+        { name: "one.png", bytes: await makeImage("png", { color: "red" }) },
+        {
+          name: "notes.txt",
+          bytes: new TextEncoder().encode("just text, not an image"),
+        },
+        { name: "two.jpg", bytes: await makeImage("jpeg", { color: "green" }) },
+      ]),
+    );
+    assert.equal(r.status, 200);
+    assert.equal(r.body.data.count, 2);
+    assert.deepEqual(
+      r.body.data.images.map((i: { title: string }) => i.title),
+      ["one.png", "two.jpg"],
+    );
+    assert.deepEqual(r.body.data.errors, [
+      {
+        index: 1,
+        filename: "notes.txt",
+        code: 141,
+        message: "Unsupported image type",
+      },
+    ]);
+    const rows = await env.deps.database.db.selectFrom("images").selectAll()
+      .execute();
+    assert.equal(rows.length, 2);
+  } finally {
+    await env.close();
+  }
+});
+
+test("when every file of a multi-file upload fails the answer is 150 with details per file", async () => {
+  const env = await testEnv({ env: { MAX_FILE_BYTES: "2000" } });
+  try {
+    const { key } = await userWithKey(env);
+    const r = await upload(
+      env,
+      key,
+      formWith([
+        {
+          name: "page.html",
+          bytes: new TextEncoder().encode(
+            "<!doctype html><html><body>hi</body></html>",
+          ),
+        },
+        { name: "big.png", bytes: new Uint8Array(5000).fill(7) },
+      ]),
+    );
+    assert.equal(r.status, 422);
+    assert.equal(r.body.error.code, 150);
+    assert.equal(r.body.error.message, "No files could be uploaded");
+    assert.deepEqual(
+      r.body.error.details.map((d: { code: number }) => d.code),
+      [141, 130],
+    );
+    assert.equal(
+      (await storedFiles(env)).filter((f) =>
+        f.includes("/images/") && !f.includes(".tmp")
+      ).length,
+      0,
+    );
+  } finally {
+    await env.close();
+  }
+});
+
+test("a request without a file gets 140, and a non-multipart body too", async () => {
+  const env = await testEnv();
+  try {
+    const { key } = await userWithKey(env);
+    let r = await upload(env, key, formWith([], { title: "nothing" }));
+    assert.deepEqual([r.status, r.body.error.code, r.body.error.message], [
+      400,
+      140,
+      "No image file provided",
+    ]);
+    r = await json(
+      await env.app.request("/api/1/upload", {
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${key}`,
+          "content-type": "application/json",
+        },
+        body: "{}",
+      }),
+    );
+    assert.equal(r.body.error.code, 140);
+  } finally {
+    await env.close();
+  }
+});
+
+test("upload of 16 files returns 131 and stores nothing", async () => {
+  const env = await testEnv();
+  try {
+    const { key } = await userWithKey(env);
+    const png = await makeImage("png");
+    const files = Array.from(
+      { length: 16 },
+      (_, i) => ({ name: `f${i}.png`, bytes: png }),
+    );
+    const r = await upload(env, key, formWith(files));
+    assert.deepEqual([r.status, r.body.error.code, r.body.error.message], [
+      400,
+      131,
+      "Too many files",
+    ]);
+    assert.deepEqual(await storedFiles(env), []);
+    assert.equal(
+      (await env.deps.database.db.selectFrom("images").selectAll().execute())
+        .length,
+      0,
+    );
+  } finally {
+    await env.close();
+  }
+});
+
+test("MAX_FILES is configurable: with 5, six files get 131", async () => {
+  const env = await testEnv({ env: { MAX_FILES: "5" } });
+  try {
+    const { key } = await userWithKey(env);
+    const png = await makeImage("png");
+    const r = await upload(
+      env,
+      key,
+      formWith(
+        Array.from(
+          { length: 6 },
+          (_, i) => ({ name: `f${i}.png`, bytes: png }),
+        ),
+      ),
+    );
+    assert.equal(r.body.error.code, 131);
+  } finally {
+    await env.close();
+  }
+});
+
+test("a file over MAX_FILE_BYTES gets 130 with HTTP 413 and leaves no temp file", async () => {
+  const env = await testEnv({ env: { MAX_FILE_BYTES: "1000" } });
+  try {
+    const { key } = await userWithKey(env);
+    const big = await makeImage("png", {
+      width: 400,
+      height: 400,
+      color: "#123456",
+    });
+    const noisy = new Uint8Array(5000);
+    noisy.set(big.subarray(0, Math.min(big.length, 5000)));
+    const r = await upload(
+      env,
+      key,
+      formWith([{ name: "big.png", bytes: noisy }]),
+    );
+    assert.deepEqual([r.status, r.body.error.code, r.body.error.message], [
+      413,
+      130,
+      "File size too large",
+    ]);
+    assert.deepEqual(await storedFiles(env), []);
+  } finally {
+    await env.close();
+  }
+});
+
+test("an HTML file renamed .png and an SVG are refused with 141", async () => {
+  const env = await testEnv();
+  try {
+    const { key } = await userWithKey(env);
+    const html = new TextEncoder().encode(
+      "<html><script>alert(1)</script></html>",
+    );
+    let r = await upload(
+      env,
+      key,
+      formWith([{ name: "cat.png", bytes: html, type: "image/png" }]),
+    );
+    assert.deepEqual([r.status, r.body.error.code], [415, 141]);
+    const svg = new TextEncoder().encode(
+      '<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><script>alert(1)</script></svg>',
+    );
+    r = await upload(
+      env,
+      key,
+      formWith([{ name: "x.svg", bytes: svg, type: "image/svg+xml" }]),
+    );
+    assert.equal(r.body.error.code, 141);
+    // A PNG header with garbage after it is found out by the real decode.
+    const png = await makeImage("png", { width: 300, height: 300 });
+    const broken = png.slice(0, 60);
+    r = await upload(
+      env,
+      key,
+      formWith([{ name: "broken.png", bytes: broken }]),
+    );
+    assert.equal(r.body.error.code, 141);
+    assert.deepEqual(await storedFiles(env), []);
+  } finally {
+    await env.close();
+  }
+});
+
+test("an image over MAX_IMAGE_PIXELS gets 142 before it is decoded", async () => {
+  const env = await testEnv({ env: { MAX_IMAGE_PIXELS: "10000" } });
+  try {
+    const { key } = await userWithKey(env);
+    const r = await upload(
+      env,
+      key,
+      formWith([{
+        name: "wide.png",
+        bytes: await makeImage("png", { width: 200, height: 100 }),
+      }]),
+    );
+    assert.deepEqual([r.status, r.body.error.code, r.body.error.message], [
+      413,
+      142,
+      "Image dimensions too large",
+    ]);
+  } finally {
+    await env.close();
+  }
+});
+
+test("a JPEG with GPS EXIF is served without GPS or camera data, keeps its orientation, and its scan data is not re-encoded", async () => {
+  const env = await testEnv();
+  try {
+    const { key } = await userWithKey(env);
+    const jpeg = await makeJpegWithGps();
+    assert.ok((await exifr.gps(jpeg))?.latitude);
+    const r = await upload(
+      env,
+      key,
+      formWith([{ name: "gps.jpg", bytes: jpeg }]),
+    );
+    assert.equal(r.status, 200);
+    const d = r.body.data;
+    // Orientation 6 rotates 80×40 to 40×80 as displayed.
+    assert.deepEqual([d.width, d.height], [40, 80]);
+    const { bytes } = await fetchBytes(env, new URL(d.url).pathname);
+    assert.equal(await exifr.gps(bytes), undefined);
+    const tags =
+      await exifr.parse(bytes, { gps: true, xmp: true, iptc: true }) ?? {};
+    assert.equal(tags.Make, undefined);
+    assert.equal(tags.Artist, undefined);
+    assert.equal(tags.latitude, undefined);
+    assert.equal((await sharp(bytes).metadata()).orientation, 6);
+    // Everything from the start-of-scan marker on is byte-identical to the upload.
+    const sos = (b: Uint8Array) => {
+      for (let i = 2; i < b.length - 1; i++) {
+        if (b[i] === 0xff && b[i + 1] === 0xda) return i;
+      }
+      return -1;
+    };
+    assert.deepEqual(bytes.subarray(sos(bytes)), jpeg.subarray(sos(jpeg)));
+  } finally {
+    await env.close();
+  }
+});
+
+test("Range requests get 206 with the slice, If-None-Match gets 304, HEAD gets headers only and a bad range 416", async () => {
+  const env = await testEnv();
+  try {
+    const { key } = await userWithKey(env);
+    const png = await makeImage("png", { width: 100, height: 100 });
+    const d =
+      (await upload(env, key, formWith([{ name: "r.png", bytes: png }]))).body
+        .data;
+    const path = new URL(d.url).pathname;
+    const full = (await fetchBytes(env, path)).bytes;
+
+    const part = await fetchBytes(env, path, {
+      headers: { range: "bytes=10-19" },
+    });
+    assert.equal(part.res.status, 206);
+    assert.equal(
+      part.res.headers.get("content-range"),
+      `bytes 10-19/${full.length}`,
+    );
+    assert.deepEqual(part.bytes, full.subarray(10, 20));
+    const suffix = await fetchBytes(env, path, {
+      headers: { range: "bytes=-5" },
+    });
+    assert.deepEqual(suffix.bytes, full.subarray(full.length - 5));
+
+    const etag = part.res.headers.get("etag")!;
+    const cached = await env.app.request(path, {
+      headers: { "if-none-match": etag },
+    });
+    assert.equal(cached.status, 304);
+    assert.equal(await cached.text(), "");
+
+    const head = await env.app.request(path, { method: "HEAD" });
+    assert.equal(head.status, 200);
+    assert.equal(Number(head.headers.get("content-length")), full.length);
+
+    const bad = await env.app.request(path, {
+      headers: { range: `bytes=${full.length + 10}-` },
+    });
+    assert.equal(bad.status, 416);
+    assert.equal(bad.headers.get("content-range"), `bytes */${full.length}`);
+
+    const missing = await json(await env.app.request("/AAAAAAAAAAAA.png"));
+    assert.deepEqual([missing.status, missing.body.error.code], [404, 404]);
+    // The right id with the wrong extension is not served either.
+    assert.equal((await env.app.request(`/${d.id}.jpg`)).status, 404);
+  } finally {
+    await env.close();
+  }
+});
+
+test("uploading the same bytes twice returns the existing record marked duplicate", async () => {
+  const env = await testEnv();
+  try {
+    const { key } = await userWithKey(env);
+    const png = await makeImage("png", { color: "#abcdef" });
+    const a = await upload(env, key, formWith([{ name: "a.png", bytes: png }]));
+    const b = await upload(env, key, formWith([{ name: "b.png", bytes: png }]));
+    assert.equal(b.body.data.id, a.body.data.id);
+    assert.equal(b.body.data.duplicate, true);
+    assert.equal(
+      (await env.deps.database.db.selectFrom("images").selectAll().execute())
+        .length,
+      1,
+    );
+    // Another user uploading the same bytes gets their own image.
+    const other = await userWithKey(env);
+    const c = await upload(
+      env,
+      other.key,
+      formWith([{ name: "c.png", bytes: png }]),
+    );
+    assert.notEqual(c.body.data.id, a.body.data.id);
+  } finally {
+    await env.close();
+  }
+});
+
+test("an image with expiration is gone after that many seconds and the sweeper removes its bytes", async () => {
+  const env = await testEnv();
+  try {
+    const { key } = await userWithKey(env);
+    const r = await upload(
+      env,
+      key,
+      formWith([{ name: "e.png", bytes: await makeImage("png") }], {
+        expiration: "60",
+      }),
+    );
+    assert.equal(r.body.data.expiration, 60);
+    const path = new URL(r.body.data.url).pathname;
+    const res = await env.app.request(path);
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get("cache-control")!, /max-age=60$/);
+    await res.body?.cancel();
+    env.clock.advance(61_000);
+    assert.equal((await env.app.request(path)).status, 404);
+    assert.equal(
+      await sweepExpired(env.deps.database.db, env.deps.store, env.clock),
+      1,
+    );
+    assert.equal(await env.deps.store.stat(`${r.body.data.id}.png`), null);
+
+    const bad = await upload(
+      env,
+      key,
+      formWith([{ name: "e.png", bytes: await makeImage("png") }], {
+        expiration: "5",
+      }),
+    );
+    assert.deepEqual([
+      bad.status,
+      bad.body.error.code,
+      bad.body.error.details[0].path,
+    ], [400, 160, "expiration"]);
+  } finally {
+    await env.close();
+  }
+});
+
+test("the delete link and the API delete remove an image, and only its owner can use the API", async () => {
+  const env = await testEnv();
+  try {
+    const owner = await userWithKey(env);
+    const other = await userWithKey(env);
+    const a = (await upload(
+      env,
+      owner.key,
+      formWith([{
+        name: "a.png",
+        bytes: await makeImage("png", { color: "red" }),
+      }]),
+    )).body.data;
+    const b = (await upload(
+      env,
+      owner.key,
+      formWith([{
+        name: "b.png",
+        bytes: await makeImage("png", { color: "blue" }),
+      }]),
+    )).body.data;
+
+    const deletePath = new URL(a.delete_url).pathname;
+    const page = await env.app.request(deletePath);
+    assert.equal(page.status, 200);
+    assert.match(await page.text(), /Delete “a.png”/);
+    assert.equal(
+      (await env.app.request(deletePath.replace(/\/[^/]+$/, "/wrongtoken")))
+        .status,
+      404,
+    );
+    const del = await env.app.request(deletePath, {
+      method: "POST",
+      headers: { origin: "http://localhost:8080" },
+    });
+    assert.equal(del.status, 200);
+    assert.equal((await env.app.request(new URL(a.url).pathname)).status, 404);
+    assert.equal(await env.deps.store.stat(`${a.id}.png`), null);
+
+    const notMine = await json(
+      await env.app.request(`/api/1/images/${b.id}`, {
+        method: "DELETE",
+        headers: { authorization: `Bearer ${other.key}` },
+      }),
+    );
+    assert.equal(notMine.status, 404);
+    const got = await json(
+      await env.app.request(`/api/1/images/${b.id}`, {
+        headers: { authorization: `Bearer ${owner.key}` },
+      }),
+    );
+    assert.equal(got.body.data.url, b.url);
+    const mine = await json(
+      await env.app.request(`/api/1/images/${b.id}`, {
+        method: "DELETE",
+        headers: { authorization: `Bearer ${owner.key}` },
+      }),
+    );
+    assert.deepEqual(mine.body.data, { id: b.id, deleted: true });
+    assert.equal((await env.app.request(new URL(b.url).pathname)).status, 404);
+  } finally {
+    await env.close();
+  }
+});
+
+test("the viewer page shows the image, its facts, embed codes and preview tags", async () => {
+  const env = await testEnv();
+  try {
+    const { key } = await userWithKey(env);
+    const d = (await upload(
+      env,
+      key,
+      formWith([{
+        name: "view me.png",
+        bytes: await makeImage("png", { width: 120, height: 90 }),
+      }]),
+    )).body.data;
+    const res = await env.app.request(`/i/${d.id}`);
+    assert.equal(res.status, 200);
+    const html = await res.text();
+    assert.ok(html.includes(`<meta property="og:image" content="${d.url}"`));
+    assert.ok(
+      html.includes('<meta name="twitter:card" content="summary_large_image"'),
+    );
+    assert.ok(html.includes("120×90"));
+    assert.ok(html.includes(`[img]${d.url}[/img]`));
+    assert.ok(html.includes(`[![view me.png](${d.url})](${d.url_viewer})`));
+    assert.ok(html.includes("&lt;img src=")); // the HTML embed, escaped into a value
+    assert.equal((await env.app.request("/i/nonexistent1")).status, 404);
+  } finally {
+    await env.close();
+  }
+});
+
+test("a key sent as a form field authenticates the upload, and a bad one gets 110 with nothing left on disk", async () => {
+  const env = await testEnv();
+  try {
+    const { key } = await userWithKey(env);
+    const png = await makeImage("png");
+    let r = await json(
+      await env.app.request("/api/1/upload", {
+        method: "POST",
+        body: formWith([{ name: "k.png", bytes: png }], { key }),
+      }),
+    );
+    assert.equal(r.status, 200);
+    r = await json(
+      await env.app.request(`/api/1/upload?key=${key}`, {
+        method: "POST",
+        body: formWith([{ name: "k.png", bytes: png }], { key: "ihk_bad" }),
+      }),
+    );
+    assert.equal(r.body.error.code, 110);
+    r = await json(
+      await env.app.request("/api/1/upload", {
+        method: "POST",
+        body: formWith([{ name: "k.png", bytes: png }]),
+      }),
+    );
+    assert.equal(r.body.error.code, 100);
+    const tmp = [...Deno.readDirSync(`${env.dataDir}/tmp`)];
+    assert.deepEqual(tmp, []);
+  } finally {
+    await env.close();
+  }
+});
+
+test("with IMAGE_HOST_URL on another origin the records point there", async () => {
+  const env = await testEnv({
+    env: { IMAGE_HOST_URL: "https://cdn.example.net/i" },
+  });
+  try {
+    const { key } = await userWithKey(env);
+    const d = (await upload(
+      env,
+      key,
+      formWith([{ name: "c.png", bytes: await makeImage("png") }]),
+    )).body.data;
+    assert.equal(d.url, `https://cdn.example.net/i/${d.id}.png`);
+    assert.equal(d.thumb.url, `https://cdn.example.net/i/${d.id}.th.png`);
+    assert.equal(d.url_viewer, `http://localhost:8080/i/${d.id}`);
+  } finally {
+    await env.close();
+  }
+});
+
+test("a restart keeps images: a new app on the same data dir and PGlite directory serves them", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "imagehost-restart-" });
+  try {
+    const template = await (await testEnv()).deps.database;
+    const dump = await template.pglite!.dumpDataDir("gzip");
+    await template.close();
+    const open = () => openDatabase({ dataDir: `${dir}/pgdata` });
+    const first = await openDatabase({
+      dataDir: `${dir}/pgdata`,
+      loadDataDir: dump,
+    });
+    const env1 = await testEnv({ database: first, env: { DATA_DIR: dir } });
+    const { key } = await userWithKey(env1);
+    const png = await makeImage("png", { color: "#112233" });
+    const d =
+      (await upload(env1, key, formWith([{ name: "keep.png", bytes: png }])))
+        .body.data;
+    await first.close();
+
+    const second = await open();
+    const env2 = await testEnv({ database: second, env: { DATA_DIR: dir } });
+    const { res, bytes } = await fetchBytes(env2, new URL(d.url).pathname);
+    assert.equal(res.status, 200);
+    assert.equal(bytes.length, d.size);
+    const again = await upload(
+      env2,
+      key,
+      formWith([{ name: "keep.png", bytes: png }]),
+    );
+    assert.equal(again.body.data.id, d.id);
+    await second.close();
+  } finally {
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
+  }
+});

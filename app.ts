@@ -84,6 +84,8 @@ export function createApp(deps: AppDeps): App {
   });
 
   registerSystemRoutes(app, deps);
+  // Before the image host, whose `/<name>.<ext>` pattern would shadow /openapi.json.
+  registerDocsRoutes(app, deps);
   registerAccountRoutes(app, deps);
   app.use("/api/1/*", apiAuth(deps));
   const pipeline = new ImagePipeline(deps);
@@ -91,9 +93,6 @@ export function createApp(deps: AppDeps): App {
   registerScreenshotRoutes(app, deps, new ScreenshotService(deps, pipeline));
   registerViewerRoutes(app, deps);
   registerHostRoutes(app, deps);
-
-  // Registered last so it can list every route of the finished app.
-  registerDocsRoutes(app, deps);
 
   app.notFound((c) => {
     const allowed = methodsFor(app, c.req.path);

@@ -19,6 +19,7 @@ import { API_SECURITY } from "./upload.ts";
 export const postScreenshotRoute = createRoute({
   method: "post",
   path: "/api/1/screenshot",
+  operationId: "postScreenshot",
   tags: ["Screenshots"],
   summary: "Capture a web page",
   description:
@@ -47,6 +48,7 @@ export const postScreenshotRoute = createRoute({
 export const getPresetsRoute = createRoute({
   method: "get",
   path: "/api/1/screenshot/presets",
+  operationId: "getPresets",
   tags: ["Screenshots"],
   summary: "List viewport presets",
   security: API_SECURITY,

@@ -9,6 +9,8 @@ import type { AppDeps } from "../services/deps.ts";
 export const getHealthRoute = createRoute({
   method: "get",
   path: "/healthz",
+  operationId: "getHealth",
+  security: [],
   tags: ["System"],
   summary: "Liveness: the process answers",
   responses: {
@@ -23,6 +25,8 @@ export const getHealthRoute = createRoute({
 export const getReadyRoute = createRoute({
   method: "get",
   path: "/readyz",
+  operationId: "getReady",
+  security: [],
   tags: ["System"],
   summary: "Readiness: the database is reachable",
   responses: {

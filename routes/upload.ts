@@ -36,6 +36,7 @@ export const EXPIRATION_MAX = 15_552_000;
 export const postUploadRoute = createRoute({
   method: "post",
   path: "/api/1/upload",
+  operationId: "postUpload",
   tags: ["Images"],
   summary: "Upload one or more images",
   description:
@@ -96,6 +97,7 @@ export const postUploadRoute = createRoute({
 export const getImageRoute = createRoute({
   method: "get",
   path: "/api/1/images/{id}",
+  operationId: "getImage",
   tags: ["Images"],
   summary: "Get one of your images",
   security: API_SECURITY,
@@ -115,6 +117,7 @@ export const getImageRoute = createRoute({
 export const deleteImageRoute = createRoute({
   method: "delete",
   path: "/api/1/images/{id}",
+  operationId: "deleteImage",
   tags: ["Images"],
   summary: "Delete one of your images",
   security: API_SECURITY,

@@ -1,0 +1,220 @@
+import assert from "node:assert/strict";
+import { json, test, testEnv } from "./helpers.ts";
+import { ConfigError, loadConfig } from "../schemas/config.ts";
+import { openApiYaml } from "../routes/docs.ts";
+import { documentApp } from "../scripts/document_app.ts";
+import type { BlobStore } from "../services/store/blob_store.ts";
+
+test("unknown paths get 404 and wrong methods 405 with Allow, both in the envelope", async () => {
+  const env = await testEnv();
+  try {
+    const nf = await json(await env.app.request("/no/such/thing"));
+    assert.deepEqual(nf.body, { status: 404, success: false, error: { code: 404, message: "Not found" } });
+    const { userWithKey } = await import("./helpers.ts");
+    const { key } = await userWithKey(env);
+    const wrong = await env.app.request("/api/1/upload", {
+      method: "GET",
+      headers: { authorization: `Bearer ${key}` },
+    });
+    assert.equal(wrong.status, 405);
+    assert.match(wrong.headers.get("allow")!, /POST/);
+    assert.deepEqual((await wrong.json()).error, { code: 405, message: "Method not allowed" });
+    const post = await json(await env.app.request("/healthz", { method: "POST" }));
+    assert.deepEqual([post.status, post.body.error.code], [405, 405]);
+  } finally {
+    await env.close();
+  }
+});
+
+test("malformed JSON gets 160, a wrong content type 415, unknown fields 160 with their path", async () => {
+  const env = await testEnv();
+  try {
+    const { userWithKey } = await import("./helpers.ts");
+    const { key } = await userWithKey(env);
+    const auth = { authorization: `Bearer ${key}` };
+    let r = await json(
+      await env.app.request("/api/1/screenshot", {
+        method: "POST",
+        headers: { ...auth, "content-type": "application/json" },
+        body: '{"url": "http://x", ',
+      }),
+    );
+    assert.deepEqual([r.status, r.body.success, r.body.error.code], [400, false, 160]);
+    r = await json(
+      await env.app.request("/api/1/screenshot", {
+        method: "POST",
+        headers: { ...auth, "content-type": "text/plain" },
+        body: "url=http://x",
+      }),
+    );
+    assert.deepEqual([r.status, r.body.error.code], [415, 415]);
+    r = await json(
+      await env.app.request("/api/1/screenshot", {
+        method: "POST",
+        headers: { ...auth, "content-type": "application/json" },
+        body: JSON.stringify({ url: "http://x", preset: "nokia-3310", zoom: 7, bogus: 1 }),
+      }),
+    );
+    assert.equal(r.body.error.code, 160);
+    const paths = r.body.error.details.map((d: { path: string }) => d.path).sort();
+    assert.deepEqual(paths, ["", "preset", "zoom"]);
+  } finally {
+    await env.close();
+  }
+});
+
+test("a thrown bug becomes a 500 envelope without a stack trace, and is logged with the request id", async () => {
+  const broken: BlobStore = {
+    kind: "broken",
+    put: () => Promise.reject(new Error("disk on fire")),
+    get: () => Promise.reject(new Error("disk on fire")),
+    stat: () => Promise.reject(new Error("disk on fire")),
+    delete: () => Promise.reject(new Error("disk on fire")),
+  };
+  const env = await testEnv({ store: broken });
+  try {
+    const { userWithKey } = await import("./helpers.ts");
+    const { key } = await userWithKey(env);
+    const { makeImage, formWith } = await import("./fixtures.ts");
+    const res = await env.app.request("/api/1/upload", {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}` },
+      body: formWith([{ name: "a.png", bytes: await makeImage("png") }]),
+    });
+    const text = await res.text();
+    assert.equal(res.status, 500);
+    assert.deepEqual(JSON.parse(text), { status: 500, success: false, error: { code: 500, message: "Internal error" } });
+    assert.doesNotMatch(text, /disk on fire|at \w+/);
+    const rid = res.headers.get("x-request-id")!;
+    assert.ok(env.log.lines.some((l) => l.request_id === rid && String(l.error).includes("disk on fire")));
+    // Nothing half-written: no row for the failed upload.
+    assert.equal((await env.deps.database.db.selectFrom("images").selectAll().execute()).length, 0);
+  } finally {
+    await env.close();
+  }
+});
+
+test("every request is logged with method, path, status, ms and the X-Request-Id it answered with", async () => {
+  const env = await testEnv({ env: { LOG_REQUESTS: "true" } });
+  try {
+    const res = await env.app.request("/healthz");
+    const rid = res.headers.get("x-request-id");
+    assert.ok(rid);
+    const line = env.log.lines.find((l) => l.msg === "request")!;
+    assert.equal(line.method, "GET");
+    assert.equal(line.path, "/healthz");
+    assert.equal(line.status, 200);
+    assert.equal(typeof line.ms, "number");
+    assert.equal(line.request_id, rid);
+  } finally {
+    await env.close();
+  }
+});
+
+test("healthz answers, readyz reports the database, and an unreachable database makes readyz fail", async () => {
+  const env = await testEnv();
+  try {
+    assert.deepEqual((await json(await env.app.request("/healthz"))).body.data, { ok: true });
+    const ready = await json(await env.app.request("/readyz"));
+    assert.equal(ready.status, 200);
+    assert.equal(ready.body.data.database, "pglite");
+    env.deps.database.ping = () => Promise.resolve(false);
+    const down = await json(await env.app.request("/readyz"));
+    assert.deepEqual([down.status, down.body.error.code], [500, 500]);
+  } finally {
+    await env.close();
+  }
+});
+
+test("Swagger UI is at /docs and the spec at /openapi.json and /openapi.yaml", async () => {
+  const env = await testEnv();
+  try {
+    const docs = await env.app.request("/docs");
+    assert.equal(docs.status, 200);
+    assert.match(await docs.text(), /swagger-ui/i);
+    const spec = await (await env.app.request("/openapi.json")).json();
+    assert.equal(spec.openapi, "3.1.0");
+    assert.ok(spec.paths["/api/1/upload"].post);
+    const codes = JSON.stringify(spec.paths["/api/1/upload"].post.responses);
+    for (const c of [100, 110, 120, 130, 131, 140, 141, 142, 150]) assert.ok(codes.includes(`"code":${c}`), `code ${c}`);
+    const yaml = await env.app.request("/openapi.yaml");
+    assert.match(yaml.headers.get("content-type")!, /yaml/);
+    assert.match(await yaml.text(), /^openapi: 3\.1\.0/);
+  } finally {
+    await env.close();
+  }
+});
+
+test("the committed openapi.yaml equals a fresh generation and lints with 0 errors", async () => {
+  const { app } = await documentApp();
+  const fresh = openApiYaml(app);
+  const committed = await Deno.readTextFile(new URL("../openapi.yaml", import.meta.url));
+  assert.equal(committed, fresh, "openapi.yaml is stale: run `deno task openapi`");
+  const out = await new Deno.Command("npx", {
+    args: ["-y", "@redocly/cli@2", "lint", "openapi.yaml", "--format=summary"],
+    cwd: new URL("..", import.meta.url).pathname,
+    env: { REDOCLY_TELEMETRY: "off", NO_UPDATE_NOTIFIER: "1" },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const text = new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
+  assert.equal(out.code, 0, text);
+  assert.doesNotMatch(text, /^error /m);
+});
+
+test("bad configuration values name the variable", () => {
+  const bad: [Record<string, string>, RegExp][] = [
+    [{ PORT: "abc" }, /PORT/],
+    [{ MAX_FILES: "0" }, /MAX_FILES/],
+    [{ BASE_URL: "ftp://x" }, /BASE_URL/],
+    [{ STORE: "floppy" }, /STORE/],
+    [{ DATABASE_URL: "mysql://x" }, /DATABASE_URL/],
+    [{ STORE: "s3" }, /S3_ENDPOINT/],
+    [{ SCREENSHOT_TIMEOUT_MS: "-5" }, /SCREENSHOT_TIMEOUT_MS/],
+  ];
+  for (const [env, re] of bad) {
+    assert.throws(() => loadConfig(env), (e: Error) => e instanceof ConfigError && re.test(e.message));
+  }
+  const ok = loadConfig({ PORT: "9000", MAX_FILES: "5" });
+  assert.equal(ok.BASE_URL, "http://localhost:9000");
+  assert.equal(ok.IMAGE_HOST_URL, "http://localhost:9000");
+  assert.equal(ok.MAX_FILES, 5);
+  assert.equal(ok.MAX_FILE_BYTES, 32 * 1024 * 1024);
+});
+
+test("the service refuses to start on a bad value and says which variable", async () => {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "main.ts"],
+    cwd: new URL("..", import.meta.url).pathname,
+    env: { PORT: "seventy", DATA_DIR: await Deno.makeTempDir() },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  assert.equal(out.code, 2);
+  assert.match(new TextDecoder().decode(out.stderr), /PORT: .*"seventy"/);
+});
+
+test("a request with huge headers is refused by the server and the server keeps serving", async () => {
+  const env = await testEnv();
+  const server = Deno.serve({ port: 0, hostname: "127.0.0.1", onListen: () => {} }, env.app.fetch);
+  try {
+    const { port } = server.addr;
+    const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+    const big = "x".repeat(256 * 1024);
+    await conn.write(
+      new TextEncoder().encode(`GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: ${big}\r\n\r\n`),
+    ).catch(() => 0);
+    const buf = new Uint8Array(4096);
+    const n = await conn.read(buf).catch(() => null);
+    conn.close();
+    const head = n ? new TextDecoder().decode(buf.subarray(0, n)) : "";
+    // Either an explicit 4xx (431/400) or a closed connection; never a 200 or a crash.
+    assert.ok(head === "" || /^HTTP\/1\.1 4\d\d/.test(head), head.slice(0, 80));
+    const after = await fetch(`http://127.0.0.1:${port}/healthz`);
+    assert.equal(after.status, 200);
+    await after.body?.cancel();
+  } finally {
+    await server.shutdown();
+    await env.close();
+  }
+});

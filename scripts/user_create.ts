@@ -18,6 +18,10 @@ if (!email) {
 const config = loadConfig(Deno.env.toObject());
 const rt = await buildRuntime(config, { ...jsonLogger, info: () => {} }, {
   pgliteDir: join(config.DATA_DIR, "pgdata"),
+  screenshots: false,
+}).catch((e) => {
+  console.error((e as Error).message);
+  Deno.exit(1);
 });
 try {
   const password = given ?? randomToken(12);

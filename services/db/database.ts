@@ -48,6 +48,7 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
       await client.end({ timeout: 5 });
     });
   }
+  const unlock = opts.dataDir ? await lockDataDir(opts.dataDir) : () => {};
   const pg = await PGlite.create({
     ...(opts.dataDir ? { dataDir: opts.dataDir } : {}),
     ...(opts.loadDataDir ? { loadDataDir: opts.loadDataDir } : {}),
@@ -56,7 +57,40 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
   return wrap(db, "pglite", async () => {
     await db.destroy();
     await pg.close();
+    unlock();
   }, pg);
+}
+
+/**
+ * PGlite is one process's database: a second process opening the same directory would
+ * corrupt it. A pid lock file next to it makes the second one fail with a clear message.
+ */
+async function lockDataDir(dir: string): Promise<() => void> {
+  await Deno.mkdir(dir, { recursive: true });
+  const lock = `${dir}/.imagehost.lock`;
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      await Deno.writeTextFile(lock, String(Deno.pid), { createNew: true });
+      return () => {
+        try {
+          Deno.removeSync(lock);
+        } catch { /* already gone */ }
+      };
+    } catch (e) {
+      if (!(e instanceof Deno.errors.AlreadyExists)) throw e;
+      const pid = Number(await Deno.readTextFile(lock).catch(() => "0"));
+      const alive = pid > 0 && pid !== Deno.pid &&
+        await Deno.stat(`/proc/${pid}`).then(() => true, () => false);
+      if (alive) {
+        throw new Error(
+          `the embedded database in ${dir} is in use by process ${pid}; stop it first ` +
+            `(or set DATABASE_URL to share a PostgreSQL server between processes)`,
+        );
+      }
+      await Deno.remove(lock).catch(() => {}); // stale lock of a dead process
+    }
+  }
+  throw new Error(`cannot lock ${dir}`);
 }
 
 function wrap(

@@ -1,0 +1,294 @@
+import puppeteer, { type Browser, type HTTPResponse, type Page } from "puppeteer-core";
+import { ApiError } from "../../schemas/errors.ts";
+import type { Logger } from "../deps.ts";
+import type { AllowRule } from "./address_guard.ts";
+import { type GuardProxy, startGuardProxy } from "./guard_proxy.ts";
+import {
+  AD_SELECTORS,
+  COOKIE_ACCEPT_BUTTONS,
+  COOKIE_SELECTORS,
+  dismissCookieBanners,
+  hideCss,
+  isAdHost,
+} from "./page_cleanup.ts";
+import type { CaptureOptions, CaptureResult, Screenshotter } from "./screenshotter.ts";
+
+/** Flags every Chromium we start gets: no background traffic may leave the machine. */
+export const CHROMIUM_FLAGS = [
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+  "--no-first-run",
+  "--disable-quic",
+  "--disable-default-apps",
+  "--disable-extensions",
+  "--disable-dev-shm-usage",
+  "--mute-audio",
+  "--hide-scrollbars",
+  "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
+  "--disable-features=Translate,MediaRouter,OptimizationHints,AutofillServerCommunication",
+];
+
+/** Where Debian puts Chromium; the headless shell first, as it starts faster. */
+export const CHROMIUM_CANDIDATES = [
+  "/usr/lib/chromium/chromium-headless-shell",
+  "/usr/bin/chromium-headless-shell",
+  "/usr/lib/chromium/chromium",
+  "/usr/bin/chromium",
+];
+
+/** The first Chromium binary that exists, or undefined. */
+export function findChromium(preferred?: string): string | undefined {
+  for (const p of [preferred, ...CHROMIUM_CANDIDATES]) {
+    if (!p) continue;
+    try {
+      if (Deno.statSync(p).isFile) return p;
+    } catch { /* next */ }
+  }
+  return undefined;
+}
+
+/** Settings of the pool. */
+export interface ChromiumOptions {
+  executablePath?: string;
+  wsEndpoint?: string;
+  concurrency: number;
+  queueMax: number;
+  recycleAfter: number;
+  timeoutMs: number;
+  allowRules: AllowRule[];
+  log: Logger;
+  /** Tallest full-page capture, CSS pixels. */
+  maxFullPageHeight?: number;
+}
+
+/**
+ * Screenshots through one shared Chromium (local, or remote over a DevTools WebSocket). Each
+ * capture gets a fresh browser context with its own guard proxy, so no cookies or cache
+ * cross users and every connection is checked. Captures run SCREENSHOT_CONCURRENCY at a time
+ * behind a bounded queue; a crashed or disconnected browser is replaced on the next capture
+ * and a local one is recycled after `recycleAfter` captures.
+ */
+export class ChromiumScreenshotter implements Screenshotter {
+  #browser?: Browser;
+  #launching?: Promise<Browser>;
+  #active = 0;
+  #queue: (() => void)[] = [];
+  #captures = 0;
+  #closed = false;
+
+  constructor(private readonly opts: ChromiumOptions) {}
+
+  /** The running browser's process id (tests kill it to prove recovery). */
+  get pid(): number | undefined {
+    return this.#browser?.process()?.pid;
+  }
+
+  /** Starts (or connects to) the browser now, so the first capture is not a cold one. */
+  async start(): Promise<void> {
+    await this.#getBrowser();
+  }
+
+  async #launch(): Promise<Browser> {
+    const { executablePath, wsEndpoint } = this.opts;
+    const browser = wsEndpoint
+      ? await puppeteer.connect({ browserWSEndpoint: wsEndpoint, protocolTimeout: this.opts.timeoutMs + 10_000 })
+      : await puppeteer.launch({
+        executablePath,
+        headless: true,
+        args: [...CHROMIUM_FLAGS, ...(Deno.uid?.() === 0 ? ["--no-sandbox"] : [])],
+        timeout: 30_000,
+        protocolTimeout: this.opts.timeoutMs + 10_000,
+        handleSIGINT: false,
+        handleSIGTERM: false,
+        handleSIGHUP: false,
+      });
+    browser.once("disconnected", () => {
+      if (this.#browser === browser) this.#browser = undefined;
+      if (!this.#closed) this.opts.log.info({ msg: "browser disconnected" });
+    });
+    this.#captures = 0;
+    this.opts.log.info({
+      msg: "browser ready",
+      version: await browser.version(),
+      remote: Boolean(wsEndpoint),
+    });
+    return browser;
+  }
+
+  async #getBrowser(): Promise<Browser> {
+    if (this.#closed) throw new ApiError(240, { headers: { "Retry-After": "30" } });
+    if (this.#browser?.connected) return this.#browser;
+    this.#launching ??= this.#launch().then((b) => {
+      this.#browser = b;
+      return b;
+    }).finally(() => this.#launching = undefined);
+    try {
+      return await this.#launching;
+    } catch (e) {
+      this.opts.log.error({ msg: "browser start failed", error: String(e) });
+      throw new ApiError(240, { headers: { "Retry-After": "10" } });
+    }
+  }
+
+  async #acquire(): Promise<void> {
+    if (this.#active < this.opts.concurrency) {
+      this.#active++;
+      return;
+    }
+    if (this.#queue.length >= this.opts.queueMax) {
+      throw new ApiError(240, {
+        headers: { "Retry-After": "5" },
+        details: [{ message: "all browsers are busy; try again shortly" }],
+      });
+    }
+    await new Promise<void>((r) => this.#queue.push(r));
+  }
+
+  #release() {
+    const next = this.#queue.shift();
+    if (next) next();
+    else this.#active--;
+    // Recycle an old local browser once it is idle.
+    if (
+      this.#active === 0 && this.#captures >= this.opts.recycleAfter && this.#browser &&
+      !this.opts.wsEndpoint
+    ) {
+      const old = this.#browser;
+      this.#browser = undefined;
+      old.close().catch(() => {});
+    }
+  }
+
+  async capture(opts: CaptureOptions): Promise<CaptureResult> {
+    await this.#acquire();
+    try {
+      this.#captures++;
+      const browser = await this.#getBrowser();
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const deadline = new Promise<never>((_, reject) =>
+        timer = setTimeout(() => reject(new ApiError(230)), this.opts.timeoutMs)
+      );
+      const guard = await startGuardProxy(this.opts.allowRules);
+      const context = await browser.createBrowserContext({
+        proxyServer: guard.url,
+        // Chromium sends loopback straight out unless told otherwise; everything must
+        // pass the guard.
+        proxyBypassList: ["<-loopback>"],
+        downloadBehavior: { policy: "deny" },
+      });
+      try {
+        return await Promise.race([this.#shoot(context, guard, opts), deadline]);
+      } finally {
+        clearTimeout(timer);
+        await context.close().catch(() => {});
+        await guard.close();
+      }
+    } finally {
+      this.#release();
+    }
+  }
+
+  async #shoot(
+    context: Awaited<ReturnType<Browser["createBrowserContext"]>>,
+    guard: GuardProxy,
+    opts: CaptureOptions,
+  ): Promise<CaptureResult> {
+    const page: Page = await context.newPage();
+    const zoom = opts.zoom;
+    await page.setViewport({
+      width: Math.round(opts.viewport.width / zoom),
+      height: Math.round(opts.viewport.height / zoom),
+      deviceScaleFactor: opts.viewport.deviceScaleFactor * zoom,
+      isMobile: opts.viewport.isMobile,
+      hasTouch: opts.viewport.hasTouch,
+    });
+    if (opts.userAgent) await page.setUserAgent({ userAgent: opts.userAgent });
+    if (opts.colorScheme !== "default") {
+      await page.emulateMediaFeatures([{ name: "prefers-color-scheme", value: opts.colorScheme }]);
+    }
+    await page.setBypassCSP(true);
+    await page.setRequestInterception(true);
+    page.on("request", (req) => {
+      if (req.isInterceptResolutionHandled()) return;
+      const url = req.url();
+      const scheme = url.slice(0, url.indexOf(":")).toLowerCase();
+      if (req.isNavigationRequest() && scheme !== "http" && scheme !== "https") {
+        return void req.abort("accessdenied").catch(() => {});
+      }
+      if (opts.noAds && isAdHost(url)) return void req.abort("blockedbyclient").catch(() => {});
+      req.continue().catch(() => {});
+    });
+
+    let response: HTTPResponse | null;
+    try {
+      response = await page.goto(opts.url, {
+        waitUntil: "load",
+        timeout: this.opts.timeoutMs,
+      });
+    } catch (e) {
+      const msg = String((e as Error).message ?? e);
+      if (/timeout/i.test((e as Error).name) || /timeout/i.test(msg)) throw new ApiError(230);
+      if (guard.events.some((ev) => ev.kind === "blocked")) throw new ApiError(210);
+      throw new ApiError(220, { details: [{ message: msg.split(" at ")[0].slice(0, 200) }] });
+    }
+    if (response?.headers()["x-screenshot-guard"] === "blocked") throw new ApiError(210);
+    if (response?.headers()["x-screenshot-guard"]) {
+      throw new ApiError(220, { details: [{ message: "the page's server could not be reached" }] });
+    }
+
+    const css = [
+      ...(opts.noAds ? [hideCss(AD_SELECTORS)] : []),
+      ...(opts.noCookie ? [hideCss(COOKIE_SELECTORS)] : []),
+    ].join("\n");
+    if (css) await page.addStyleTag({ content: css });
+    if (opts.noCookie) await page.evaluate(dismissCookieBanners, COOKIE_ACCEPT_BUTTONS);
+
+    const maxHeight = this.opts.maxFullPageHeight ?? 16_384;
+    let clip: { x: number; y: number; width: number; height: number } | undefined;
+    if (opts.fullPage) {
+      // Scroll through the page so lazy images load, then let the network settle.
+      await page.evaluate(async (cap: number) => {
+        const step = Math.max(200, innerHeight * 0.8);
+        for (let y = 0; y < Math.min(document.documentElement.scrollHeight, cap); y += step) {
+          scrollTo(0, y);
+          await new Promise((r) => setTimeout(r, 60));
+        }
+        scrollTo(0, 0);
+      }, maxHeight);
+      await page.waitForNetworkIdle({ idleTime: 250, timeout: 3000 }).catch(() => {});
+      await page.evaluate(() =>
+        Promise.all(
+          Array.from(document.images).filter((i) => !i.complete).map((i) =>
+            new Promise((r) => {
+              i.onload = i.onerror = r;
+            })
+          ),
+        )
+      ).catch(() => {});
+      const height = await page.evaluate(() =>
+        Math.max(document.documentElement.scrollHeight, document.body?.scrollHeight ?? 0)
+      );
+      if (height > maxHeight) {
+        clip = { x: 0, y: 0, width: page.viewport()!.width, height: maxHeight };
+      }
+    }
+    const bytes = await page.screenshot({
+      type: opts.format,
+      ...(opts.format === "jpeg" ? { quality: 85 } : {}),
+      ...(clip ? { clip, captureBeyondViewport: true } : { fullPage: opts.fullPage }),
+    });
+    const { default: sharp } = await import("sharp");
+    const meta = await sharp(bytes).metadata();
+    return { bytes: new Uint8Array(bytes), width: meta.width!, height: meta.height! };
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    const b = this.#browser ?? await this.#launching?.catch(() => undefined);
+    this.#browser = undefined;
+    if (!b) return;
+    if (this.opts.wsEndpoint) await b.disconnect().catch(() => {});
+    else await b.close().catch(() => {});
+  }
+}

@@ -1,0 +1,163 @@
+import { Buffer } from "node:buffer";
+import { createServer, type Server, type Socket } from "node:net";
+import { connect as netConnect } from "node:net";
+import { type AllowRule, isAllowedTarget, resolveHost } from "./address_guard.ts";
+
+/** A connection the guard refused or could not make. */
+export interface GuardEvent {
+  host: string;
+  port: number;
+  kind: "blocked" | "dns" | "connect";
+}
+
+/** A running guard: the proxy URL to give Chromium and what it refused. */
+export interface GuardProxy {
+  url: string;
+  events: GuardEvent[];
+  /** Connections allowed and made. */
+  allowed: number;
+  close(): Promise<void>;
+}
+
+const MAX_HEAD = 64 * 1024;
+
+/**
+ * An HTTP proxy that every request of one capture goes through (top level, redirects,
+ * subresources, frames, WebSockets via CONNECT). It resolves the host itself, refuses any
+ * non-public address (unless an allow rule names it) and connects to the exact address it
+ * checked, so DNS rebinding between check and connect has nothing to exploit.
+ */
+export async function startGuardProxy(
+  rules: AllowRule[],
+  opts: { connectTimeoutMs?: number } = {},
+): Promise<GuardProxy> {
+  const events: GuardEvent[] = [];
+  const sockets = new Set<Socket>();
+  const state = { allowed: 0 };
+  const timeout = opts.connectTimeoutMs ?? 10_000;
+
+  const refuse = (client: Socket, status: string, tag: string) => {
+    client.end(
+      `HTTP/1.1 ${status}\r\nX-Screenshot-Guard: ${tag}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`,
+    );
+  };
+
+  async function open(host: string, port: number, client: Socket): Promise<Socket | null> {
+    let addrs: string[];
+    try {
+      addrs = await resolveHost(host);
+    } catch {
+      events.push({ host, port, kind: "dns" });
+      refuse(client, "502 Bad Gateway", "dns");
+      return null;
+    }
+    const bad = addrs.length === 0 || addrs.some((a) => !isAllowedTarget(a, port, rules));
+    if (bad) {
+      events.push({ host, port, kind: "blocked" });
+      refuse(client, "403 Forbidden", "blocked");
+      return null;
+    }
+    return await new Promise((resolve) => {
+      const upstream = netConnect({ host: addrs[0], port, timeout });
+      sockets.add(upstream);
+      upstream.once("connect", () => {
+        upstream.setTimeout(0);
+        state.allowed++;
+        resolve(upstream);
+      });
+      const fail = () => {
+        upstream.destroy();
+        events.push({ host, port, kind: "connect" });
+        refuse(client, "502 Bad Gateway", "connect");
+        resolve(null);
+      };
+      upstream.once("timeout", fail);
+      upstream.once("error", fail);
+      upstream.on("close", () => sockets.delete(upstream));
+    });
+  }
+
+  function pipeBoth(a: Socket, b: Socket) {
+    a.pipe(b);
+    b.pipe(a);
+    const end = () => {
+      a.destroy();
+      b.destroy();
+    };
+    a.on("error", end);
+    b.on("error", end);
+    a.on("close", end);
+    b.on("close", end);
+  }
+
+  async function handle(client: Socket, head: Buffer, rest: Buffer) {
+    const text = head.toString("latin1");
+    const [requestLine, ...headerLines] = text.split("\r\n");
+    const [method, target, version] = requestLine.split(" ");
+    if (!method || !target) return refuse(client, "400 Bad Request", "bad");
+    if (method === "CONNECT") {
+      const m = target.match(/^\[?([^\]]+?)\]?:(\d+)$/);
+      if (!m) return refuse(client, "400 Bad Request", "bad");
+      const upstream = await open(m[1], Number(m[2]), client);
+      if (!upstream) return;
+      client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
+      if (rest.length) upstream.write(rest);
+      pipeBoth(client, upstream);
+      return;
+    }
+    let url: URL;
+    try {
+      url = new URL(target);
+    } catch {
+      return refuse(client, "400 Bad Request", "bad");
+    }
+    if (url.protocol !== "http:") return refuse(client, "403 Forbidden", "blocked");
+    const port = Number(url.port || 80);
+    const upstream = await open(url.hostname, port, client);
+    if (!upstream) return;
+    // One request per upstream connection: the next request may name another host.
+    const headers = headerLines.filter((l) =>
+      l && !/^(proxy-connection|proxy-authorization|connection|keep-alive):/i.test(l)
+    );
+    upstream.write(
+      `${method} ${url.pathname}${url.search} ${version}\r\n${
+        headers.join("\r\n")
+      }\r\nConnection: close\r\n\r\n`,
+    );
+    if (rest.length) upstream.write(rest);
+    pipeBoth(client, upstream);
+  }
+
+  const server: Server = createServer((client) => {
+    sockets.add(client);
+    client.on("close", () => sockets.delete(client));
+    client.on("error", () => client.destroy());
+    let buf = Buffer.alloc(0);
+    const onData = (chunk: Buffer) => {
+      buf = Buffer.concat([buf, chunk]);
+      const end = buf.indexOf("\r\n\r\n");
+      if (end === -1) {
+        if (buf.length > MAX_HEAD) refuse(client, "431 Request Header Fields Too Large", "bad");
+        return;
+      }
+      client.off("data", onData);
+      client.pause();
+      handle(client, buf.subarray(0, end), buf.subarray(end + 4)).catch(() => client.destroy())
+        .finally(() => client.resume());
+    };
+    client.on("data", onData);
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+  const addr = server.address() as { port: number };
+  return {
+    url: `http://127.0.0.1:${addr.port}`,
+    events,
+    get allowed() {
+      return state.allowed;
+    },
+    close() {
+      for (const s of sockets) s.destroy();
+      return new Promise<void>((r) => server.close(() => r()));
+    },
+  };
+}

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { parseAllowList } from "../services/screenshots/address_guard.ts";
 
 const int = (def: number, min = 0, max = Number.MAX_SAFE_INTEGER) =>
   z.coerce.number().int().min(min).max(max).default(def);
@@ -39,7 +40,14 @@ export const ConfigSchema = z.object({
   SCREENSHOT_CONCURRENCY: int(2, 1, 64),
   SCREENSHOT_QUEUE: int(32, 0, 10_000),
   SCREENSHOT_RECYCLE_AFTER: int(200, 1),
-  SCREENSHOT_ALLOW_PRIVATE: z.string().default(""),
+  SCREENSHOT_ALLOW_PRIVATE: z.string().default("").refine((v) => {
+    try {
+      parseAllowList(v);
+      return true;
+    } catch {
+      return false;
+    }
+  }, "must be comma-separated CIDRs or host:port pairs"),
   LOGIN_MAX_FAILURES: int(5, 1),
   LOG_REQUESTS: z.enum(["true", "false"]).default("true").transform((v) =>
     v === "true"

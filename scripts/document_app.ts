@@ -12,8 +12,19 @@ export function documentApp() {
   const refuse = () => {
     throw new Error("documentation app: no database or store");
   };
-  const database = { kind: "pglite", db: new Proxy({}, { get: refuse }), ping: refuse, close: refuse } as unknown as Database;
-  const store = { kind: "none", put: refuse, get: refuse, stat: refuse, delete: refuse } as unknown as BlobStore;
+  const database = {
+    kind: "pglite",
+    db: new Proxy({}, { get: refuse }),
+    ping: refuse,
+    close: refuse,
+  } as unknown as Database;
+  const store = {
+    kind: "none",
+    put: refuse,
+    get: refuse,
+    stat: refuse,
+    delete: refuse,
+  } as unknown as BlobStore;
   const app = createApp({
     config: loadConfig({ BASE_URL: "http://localhost:8080" }),
     database,

@@ -12,7 +12,9 @@ await close();
 if (Deno.args.includes("--check")) {
   const current = await Deno.readTextFile(path).catch(() => "");
   if (current !== text) {
-    console.error("openapi.yaml is stale: run `deno task openapi` and commit it");
+    console.error(
+      "openapi.yaml is stale: run `deno task openapi` and commit it",
+    );
     Deno.exit(1);
   }
   console.log("openapi.yaml is up to date");

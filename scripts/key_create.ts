@@ -24,7 +24,11 @@ const rt = await buildRuntime(config, { ...jsonLogger, info: () => {} }, {
 });
 try {
   const db = rt.deps.database.db;
-  const user = await db.selectFrom("users").select("id").where(sql`lower(email)`, "=", email.toLowerCase())
+  const user = await db.selectFrom("users").select("id").where(
+    sql`lower(email)`,
+    "=",
+    email.toLowerCase(),
+  )
     .where("deleted_at", "is", null).executeTakeFirst();
   if (!user) throw new Error(`no user with e-mail ${email}`);
   const { key } = await createApiKey(db, user.id, label);

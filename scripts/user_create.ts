@@ -27,7 +27,14 @@ try {
   const password = given ?? randomToken(12);
   const user = await createUser(rt.deps.database.db, email, password);
   const { key } = await createApiKey(rt.deps.database.db, user.id, "cli");
-  console.log(JSON.stringify({ user_id: user.id, email: user.email, ...(given ? {} : { password }), api_key: key }));
+  console.log(
+    JSON.stringify({
+      user_id: user.id,
+      email: user.email,
+      ...(given ? {} : { password }),
+      api_key: key,
+    }),
+  );
 } catch (e) {
   console.error((e as Error).message);
   Deno.exitCode = 1;

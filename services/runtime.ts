@@ -34,10 +34,13 @@ export async function openScreenshotter(
   config: Config,
   log: Logger,
 ): Promise<Screenshotter | undefined> {
-  const executablePath = config.BROWSER_WS_ENDPOINT ? undefined : findChromium(config.CHROMIUM_PATH);
+  const executablePath = config.BROWSER_WS_ENDPOINT
+    ? undefined
+    : findChromium(config.CHROMIUM_PATH);
   if (!config.BROWSER_WS_ENDPOINT && !executablePath) {
     log.info({
-      msg: "screenshots disabled: no Chromium found (apt-get install chromium, or set CHROMIUM_PATH or BROWSER_WS_ENDPOINT)",
+      msg:
+        "screenshots disabled: no Chromium found (apt-get install chromium, or set CHROMIUM_PATH or BROWSER_WS_ENDPOINT)",
     });
     return undefined;
   }
@@ -77,8 +80,11 @@ export async function buildRuntime(
     migrations_applied: applied,
   });
   const store = await openStore(config);
-  await new ImagePipeline({ config, database, store, clock: systemClock }).init();
-  const screenshotter = opts.screenshots === false ? undefined : await openScreenshotter(config, log);
+  await new ImagePipeline({ config, database, store, clock: systemClock })
+    .init();
+  const screenshotter = opts.screenshots === false
+    ? undefined
+    : await openScreenshotter(config, log);
   // Expired images: rows are hidden at once by their expiry; this removes their bytes.
   const sweeper = setInterval(() => {
     sweepExpired(database.db, store, systemClock).catch((e) =>

@@ -7,10 +7,15 @@ for (const kind of databaseKinds()) {
   test(`[${kind}] migrations are recorded and running them again applies nothing`, async () => {
     const database = await testDatabase(kind);
     try {
-      const rows = await database.db.selectFrom("schema_migrations").select("name").execute();
+      const rows = await database.db.selectFrom("schema_migrations").select(
+        "name",
+      ).execute();
       assert.deepEqual(rows.map((r) => r.name), ["001_init.sql"]);
       assert.deepEqual(await migrate(database.db), []);
-      assert.deepEqual(await Promise.all([migrate(database.db), migrate(database.db)]), [[], []]);
+      assert.deepEqual(
+        await Promise.all([migrate(database.db), migrate(database.db)]),
+        [[], []],
+      );
       assert.equal(await database.ping(), true);
     } finally {
       await database.close();
@@ -28,7 +33,11 @@ for (const kind of databaseKinds()) {
         disabled_at: null,
         deleted_at: null,
       }).execute();
-      const u = await db.selectFrom("users").selectAll().where(sql`lower(email)`, "=", "a@example.com")
+      const u = await db.selectFrom("users").selectAll().where(
+        sql`lower(email)`,
+        "=",
+        "a@example.com",
+      )
         .executeTakeFirstOrThrow();
       assert.ok(u.created_at instanceof Date);
       await assert.rejects(
@@ -44,7 +53,9 @@ for (const kind of databaseKinds()) {
         }),
         /abort/,
       );
-      const n = await db.selectFrom("users").select(sql<string>`count(*)`.as("n")).executeTakeFirstOrThrow();
+      const n = await db.selectFrom("users").select(
+        sql<string>`count(*)`.as("n"),
+      ).executeTakeFirstOrThrow();
       assert.equal(Number(n.n), 1);
       // The unique live e-mail index refuses a second live account, case-insensitively.
       await assert.rejects(
@@ -58,7 +69,10 @@ for (const kind of databaseKinds()) {
       );
       // Queries in parallel share the one PGlite connection safely.
       const many = await Promise.all(
-        Array.from({ length: 20 }, () => db.selectFrom("users").select("id").execute()),
+        Array.from(
+          { length: 20 },
+          () => db.selectFrom("users").select("id").execute(),
+        ),
       );
       assert.ok(many.every((r) => r.length === 1));
     } finally {

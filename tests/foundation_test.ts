@@ -9,7 +9,11 @@ test("unknown paths get 404 and wrong methods 405 with Allow, both in the envelo
   const env = await testEnv();
   try {
     const nf = await json(await env.app.request("/no/such/thing"));
-    assert.deepEqual(nf.body, { status: 404, success: false, error: { code: 404, message: "Not found" } });
+    assert.deepEqual(nf.body, {
+      status: 404,
+      success: false,
+      error: { code: 404, message: "Not found" },
+    });
     const { userWithKey } = await import("./helpers.ts");
     const { key } = await userWithKey(env);
     const wrong = await env.app.request("/api/1/upload", {
@@ -18,8 +22,13 @@ test("unknown paths get 404 and wrong methods 405 with Allow, both in the envelo
     });
     assert.equal(wrong.status, 405);
     assert.match(wrong.headers.get("allow")!, /POST/);
-    assert.deepEqual((await wrong.json()).error, { code: 405, message: "Method not allowed" });
-    const post = await json(await env.app.request("/healthz", { method: "POST" }));
+    assert.deepEqual((await wrong.json()).error, {
+      code: 405,
+      message: "Method not allowed",
+    });
+    const post = await json(
+      await env.app.request("/healthz", { method: "POST" }),
+    );
     assert.deepEqual([post.status, post.body.error.code], [405, 405]);
   } finally {
     await env.close();
@@ -39,7 +48,11 @@ test("malformed JSON gets 160, a wrong content type 415, unknown fields 160 with
         body: '{"url": "http://x", ',
       }),
     );
-    assert.deepEqual([r.status, r.body.success, r.body.error.code], [400, false, 160]);
+    assert.deepEqual([r.status, r.body.success, r.body.error.code], [
+      400,
+      false,
+      160,
+    ]);
     r = await json(
       await env.app.request("/api/1/screenshot", {
         method: "POST",
@@ -52,11 +65,17 @@ test("malformed JSON gets 160, a wrong content type 415, unknown fields 160 with
       await env.app.request("/api/1/screenshot", {
         method: "POST",
         headers: { ...auth, "content-type": "application/json" },
-        body: JSON.stringify({ url: "http://x", preset: "nokia-3310", zoom: 7, bogus: 1 }),
+        body: JSON.stringify({
+          url: "http://x",
+          preset: "nokia-3310",
+          zoom: 7,
+          bogus: 1,
+        }),
       }),
     );
     assert.equal(r.body.error.code, 160);
-    const paths = r.body.error.details.map((d: { path: string }) => d.path).sort();
+    const paths = r.body.error.details.map((d: { path: string }) => d.path)
+      .sort();
     assert.deepEqual(paths, ["", "preset", "zoom"]);
   } finally {
     await env.close();
@@ -83,12 +102,24 @@ test("a thrown bug becomes a 500 envelope without a stack trace, and is logged w
     });
     const text = await res.text();
     assert.equal(res.status, 500);
-    assert.deepEqual(JSON.parse(text), { status: 500, success: false, error: { code: 500, message: "Internal error" } });
+    assert.deepEqual(JSON.parse(text), {
+      status: 500,
+      success: false,
+      error: { code: 500, message: "Internal error" },
+    });
     assert.doesNotMatch(text, /disk on fire|at \w+/);
     const rid = res.headers.get("x-request-id")!;
-    assert.ok(env.log.lines.some((l) => l.request_id === rid && String(l.error).includes("disk on fire")));
+    assert.ok(
+      env.log.lines.some((l) =>
+        l.request_id === rid && String(l.error).includes("disk on fire")
+      ),
+    );
     // Nothing half-written: no row for the failed upload.
-    assert.equal((await env.deps.database.db.selectFrom("images").selectAll().execute()).length, 0);
+    assert.equal(
+      (await env.deps.database.db.selectFrom("images").selectAll().execute())
+        .length,
+      0,
+    );
   } finally {
     await env.close();
   }
@@ -114,7 +145,10 @@ test("every request is logged with method, path, status, ms and the X-Request-Id
 test("healthz answers, readyz reports the database, and an unreachable database makes readyz fail", async () => {
   const env = await testEnv();
   try {
-    assert.deepEqual((await json(await env.app.request("/healthz"))).body.data, { ok: true });
+    assert.deepEqual(
+      (await json(await env.app.request("/healthz"))).body.data,
+      { ok: true },
+    );
     const ready = await json(await env.app.request("/readyz"));
     assert.equal(ready.status, 200);
     assert.equal(ready.body.data.database, "pglite");
@@ -136,7 +170,9 @@ test("Swagger UI is at /docs and the spec at /openapi.json and /openapi.yaml", a
     assert.equal(spec.openapi, "3.1.0");
     assert.ok(spec.paths["/api/1/upload"].post);
     const codes = JSON.stringify(spec.paths["/api/1/upload"].post.responses);
-    for (const c of [100, 110, 120, 130, 131, 140, 141, 142, 150]) assert.ok(codes.includes(`"code":${c}`), `code ${c}`);
+    for (const c of [100, 110, 120, 130, 131, 140, 141, 142, 150]) {
+      assert.ok(codes.includes(`"code":${c}`), `code ${c}`);
+    }
     const yaml = await env.app.request("/openapi.yaml");
     assert.match(yaml.headers.get("content-type")!, /yaml/);
     assert.match(await yaml.text(), /^openapi: 3\.1\.0/);
@@ -148,8 +184,14 @@ test("Swagger UI is at /docs and the spec at /openapi.json and /openapi.yaml", a
 test("the committed openapi.yaml equals a fresh generation and lints with 0 errors", async () => {
   const { app } = await documentApp();
   const fresh = openApiYaml(app);
-  const committed = await Deno.readTextFile(new URL("../openapi.yaml", import.meta.url));
-  assert.equal(committed, fresh, "openapi.yaml is stale: run `deno task openapi`");
+  const committed = await Deno.readTextFile(
+    new URL("../openapi.yaml", import.meta.url),
+  );
+  assert.equal(
+    committed,
+    fresh,
+    "openapi.yaml is stale: run `deno task openapi`",
+  );
   const out = await new Deno.Command("npx", {
     args: ["-y", "@redocly/cli@2", "lint", "openapi.yaml", "--format=summary"],
     cwd: new URL("..", import.meta.url).pathname,
@@ -157,7 +199,8 @@ test("the committed openapi.yaml equals a fresh generation and lints with 0 erro
     stdout: "piped",
     stderr: "piped",
   }).output();
-  const text = new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
+  const text = new TextDecoder().decode(out.stdout) +
+    new TextDecoder().decode(out.stderr);
   assert.equal(out.code, 0, text);
   assert.doesNotMatch(text, /^error /m);
 });
@@ -171,9 +214,13 @@ test("bad configuration values name the variable", () => {
     [{ DATABASE_URL: "mysql://x" }, /DATABASE_URL/],
     [{ STORE: "s3" }, /S3_ENDPOINT/],
     [{ SCREENSHOT_TIMEOUT_MS: "-5" }, /SCREENSHOT_TIMEOUT_MS/],
+    [{ SCREENSHOT_ALLOW_PRIVATE: "everything" }, /SCREENSHOT_ALLOW_PRIVATE/],
   ];
   for (const [env, re] of bad) {
-    assert.throws(() => loadConfig(env), (e: Error) => e instanceof ConfigError && re.test(e.message));
+    assert.throws(
+      () => loadConfig(env),
+      (e: Error) => e instanceof ConfigError && re.test(e.message),
+    );
   }
   const ok = loadConfig({ PORT: "9000", MAX_FILES: "5" });
   assert.equal(ok.BASE_URL, "http://localhost:9000");
@@ -196,13 +243,19 @@ test("the service refuses to start on a bad value and says which variable", asyn
 
 test("a request with huge headers is refused by the server and the server keeps serving", async () => {
   const env = await testEnv();
-  const server = Deno.serve({ port: 0, hostname: "127.0.0.1", onListen: () => {} }, env.app.fetch);
+  const server = Deno.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    onListen: () => {},
+  }, env.app.fetch);
   try {
     const { port } = server.addr;
     const conn = await Deno.connect({ hostname: "127.0.0.1", port });
     const big = "x".repeat(256 * 1024);
     await conn.write(
-      new TextEncoder().encode(`GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: ${big}\r\n\r\n`),
+      new TextEncoder().encode(
+        `GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: ${big}\r\n\r\n`,
+      ),
     ).catch(() => 0);
     const buf = new Uint8Array(4096);
     const n = await conn.read(buf).catch(() => null);

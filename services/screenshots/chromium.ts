@@ -1,4 +1,8 @@
-import puppeteer, { type Browser, type HTTPResponse, type Page } from "puppeteer-core";
+import puppeteer, {
+  type Browser,
+  type HTTPResponse,
+  type Page,
+} from "puppeteer-core";
 import { ApiError } from "../../schemas/errors.ts";
 import type { Logger } from "../deps.ts";
 import type { AllowRule } from "./address_guard.ts";
@@ -11,7 +15,11 @@ import {
   hideCss,
   isAdHost,
 } from "./page_cleanup.ts";
-import type { CaptureOptions, CaptureResult, Screenshotter } from "./screenshotter.ts";
+import type {
+  CaptureOptions,
+  CaptureResult,
+  Screenshotter,
+} from "./screenshotter.ts";
 
 /** Flags every Chromium we start gets: no background traffic may leave the machine. */
 export const CHROMIUM_FLAGS = [
@@ -92,11 +100,17 @@ export class ChromiumScreenshotter implements Screenshotter {
   async #launch(): Promise<Browser> {
     const { executablePath, wsEndpoint } = this.opts;
     const browser = wsEndpoint
-      ? await puppeteer.connect({ browserWSEndpoint: wsEndpoint, protocolTimeout: this.opts.timeoutMs + 10_000 })
+      ? await puppeteer.connect({
+        browserWSEndpoint: wsEndpoint,
+        protocolTimeout: this.opts.timeoutMs + 10_000,
+      })
       : await puppeteer.launch({
         executablePath,
         headless: true,
-        args: [...CHROMIUM_FLAGS, ...(Deno.uid?.() === 0 ? ["--no-sandbox"] : [])],
+        args: [
+          ...CHROMIUM_FLAGS,
+          ...(Deno.uid?.() === 0 ? ["--no-sandbox"] : []),
+        ],
         timeout: 30_000,
         protocolTimeout: this.opts.timeoutMs + 10_000,
         handleSIGINT: false,
@@ -117,7 +131,9 @@ export class ChromiumScreenshotter implements Screenshotter {
   }
 
   async #getBrowser(): Promise<Browser> {
-    if (this.#closed) throw new ApiError(240, { headers: { "Retry-After": "30" } });
+    if (this.#closed) {
+      throw new ApiError(240, { headers: { "Retry-After": "30" } });
+    }
     if (this.#browser?.connected) return this.#browser;
     this.#launching ??= this.#launch().then((b) => {
       this.#browser = b;
@@ -151,7 +167,8 @@ export class ChromiumScreenshotter implements Screenshotter {
     else this.#active--;
     // Recycle an old local browser once it is idle.
     if (
-      this.#active === 0 && this.#captures >= this.opts.recycleAfter && this.#browser &&
+      this.#active === 0 && this.#captures >= this.opts.recycleAfter &&
+      this.#browser &&
       !this.opts.wsEndpoint
     ) {
       const old = this.#browser;
@@ -178,7 +195,10 @@ export class ChromiumScreenshotter implements Screenshotter {
         downloadBehavior: { policy: "deny" },
       });
       try {
-        return await Promise.race([this.#shoot(context, guard, opts), deadline]);
+        return await Promise.race([
+          this.#shoot(context, guard, opts),
+          deadline,
+        ]);
       } finally {
         clearTimeout(timer);
         await context.close().catch(() => {});
@@ -205,7 +225,10 @@ export class ChromiumScreenshotter implements Screenshotter {
     });
     if (opts.userAgent) await page.setUserAgent({ userAgent: opts.userAgent });
     if (opts.colorScheme !== "default") {
-      await page.emulateMediaFeatures([{ name: "prefers-color-scheme", value: opts.colorScheme }]);
+      await page.emulateMediaFeatures([{
+        name: "prefers-color-scheme",
+        value: opts.colorScheme,
+      }]);
     }
     await page.setBypassCSP(true);
     await page.setRequestInterception(true);
@@ -213,10 +236,14 @@ export class ChromiumScreenshotter implements Screenshotter {
       if (req.isInterceptResolutionHandled()) return;
       const url = req.url();
       const scheme = url.slice(0, url.indexOf(":")).toLowerCase();
-      if (req.isNavigationRequest() && scheme !== "http" && scheme !== "https") {
+      if (
+        req.isNavigationRequest() && scheme !== "http" && scheme !== "https"
+      ) {
         return void req.abort("accessdenied").catch(() => {});
       }
-      if (opts.noAds && isAdHost(url)) return void req.abort("blockedbyclient").catch(() => {});
+      if (opts.noAds && isAdHost(url)) {
+        return void req.abort("blockedbyclient").catch(() => {});
+      }
       req.continue().catch(() => {});
     });
 
@@ -228,13 +255,23 @@ export class ChromiumScreenshotter implements Screenshotter {
       });
     } catch (e) {
       const msg = String((e as Error).message ?? e);
-      if (/timeout/i.test((e as Error).name) || /timeout/i.test(msg)) throw new ApiError(230);
-      if (guard.events.some((ev) => ev.kind === "blocked")) throw new ApiError(210);
-      throw new ApiError(220, { details: [{ message: msg.split(" at ")[0].slice(0, 200) }] });
+      if (/timeout/i.test((e as Error).name) || /timeout/i.test(msg)) {
+        throw new ApiError(230);
+      }
+      if (guard.events.some((ev) => ev.kind === "blocked")) {
+        throw new ApiError(210);
+      }
+      throw new ApiError(220, {
+        details: [{ message: msg.split(" at ")[0].slice(0, 200) }],
+      });
     }
-    if (response?.headers()["x-screenshot-guard"] === "blocked") throw new ApiError(210);
+    if (response?.headers()["x-screenshot-guard"] === "blocked") {
+      throw new ApiError(210);
+    }
     if (response?.headers()["x-screenshot-guard"]) {
-      throw new ApiError(220, { details: [{ message: "the page's server could not be reached" }] });
+      throw new ApiError(220, {
+        details: [{ message: "the page's server could not be reached" }],
+      });
     }
 
     const css = [
@@ -242,21 +279,31 @@ export class ChromiumScreenshotter implements Screenshotter {
       ...(opts.noCookie ? [hideCss(COOKIE_SELECTORS)] : []),
     ].join("\n");
     if (css) await page.addStyleTag({ content: css });
-    if (opts.noCookie) await page.evaluate(dismissCookieBanners, COOKIE_ACCEPT_BUTTONS);
+    if (opts.noCookie) {
+      await page.evaluate(dismissCookieBanners, COOKIE_ACCEPT_BUTTONS);
+    }
 
     const maxHeight = this.opts.maxFullPageHeight ?? 16_384;
-    let clip: { x: number; y: number; width: number; height: number } | undefined;
+    let clip:
+      | { x: number; y: number; width: number; height: number }
+      | undefined;
     if (opts.fullPage) {
       // Scroll through the page so lazy images load, then let the network settle.
       await page.evaluate(async (cap: number) => {
         const step = Math.max(200, innerHeight * 0.8);
-        for (let y = 0; y < Math.min(document.documentElement.scrollHeight, cap); y += step) {
+        for (
+          let y = 0;
+          y < Math.min(document.documentElement.scrollHeight, cap);
+          y += step
+        ) {
           scrollTo(0, y);
           await new Promise((r) => setTimeout(r, 60));
         }
         scrollTo(0, 0);
       }, maxHeight);
-      await page.waitForNetworkIdle({ idleTime: 250, timeout: 3000 }).catch(() => {});
+      await page.waitForNetworkIdle({ idleTime: 250, timeout: 3000 }).catch(
+        () => {},
+      );
       await page.evaluate(() =>
         Promise.all(
           Array.from(document.images).filter((i) => !i.complete).map((i) =>
@@ -267,7 +314,10 @@ export class ChromiumScreenshotter implements Screenshotter {
         )
       ).catch(() => {});
       const height = await page.evaluate(() =>
-        Math.max(document.documentElement.scrollHeight, document.body?.scrollHeight ?? 0)
+        Math.max(
+          document.documentElement.scrollHeight,
+          document.body?.scrollHeight ?? 0,
+        )
       );
       if (height > maxHeight) {
         clip = { x: 0, y: 0, width: page.viewport()!.width, height: maxHeight };
@@ -276,11 +326,17 @@ export class ChromiumScreenshotter implements Screenshotter {
     const bytes = await page.screenshot({
       type: opts.format,
       ...(opts.format === "jpeg" ? { quality: 85 } : {}),
-      ...(clip ? { clip, captureBeyondViewport: true } : { fullPage: opts.fullPage }),
+      ...(clip
+        ? { clip, captureBeyondViewport: true }
+        : { fullPage: opts.fullPage }),
     });
     const { default: sharp } = await import("sharp");
     const meta = await sharp(bytes).metadata();
-    return { bytes: new Uint8Array(bytes), width: meta.width!, height: meta.height! };
+    return {
+      bytes: new Uint8Array(bytes),
+      width: meta.width!,
+      height: meta.height!,
+    };
   }
 
   async close(): Promise<void> {

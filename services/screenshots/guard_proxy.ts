@@ -1,7 +1,11 @@
 import { Buffer } from "node:buffer";
 import { createServer, type Server, type Socket } from "node:net";
 import { connect as netConnect } from "node:net";
-import { type AllowRule, isAllowedTarget, resolveHost } from "./address_guard.ts";
+import {
+  type AllowRule,
+  isAllowedTarget,
+  resolveHost,
+} from "./address_guard.ts";
 
 /** A connection the guard refused or could not make. */
 export interface GuardEvent {
@@ -42,7 +46,11 @@ export async function startGuardProxy(
     );
   };
 
-  async function open(host: string, port: number, client: Socket): Promise<Socket | null> {
+  async function open(
+    host: string,
+    port: number,
+    client: Socket,
+  ): Promise<Socket | null> {
     let addrs: string[];
     try {
       addrs = await resolveHost(host);
@@ -51,7 +59,8 @@ export async function startGuardProxy(
       refuse(client, "502 Bad Gateway", "dns");
       return null;
     }
-    const bad = addrs.length === 0 || addrs.some((a) => !isAllowedTarget(a, port, rules));
+    const bad = addrs.length === 0 ||
+      addrs.some((a) => !isAllowedTarget(a, port, rules));
     if (bad) {
       events.push({ host, port, kind: "blocked" });
       refuse(client, "403 Forbidden", "blocked");
@@ -111,13 +120,16 @@ export async function startGuardProxy(
     } catch {
       return refuse(client, "400 Bad Request", "bad");
     }
-    if (url.protocol !== "http:") return refuse(client, "403 Forbidden", "blocked");
+    if (url.protocol !== "http:") {
+      return refuse(client, "403 Forbidden", "blocked");
+    }
     const port = Number(url.port || 80);
     const upstream = await open(url.hostname, port, client);
     if (!upstream) return;
     // One request per upstream connection: the next request may name another host.
     const headers = headerLines.filter((l) =>
-      l && !/^(proxy-connection|proxy-authorization|connection|keep-alive):/i.test(l)
+      l &&
+      !/^(proxy-connection|proxy-authorization|connection|keep-alive):/i.test(l)
     );
     upstream.write(
       `${method} ${url.pathname}${url.search} ${version}\r\n${
@@ -137,12 +149,16 @@ export async function startGuardProxy(
       buf = Buffer.concat([buf, chunk]);
       const end = buf.indexOf("\r\n\r\n");
       if (end === -1) {
-        if (buf.length > MAX_HEAD) refuse(client, "431 Request Header Fields Too Large", "bad");
+        if (buf.length > MAX_HEAD) {
+          refuse(client, "431 Request Header Fields Too Large", "bad");
+        }
         return;
       }
       client.off("data", onData);
       client.pause();
-      handle(client, buf.subarray(0, end), buf.subarray(end + 4)).catch(() => client.destroy())
+      handle(client, buf.subarray(0, end), buf.subarray(end + 4)).catch(() =>
+        client.destroy()
+      )
         .finally(() => client.resume());
     };
     client.on("data", onData);

@@ -128,7 +128,9 @@ export const COOKIE_ACCEPT_BUTTONS = [
 
 /** CSS that hides the given selectors. */
 export function hideCss(selectors: string[]): string {
-  return `${selectors.join(",\n")} { display: none !important; visibility: hidden !important; }`;
+  return `${
+    selectors.join(",\n")
+  } { display: none !important; visibility: hidden !important; }`;
 }
 
 /**
@@ -141,8 +143,11 @@ export function dismissCookieBanners(acceptSelectors: string[]): number {
     const b = document.querySelector<HTMLElement>(sel);
     if (b) b.click();
   }
-  const words = /\b(cookies?|consent|gdpr|privacy settings|we value your privacy)\b/i;
-  for (const el of Array.from(document.querySelectorAll<HTMLElement>("body *"))) {
+  const words =
+    /\b(cookies?|consent|gdpr|privacy settings|we value your privacy)\b/i;
+  for (
+    const el of Array.from(document.querySelectorAll<HTMLElement>("body *"))
+  ) {
     const style = getComputedStyle(el);
     if (style.position !== "fixed" && style.position !== "sticky") continue;
     if (!words.test(el.innerText || "")) continue;

@@ -1,0 +1,45 @@
+/** A loopback web server for screenshot and SDK tests that records every request it gets. */
+export interface FixtureServer {
+  port: number;
+  origin: string;
+  requests: { path: string; search: string }[];
+  reports: Record<string, string>[];
+  close(): Promise<void>;
+}
+
+/** Serves `pages` (path → html or handler) on 127.0.0.1 at a free port. */
+export function startFixture(
+  pages: Record<
+    string,
+    string | ((req: Request, f: FixtureServer) => Response | Promise<Response>)
+  > = {},
+): FixtureServer {
+  const f = { requests: [], reports: [] } as unknown as FixtureServer;
+  const ac = new AbortController();
+  const server = Deno.serve(
+    { port: 0, hostname: "127.0.0.1", signal: ac.signal, onListen: () => {} },
+    async (req) => {
+      const u = new URL(req.url);
+      f.requests.push({ path: u.pathname, search: u.search });
+      if (u.pathname === "/report") {
+        f.reports.push(Object.fromEntries(u.searchParams));
+        return new Response("ok", {
+          headers: { "access-control-allow-origin": "*" },
+        });
+      }
+      const page = pages[u.pathname];
+      if (page === undefined) return new Response("not found", { status: 404 });
+      if (typeof page === "function") return await page(req, f);
+      return new Response(page, {
+        headers: { "content-type": "text/html; charset=utf-8" },
+      });
+    },
+  );
+  f.port = server.addr.port;
+  f.origin = `http://127.0.0.1:${server.addr.port}`;
+  f.close = async () => {
+    ac.abort();
+    await server.finished;
+  };
+  return f;
+}

@@ -1,0 +1,571 @@
+import assert from "node:assert/strict";
+import sharp from "sharp";
+import { json, test, type TestEnv, testEnv, userWithKey } from "./helpers.ts";
+import { type FixtureServer, startFixture } from "./fixture_server.ts";
+import {
+  ChromiumScreenshotter,
+  findChromium,
+} from "../services/screenshots/chromium.ts";
+import { parseAllowList } from "../services/screenshots/address_guard.ts";
+import { PRESETS } from "../services/screenshots/presets.ts";
+import { memoryLogger } from "../services/deps.ts";
+
+const CHROMIUM = findChromium(Deno.env.get("TEST_CHROMIUM_PATH"));
+if (!CHROMIUM) {
+  throw new Error(
+    "Chromium is required for these tests: apt-get install -y chromium chromium-headless-shell",
+  );
+}
+
+const REPORT =
+  `<script>document.write('<img src="/report?w=' + innerWidth + '&h=' + innerHeight +
+  '&dpr=' + devicePixelRatio + '&touch=' + navigator.maxTouchPoints + '&ua=' +
+  encodeURIComponent(navigator.userAgent) + '&cookie=' + encodeURIComponent(document.cookie) + '">')</script>`;
+
+const lazyPng = await sharp({
+  create: { width: 100, height: 100, channels: 3, background: "#00ff00" },
+}).png()
+  .toBuffer();
+
+let holdInFlight = 0;
+let holdMax = 0;
+function delay(ms: number, signal: AbortSignal) {
+  return new Promise<void>((r) => {
+    const t = setTimeout(r, ms);
+    signal.addEventListener("abort", () => {
+      clearTimeout(t);
+      r();
+    });
+  });
+}
+
+const denied = startFixture({ "/": "<h1>secret</h1>", "/x.png": "nope" });
+const fixture: FixtureServer = startFixture({
+  "/viewport":
+    `<!doctype html><meta name="viewport" content="width=device-width"><body>${REPORT}</body>`,
+  "/dark":
+    `<!doctype html><style>html,body{margin:0;height:100%;background:#fff}
+    @media (prefers-color-scheme: dark){html,body{background:#000}}</style><body></body>`,
+  "/tall": `<!doctype html><style>body{margin:0}</style><body>
+    <div style="height:2800px;background:#fff"></div>
+    <img id="lazy" loading="lazy" src="/lazy.png" width="100" height="100" style="display:block">
+    <div style="height:100px"></div></body>`,
+  "/lazy.png": () =>
+    new Response(lazyPng, { headers: { "content-type": "image/png" } }),
+  "/ads": `<!doctype html><style>body{margin:0;background:#fff}</style><body>
+    <div class="ad-banner" style="width:300px;height:250px;background:#f00"></div>
+    <ins class="adsbygoogle" style="display:block;width:300px;height:100px;background:#f00"></ins>
+    <p>Article text</p></body>`,
+  "/cookie": `<!doctype html><style>body{margin:0;background:#fff}</style><body>
+    <p>Content</p>
+    <div id="onetrust-banner-sdk" style="position:fixed;bottom:0;left:0;right:0;height:120px;background:#f00">
+      OneTrust <button id="onetrust-accept-btn-handler">Accept</button></div>
+    <div class="notice-bar" style="position:fixed;top:0;left:0;right:0;height:80px;background:#00f;color:#fff">
+      We use cookies to improve your experience.</div></body>`,
+  "/redirect": () =>
+    new Response(null, {
+      status: 302,
+      headers: { location: `${denied.origin}/` },
+    }),
+  "/sub":
+    `<!doctype html><body><img src="${denied.origin}/x.png"><p>hi</p></body>`,
+  "/setcookie": () =>
+    new Response(`<body>${REPORT}</body>`, {
+      headers: {
+        "content-type": "text/html",
+        "set-cookie": "session=leaky; Path=/; Max-Age=3600",
+      },
+    }),
+  "/showcookie": `<body>${REPORT}</body>`,
+  "/slow": async (req) => {
+    await delay(8000, req.signal);
+    return new Response("<body>late</body>", {
+      headers: { "content-type": "text/html" },
+    });
+  },
+  "/hold": async (req) => {
+    holdInFlight++;
+    holdMax = Math.max(holdMax, holdInFlight);
+    await delay(700, req.signal);
+    holdInFlight--;
+    return new Response("<body>held</body>", {
+      headers: { "content-type": "text/html" },
+    });
+  },
+});
+const deadPort = (() => {
+  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const p = (l.addr as Deno.NetAddr).port;
+  l.close();
+  return p;
+})();
+const ALLOW = `127.0.0.1:${fixture.port},127.0.0.1:${deadPort}`;
+
+function shooter(
+  over: Partial<ConstructorParameters<typeof ChromiumScreenshotter>[0]> = {},
+) {
+  return new ChromiumScreenshotter({
+    executablePath: CHROMIUM,
+    concurrency: 2,
+    queueMax: 8,
+    recycleAfter: 1000,
+    timeoutMs: 15_000,
+    allowRules: parseAllowList(ALLOW),
+    log: memoryLogger(),
+    ...over,
+  });
+}
+
+// One browser for most tests, as in production.
+const shared = shooter();
+let env: TestEnv;
+let key: string;
+
+async function shot(body: Record<string, unknown>, e = env, k = key) {
+  return await json(
+    await e.app.request("/api/1/screenshot", {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${k}`,
+        "content-type": "application/json",
+      },
+      body: JSON.stringify(body),
+    }),
+  );
+}
+
+function decodeDataUri(uri: string) {
+  const m = uri.match(/^data:image\/(png|jpeg);base64,(.+)$/)!;
+  return {
+    format: m[1],
+    bytes: Uint8Array.from(atob(m[2]), (c) => c.charCodeAt(0)),
+  };
+}
+
+async function pixel(bytes: Uint8Array, x: number, y: number) {
+  const { data, info } = await sharp(bytes).removeAlpha().raw().toBuffer({
+    resolveWithObject: true,
+  });
+  const i = (y * info.width + x) * 3;
+  return [data[i], data[i + 1], data[i + 2]];
+}
+
+async function redPixels(bytes: Uint8Array) {
+  const { data } = await sharp(bytes).removeAlpha().raw().toBuffer({
+    resolveWithObject: true,
+  });
+  let n = 0;
+  for (let i = 0; i < data.length; i += 3) {
+    if (data[i] > 200 && data[i + 1] < 60 && data[i + 2] < 60) n++;
+  }
+  return n;
+}
+
+test("setup: an app with the shared browser", async () => {
+  env = await testEnv({
+    screenshotter: shared,
+    env: { SCREENSHOT_ALLOW_PRIVATE: ALLOW },
+  });
+  key = (await userWithKey(env)).key;
+  await shared.start();
+  assert.ok(shared.pid);
+});
+
+test("every preset's viewport, pixel ratio, touch and user agent are what the page sees", async () => {
+  for (const p of PRESETS) {
+    fixture.reports.length = 0;
+    const r = await shot({
+      url: `${fixture.origin}/viewport`,
+      preset: p.id,
+      share: false,
+    });
+    assert.equal(r.status, 200, `${p.id}: ${JSON.stringify(r.body)}`);
+    const seen = fixture.reports.at(-1)!;
+    assert.equal(Number(seen.w), p.width, p.id);
+    assert.equal(Number(seen.h), p.height, p.id);
+    assert.equal(Number(seen.dpr), p.deviceScaleFactor, p.id);
+    assert.equal(Number(seen.touch) > 0, p.hasTouch, p.id);
+    assert.equal(seen.ua, p.userAgent, p.id);
+    const { bytes } = decodeDataUri(r.body.data.display_url);
+    const meta = await sharp(bytes).metadata();
+    assert.deepEqual([meta.width, meta.height], [
+      Math.round(p.width * p.deviceScaleFactor),
+      Math.round(p.height * p.deviceScaleFactor),
+    ], p.id);
+  }
+  const presets = await json(
+    await env.app.request("/api/1/screenshot/presets", {
+      headers: { authorization: `Bearer ${key}` },
+    }),
+  );
+  assert.equal(presets.body.data.length, 15);
+  assert.equal(
+    presets.body.data.find((p: { default: boolean }) => p.default).id,
+    "desktop-1080p",
+  );
+});
+
+test("dark colour scheme changes the pixels, light keeps them white", async () => {
+  const dark = await shot({
+    url: `${fixture.origin}/dark`,
+    colorScheme: "dark",
+    share: false,
+    preset: "laptop",
+  });
+  const light = await shot({
+    url: `${fixture.origin}/dark`,
+    colorScheme: "light",
+    share: false,
+    preset: "laptop",
+  });
+  assert.deepEqual(
+    await pixel(decodeDataUri(dark.body.data.display_url).bytes, 10, 10),
+    [0, 0, 0],
+  );
+  assert.deepEqual(
+    await pixel(decodeDataUri(light.body.data.display_url).bytes, 10, 10),
+    [255, 255, 255],
+  );
+});
+
+test("zoom 2 halves innerWidth and keeps the preset's pixel size", async () => {
+  fixture.reports.length = 0;
+  const r = await shot({
+    url: `${fixture.origin}/viewport`,
+    zoom: 2,
+    share: false,
+  });
+  assert.equal(Number(fixture.reports.at(-1)!.w), 960);
+  const meta = await sharp(decodeDataUri(r.body.data.display_url).bytes)
+    .metadata();
+  assert.deepEqual([meta.width, meta.height], [1920, 1080]);
+  fixture.reports.length = 0;
+  await shot({
+    url: `${fixture.origin}/viewport`,
+    zoom: 0.5,
+    share: false,
+    preset: "desktop-720p",
+  });
+  assert.equal(Number(fixture.reports.at(-1)!.w), 2560);
+});
+
+test("fullPage captures the whole height and the lazy-loaded image is in it", async () => {
+  const before = fixture.requests.filter((r) => r.path === "/lazy.png").length;
+  const r = await shot({
+    url: `${fixture.origin}/tall`,
+    fullPage: true,
+    share: false,
+    preset: "desktop-720p",
+  });
+  assert.equal(r.status, 200);
+  const { bytes } = decodeDataUri(r.body.data.display_url);
+  const meta = await sharp(bytes).metadata();
+  assert.equal(meta.height, 3000);
+  assert.ok(
+    fixture.requests.filter((x) => x.path === "/lazy.png").length > before,
+  );
+  assert.deepEqual(await pixel(bytes, 50, 2850), [0, 255, 0]);
+  // Without fullPage only the viewport is captured.
+  const vp = await shot({
+    url: `${fixture.origin}/tall`,
+    share: false,
+    preset: "desktop-720p",
+  });
+  assert.equal(
+    (await sharp(decodeDataUri(vp.body.data.display_url).bytes).metadata())
+      .height,
+    720,
+  );
+});
+
+test("noAds removes the red ad boxes from the pixels", async () => {
+  const plain = await shot({
+    url: `${fixture.origin}/ads`,
+    share: false,
+    preset: "laptop",
+  });
+  const clean = await shot({
+    url: `${fixture.origin}/ads`,
+    share: false,
+    preset: "laptop",
+    noAds: true,
+  });
+  assert.ok(
+    await redPixels(decodeDataUri(plain.body.data.display_url).bytes) >
+      300 * 250 * 0.9,
+  );
+  assert.equal(
+    await redPixels(decodeDataUri(clean.body.data.display_url).bytes),
+    0,
+  );
+});
+
+test("noCookie removes the OneTrust banner and a generic fixed cookie bar", async () => {
+  const plain = await shot({
+    url: `${fixture.origin}/cookie`,
+    share: false,
+    preset: "laptop",
+  });
+  const clean = await shot({
+    url: `${fixture.origin}/cookie`,
+    share: false,
+    preset: "laptop",
+    noCookie: true,
+  });
+  const a = decodeDataUri(plain.body.data.display_url).bytes;
+  const b = decodeDataUri(clean.body.data.display_url).bytes;
+  assert.ok(await redPixels(a) > 1000);
+  assert.deepEqual(await pixel(a, 1300, 40), [0, 0, 255]);
+  assert.equal(await redPixels(b), 0);
+  assert.deepEqual(await pixel(b, 1300, 40), [255, 255, 255]);
+});
+
+test("share true stores an image record and serves it; share false returns a data URI and stores nothing", async () => {
+  const rows = () =>
+    env.deps.database.db.selectFrom("images").selectAll().execute();
+  const n0 = (await rows()).length;
+  const inline = await shot({
+    url: `${fixture.origin}/dark`,
+    share: false,
+    format: "jpeg",
+    preset: "iphone-se",
+  });
+  assert.equal(inline.body.data.shared, false);
+  assert.equal(inline.body.data.id, undefined);
+  const d = decodeDataUri(inline.body.data.display_url);
+  assert.equal(d.format, "jpeg");
+  assert.equal((await sharp(d.bytes).metadata()).format, "jpeg");
+  assert.equal((await rows()).length, n0);
+
+  const shared = await shot({
+    url: `${fixture.origin}/dark`,
+    preset: "iphone-se",
+    colorScheme: "dark",
+  });
+  const s = shared.body.data;
+  assert.equal(s.shared, true);
+  assert.match(s.url, new RegExp(`^http://localhost:8080/${s.id}\\.png$`));
+  assert.equal(s.url_viewer, `http://localhost:8080/i/${s.id}`);
+  assert.equal(s.display_url, s.url);
+  const served = await env.app.request(new URL(s.url).pathname);
+  assert.equal(served.status, 200);
+  const png = new Uint8Array(await served.arrayBuffer());
+  assert.deepEqual([
+    (await sharp(png).metadata()).width,
+    (await sharp(png).metadata()).height,
+  ], [750, 1334]);
+  assert.equal((await rows()).length, n0 + 1);
+});
+
+test("URLs that are not absolute http(s) get 200", async () => {
+  for (
+    const url of [
+      "ftp://example.com/",
+      "not a url",
+      "javascript:alert(1)",
+      "file:///etc/passwd",
+      "data:text/html,hi",
+      "chrome://settings",
+    ]
+  ) {
+    const r = await shot({ url });
+    assert.deepEqual([r.status, r.body.error.code], [400, 200], url);
+  }
+});
+
+test("a loopback port not on the allow list gets 210 and its server sees no request", async () => {
+  const r = await shot({ url: `${denied.origin}/` });
+  assert.deepEqual([r.status, r.body.error.code], [403, 210]);
+  const l = await shot({ url: `http://localhost:${denied.port}/` });
+  assert.equal(l.body.error.code, 210);
+  assert.equal(denied.requests.length, 0);
+});
+
+test("a redirect from an allowed page to a denied port is blocked and the denied server saw zero requests", async () => {
+  const r = await shot({ url: `${fixture.origin}/redirect` });
+  assert.deepEqual([r.status, r.body.error.code], [403, 210]);
+  // A subresource pointing at the denied port is dropped; the page itself still renders.
+  const sub = await shot({ url: `${fixture.origin}/sub`, share: false });
+  assert.equal(sub.status, 200);
+  assert.equal(denied.requests.length, 0);
+});
+
+test("a refused connection gets 220", async () => {
+  const r = await shot({ url: `http://127.0.0.1:${deadPort}/` });
+  assert.deepEqual([r.status, r.body.error.code, r.body.error.message], [
+    502,
+    220,
+    "Page could not be loaded",
+  ]);
+});
+
+test("cookies set in one capture are not seen by the next (fresh context each time)", async () => {
+  fixture.reports.length = 0;
+  await shot({ url: `${fixture.origin}/setcookie`, share: false });
+  await shot({ url: `${fixture.origin}/showcookie`, share: false });
+  assert.equal(fixture.reports.at(-1)!.cookie, "");
+});
+
+test("two captures run at once with SCREENSHOT_CONCURRENCY 2", async () => {
+  holdMax = 0;
+  const [a, b] = await Promise.all([
+    shot({ url: `${fixture.origin}/hold`, share: false }),
+    shot({ url: `${fixture.origin}/hold?2`, share: false }),
+  ]);
+  assert.equal(a.status, 200);
+  assert.equal(b.status, 200);
+  assert.equal(holdMax, 2);
+});
+
+test("after the browser is killed the next capture starts a new one and works", async () => {
+  const pid = shared.pid!;
+  Deno.kill(pid, "SIGKILL");
+  for (let i = 0; i < 50 && shared.pid === pid; i++) {
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  const r = await shot({
+    url: `${fixture.origin}/dark`,
+    share: false,
+    preset: "laptop",
+  });
+  assert.equal(r.status, 200, JSON.stringify(r.body));
+  assert.ok(shared.pid && shared.pid !== pid);
+});
+
+test("a page slower than SCREENSHOT_TIMEOUT_MS gets 230", async () => {
+  const s = shooter({ timeoutMs: 1500 });
+  const e = await testEnv({
+    screenshotter: s,
+    env: { SCREENSHOT_ALLOW_PRIVATE: ALLOW },
+  });
+  try {
+    const k = (await userWithKey(e)).key;
+    const r = await shot({ url: `${fixture.origin}/slow`, share: false }, e, k);
+    assert.deepEqual([r.status, r.body.error.code, r.body.error.message], [
+      504,
+      230,
+      "Screenshot timed out",
+    ]);
+  } finally {
+    await s.close();
+    await e.close();
+  }
+});
+
+test("a full queue gets 240 with Retry-After, and so does a server without a browser", async () => {
+  const s = shooter({ concurrency: 1, queueMax: 0, timeoutMs: 3000 });
+  const e = await testEnv({
+    screenshotter: s,
+    env: { SCREENSHOT_ALLOW_PRIVATE: ALLOW },
+  });
+  try {
+    const k = (await userWithKey(e)).key;
+    const slow = shot({ url: `${fixture.origin}/hold`, share: false }, e, k);
+    await new Promise((r) => setTimeout(r, 300));
+    const res = await e.app.request("/api/1/screenshot", {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${k}`,
+        "content-type": "application/json",
+      },
+      body: JSON.stringify({ url: `${fixture.origin}/dark`, share: false }),
+    });
+    assert.equal(res.status, 503);
+    assert.ok(Number(res.headers.get("retry-after")) > 0);
+    assert.equal((await res.json()).error.code, 240);
+    assert.equal((await slow).status, 200);
+  } finally {
+    await s.close();
+    await e.close();
+  }
+  const none = await testEnv({ env: { SCREENSHOT_ALLOW_PRIVATE: ALLOW } });
+  try {
+    const k = (await userWithKey(none)).key;
+    const res = await none.app.request("/api/1/screenshot", {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${k}`,
+        "content-type": "application/json",
+      },
+      body: JSON.stringify({ url: `${fixture.origin}/dark` }),
+    });
+    assert.equal(res.status, 503);
+    assert.ok(res.headers.get("retry-after"));
+    assert.equal((await res.json()).error.code, 240);
+  } finally {
+    await none.close();
+  }
+});
+
+test("BROWSER_WS_ENDPOINT: captures through a remote Chromium over its DevTools WebSocket", async () => {
+  const dir = await Deno.makeTempDir();
+  const proc = new Deno.Command(CHROMIUM!, {
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+      "--no-first-run",
+      "--disable-quic",
+      "--remote-debugging-address=127.0.0.1",
+      "--remote-debugging-port=0",
+      `--user-data-dir=${dir}`,
+      "about:blank",
+    ],
+    stderr: "piped",
+    stdout: "null",
+  }).spawn();
+  try {
+    const reader = proc.stderr.pipeThrough(new TextDecoderStream()).getReader();
+    let text = "";
+    let ws = "";
+    while (!ws) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += value;
+      ws = text.match(/DevTools listening on (ws:\/\/\S+)/)?.[1] ?? "";
+    }
+    reader.releaseLock();
+    proc.stderr.cancel().catch(() => {});
+    assert.ok(ws, "remote Chromium printed its endpoint");
+    const remote = shooter({ executablePath: undefined, wsEndpoint: ws });
+    try {
+      const r = await remote.capture({
+        url: `${fixture.origin}/dark`,
+        viewport: {
+          width: 400,
+          height: 300,
+          deviceScaleFactor: 1,
+          isMobile: false,
+          hasTouch: false,
+        },
+        format: "png",
+        fullPage: false,
+        noAds: false,
+        noCookie: false,
+        colorScheme: "dark",
+        zoom: 1,
+      });
+      assert.deepEqual([r.width, r.height], [400, 300]);
+      assert.deepEqual(await pixel(r.bytes, 5, 5), [0, 0, 0]);
+    } finally {
+      await remote.close();
+    }
+  } finally {
+    proc.kill("SIGKILL");
+    await proc.status;
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
+  }
+});
+
+test("teardown: closing the pool leaves no Chromium process behind", async () => {
+  const pid = shared.pid!;
+  await shared.close();
+  await env.close();
+  await fixture.close();
+  await denied.close();
+  const stat = await Deno.readTextFile(`/proc/${pid}/stat`).catch(() => "");
+  // Gone, or at worst a zombie already reaped by the time we look again.
+  assert.ok(stat === "" || !/\) Z /.test(stat), stat);
+});

@@ -1,7 +1,14 @@
 import assert from "node:assert/strict";
 import exifr from "exifr";
 import sharp from "sharp";
-import { json, test, type TestEnv, testEnv, userWithKey } from "./helpers.ts";
+import {
+  databaseKinds,
+  json,
+  test,
+  type TestEnv,
+  testEnv,
+  userWithKey,
+} from "./helpers.ts";
 import {
   formWith,
   makeAnimatedGif,
@@ -733,3 +740,45 @@ test("a restart keeps images: a new app on the same data dir and PGlite director
     await Deno.remove(dir, { recursive: true }).catch(() => {});
   }
 });
+
+for (const kind of databaseKinds().filter((k) => k === "postgres")) {
+  test(`[${kind}] uploads, duplicates, deletion and serving work on PostgreSQL`, async () => {
+    const env = await testEnv({ kind });
+    try {
+      const { key } = await userWithKey(env);
+      const png = await makeImage("png", { width: 1200, height: 600 });
+      const a = await upload(
+        env,
+        key,
+        formWith([{ name: "pg.png", bytes: png }]),
+      );
+      assert.equal(a.status, 200);
+      assert.equal(typeof a.body.data.size, "number");
+      assert.equal(a.body.data.time, Math.floor(env.clock.t / 1000));
+      const b = await upload(
+        env,
+        key,
+        formWith([{ name: "pg.png", bytes: png }]),
+      );
+      assert.equal(b.body.data.id, a.body.data.id);
+      const served = await fetchBytes(
+        env,
+        new URL(a.body.data.medium.url).pathname,
+      );
+      assert.equal(served.res.status, 200);
+      const del = await json(
+        await env.app.request(`/api/1/images/${a.body.data.id}`, {
+          method: "DELETE",
+          headers: { authorization: `Bearer ${key}` },
+        }),
+      );
+      assert.equal(del.status, 200);
+      assert.equal(
+        (await env.app.request(new URL(a.body.data.url).pathname)).status,
+        404,
+      );
+    } finally {
+      await env.close();
+    }
+  });
+}

@@ -1,0 +1,157 @@
+import assert from "node:assert/strict";
+import S3rver from "s3rver";
+import { FsStore } from "../services/store/fs_store.ts";
+import { S3Store } from "../services/store/s3_store.ts";
+import type { BlobStore } from "../services/store/blob_store.ts";
+import { ImagePipeline } from "../services/image_pipeline.ts";
+import { json, test, testEnv, userWithKey } from "./helpers.ts";
+import { formWith, makeImage } from "./fixtures.ts";
+
+/** A local S3-compatible server (s3rver) on loopback with one bucket. */
+async function startS3() {
+  const dir = await Deno.makeTempDir({ prefix: "imagehost-s3-" });
+  const server = new S3rver({
+    port: 0,
+    address: "127.0.0.1",
+    silent: true,
+    directory: dir,
+    configureBuckets: [{ name: "images", configs: [] }],
+  });
+  const info = await server.run();
+  const store = new S3Store({
+    endpoint: `http://127.0.0.1:${info.port}`,
+    bucket: "images",
+    region: "us-east-1",
+    accessKeyId: "S3RVER",
+    secretAccessKey: "S3RVER",
+  });
+  return {
+    store,
+    endpoint: `http://127.0.0.1:${info.port}`,
+    async close() {
+      await server.close();
+      await Deno.remove(dir, { recursive: true }).catch(() => {});
+    },
+  };
+}
+
+async function contract(store: BlobStore) {
+  const bytes = new Uint8Array(200_000).map((_, i) => i % 251);
+  await store.put("abcdefgh.png", bytes, {
+    contentType: "image/png",
+    size: bytes.length,
+  });
+  assert.deepEqual(await store.stat("abcdefgh.png"), { size: bytes.length });
+  const whole = await store.get("abcdefgh.png");
+  assert.equal(whole!.size, bytes.length);
+  assert.deepEqual(
+    new Uint8Array(await new Response(whole!.body).arrayBuffer()),
+    bytes,
+  );
+  const part = await store.get("abcdefgh.png", {
+    start: 100_000,
+    end: 100_009,
+  });
+  assert.equal(part!.size, bytes.length);
+  assert.deepEqual(
+    new Uint8Array(await new Response(part!.body).arrayBuffer()),
+    bytes.subarray(100_000, 100_010),
+  );
+  // Streams are accepted as well as byte arrays.
+  await store.put(
+    "abcdefgh.th.png",
+    new Blob([bytes.subarray(0, 1000)]).stream(),
+    {
+      contentType: "image/png",
+      size: 1000,
+    },
+  );
+  assert.equal((await store.stat("abcdefgh.th.png"))!.size, 1000);
+  await store.delete("abcdefgh.png");
+  await store.delete("abcdefgh.png"); // absent: not an error
+  assert.equal(await store.stat("abcdefgh.png"), null);
+  assert.equal(await store.get("abcdefgh.png"), null);
+  await assert.rejects(
+    store.put("../../etc/passwd", bytes, { contentType: "x", size: 1 }),
+    /invalid store key/,
+  );
+}
+
+test("the filesystem store keeps the contract: put, stat, get with ranges, delete, key checks", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    await contract(await new FsStore(dir).init());
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+test("the S3 store keeps the same contract against a local S3 server", async () => {
+  const s3 = await startS3();
+  try {
+    await contract(s3.store);
+  } finally {
+    await s3.close();
+  }
+});
+
+test("uploads through the S3 store are served by the image host", async () => {
+  const s3 = await startS3();
+  const env = await testEnv({ store: s3.store });
+  try {
+    const { key } = await userWithKey(env);
+    const png = await makeImage("png", { width: 1500, height: 700 });
+    const r = await json(
+      await env.app.request("/api/1/upload", {
+        method: "POST",
+        headers: { authorization: `Bearer ${key}` },
+        body: formWith([{ name: "s3.png", bytes: png }]),
+      }),
+    );
+    assert.equal(r.status, 200);
+    for (
+      const url of [
+        r.body.data.url,
+        r.body.data.thumb.url,
+        r.body.data.medium.url,
+      ]
+    ) {
+      const res = await env.app.request(new URL(url).pathname);
+      assert.equal(res.status, 200, url);
+      assert.equal(res.headers.get("content-type"), "image/png");
+      await res.body?.cancel();
+    }
+    const direct = await fetch(`${s3.endpoint}/images/${r.body.data.id}.png`);
+    assert.equal(direct.status, 200);
+    assert.equal((await direct.arrayBuffer()).byteLength, r.body.data.size);
+    const range = await env.app.request(new URL(r.body.data.url).pathname, {
+      headers: { range: "bytes=0-7" },
+    });
+    assert.equal(range.status, 206);
+    assert.deepEqual(
+      new Uint8Array(await range.arrayBuffer()),
+      png.subarray(0, 8),
+    );
+  } finally {
+    await env.close();
+    await s3.close();
+  }
+});
+
+test("temp files a crash left behind are removed at start-up and never served", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.mkdir(`${dir}/images/.tmp`, { recursive: true });
+    await Deno.mkdir(`${dir}/tmp`, { recursive: true });
+    await Deno.writeTextFile(`${dir}/images/.tmp/half-written`, "partial");
+    await Deno.writeTextFile(`${dir}/tmp/up-123`, "partial upload");
+    await new FsStore(`${dir}/images`).init();
+    const env = await testEnv({ env: { DATA_DIR: dir } });
+    await new ImagePipeline(env.deps).init();
+    assert.deepEqual([...Deno.readDirSync(`${dir}/images/.tmp`)], []);
+    assert.deepEqual([...Deno.readDirSync(`${dir}/tmp`)], []);
+    await env.close();
+  } finally {
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
+  }
+});

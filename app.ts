@@ -15,6 +15,7 @@ import { registerAccountRoutes } from "./routes/account.tsx";
 import { apiAuth } from "./routes/api_auth.ts";
 import { registerUploadRoutes } from "./routes/upload.ts";
 import { registerHostRoutes } from "./routes/host.ts";
+import { registerSdkRoutes } from "./routes/sdk.tsx";
 import { registerScreenshotRoutes } from "./routes/screenshot.ts";
 import { ImagePipeline } from "./services/image_pipeline.ts";
 import { ScreenshotService } from "./services/screenshots/screenshot_service.ts";
@@ -87,6 +88,8 @@ export function createApp(deps: AppDeps): App {
   // Before the image host, whose `/<name>.<ext>` pattern would shadow /openapi.json.
   registerDocsRoutes(app, deps);
   registerAccountRoutes(app, deps);
+  // CORS first: browser preflights carry no key.
+  registerSdkRoutes(app, deps);
   app.use("/api/1/*", apiAuth(deps));
   const pipeline = new ImagePipeline(deps);
   registerUploadRoutes(app, deps, pipeline);

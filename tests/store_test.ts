@@ -1,5 +1,4 @@
 import assert from "node:assert/strict";
-import S3rver from "s3rver";
 import { FsStore } from "../services/store/fs_store.ts";
 import { S3Store } from "../services/store/s3_store.ts";
 import type { BlobStore } from "../services/store/blob_store.ts";
@@ -7,19 +6,46 @@ import { ImagePipeline } from "../services/image_pipeline.ts";
 import { json, test, testEnv, userWithKey } from "./helpers.ts";
 import { formWith, makeImage } from "./fixtures.ts";
 
-/** A local S3-compatible server (s3rver) on loopback with one bucket. */
+/**
+ * A local S3-compatible server (the npm package s3rver) on loopback with one bucket. It runs
+ * under Node in its own process, as a real S3 endpoint would be: in-process it shared the
+ * test runner's threads with other test workers and stalled under load.
+ */
 async function startS3() {
   const dir = await Deno.makeTempDir({ prefix: "imagehost-s3-" });
-  const server = new S3rver({
-    port: 0,
-    address: "127.0.0.1",
-    silent: true,
-    directory: dir,
-    configureBuckets: [{ name: "images", configs: [] }],
-  });
-  const info = await server.run();
+  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (l.addr as Deno.NetAddr).port;
+  l.close();
+  // Installed by `deno install` (deno.json lists it) into node_modules for Node to run.
+  const bin =
+    new URL("../node_modules/s3rver/bin/s3rver.js", import.meta.url).pathname;
+  const proc = new Deno.Command("node", {
+    args: [
+      bin,
+      "-d",
+      dir,
+      "-a",
+      "127.0.0.1",
+      "-p",
+      String(port),
+      "--configure-bucket",
+      "images",
+    ],
+    stdout: "piped",
+    stderr: "inherit",
+  }).spawn();
+  const reader = proc.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let out = "";
+  while (!/listening/i.test(out)) {
+    const { value, done } = await reader.read();
+    if (done) throw new Error(`s3rver did not start: ${out}`);
+    out += value;
+  }
+  reader.releaseLock();
+  proc.stdout.cancel().catch(() => {});
+  const endpoint = `http://127.0.0.1:${port}`;
   const store = new S3Store({
-    endpoint: `http://127.0.0.1:${info.port}`,
+    endpoint,
     bucket: "images",
     region: "us-east-1",
     accessKeyId: "S3RVER",
@@ -27,9 +53,10 @@ async function startS3() {
   });
   return {
     store,
-    endpoint: `http://127.0.0.1:${info.port}`,
+    endpoint,
     async close() {
-      await server.close();
+      proc.kill("SIGTERM");
+      await proc.status;
       await Deno.remove(dir, { recursive: true }).catch(() => {});
     },
   };

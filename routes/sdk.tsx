@@ -1,0 +1,135 @@
+import { cors } from "hono/cors";
+import { createHash } from "node:crypto";
+import type { App } from "../app.ts";
+import type { AppDeps } from "../services/deps.ts";
+import { Layout } from "./pages/layout.tsx";
+import { ApiError } from "../schemas/errors.ts";
+
+const DIST = new URL("../sdk/dist/", import.meta.url);
+
+/** Script of the demo page: opens the widget with the key the visitor pastes. */
+const DEMO_JS = `
+const form = document.getElementById("demo-form");
+const log = document.getElementById("demo-log");
+const write = (line) => { const li = document.createElement("li"); li.textContent = line; log.prepend(li); };
+form.addEventListener("submit", (e) => {
+  e.preventDefault();
+  const key = document.getElementById("demo-key").value.trim();
+  const multiple = document.getElementById("demo-multiple").checked;
+  const app = new ServiceApp(key);
+  app.createUploadWidget({
+    multiple,
+    onStart: (files) => write("Uploading " + files.length + " file(s)…"),
+    onProgress: (p) => { document.getElementById("demo-progress").value = p; },
+    onSuccess: (res) => write("Done: " + (res.url || res.data.images.map((i) => i.url).join(", "))),
+    onError: (err) => write("Error " + (err.code ?? "") + ": " + err.message),
+  });
+});
+`;
+
+/**
+ * Serves the browser SDK (minified, source map, cacheable, loadable from any site) and the
+ * demo page, and lets browsers on other origins call /api/1 (keys travel in headers, never
+ * cookies, so CORS with `*` is safe).
+ */
+export function registerSdkRoutes(app: App, _deps: AppDeps) {
+  app.use(
+    "/api/1/*",
+    cors({
+      origin: "*",
+      allowMethods: ["GET", "POST", "DELETE", "OPTIONS"],
+      allowHeaders: ["Authorization", "Content-Type"],
+      exposeHeaders: ["X-Request-Id", "Retry-After"],
+      maxAge: 86400,
+    }),
+  );
+
+  const files = new Map<
+    string,
+    Promise<{ body: Uint8Array; etag: string } | null>
+  >();
+  const load = (name: string) => {
+    if (!files.has(name)) {
+      files.set(
+        name,
+        Deno.readFile(new URL(name, DIST)).then((body) => ({
+          body,
+          etag: `"${
+            createHash("sha256").update(body).digest("base64url").slice(0, 22)
+          }"`,
+        }), () => null),
+      );
+    }
+    return files.get(name)!;
+  };
+  const serve = (name: string, type: string) =>
+    app.get(`/${name}`, async (c) => {
+      const f = await load(name);
+      if (!f) {
+        throw new ApiError(404, {
+          message: "SDK not built: run `deno task sdk`",
+        });
+      }
+      const headers: Record<string, string> = {
+        "Content-Type": type,
+        "Cache-Control": "public, max-age=86400, stale-while-revalidate=604800",
+        "ETag": f.etag,
+        "Access-Control-Allow-Origin": "*",
+        "Cross-Origin-Resource-Policy": "cross-origin",
+        "X-Content-Type-Options": "nosniff",
+      };
+      if (name.endsWith(".js")) headers["SourceMap"] = `/${name}.map`;
+      if (c.req.header("if-none-match") === f.etag) {
+        return c.body(null, 304, headers);
+      }
+      return c.body(f.body as Uint8Array<ArrayBuffer>, 200, headers);
+    });
+  serve("service-sdk.min.js", "text/javascript; charset=utf-8");
+  serve("service-sdk.min.js.map", "application/json; charset=utf-8");
+
+  app.get("/assets/demo.js", (c) =>
+    c.body(DEMO_JS, 200, {
+      "content-type": "text/javascript; charset=utf-8",
+      "cache-control": "public, max-age=3600",
+    }));
+  app.get("/demo", (c) =>
+    c.html(
+      <Layout
+        title="Upload widget demo"
+        head={
+          <>
+            <script src="/service-sdk.min.js"></script>
+            <script src="/assets/demo.js" defer></script>
+          </>
+        }
+      >
+        <h1>Upload widget demo</h1>
+        <p>
+          Paste an API key from <a href="/account">your account</a>{" "}
+          and open the widget. Any page can do the same with three lines:
+        </p>
+        <pre><code>{`<script src="${new URL(c.req.url).origin}/service-sdk.min.js"></script>
+<script>
+  new ServiceApp("YOUR_API_KEY").createUploadWidget({ onSuccess: (r) => console.log(r.url) });
+</script>`}</code></pre>
+        <form id="demo-form">
+          <label for="demo-key">API key</label>
+          <input id="demo-key" type="password" required autocomplete="off" />
+          <label>
+            <input id="demo-multiple" type="checkbox" checked /> Several files
+          </label>
+          <p>
+            <button type="submit">Open the upload widget</button>
+          </p>
+        </form>
+        <progress
+          id="demo-progress"
+          max="100"
+          value="0"
+          aria-label="Upload progress"
+        >
+        </progress>
+        <ul id="demo-log" aria-live="polite"></ul>
+      </Layout>,
+    ));
+}

@@ -1,0 +1,612 @@
+// sdk/src/error_table.ts
+var ERRORS = {
+  "100": {
+    "message": "No API key provided",
+    "status": 401
+  },
+  "110": {
+    "message": "Invalid API key",
+    "status": 401
+  },
+  "120": {
+    "message": "User not found",
+    "status": 401
+  },
+  "130": {
+    "message": "File size too large",
+    "status": 413
+  },
+  "131": {
+    "message": "Too many files",
+    "status": 400
+  },
+  "140": {
+    "message": "No image file provided",
+    "status": 400
+  },
+  "141": {
+    "message": "Unsupported image type",
+    "status": 415
+  },
+  "142": {
+    "message": "Image dimensions too large",
+    "status": 413
+  },
+  "150": {
+    "message": "No files could be uploaded",
+    "status": 422
+  },
+  "160": {
+    "message": "Invalid request",
+    "status": 400
+  },
+  "170": {
+    "message": "Rate limit exceeded",
+    "status": 429
+  },
+  "200": {
+    "message": "Invalid URL",
+    "status": 400
+  },
+  "210": {
+    "message": "URL not allowed",
+    "status": 403
+  },
+  "220": {
+    "message": "Page could not be loaded",
+    "status": 502
+  },
+  "230": {
+    "message": "Screenshot timed out",
+    "status": 504
+  },
+  "240": {
+    "message": "Screenshot service unavailable",
+    "status": 503
+  },
+  "403": {
+    "message": "Forbidden",
+    "status": 403
+  },
+  "404": {
+    "message": "Not found",
+    "status": 404
+  },
+  "405": {
+    "message": "Method not allowed",
+    "status": 405
+  },
+  "413": {
+    "message": "Request too large",
+    "status": 413
+  },
+  "415": {
+    "message": "Unsupported media type",
+    "status": 415
+  },
+  "500": {
+    "message": "Internal error",
+    "status": 500
+  }
+};
+
+// sdk/src/errors.ts
+var ERROR_CODES = Object.fromEntries(Object.entries(ERRORS).map(([code, e]) => [
+  Number(code),
+  e.message
+]));
+var ServiceError = class extends Error {
+  /** Error code of the service's error table (0 for network failures, -1 when cancelled). */
+  code;
+  status;
+  details;
+  constructor(message, code, status, details) {
+    super(message);
+    this.name = "ServiceError";
+    this.code = code;
+    this.status = status;
+    this.details = details;
+  }
+};
+function errorFromBody(status, body) {
+  const e = body?.error;
+  if (e && typeof e.code === "number") {
+    return new ServiceError(e.message ?? ERROR_CODES[e.code] ?? "Request failed", e.code, status, e.details);
+  }
+  return new ServiceError(`Request failed with HTTP ${status}`, status, status);
+}
+
+// sdk/src/widget.ts
+var ACCEPTED_TYPES = [
+  "image/jpeg",
+  "image/png",
+  "image/gif",
+  "image/webp",
+  "image/avif",
+  "image/bmp",
+  "image/tiff"
+];
+var CSS = `
+:host{all:initial}
+*{box-sizing:border-box;font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif}
+.backdrop{position:fixed;inset:0;background:rgba(0,0,0,.45);display:flex;align-items:center;justify-content:center;z-index:2147483647}
+.inline .backdrop{position:static;background:none;display:block}
+.panel{background:#fff;color:#1b1f24;border-radius:12px;width:min(520px,calc(100vw - 32px));max-height:calc(100vh - 32px);overflow:auto;padding:16px 20px;box-shadow:0 10px 40px rgba(0,0,0,.3)}
+.inline .panel{box-shadow:none;border:1px solid #d0d7de;width:100%}
+header{display:flex;align-items:center;justify-content:space-between}
+h2{font-size:18px;margin:0}
+button{font:inherit;cursor:pointer;border:1px solid #d0d7de;border-radius:6px;background:#f6f8fa;padding:4px 10px;color:inherit}
+button:focus-visible,.drop:focus-visible{outline:3px solid #0969da;outline-offset:2px}
+.close{border:none;background:none;font-size:22px;line-height:1}
+.drop{margin:12px 0 6px;border:2px dashed #8c959f;border-radius:10px;padding:28px 12px;text-align:center;cursor:pointer}
+.drop.over{border-color:#0969da;background:#ddf4ff}
+.hint{font-size:12px;color:#57606a;margin:0 0 10px}
+.progress{height:8px;background:#eaeef2;border-radius:4px;overflow:hidden;margin:8px 0}
+.bar{height:100%;width:0;background:#0969da;transition:width .15s}
+ul{list-style:none;padding:0;margin:0}
+li{display:flex;gap:10px;align-items:flex-start;padding:8px 0;border-top:1px solid #eaeef2}
+li img{width:56px;height:56px;object-fit:cover;border-radius:6px;background:#eaeef2;flex:none}
+.meta{flex:1;min-width:0;font-size:13px}
+.name{font-weight:600;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
+.err{color:#cf222e}
+.ok a{color:#0969da;word-break:break-all}
+.copy{margin:4px 4px 0 0;font-size:12px}
+.status{font-size:13px;min-height:1em;margin:6px 0}
+@media (prefers-color-scheme:dark){.panel{background:#161b22;color:#e6edf3}button{background:#21262d;border-color:#30363d}.drop.over{background:#0c2d6b}.hint{color:#8d96a0}li{border-color:#30363d}.progress{background:#30363d}}
+`;
+function el(tag, attrs = {}, text) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
+  if (text !== void 0) e.textContent = text;
+  return e;
+}
+function humanSize(n) {
+  return n < 1024 * 1024 ? `${Math.round(n / 1024)} KB` : `${(n / 1024 / 1024).toFixed(1)} MB`;
+}
+function createUploadWidget(app, options = {}) {
+  const maxSize = options.maxFileSize ?? 32 * 1024 * 1024;
+  const maxFiles = options.multiple ? options.maxFiles ?? 15 : 1;
+  const accept = options.accept ?? ACCEPTED_TYPES;
+  const inline = Boolean(options.container);
+  const host = el("div", {
+    "data-image-uploader": ""
+  });
+  const root = host.attachShadow({
+    mode: "open"
+  });
+  const wrap = el("div", {
+    class: inline ? "inline" : "dialog"
+  });
+  const backdrop = el("div", {
+    class: "backdrop"
+  });
+  const titleId = "iu-title";
+  const panel = el("div", {
+    class: "panel",
+    role: inline ? "region" : "dialog",
+    "aria-labelledby": titleId,
+    ...inline ? {} : {
+      "aria-modal": "true"
+    }
+  });
+  const header = el("header");
+  header.append(el("h2", {
+    id: titleId
+  }, options.title ?? "Upload images"));
+  const closeBtn = el("button", {
+    class: "close",
+    type: "button",
+    "aria-label": "Close"
+  }, "\xD7");
+  if (!inline) header.append(closeBtn);
+  const drop = el("div", {
+    class: "drop",
+    role: "button",
+    tabindex: "0",
+    "aria-describedby": "iu-hint",
+    "aria-label": `Choose ${options.multiple ? "images" : "an image"} to upload`
+  }, `Drop ${options.multiple ? "images" : "an image"} here, paste, or press to browse`);
+  const hint = el("p", {
+    id: "iu-hint",
+    class: "hint"
+  }, `JPEG, PNG, GIF, WebP, AVIF, BMP or TIFF \xB7 up to ${humanSize(maxSize)} each${options.multiple ? ` \xB7 up to ${maxFiles} files` : ""}`);
+  const input = el("input", {
+    type: "file",
+    accept: accept.join(","),
+    hidden: "",
+    "aria-hidden": "true",
+    tabindex: "-1"
+  });
+  if (options.multiple) input.multiple = true;
+  const progress = el("div", {
+    class: "progress",
+    role: "progressbar",
+    "aria-label": "Upload progress",
+    "aria-valuemin": "0",
+    "aria-valuemax": "100",
+    "aria-valuenow": "0"
+  });
+  const bar = el("div", {
+    class: "bar"
+  });
+  progress.append(bar);
+  const status = el("p", {
+    class: "status",
+    role: "status",
+    "aria-live": "polite"
+  });
+  const list = el("ul", {
+    "aria-label": "Files"
+  });
+  panel.append(header, drop, hint, input, progress, status, list);
+  backdrop.append(panel);
+  const style = el("style");
+  style.textContent = CSS;
+  wrap.append(backdrop);
+  root.append(style, wrap);
+  let busy = false;
+  let isOpen = false;
+  let previousFocus = null;
+  const setProgress = (p) => {
+    bar.style.width = `${p}%`;
+    progress.setAttribute("aria-valuenow", String(p));
+  };
+  const fileItem = (file) => {
+    const li = el("li");
+    const img = el("img", {
+      alt: ""
+    });
+    if (file.type.startsWith("image/")) {
+      const u = URL.createObjectURL(file);
+      img.src = u;
+      img.onload = () => URL.revokeObjectURL(u);
+    }
+    const meta = el("div", {
+      class: "meta"
+    });
+    meta.append(el("div", {
+      class: "name"
+    }, file.name || "pasted image"), el("div", {}, humanSize(file.size)));
+    li.append(img, meta);
+    list.append(li);
+    return meta;
+  };
+  const copyButton = (label, value) => {
+    const b = el("button", {
+      type: "button",
+      class: "copy",
+      "aria-label": `Copy ${label}`
+    }, `Copy ${label}`);
+    b.addEventListener("click", () => {
+      navigator.clipboard?.writeText(value).then(() => {
+        b.textContent = "Copied";
+        setTimeout(() => b.textContent = `Copy ${label}`, 1500);
+      }).catch(() => {
+      });
+    });
+    return b;
+  };
+  const showRecord = (meta, rec) => {
+    const ok = el("div", {
+      class: "ok"
+    });
+    const a = el("a", {
+      href: rec.url_viewer,
+      target: "_blank",
+      rel: "noopener"
+    }, rec.url);
+    ok.append(a, el("br"));
+    ok.append(copyButton("link", rec.url), copyButton("viewer link", rec.url_viewer), copyButton("Markdown", `![${rec.title}](${rec.url})`));
+    meta.append(ok);
+    const img = meta.parentElement?.querySelector("img");
+    if (img) img.src = rec.thumb.url;
+  };
+  async function handleFiles(incoming) {
+    if (busy || incoming.length === 0) return;
+    list.textContent = "";
+    setProgress(0);
+    const errors = [];
+    if (incoming.length > maxFiles) {
+      errors.push(`Too many files: at most ${maxFiles}.`);
+      incoming = incoming.slice(0, maxFiles);
+    }
+    const valid = [];
+    const metas = /* @__PURE__ */ new Map();
+    for (const f of incoming) {
+      const meta = fileItem(f);
+      metas.set(f, meta);
+      let problem = "";
+      if (!accept.includes(f.type)) problem = "Unsupported image type";
+      else if (f.size > maxSize) {
+        problem = `File size too large (over ${humanSize(maxSize)})`;
+      } else if (f.size === 0) problem = "Empty file";
+      if (problem) meta.append(el("div", {
+        class: "err"
+      }, problem));
+      else valid.push(f);
+    }
+    if (valid.length === 0) {
+      const err = new ServiceError(errors[0] ?? "No image file provided", errors.length ? 131 : 140, 0);
+      status.textContent = err.message;
+      options.onError?.(err, incoming);
+      return;
+    }
+    busy = true;
+    status.textContent = `Uploading ${valid.length} file${valid.length > 1 ? "s" : ""}\u2026`;
+    options.onStart?.(valid);
+    const onProgress = (p) => {
+      setProgress(p);
+      options.onProgress?.(p);
+    };
+    try {
+      if (options.multiple) {
+        const res = await app.uploadMultiple(valid, {
+          onProgress
+        });
+        res.data.images.forEach((rec) => {
+          const f = valid.find((v) => (v.name || "image") === rec.title) ?? valid[0];
+          showRecord(metas.get(f), rec);
+        });
+        for (const e of res.data.errors ?? []) {
+          metas.get(valid[e.index])?.append(el("div", {
+            class: "err"
+          }, e.message));
+        }
+        status.textContent = `Uploaded ${res.data.count} of ${valid.length}.`;
+        options.onSuccess?.(res, valid);
+      } else {
+        const res = await app.upload(valid[0], {
+          onProgress
+        });
+        showRecord(metas.get(valid[0]), res.data);
+        status.textContent = "Uploaded.";
+        options.onSuccess?.(res, valid);
+      }
+    } catch (e) {
+      const err = e instanceof ServiceError ? e : new ServiceError(String(e), 0, 0);
+      status.textContent = err.message;
+      status.classList.add("err");
+      const details = err.details ?? [];
+      for (const d of details) {
+        if (typeof d.index === "number" && d.message) {
+          metas.get(valid[d.index])?.append(el("div", {
+            class: "err"
+          }, d.message));
+        }
+      }
+      options.onError?.(err, valid);
+    } finally {
+      busy = false;
+    }
+  }
+  drop.addEventListener("click", () => input.click());
+  drop.addEventListener("keydown", (e) => {
+    if (e.key === "Enter" || e.key === " ") {
+      e.preventDefault();
+      input.click();
+    }
+  });
+  input.addEventListener("change", () => {
+    const files = Array.from(input.files ?? []);
+    input.value = "";
+    handleFiles(files);
+  });
+  drop.addEventListener("dragover", (e) => {
+    e.preventDefault();
+    drop.classList.add("over");
+  });
+  drop.addEventListener("dragleave", () => drop.classList.remove("over"));
+  drop.addEventListener("drop", (e) => {
+    e.preventDefault();
+    drop.classList.remove("over");
+    handleFiles(Array.from(e.dataTransfer?.files ?? []));
+  });
+  const onPaste = (e) => {
+    if (!isOpen) return;
+    const files = Array.from(e.clipboardData?.files ?? []);
+    if (files.length) {
+      e.preventDefault();
+      handleFiles(files);
+    }
+  };
+  const onKey = (e) => {
+    if (e.key === "Escape" && isOpen && !inline) close();
+  };
+  closeBtn.addEventListener("click", () => close());
+  backdrop.addEventListener("click", (e) => {
+    if (e.target === backdrop && !inline) close();
+  });
+  function open() {
+    if (isOpen) return;
+    isOpen = true;
+    previousFocus = document.activeElement;
+    (options.container ?? document.body).append(host);
+    document.addEventListener("paste", onPaste);
+    document.addEventListener("keydown", onKey);
+    if (!inline) drop.focus();
+  }
+  function close() {
+    if (!isOpen) return;
+    isOpen = false;
+    document.removeEventListener("paste", onPaste);
+    document.removeEventListener("keydown", onKey);
+    host.remove();
+    previousFocus?.focus?.();
+  }
+  open();
+  return {
+    open,
+    close,
+    destroy() {
+      close();
+      list.textContent = "";
+    },
+    element: host
+  };
+}
+
+// sdk/src/service_app.ts
+var scriptOrigin;
+function setScriptOrigin(origin) {
+  scriptOrigin = origin;
+}
+var ServiceApp = class {
+  apiKey;
+  baseUrl;
+  constructor(apiKey, options = {}) {
+    if (!apiKey || typeof apiKey !== "string") {
+      throw new TypeError("ServiceApp needs an API key");
+    }
+    this.apiKey = apiKey;
+    const base = options.baseUrl ?? scriptOrigin ?? (typeof location !== "undefined" ? location.origin : "");
+    this.baseUrl = base.replace(/\/+$/, "");
+  }
+  /** Uploads one file; resolves to the envelope with `url` at the top level. */
+  async upload(file, options = {}) {
+    const body = await this.#send([
+      file
+    ], options);
+    const data = body.data;
+    return {
+      ...body,
+      url: data.url
+    };
+  }
+  /** Uploads several files in one request; resolves to the multi-file envelope. */
+  async uploadMultiple(files, options = {}) {
+    const list = Array.from(files);
+    const body = await this.#send(list, options);
+    if (list.length === 1) {
+      const rec = body.data;
+      return {
+        status: 200,
+        success: true,
+        data: {
+          images: [
+            rec
+          ],
+          count: 1
+        }
+      };
+    }
+    return body;
+  }
+  /** Opens an upload widget (a dialog, or inline in `options.container`). */
+  createUploadWidget(options = {}) {
+    return createUploadWidget(this, options);
+  }
+  #send(files, options) {
+    if (files.length === 0) {
+      return Promise.reject(new ServiceError("No image file provided", 140, 0));
+    }
+    const form = new FormData();
+    if (options.expiration) {
+      form.append("expiration", String(options.expiration));
+    }
+    for (const f of files) {
+      form.append("images", f, f.name || "image");
+    }
+    return new Promise((resolve, reject) => {
+      const xhr = new XMLHttpRequest();
+      xhr.open("POST", `${this.baseUrl}/api/1/upload`);
+      xhr.setRequestHeader("Authorization", `Bearer ${this.apiKey}`);
+      xhr.responseType = "json";
+      let last = -1;
+      const progress = (p) => {
+        p = Math.max(0, Math.min(100, Math.round(p)));
+        if (p > last) {
+          last = p;
+          options.onProgress?.(p);
+        }
+      };
+      xhr.upload.onprogress = (e) => {
+        if (e.lengthComputable && e.total > 0) {
+          progress(e.loaded / e.total * 100);
+        }
+      };
+      xhr.upload.onload = () => progress(100);
+      xhr.onload = () => {
+        const body = xhr.response;
+        if (xhr.status === 200 && body?.success) {
+          progress(100);
+          resolve(body);
+        } else reject(errorFromBody(xhr.status, body));
+      };
+      xhr.onerror = () => reject(new ServiceError("Network error: the service could not be reached", 0, 0));
+      xhr.onabort = () => reject(new ServiceError("Upload cancelled", -1, 0));
+      if (options.signal) {
+        if (options.signal.aborted) return xhr.abort();
+        options.signal.addEventListener("abort", () => xhr.abort(), {
+          once: true
+        });
+      }
+      progress(0);
+      xhr.send(form);
+    });
+  }
+};
+
+// sdk/src/client.ts
+function createApiClient(opts) {
+  const base = opts.baseUrl.replace(/\/+$/, "");
+  const f = opts.fetch ?? fetch;
+  async function call(method, path, body, json = false) {
+    const headers = {
+      authorization: `Bearer ${opts.apiKey}`
+    };
+    if (json) headers["content-type"] = "application/json";
+    let res;
+    try {
+      res = await f(`${base}${path}`, {
+        method,
+        headers,
+        body
+      });
+    } catch (e) {
+      throw new ServiceError(`Network error: ${e.message}`, 0, 0);
+    }
+    const data = await res.json().catch(() => void 0);
+    if (!res.ok || !data?.success) throw errorFromBody(res.status, data);
+    return data;
+  }
+  return {
+    /** POST /api/1/upload with one or more files. */
+    upload(files, options = {}) {
+      const form = new FormData();
+      for (const file of Array.isArray(files) ? files : [
+        files
+      ]) {
+        form.append("images", file, file.name || "image");
+      }
+      if (options.expiration) {
+        form.append("expiration", String(options.expiration));
+      }
+      return call("POST", "/api/1/upload", form);
+    },
+    /** GET /api/1/images/{id}. */
+    getImage(id) {
+      return call("GET", `/api/1/images/${encodeURIComponent(id)}`);
+    },
+    /** DELETE /api/1/images/{id}. */
+    deleteImage(id) {
+      return call("DELETE", `/api/1/images/${encodeURIComponent(id)}`);
+    },
+    /** POST /api/1/screenshot. */
+    screenshot(request) {
+      return call("POST", "/api/1/screenshot", JSON.stringify(request), true);
+    },
+    /** GET /api/1/screenshot/presets. */
+    presets() {
+      return call("GET", "/api/1/screenshot/presets");
+    }
+  };
+}
+export {
+  ACCEPTED_TYPES,
+  ERROR_CODES,
+  ServiceApp,
+  ServiceError,
+  createApiClient,
+  createUploadWidget,
+  setScriptOrigin
+};

@@ -1,0 +1,12 @@
+/** Every error code the service can answer with, and its message. */
+export declare const ERROR_CODES: Record<number, string>;
+/** A failed call: the service's error code and message, and the HTTP status. */
+export declare class ServiceError extends Error {
+    /** Error code of the service's error table (0 for network failures, -1 when cancelled). */
+    readonly code: number;
+    readonly status: number;
+    readonly details?: unknown[];
+    constructor(message: string, code: number, status: number, details?: unknown[]);
+}
+/** Turns an error envelope (or anything else a server sent) into a ServiceError. */
+export declare function errorFromBody(status: number, body: unknown): ServiceError;

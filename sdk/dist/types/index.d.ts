@@ -1,0 +1,11 @@
+/**
+ * image-uploader-widget: the browser SDK of the image service.
+ * @module
+ */
+export { ServiceApp, setScriptOrigin } from "./service_app.js";
+export type { ImageFile, ImageRecord, MultiUploadResponse, ServiceAppOptions, UploadFileError, UploadOptions, UploadResponse, } from "./service_app.js";
+export { ACCEPTED_TYPES, createUploadWidget } from "./widget.js";
+export type { UploadWidget, WidgetOptions } from "./widget.js";
+export { ERROR_CODES, ServiceError } from "./errors.js";
+export { createApiClient } from "./client.js";
+export type { ApiClient, ApiClientOptions, DeleteResult, ImageResult, PresetsResult, Schemas, ScreenshotRequest, ScreenshotResult, UploadResult, } from "./client.js";

@@ -1,0 +1,34 @@
+import type { ServiceApp } from "./service_app.js";
+import type { MultiUploadResponse, UploadResponse } from "./service_app.js";
+import { ServiceError } from "./errors.js";
+/** Options of createUploadWidget (SPEC.md 4.3 plus a few of our own). */
+export interface WidgetOptions {
+    /** Allow selecting several files. */
+    multiple?: boolean;
+    onStart?: (files: File[]) => void;
+    onProgress?: (percent: number) => void;
+    onSuccess?: (response: UploadResponse | MultiUploadResponse, files: File[]) => void;
+    onError?: (error: ServiceError, files: File[]) => void;
+    /** Render inline inside this element instead of as a dialog. */
+    container?: HTMLElement;
+    /** Checked before sending; defaults match the service's. */
+    maxFileSize?: number;
+    maxFiles?: number;
+    accept?: string[];
+    title?: string;
+}
+/** Handle of an open widget. */
+export interface UploadWidget {
+    open(): void;
+    close(): void;
+    destroy(): void;
+    /** The host element (its shadow root holds the widget). */
+    readonly element: HTMLElement;
+}
+/** Types the service accepts (checked again, from the bytes, on the server). */
+export declare const ACCEPTED_TYPES: string[];
+/**
+ * Builds the upload widget in a Shadow DOM, so page styles can't reach in and ours can't
+ * leak out. Drop, paste and the file picker all feed the same checks and upload.
+ */
+export declare function createUploadWidget(app: ServiceApp, options?: WidgetOptions): UploadWidget;

@@ -1,0 +1,29 @@
+/**
+ * image-uploader-widget: the browser SDK of the image service.
+ * @module
+ */
+export { ServiceApp, setScriptOrigin } from "./service_app.ts";
+export type {
+  ImageFile,
+  ImageRecord,
+  MultiUploadResponse,
+  ServiceAppOptions,
+  UploadFileError,
+  UploadOptions,
+  UploadResponse,
+} from "./service_app.ts";
+export { ACCEPTED_TYPES, createUploadWidget } from "./widget.ts";
+export type { UploadWidget, WidgetOptions } from "./widget.ts";
+export { ERROR_CODES, ServiceError } from "./errors.ts";
+export { createApiClient } from "./client.ts";
+export type {
+  ApiClient,
+  ApiClientOptions,
+  DeleteResult,
+  ImageResult,
+  PresetsResult,
+  Schemas,
+  ScreenshotRequest,
+  ScreenshotResult,
+  UploadResult,
+} from "./client.ts";

@@ -1,0 +1,185 @@
+import { errorFromBody, ServiceError } from "./errors.ts";
+import {
+  createUploadWidget,
+  type UploadWidget,
+  type WidgetOptions,
+} from "./widget.ts";
+
+/** One stored file of a record (original, thumbnail or medium). */
+export interface ImageFile {
+  filename: string;
+  name: string;
+  mime: string;
+  extension: string;
+  url: string;
+}
+
+/** The image record of a stored upload. */
+export interface ImageRecord {
+  id: string;
+  title: string;
+  url_viewer: string;
+  url: string;
+  display_url: string;
+  width: number;
+  height: number;
+  size: number;
+  time: number;
+  expiration: number;
+  image: ImageFile;
+  thumb: ImageFile;
+  medium?: ImageFile;
+  delete_url: string;
+  duplicate?: boolean;
+}
+
+/** A file of a multi-file upload that failed. */
+export interface UploadFileError {
+  index: number;
+  filename: string;
+  code: number;
+  message: string;
+}
+
+/** What upload() resolves to: the envelope, plus `url` of the stored image at the top. */
+export interface UploadResponse {
+  status: 200;
+  success: true;
+  data: ImageRecord;
+  url: string;
+}
+
+/** What uploadMultiple() resolves to. */
+export interface MultiUploadResponse {
+  status: 200;
+  success: true;
+  data: { images: ImageRecord[]; count: number; errors?: UploadFileError[] };
+}
+
+/** Per-call options. */
+export interface UploadOptions {
+  /** Called with 0..100 as the bytes go out. */
+  onProgress?: (percent: number) => void;
+  /** Abort the upload; the promise then rejects with code -1. */
+  signal?: AbortSignal;
+  /** Seconds until the image is deleted (60..15552000). */
+  expiration?: number;
+}
+
+/** Constructor options. */
+export interface ServiceAppOptions {
+  /** Service address; defaults to where the script was loaded from, else the page origin. */
+  baseUrl?: string;
+}
+
+let scriptOrigin: string | undefined;
+/** Records the origin of the script tag that loaded the browser build. */
+export function setScriptOrigin(origin: string | undefined) {
+  scriptOrigin = origin;
+}
+
+/** The browser client of the image service (SPEC.md 4.3). */
+export class ServiceApp {
+  readonly apiKey: string;
+  readonly baseUrl: string;
+
+  constructor(apiKey: string, options: ServiceAppOptions = {}) {
+    if (!apiKey || typeof apiKey !== "string") {
+      throw new TypeError("ServiceApp needs an API key");
+    }
+    this.apiKey = apiKey;
+    const base = options.baseUrl ?? scriptOrigin ??
+      (typeof location !== "undefined" ? location.origin : "");
+    this.baseUrl = base.replace(/\/+$/, "");
+  }
+
+  /** Uploads one file; resolves to the envelope with `url` at the top level. */
+  async upload(
+    file: Blob,
+    options: UploadOptions = {},
+  ): Promise<UploadResponse> {
+    const body = await this.#send([file], options);
+    const data = body.data as ImageRecord;
+    return { ...(body as Omit<UploadResponse, "url">), url: data.url };
+  }
+
+  /** Uploads several files in one request; resolves to the multi-file envelope. */
+  async uploadMultiple(
+    files: Iterable<Blob> | ArrayLike<Blob>,
+    options: UploadOptions = {},
+  ): Promise<MultiUploadResponse> {
+    const list = Array.from(files as ArrayLike<Blob>);
+    const body = await this.#send(list, options);
+    if (list.length === 1) {
+      // The service answers one file with a record; keep the promised shape.
+      const rec = body.data as ImageRecord;
+      return { status: 200, success: true, data: { images: [rec], count: 1 } };
+    }
+    return body as MultiUploadResponse;
+  }
+
+  /** Opens an upload widget (a dialog, or inline in `options.container`). */
+  createUploadWidget(options: WidgetOptions = {}): UploadWidget {
+    return createUploadWidget(this, options);
+  }
+
+  #send(
+    files: Blob[],
+    options: UploadOptions,
+  ): Promise<{ status: 200; success: true; data: unknown }> {
+    if (files.length === 0) {
+      return Promise.reject(new ServiceError("No image file provided", 140, 0));
+    }
+    const form = new FormData();
+    if (options.expiration) {
+      form.append("expiration", String(options.expiration));
+    }
+    for (const f of files) {
+      form.append("images", f, (f as File).name || "image");
+    }
+    return new Promise((resolve, reject) => {
+      const xhr = new XMLHttpRequest();
+      xhr.open("POST", `${this.baseUrl}/api/1/upload`);
+      xhr.setRequestHeader("Authorization", `Bearer ${this.apiKey}`);
+      xhr.responseType = "json";
+      let last = -1;
+      const progress = (p: number) => {
+        p = Math.max(0, Math.min(100, Math.round(p)));
+        if (p > last) {
+          last = p;
+          options.onProgress?.(p);
+        }
+      };
+      xhr.upload.onprogress = (e) => {
+        if (e.lengthComputable && e.total > 0) {
+          progress((e.loaded / e.total) * 100);
+        }
+      };
+      xhr.upload.onload = () => progress(100);
+      xhr.onload = () => {
+        const body = xhr.response;
+        if (xhr.status === 200 && body?.success) {
+          progress(100);
+          resolve(body);
+        } else reject(errorFromBody(xhr.status, body));
+      };
+      xhr.onerror = () =>
+        reject(
+          new ServiceError(
+            "Network error: the service could not be reached",
+            0,
+            0,
+          ),
+        );
+      xhr.onabort = () => reject(new ServiceError("Upload cancelled", -1, 0));
+      if (options.signal) {
+        if (options.signal.aborted) return xhr.abort();
+        options.signal.addEventListener("abort", () => xhr.abort(), {
+          once: true,
+        });
+      }
+      progress(0);
+      xhr.send(form);
+    });
+  }
+}

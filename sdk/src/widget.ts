@@ -1,0 +1,390 @@
+import type { ServiceApp } from "./service_app.ts";
+import type {
+  ImageRecord,
+  MultiUploadResponse,
+  UploadResponse,
+} from "./service_app.ts";
+import { ServiceError } from "./errors.ts";
+
+/** Options of createUploadWidget (SPEC.md 4.3 plus a few of our own). */
+export interface WidgetOptions {
+  /** Allow selecting several files. */
+  multiple?: boolean;
+  onStart?: (files: File[]) => void;
+  onProgress?: (percent: number) => void;
+  onSuccess?: (
+    response: UploadResponse | MultiUploadResponse,
+    files: File[],
+  ) => void;
+  onError?: (error: ServiceError, files: File[]) => void;
+  /** Render inline inside this element instead of as a dialog. */
+  container?: HTMLElement;
+  /** Checked before sending; defaults match the service's. */
+  maxFileSize?: number;
+  maxFiles?: number;
+  accept?: string[];
+  title?: string;
+}
+
+/** Handle of an open widget. */
+export interface UploadWidget {
+  open(): void;
+  close(): void;
+  destroy(): void;
+  /** The host element (its shadow root holds the widget). */
+  readonly element: HTMLElement;
+}
+
+/** Types the service accepts (checked again, from the bytes, on the server). */
+export const ACCEPTED_TYPES = [
+  "image/jpeg",
+  "image/png",
+  "image/gif",
+  "image/webp",
+  "image/avif",
+  "image/bmp",
+  "image/tiff",
+];
+
+const CSS = `
+:host{all:initial}
+*{box-sizing:border-box;font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif}
+.backdrop{position:fixed;inset:0;background:rgba(0,0,0,.45);display:flex;align-items:center;justify-content:center;z-index:2147483647}
+.inline .backdrop{position:static;background:none;display:block}
+.panel{background:#fff;color:#1b1f24;border-radius:12px;width:min(520px,calc(100vw - 32px));max-height:calc(100vh - 32px);overflow:auto;padding:16px 20px;box-shadow:0 10px 40px rgba(0,0,0,.3)}
+.inline .panel{box-shadow:none;border:1px solid #d0d7de;width:100%}
+header{display:flex;align-items:center;justify-content:space-between}
+h2{font-size:18px;margin:0}
+button{font:inherit;cursor:pointer;border:1px solid #d0d7de;border-radius:6px;background:#f6f8fa;padding:4px 10px;color:inherit}
+button:focus-visible,.drop:focus-visible{outline:3px solid #0969da;outline-offset:2px}
+.close{border:none;background:none;font-size:22px;line-height:1}
+.drop{margin:12px 0 6px;border:2px dashed #8c959f;border-radius:10px;padding:28px 12px;text-align:center;cursor:pointer}
+.drop.over{border-color:#0969da;background:#ddf4ff}
+.hint{font-size:12px;color:#57606a;margin:0 0 10px}
+.progress{height:8px;background:#eaeef2;border-radius:4px;overflow:hidden;margin:8px 0}
+.bar{height:100%;width:0;background:#0969da;transition:width .15s}
+ul{list-style:none;padding:0;margin:0}
+li{display:flex;gap:10px;align-items:flex-start;padding:8px 0;border-top:1px solid #eaeef2}
+li img{width:56px;height:56px;object-fit:cover;border-radius:6px;background:#eaeef2;flex:none}
+.meta{flex:1;min-width:0;font-size:13px}
+.name{font-weight:600;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
+.err{color:#cf222e}
+.ok a{color:#0969da;word-break:break-all}
+.copy{margin:4px 4px 0 0;font-size:12px}
+.status{font-size:13px;min-height:1em;margin:6px 0}
+@media (prefers-color-scheme:dark){.panel{background:#161b22;color:#e6edf3}button{background:#21262d;border-color:#30363d}.drop.over{background:#0c2d6b}.hint{color:#8d96a0}li{border-color:#30363d}.progress{background:#30363d}}
+`;
+
+function el<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  attrs: Record<string, string> = {},
+  text?: string,
+): HTMLElementTagNameMap[K] {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+
+function humanSize(n: number) {
+  return n < 1024 * 1024
+    ? `${Math.round(n / 1024)} KB`
+    : `${(n / 1024 / 1024).toFixed(1)} MB`;
+}
+
+/**
+ * Builds the upload widget in a Shadow DOM, so page styles can't reach in and ours can't
+ * leak out. Drop, paste and the file picker all feed the same checks and upload.
+ */
+export function createUploadWidget(
+  app: ServiceApp,
+  options: WidgetOptions = {},
+): UploadWidget {
+  const maxSize = options.maxFileSize ?? 32 * 1024 * 1024;
+  const maxFiles = options.multiple ? (options.maxFiles ?? 15) : 1;
+  const accept = options.accept ?? ACCEPTED_TYPES;
+  const inline = Boolean(options.container);
+
+  const host = el("div", { "data-image-uploader": "" });
+  const root = host.attachShadow({ mode: "open" });
+  const wrap = el("div", { class: inline ? "inline" : "dialog" });
+  const backdrop = el("div", { class: "backdrop" });
+  const titleId = "iu-title";
+  const panel = el("div", {
+    class: "panel",
+    role: inline ? "region" : "dialog",
+    "aria-labelledby": titleId,
+    ...(inline ? {} : { "aria-modal": "true" }),
+  });
+  const header = el("header");
+  header.append(el("h2", { id: titleId }, options.title ?? "Upload images"));
+  const closeBtn = el("button", {
+    class: "close",
+    type: "button",
+    "aria-label": "Close",
+  }, "×");
+  if (!inline) header.append(closeBtn);
+  const drop = el(
+    "div",
+    {
+      class: "drop",
+      role: "button",
+      tabindex: "0",
+      "aria-describedby": "iu-hint",
+      "aria-label": `Choose ${
+        options.multiple ? "images" : "an image"
+      } to upload`,
+    },
+    `Drop ${
+      options.multiple ? "images" : "an image"
+    } here, paste, or press to browse`,
+  );
+  const hint = el(
+    "p",
+    { id: "iu-hint", class: "hint" },
+    `JPEG, PNG, GIF, WebP, AVIF, BMP or TIFF · up to ${
+      humanSize(maxSize)
+    } each${options.multiple ? ` · up to ${maxFiles} files` : ""}`,
+  );
+  const input = el("input", {
+    type: "file",
+    accept: accept.join(","),
+    hidden: "",
+    "aria-hidden": "true",
+    tabindex: "-1",
+  });
+  if (options.multiple) input.multiple = true;
+  const progress = el("div", {
+    class: "progress",
+    role: "progressbar",
+    "aria-label": "Upload progress",
+    "aria-valuemin": "0",
+    "aria-valuemax": "100",
+    "aria-valuenow": "0",
+  });
+  const bar = el("div", { class: "bar" });
+  progress.append(bar);
+  const status = el("p", {
+    class: "status",
+    role: "status",
+    "aria-live": "polite",
+  });
+  const list = el("ul", { "aria-label": "Files" });
+  panel.append(header, drop, hint, input, progress, status, list);
+  backdrop.append(panel);
+  const style = el("style");
+  style.textContent = CSS;
+  wrap.append(backdrop);
+  root.append(style, wrap);
+
+  let busy = false;
+  let isOpen = false;
+  let previousFocus: Element | null = null;
+
+  const setProgress = (p: number) => {
+    bar.style.width = `${p}%`;
+    progress.setAttribute("aria-valuenow", String(p));
+  };
+
+  const fileItem = (file: File) => {
+    const li = el("li");
+    const img = el("img", { alt: "" });
+    if (file.type.startsWith("image/")) {
+      const u = URL.createObjectURL(file);
+      img.src = u;
+      img.onload = () => URL.revokeObjectURL(u);
+    }
+    const meta = el("div", { class: "meta" });
+    meta.append(
+      el("div", { class: "name" }, file.name || "pasted image"),
+      el("div", {}, humanSize(file.size)),
+    );
+    li.append(img, meta);
+    list.append(li);
+    return meta;
+  };
+
+  const copyButton = (label: string, value: string) => {
+    const b = el("button", {
+      type: "button",
+      class: "copy",
+      "aria-label": `Copy ${label}`,
+    }, `Copy ${label}`);
+    b.addEventListener("click", () => {
+      navigator.clipboard?.writeText(value).then(() => {
+        b.textContent = "Copied";
+        setTimeout(() => b.textContent = `Copy ${label}`, 1500);
+      }).catch(() => {});
+    });
+    return b;
+  };
+
+  const showRecord = (meta: HTMLElement, rec: ImageRecord) => {
+    const ok = el("div", { class: "ok" });
+    const a = el("a", {
+      href: rec.url_viewer,
+      target: "_blank",
+      rel: "noopener",
+    }, rec.url);
+    ok.append(a, el("br"));
+    ok.append(
+      copyButton("link", rec.url),
+      copyButton("viewer link", rec.url_viewer),
+      copyButton("Markdown", `![${rec.title}](${rec.url})`),
+    );
+    meta.append(ok);
+    const img = meta.parentElement?.querySelector("img");
+    if (img) img.src = rec.thumb.url;
+  };
+
+  async function handleFiles(incoming: File[]) {
+    if (busy || incoming.length === 0) return;
+    list.textContent = "";
+    setProgress(0);
+    const errors: string[] = [];
+    if (incoming.length > maxFiles) {
+      errors.push(`Too many files: at most ${maxFiles}.`);
+      incoming = incoming.slice(0, maxFiles);
+    }
+    const valid: File[] = [];
+    const metas = new Map<File, HTMLElement>();
+    for (const f of incoming) {
+      const meta = fileItem(f);
+      metas.set(f, meta);
+      let problem = "";
+      if (!accept.includes(f.type)) problem = "Unsupported image type";
+      else if (f.size > maxSize) {
+        problem = `File size too large (over ${humanSize(maxSize)})`;
+      } else if (f.size === 0) problem = "Empty file";
+      if (problem) meta.append(el("div", { class: "err" }, problem));
+      else valid.push(f);
+    }
+    if (valid.length === 0) {
+      const err = new ServiceError(
+        errors[0] ?? "No image file provided",
+        errors.length ? 131 : 140,
+        0,
+      );
+      status.textContent = err.message;
+      options.onError?.(err, incoming);
+      return;
+    }
+    busy = true;
+    status.textContent = `Uploading ${valid.length} file${
+      valid.length > 1 ? "s" : ""
+    }…`;
+    options.onStart?.(valid);
+    const onProgress = (p: number) => {
+      setProgress(p);
+      options.onProgress?.(p);
+    };
+    try {
+      if (options.multiple) {
+        const res = await app.uploadMultiple(valid, { onProgress });
+        res.data.images.forEach((rec) => {
+          const f = valid.find((v) => (v.name || "image") === rec.title) ??
+            valid[0];
+          showRecord(metas.get(f)!, rec);
+        });
+        for (const e of res.data.errors ?? []) {
+          metas.get(valid[e.index])?.append(
+            el("div", { class: "err" }, e.message),
+          );
+        }
+        status.textContent = `Uploaded ${res.data.count} of ${valid.length}.`;
+        options.onSuccess?.(res, valid);
+      } else {
+        const res = await app.upload(valid[0], { onProgress });
+        showRecord(metas.get(valid[0])!, res.data);
+        status.textContent = "Uploaded.";
+        options.onSuccess?.(res, valid);
+      }
+    } catch (e) {
+      const err = e instanceof ServiceError
+        ? e
+        : new ServiceError(String(e), 0, 0);
+      status.textContent = err.message;
+      status.classList.add("err");
+      const details = (err.details ?? []) as {
+        index?: number;
+        message?: string;
+      }[];
+      for (const d of details) {
+        if (typeof d.index === "number" && d.message) {
+          metas.get(valid[d.index])?.append(
+            el("div", { class: "err" }, d.message),
+          );
+        }
+      }
+      options.onError?.(err, valid);
+    } finally {
+      busy = false;
+    }
+  }
+
+  drop.addEventListener("click", () => input.click());
+  drop.addEventListener("keydown", (e) => {
+    if (e.key === "Enter" || e.key === " ") {
+      e.preventDefault();
+      input.click();
+    }
+  });
+  input.addEventListener("change", () => {
+    const files = Array.from(input.files ?? []);
+    input.value = "";
+    handleFiles(files);
+  });
+  drop.addEventListener("dragover", (e) => {
+    e.preventDefault();
+    drop.classList.add("over");
+  });
+  drop.addEventListener("dragleave", () => drop.classList.remove("over"));
+  drop.addEventListener("drop", (e) => {
+    e.preventDefault();
+    drop.classList.remove("over");
+    handleFiles(Array.from(e.dataTransfer?.files ?? []));
+  });
+  const onPaste = (e: ClipboardEvent) => {
+    if (!isOpen) return;
+    const files = Array.from(e.clipboardData?.files ?? []);
+    if (files.length) {
+      e.preventDefault();
+      handleFiles(files);
+    }
+  };
+  const onKey = (e: KeyboardEvent) => {
+    if (e.key === "Escape" && isOpen && !inline) close();
+  };
+  closeBtn.addEventListener("click", () => close());
+  backdrop.addEventListener("click", (e) => {
+    if (e.target === backdrop && !inline) close();
+  });
+
+  function open() {
+    if (isOpen) return;
+    isOpen = true;
+    previousFocus = document.activeElement;
+    (options.container ?? document.body).append(host);
+    document.addEventListener("paste", onPaste);
+    document.addEventListener("keydown", onKey);
+    if (!inline) drop.focus();
+  }
+  function close() {
+    if (!isOpen) return;
+    isOpen = false;
+    document.removeEventListener("paste", onPaste);
+    document.removeEventListener("keydown", onKey);
+    host.remove();
+    (previousFocus as HTMLElement | null)?.focus?.();
+  }
+  open();
+  return {
+    open,
+    close,
+    destroy() {
+      close();
+      list.textContent = "";
+    },
+    element: host,
+  };
+}

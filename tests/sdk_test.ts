@@ -1,0 +1,562 @@
+import assert from "node:assert/strict";
+import puppeteer, { type Browser, type Page } from "puppeteer-core";
+import sharp from "sharp";
+import { test, type TestEnv, testEnv, userWithKey } from "./helpers.ts";
+import { startFixture } from "./fixture_server.ts";
+import {
+  CHROMIUM_FLAGS,
+  findChromium,
+} from "../services/screenshots/chromium.ts";
+import { createApiClient } from "../sdk/src/client.ts";
+import { ServiceError } from "../sdk/src/errors.ts";
+
+const CHROMIUM = findChromium(Deno.env.get("TEST_CHROMIUM_PATH"));
+if (!CHROMIUM) {
+  throw new Error(
+    "Chromium is required for these tests: apt-get install -y chromium",
+  );
+}
+
+// deno-lint-ignore no-explicit-any
+type Any = any;
+
+// The service on a real loopback port, and a customer's page on another origin.
+const server = Deno.serve(
+  { port: 0, hostname: "127.0.0.1", onListen: () => {} },
+  (req) => env.app.fetch(req),
+);
+const service = `http://127.0.0.1:${server.addr.port}`;
+const env: TestEnv = await testEnv({ env: { BASE_URL: service } });
+const { key } = await userWithKey(env);
+const site = startFixture({
+  "/page":
+    `<!doctype html><html><head><style>button{background:rgb(255,0,0)!important}</style>
+    <script src="${service}/service-sdk.min.js"></script></head><body><h1>Customer site</h1></body></html>`,
+  "/blank": `<!doctype html><html><body></body></html>`,
+});
+
+// A ~1.4 MB noisy PNG so the upload reports progress in several steps, and a small JPEG.
+const noise = new Uint8Array(700 * 500 * 3);
+for (let i = 0; i < noise.length; i += 65536) {
+  crypto.getRandomValues(noise.subarray(i, Math.min(noise.length, i + 65536)));
+}
+const bigPng = new Uint8Array(
+  await sharp(noise, { raw: { width: 700, height: 500, channels: 3 } }).png()
+    .toBuffer(),
+);
+const smallJpeg = new Uint8Array(
+  await sharp({
+    create: { width: 40, height: 30, channels: 3, background: "#0a0" },
+  }).jpeg().toBuffer(),
+);
+/** A JPEG no earlier test uploaded (the service answers repeated bytes with the old record). */
+async function freshJpeg(): Promise<Uint8Array> {
+  const c = crypto.getRandomValues(new Uint8Array(3));
+  return new Uint8Array(
+    await sharp({
+      create: {
+        width: 40,
+        height: 30,
+        channels: 3,
+        background: { r: c[0], g: c[1], b: c[2] },
+      },
+    })
+      .jpeg().toBuffer(),
+  );
+}
+const b64 = (b: Uint8Array) =>
+  btoa(Array.from(b, (c) => String.fromCharCode(c)).join(""));
+
+const browser: Browser = await puppeteer.launch({
+  executablePath: CHROMIUM,
+  headless: true,
+  args: [...CHROMIUM_FLAGS, "--no-sandbox"],
+});
+
+async function customerPage(): Promise<Page> {
+  const page = await browser.newPage();
+  await page.goto(`${site.origin}/page`);
+  await page.evaluate(
+    (big: string, small: string) => {
+      const toFile = (s: string, name: string, type: string) =>
+        new File([Uint8Array.from(atob(s), (c) => c.charCodeAt(0))], name, {
+          type,
+        });
+      const w = globalThis as unknown as Record<string, unknown>;
+      w.bigFile = toFile(big, "big.png", "image/png");
+      w.smallFile = toFile(small, "small.jpg", "image/jpeg");
+      w.textFile = new File(["hello"], "notes.txt", { type: "text/plain" });
+    },
+    b64(bigPng),
+    b64(smallJpeg),
+  );
+  return page;
+}
+
+test("upload() from another site's page resolves to the SPEC record with url, progress rising to 100 in order", async () => {
+  const page = await customerPage();
+  try {
+    const out = await page.evaluate(async (k: string) => {
+      const w = globalThis as unknown as Record<string, Any>;
+      const app = new w.ServiceApp(k);
+      const ps: number[] = [];
+      const res = await app.upload(w.bigFile, {
+        onProgress: (p: number) => ps.push(p),
+      });
+      return { res, ps, base: app.baseUrl };
+    }, key);
+    assert.equal(out.base, service); // defaulted to where the script came from
+    assert.equal(out.res.status, 200);
+    assert.equal(out.res.success, true);
+    assert.equal(out.res.url, out.res.data.url);
+    assert.match(out.res.url, new RegExp(`^${service}/[A-Za-z0-9_-]+\\.png$`));
+    assert.equal(out.res.data.title, "big.png");
+    assert.equal(out.res.data.image.mime, "image/png");
+    assert.equal(out.ps[0], 0);
+    assert.equal(out.ps.at(-1), 100);
+    assert.ok(out.ps.length >= 2);
+    assert.deepEqual(out.ps, [...out.ps].sort((a, b) => a - b));
+    const served = await fetch(out.res.url);
+    assert.equal(served.status, 200);
+    assert.equal((await served.arrayBuffer()).byteLength, out.res.data.size);
+  } finally {
+    await page.close();
+  }
+});
+
+test("uploadMultiple() resolves to {images, count}", async () => {
+  const page = await customerPage();
+  try {
+    const res = await page.evaluate(async (k: string) => {
+      const w = globalThis as unknown as Record<string, Any>;
+      const second = new File(
+        [await w.bigFile.slice(0, w.bigFile.size).arrayBuffer()],
+        "copy.png",
+        { type: "image/png" },
+      );
+      return await new w.ServiceApp(k).uploadMultiple([
+        w.smallFile,
+        w.textFile,
+        second,
+      ]);
+    }, key);
+    assert.equal(res.success, true);
+    assert.equal(res.data.count, 2);
+    assert.equal(res.data.images.length, 2);
+    assert.equal(res.data.images[0].title, "small.jpg");
+    assert.deepEqual(
+      res.data.errors.map((
+        e: { index: number; code: number },
+      ) => [e.index, e.code]),
+      [[1, 141]],
+    );
+  } finally {
+    await page.close();
+  }
+});
+
+test("a bad key rejects with message 'Invalid API key', code 110 and status 401, and the widget's onError gets it", async () => {
+  const page = await customerPage();
+  try {
+    const out = await page.evaluate(async () => {
+      const w = globalThis as unknown as Record<string, Any>;
+      const app = new w.ServiceApp("ihk_not_a_real_key");
+      const direct = await app.upload(w.smallFile).catch((
+        e: { message: string; code: number; status: number },
+      ) => ({
+        message: e.message,
+        code: e.code,
+        status: e.status,
+      }));
+      const viaWidget = await new Promise((resolve) => {
+        const widget = app.createUploadWidget({
+          onError: (e: { message: string }, files: File[]) =>
+            resolve({ message: e.message, files: files.length }),
+        });
+        const dt = new DataTransfer();
+        dt.items.add(w.smallFile);
+        widget.element.shadowRoot.querySelector(".drop").dispatchEvent(
+          new DragEvent("drop", {
+            dataTransfer: dt,
+            bubbles: true,
+            cancelable: true,
+          }),
+        );
+      });
+      return { direct, viaWidget };
+    });
+    assert.deepEqual(out.direct, {
+      message: "Invalid API key",
+      code: 110,
+      status: 401,
+    });
+    assert.deepEqual(out.viaWidget, { message: "Invalid API key", files: 1 });
+  } finally {
+    await page.close();
+  }
+});
+
+test("the widget takes a dropped file: onStart, onProgress in order to 100, onSuccess with the multi-file shape", async () => {
+  const page = await customerPage();
+  try {
+    const out = await page.evaluate(async (k: string) => {
+      const w = globalThis as unknown as Record<string, Any>;
+      const events: unknown[] = [];
+      const res = await new Promise((resolve, reject) => {
+        const widget = new w.ServiceApp(k).createUploadWidget({
+          multiple: true,
+          onStart: (files: File[]) => events.push(["start", files.length]),
+          onProgress: (p: number) => events.push(["progress", p]),
+          onSuccess: (r: unknown, files: File[]) => {
+            events.push(["success", files.length]);
+            resolve(r);
+          },
+          onError: (e: Error) => reject(e),
+        });
+        const dt = new DataTransfer();
+        dt.items.add(w.bigFile);
+        widget.element.shadowRoot.querySelector(".drop").dispatchEvent(
+          new DragEvent("drop", {
+            dataTransfer: dt,
+            bubbles: true,
+            cancelable: true,
+          }),
+        );
+      });
+      const root = document.querySelector("[data-image-uploader]")!.shadowRoot!;
+      return {
+        res,
+        events,
+        links: Array.from(root.querySelectorAll(".ok a")).map((a) =>
+          a.textContent
+        ),
+        copyButtons: root.querySelectorAll("button.copy").length,
+        dialog: root.querySelector(".panel")!.getAttribute("role"),
+        buttonBg:
+          getComputedStyle(root.querySelector("button.copy")!).backgroundColor,
+      };
+    }, key);
+    const res = out.res as {
+      data: { images: { url: string }[]; count: number };
+    };
+    assert.equal(res.data.count, 1);
+    assert.deepEqual(out.links, [res.data.images[0].url]);
+    assert.equal(out.copyButtons, 3);
+    assert.equal(out.dialog, "dialog");
+    assert.notEqual(out.buttonBg, "rgb(255, 0, 0)"); // the page's CSS does not reach into the widget
+    assert.deepEqual(out.events[0], ["start", 1]);
+    assert.deepEqual(out.events.at(-1), ["success", 1]);
+    const ps = (out.events as [string, number][]).filter((e) =>
+      e[0] === "progress"
+    ).map((e) => e[1]);
+    assert.equal(ps.at(-1), 100);
+    assert.deepEqual(ps, [...ps].sort((a, b) => a - b));
+  } finally {
+    await page.close();
+  }
+});
+
+test("pasting an image into the page uploads it through the widget", async () => {
+  const page = await customerPage();
+  try {
+    const res = await page.evaluate(async (k: string) => {
+      const w = globalThis as unknown as Record<string, Any>;
+      return await new Promise((resolve, reject) => {
+        new w.ServiceApp(k).createUploadWidget({
+          onSuccess: (r: unknown) => resolve(r),
+          onError: reject,
+        });
+        const dt = new DataTransfer();
+        dt.items.add(w.smallFile);
+        document.dispatchEvent(
+          new ClipboardEvent("paste", {
+            clipboardData: dt,
+            bubbles: true,
+            cancelable: true,
+          }),
+        );
+      });
+    }, key);
+    const r = res as { url: string; data: { title: string } };
+    assert.equal(r.data.title, "small.jpg");
+    assert.ok(r.url);
+  } finally {
+    await page.close();
+  }
+});
+
+test("the keyboard opens the file picker from the focused drop zone and the chosen file uploads", async () => {
+  const page = await customerPage();
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.writeFile(`${dir}/picked.jpg`, await freshJpeg());
+    await page.evaluate((k: string) => {
+      const w = globalThis as unknown as Record<string, Any>;
+      w.done = new Promise((resolve) =>
+        new w.ServiceApp(k).createUploadWidget({
+          onSuccess: (r: unknown) => resolve(r),
+        })
+      );
+    }, key);
+    await page.bringToFront();
+    const focused = await page.evaluate(() =>
+      document.querySelector("[data-image-uploader]")!.shadowRoot!.activeElement
+        ?.className
+    );
+    assert.equal(focused, "drop");
+    // The interception must be on before the key goes down.
+    const chooserWait = page.waitForFileChooser({ timeout: 15_000 });
+    await new Promise((r) => setTimeout(r, 200));
+    await page.keyboard.press("Enter");
+    const chooser = await chooserWait;
+    await chooser.accept([`${dir}/picked.jpg`]);
+    const res = await page.evaluate(() =>
+      (globalThis as unknown as { done: Promise<{ data: { title: string } }> })
+        .done
+    );
+    assert.equal(res.data.title, "picked.jpg");
+    // Escape closes the dialog.
+    await page.keyboard.press("Escape");
+    assert.equal(
+      await page.evaluate(() =>
+        document.querySelector("[data-image-uploader]")
+      ),
+      null,
+    );
+  } finally {
+    await page.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+test("client-side checks refuse wrong types and oversize files before sending, and uploads can be cancelled", async () => {
+  const page = await customerPage();
+  const before =
+    (await env.deps.database.db.selectFrom("images").selectAll().execute())
+      .length;
+  try {
+    const out = await page.evaluate(async (k: string) => {
+      const w = globalThis as unknown as Record<string, Any>;
+      const app = new w.ServiceApp(k);
+      const drop = (widget: { element: HTMLElement }, f: File) => {
+        const dt = new DataTransfer();
+        dt.items.add(f);
+        widget.element.shadowRoot!.querySelector(".drop")!.dispatchEvent(
+          new DragEvent("drop", {
+            dataTransfer: dt,
+            bubbles: true,
+            cancelable: true,
+          }),
+        );
+      };
+      const wrongType = await new Promise((resolve) => {
+        const widget = app.createUploadWidget({
+          onError: (e: Error) => resolve(e.message),
+          onStart: () => resolve("sent!"),
+        });
+        drop(widget, w.textFile);
+      });
+      document.querySelector("[data-image-uploader]")?.remove();
+      const tooBig = await new Promise((resolve) => {
+        const widget = app.createUploadWidget({
+          maxFileSize: 1000,
+          onError: () =>
+            resolve(
+              widget.element.shadowRoot.querySelector(".err")?.textContent,
+            ),
+          onStart: () => resolve("sent!"),
+        });
+        drop(widget, w.bigFile);
+      });
+      const ctl = new AbortController();
+      const pending = app.upload(w.bigFile, { signal: ctl.signal });
+      ctl.abort();
+      const cancelled = await pending.then(
+        () => "uploaded",
+        (e: { code: number }) => e.code,
+      );
+      return { wrongType, tooBig, cancelled };
+    }, key);
+    assert.equal(out.wrongType, "No image file provided");
+    assert.match(String(out.tooBig), /File size too large/);
+    assert.equal(out.cancelled, -1);
+    assert.equal(
+      (await env.deps.database.db.selectFrom("images").selectAll().execute())
+        .length,
+      before,
+    );
+  } finally {
+    await page.close();
+  }
+});
+
+test("service-sdk.min.js is served minified with a source map, long caching, an ETag and CORS", async () => {
+  const res = await fetch(`${service}/service-sdk.min.js`);
+  const js = await res.text();
+  assert.equal(res.status, 200);
+  assert.match(res.headers.get("content-type")!, /javascript/);
+  assert.match(res.headers.get("cache-control")!, /max-age=86400/);
+  assert.equal(res.headers.get("access-control-allow-origin"), "*");
+  assert.equal(res.headers.get("sourcemap"), "/service-sdk.min.js.map");
+  assert.ok(js.length < 20_000 && !js.includes("\n  "), "minified");
+  const again = await fetch(`${service}/service-sdk.min.js`, {
+    headers: { "if-none-match": res.headers.get("etag")! },
+  });
+  assert.equal(again.status, 304);
+  await again.body?.cancel();
+  const map = await (await fetch(`${service}/service-sdk.min.js.map`)).json();
+  assert.ok(map.sources.some((s: string) => s.includes("service_app.ts")));
+  const demo = await fetch(`${service}/demo`);
+  assert.match(await demo.text(), /<script src="\/service-sdk.min.js">/);
+  // CORS preflight for cross-site uploads.
+  const pre = await fetch(`${service}/api/1/upload`, {
+    method: "OPTIONS",
+    headers: {
+      origin: site.origin,
+      "access-control-request-method": "POST",
+      "access-control-request-headers": "authorization",
+    },
+  });
+  assert.equal(pre.status, 204);
+  assert.match(
+    pre.headers.get("access-control-allow-headers")!,
+    /authorization/i,
+  );
+  await pre.body?.cancel();
+});
+
+test("the typed client generated from openapi.yaml round-trips an upload, a read and a delete", async () => {
+  const api = createApiClient({ baseUrl: service, apiKey: key });
+  const up = await api.upload([
+    new File([(await freshJpeg()) as Uint8Array<ArrayBuffer>], "typed.jpg", {
+      type: "image/jpeg",
+    }),
+  ], { expiration: 3600 });
+  const rec = up.data as { id: string; url: string; expiration: number };
+  assert.equal(rec.expiration, 3600);
+  const got = await api.getImage(rec.id);
+  assert.equal(got.data.url, rec.url);
+  const presets = await api.presets();
+  assert.equal(presets.data.length, 15);
+  const del = await api.deleteImage(rec.id);
+  assert.equal(del.data.deleted, true);
+  await assert.rejects(
+    api.getImage(rec.id),
+    (e: ServiceError) => e.code === 404 && e.status === 404,
+  );
+  const bad = createApiClient({ baseUrl: service, apiKey: "ihk_nope" });
+  await assert.rejects(
+    bad.presets(),
+    (e: ServiceError) => e.code === 110 && e.message === "Invalid API key",
+  );
+});
+
+test("the committed SDK build equals a fresh build from sdk/src, schemas/errors.ts and openapi.yaml", async () => {
+  const out = await Deno.makeTempDir();
+  try {
+    const r = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", "scripts/build_sdk.ts", "--out", out],
+      cwd: new URL("..", import.meta.url).pathname,
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    assert.equal(r.code, 0, new TextDecoder().decode(r.stderr));
+    const root = new URL("../sdk/", import.meta.url).pathname;
+    for (
+      const f of [
+        "src/api_types.ts",
+        "src/error_table.ts",
+        "dist/service-sdk.min.js",
+        "dist/index.mjs",
+        "dist/types/index.d.ts",
+        "dist/types/client.d.ts",
+      ]
+    ) {
+      // The ESM build names its source files in comments; only the paths may differ.
+      const norm = (t: string) => t.replace(/^\/\/ .*?src\//gm, "// src/");
+      assert.equal(
+        norm(await Deno.readTextFile(`${out}/${f}`)),
+        norm(await Deno.readTextFile(`${root}${f}`)),
+        `${f} is stale: run deno task sdk`,
+      );
+    }
+  } finally {
+    await Deno.remove(out, { recursive: true });
+  }
+});
+
+test("npm pack of image-uploader-widget works and the package bundles with esbuild into a page that uploads", async () => {
+  const dir = await Deno.makeTempDir();
+  const run = async (cmd: string, args: string[], cwd: string) => {
+    const r = await new Deno.Command(cmd, {
+      args,
+      cwd,
+      env: { NO_UPDATE_NOTIFIER: "1" },
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    assert.equal(
+      r.code,
+      0,
+      `${cmd} ${args.join(" ")}: ${new TextDecoder().decode(r.stderr)}`,
+    );
+    return new TextDecoder().decode(r.stdout);
+  };
+  try {
+    const tgz = (await run(
+      "npm",
+      ["pack", "--pack-destination", dir, "--silent"],
+      new URL("../sdk", import.meta.url).pathname,
+    )).trim().split("\n").at(-1)!;
+    await Deno.writeTextFile(
+      `${dir}/package.json`,
+      JSON.stringify({ name: "bundler-app", private: true, type: "module" }),
+    );
+    await run("npm", ["install", "--no-audit", "--no-fund", `./${tgz}`], dir);
+    await Deno.writeTextFile(
+      `${dir}/entry.js`,
+      `import { ServiceApp, createApiClient } from "image-uploader-widget";\nwindow.BundledApp = ServiceApp;\nwindow.bundledClient = createApiClient;\n`,
+    );
+    await run("npx", [
+      "-y",
+      "esbuild@0.28.2",
+      "entry.js",
+      "--bundle",
+      "--format=iife",
+      "--outfile=out.js",
+    ], dir);
+    const bundled = await Deno.readTextFile(`${dir}/out.js`);
+    const page = await browser.newPage();
+    try {
+      await page.goto(`${site.origin}/blank`);
+      await page.addScriptTag({ content: bundled });
+      const res = await page.evaluate(
+        async (k: string, base: string, small: string) => {
+          const w = globalThis as unknown as Record<string, Any>;
+          const file = new File(
+            [Uint8Array.from(atob(small), (c) => c.charCodeAt(0))],
+            "bundled.jpg",
+            { type: "image/jpeg" },
+          );
+          return await new w.BundledApp(k, { baseUrl: base }).upload(file);
+        },
+        key,
+        service,
+        b64(await freshJpeg()),
+      );
+      assert.equal(res.data.title, "bundled.jpg");
+      assert.ok(res.url.startsWith(service));
+    } finally {
+      await page.close();
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
+  }
+});
+
+test("teardown", async () => {
+  await browser.close();
+  await site.close();
+  await server.shutdown();
+  await env.close();
+});

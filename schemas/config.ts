@@ -33,6 +33,7 @@ export const ConfigSchema = z.object({
   MAX_FILE_BYTES: int(32 * 1024 * 1024, 1),
   MAX_FILES: int(15, 1, 1000),
   MAX_IMAGE_PIXELS: int(100_000_000, 1),
+  SCREENSHOTS: z.enum(["on", "off"]).default("on"),
   CHROMIUM_PATH: z.string().optional(),
   BROWSER_WS_ENDPOINT: z.string().regex(/^wss?:\/\//, "must be a ws:// URL")
     .optional(),

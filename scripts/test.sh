@@ -35,7 +35,7 @@ log=$(mktemp)
 "${DENO[@]}" test -A --parallel tests/ 2>&1 | tee "$log"
 test_rc=${PIPESTATUS[0]}
 [ "$test_rc" = 0 ] || status=1
-summary=$(grep -E '(ok|FAILED) \| [0-9]+ passed' "$log" | tail -n1 | sed 's/\x1b\[[0-9;]*m//g')
+summary=$(sed 's/\x1b\[[0-9;]*m//g' "$log" | grep -E '(ok|FAILED) \| [0-9]+ passed' | tail -n1)
 passed=$(echo "$summary" | sed -E 's/.* ([0-9]+) passed.*/\1/')
 failed=$(echo "$summary" | sed -E 's/.* ([0-9]+) failed.*/\1/')
 rm -f "$log"

@@ -1,87 +1,97 @@
 /**
  * Lossless removal of personal metadata (EXIF incl. GPS, XMP, IPTC, comments, text chunks)
- * from JPEG and PNG files by dropping segments, so pixels are never re-encoded. Both work
- * file to file in bounded memory: only segment headers are held, image data is copied.
+ * from JPEG and PNG files by dropping segments, so pixels are never re-encoded. Both make one
+ * sequential pass through 1 MiB windows: memory stays bounded whatever the file size, and a
+ * file costs a handful of reads and writes rather than several per segment.
  */
 
-async function readFull(
-  f: Deno.FsFile,
-  pos: number,
-  n: number,
-): Promise<Uint8Array> {
-  await f.seek(pos, Deno.SeekMode.Start);
-  const buf = new Uint8Array(n);
-  let off = 0;
-  while (off < n) {
-    const r = await f.read(buf.subarray(off));
-    if (r === null) break;
-    off += r;
+const WINDOW = 1024 * 1024;
+
+/** Sequential reader over a file through a reusable window. */
+class SeqReader {
+  #buf = new Uint8Array(WINDOW);
+  #start = 0; // window's offset of the first unread byte
+  #end = 0; // window's offset past the last loaded byte
+  pos = 0; // file position of the first unread byte
+  constructor(private readonly f: Deno.FsFile, readonly size: number) {}
+
+  /** The next n (≤ WINDOW) bytes without consuming them; shorter at end of file. */
+  async peek(n: number): Promise<Uint8Array> {
+    if (this.#end - this.#start < n) {
+      this.#buf.copyWithin(0, this.#start, this.#end);
+      this.#end -= this.#start;
+      this.#start = 0;
+      while (this.#end < n) {
+        const r = await this.f.read(this.#buf.subarray(this.#end));
+        if (r === null) break;
+        this.#end += r;
+      }
+    }
+    return this.#buf.subarray(this.#start, this.#start + Math.min(n, this.#end - this.#start));
   }
-  return buf.subarray(0, off);
+
+  /** Consumes n bytes, handing each piece to `sink` (or dropping them). */
+  async take(n: number, sink?: (b: Uint8Array) => Promise<void>): Promise<void> {
+    while (n > 0) {
+      const piece = await this.peek(Math.min(n, WINDOW));
+      if (piece.length === 0) throw new Error("unexpected end of file");
+      if (sink) await sink(piece);
+      this.#start += piece.length;
+      this.pos += piece.length;
+      n -= piece.length;
+    }
+  }
 }
 
-async function copyRange(
-  src: Deno.FsFile,
-  dst: Deno.FsFile,
-  pos: number,
-  len: number,
-) {
-  await src.seek(pos, Deno.SeekMode.Start);
-  const buf = new Uint8Array(Math.min(len, 256 * 1024) || 1);
-  let left = len;
-  while (left > 0) {
-    const r = await src.read(buf.subarray(0, Math.min(left, buf.length)));
-    if (r === null) throw new Error("unexpected end of file");
+/** Buffered writer: small pieces are gathered into 1 MiB writes. */
+class BufWriter {
+  #buf = new Uint8Array(WINDOW);
+  #len = 0;
+  constructor(private readonly f: Deno.FsFile) {}
+  write = async (b: Uint8Array) => {
+    if (this.#len + b.length > WINDOW) await this.flush();
+    if (b.length >= WINDOW) return await this.#raw(b);
+    this.#buf.set(b, this.#len);
+    this.#len += b.length;
+  };
+  async flush() {
+    await this.#raw(this.#buf.subarray(0, this.#len));
+    this.#len = 0;
+  }
+  async #raw(b: Uint8Array) {
     let off = 0;
-    while (off < r) off += await dst.write(buf.subarray(off, r));
-    left -= r;
+    while (off < b.length) off += await this.f.write(b.subarray(off));
   }
 }
 
-async function writeAll(dst: Deno.FsFile, bytes: Uint8Array) {
-  let off = 0;
-  while (off < bytes.length) off += await dst.write(bytes.subarray(off));
+/** Opens src for reading and dst (new) for writing, runs `body`, closes both. */
+async function transform(
+  src: string,
+  dst: string,
+  body: (r: SeqReader, w: BufWriter) => Promise<void>,
+) {
+  const f = await Deno.open(src, { read: true });
+  const out = await Deno.open(dst, { write: true, createNew: true });
+  try {
+    const w = new BufWriter(out);
+    await body(new SeqReader(f, (await f.stat()).size), w);
+    await w.flush();
+  } finally {
+    f.close();
+    out.close();
+  }
 }
 
 /** A minimal EXIF APP1 segment holding only the orientation tag. */
 export function orientationApp1(orientation: number): Uint8Array {
   return new Uint8Array([
-    0xff,
-    0xe1,
-    0x00,
-    0x22, // APP1, length 34
-    0x45,
-    0x78,
-    0x69,
-    0x66,
-    0x00,
-    0x00, // "Exif\0\0"
-    0x4d,
-    0x4d,
-    0x00,
-    0x2a,
-    0x00,
-    0x00,
-    0x00,
-    0x08, // big-endian TIFF, IFD0 at 8
-    0x00,
-    0x01, // one entry
-    0x01,
-    0x12,
-    0x00,
-    0x03,
-    0x00,
-    0x00,
-    0x00,
-    0x01, // Orientation, SHORT, count 1
-    0x00,
-    orientation & 0xff,
-    0x00,
-    0x00, // value
-    0x00,
-    0x00,
-    0x00,
-    0x00, // no next IFD
+    0xff, 0xe1, 0x00, 0x22, // APP1, length 34
+    0x45, 0x78, 0x69, 0x66, 0x00, 0x00, // "Exif\0\0"
+    0x4d, 0x4d, 0x00, 0x2a, 0x00, 0x00, 0x00, 0x08, // big-endian TIFF, IFD0 at 8
+    0x00, 0x01, // one entry
+    0x01, 0x12, 0x00, 0x03, 0x00, 0x00, 0x00, 0x01, // Orientation, SHORT, count 1
+    0x00, orientation & 0xff, 0x00, 0x00, // value
+    0x00, 0x00, 0x00, 0x00, // no next IFD
   ]);
 }
 
@@ -93,85 +103,62 @@ const KEEP_APP = new Set([0xe0, 0xe2, 0xee]);
  * comments; when the image had an orientation other than 1, a minimal EXIF carrying only
  * that orientation is written back so it still displays upright.
  */
-export async function stripJpeg(
-  src: string,
-  dst: string,
-  orientation: number,
-): Promise<void> {
-  const f = await Deno.open(src, { read: true });
-  const out = await Deno.open(dst, { write: true, createNew: true });
-  try {
-    const size = (await f.stat()).size;
-    const soi = await readFull(f, 0, 2);
+export async function stripJpeg(src: string, dst: string, orientation: number): Promise<void> {
+  await transform(src, dst, async (r, w) => {
+    const soi = await r.peek(2);
     if (soi[0] !== 0xff || soi[1] !== 0xd8) throw new Error("not a JPEG");
-    await writeAll(out, soi);
-    let pos = 2;
+    await r.take(2, w.write);
     let wroteOrientation = orientation <= 1;
-    while (pos < size) {
-      const h = await readFull(f, pos, 4);
+    const writeOrientation = async () => {
+      if (!wroteOrientation) await w.write(orientationApp1(orientation));
+      wroteOrientation = true;
+    };
+    while (r.pos < r.size) {
+      const h = await r.peek(4);
       if (h.length < 2 || h[0] !== 0xff) throw new Error("bad JPEG marker");
       const m = h[1];
       if (m === 0xff) { // fill byte
-        pos += 1;
+        await r.take(1);
         continue;
       }
       if (m === 0xda || m === 0xd9) { // start of scan / end: the rest is image data
-        if (!wroteOrientation) {
-          await writeAll(out, orientationApp1(orientation));
-          wroteOrientation = true;
-        }
-        await copyRange(f, out, pos, size - pos);
+        await writeOrientation();
+        await r.take(r.size - r.pos, w.write);
         return;
       }
       if (m === 0x01 || (m >= 0xd0 && m <= 0xd7)) {
-        await writeAll(out, h.subarray(0, 2));
-        pos += 2;
+        await r.take(2, w.write);
         continue;
       }
       if (h.length < 4) throw new Error("truncated JPEG");
       const len = (h[2] << 8) | h[3];
       const isApp = m >= 0xe0 && m <= 0xef;
       if ((isApp && !KEEP_APP.has(m)) || m === 0xfe) {
-        pos += 2 + len;
+        await r.take(2 + len);
         continue;
       }
-      if (!wroteOrientation && m !== 0xe0) {
-        await writeAll(out, orientationApp1(orientation));
-        wroteOrientation = true;
-      }
-      await copyRange(f, out, pos, 2 + len);
-      pos += 2 + len;
+      if (m !== 0xe0) await writeOrientation();
+      await r.take(2 + len, w.write);
     }
     throw new Error("JPEG without image data");
-  } finally {
-    f.close();
-    out.close();
-  }
+  });
 }
 
 const DROP_PNG = new Set(["eXIf", "tEXt", "zTXt", "iTXt", "tIME"]);
 
 /** Copies a PNG without its EXIF, text and time chunks. */
 export async function stripPng(src: string, dst: string): Promise<void> {
-  const f = await Deno.open(src, { read: true });
-  const out = await Deno.open(dst, { write: true, createNew: true });
-  try {
-    const size = (await f.stat()).size;
-    await copyRange(f, out, 0, 8);
-    let pos = 8;
-    while (pos + 12 <= size) {
-      const h = await readFull(f, pos, 8);
-      const len = new DataView(h.buffer, h.byteOffset).getUint32(0);
-      const type = new TextDecoder().decode(h.subarray(4, 8));
+  await transform(src, dst, async (r, w) => {
+    await r.take(8, w.write);
+    while (r.pos + 12 <= r.size) {
+      const h = await r.peek(8);
+      const len = new DataView(h.buffer, h.byteOffset, 8).getUint32(0);
+      const type = String.fromCharCode(h[4], h[5], h[6], h[7]);
       const total = 12 + len;
-      if (pos + total > size) throw new Error("truncated PNG chunk");
-      if (!DROP_PNG.has(type)) await copyRange(f, out, pos, total);
-      pos += total;
+      if (r.pos + total > r.size) throw new Error("truncated PNG chunk");
+      await r.take(total, DROP_PNG.has(type) ? undefined : w.write);
       if (type === "IEND") return;
     }
     throw new Error("PNG without IEND");
-  } finally {
-    f.close();
-    out.close();
-  }
+  });
 }

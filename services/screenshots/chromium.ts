@@ -92,6 +92,11 @@ export class ChromiumScreenshotter implements Screenshotter {
     return this.#browser?.process()?.pid;
   }
 
+  /** The shared browser (benchmarks compare a bare capture in the same browser). */
+  browser(): Promise<Browser> {
+    return this.#getBrowser();
+  }
+
   /** Starts (or connects to) the browser now, so the first capture is not a cold one. */
   async start(): Promise<void> {
     await this.#getBrowser();

@@ -1,0 +1,162 @@
+/** Shared pieces of the benchmarks: servers in subprocesses, load loops, percentiles. */
+
+const ROOT = new URL("..", import.meta.url).pathname;
+
+/** A free loopback port. */
+export function freePort(): number {
+  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const p = (l.addr as Deno.NetAddr).port;
+  l.close();
+  return p;
+}
+
+/** Waits until `url` answers 200, or throws after `ms`. */
+export async function waitUp(url: string, ms = 60_000) {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    try {
+      const r = await fetch(url);
+      await r.body?.cancel();
+      if (r.ok) return;
+    } catch { /* not yet */ }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`${url} did not come up`);
+}
+
+/** A running subprocess with its pid. */
+export interface Proc {
+  pid: number;
+  stop(): Promise<void>;
+}
+
+/** Runs `deno run -A <script>` from the repo root with env, output discarded. */
+export function spawnDeno(script: string, env: Record<string, string>, args: string[] = []): Proc {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", script, ...args],
+    cwd: ROOT,
+    env,
+    stdout: "null",
+    stderr: "inherit",
+  }).spawn();
+  return {
+    pid: child.pid,
+    async stop() {
+      try {
+        child.kill("SIGTERM");
+      } catch { /* gone */ }
+      await child.status;
+    },
+  };
+}
+
+/** Starts the service in its own process on a fresh data dir with one user; returns its key. */
+export async function startService(extraEnv: Record<string, string> = {}) {
+  const dataDir = await Deno.makeTempDir({ prefix: "imagehost-bench-" });
+  const port = freePort();
+  const env = {
+    PORT: String(port),
+    HOST: "127.0.0.1",
+    BASE_URL: `http://127.0.0.1:${port}`,
+    DATA_DIR: dataDir,
+    LOG_REQUESTS: "false",
+    SCREENSHOTS: "off",
+    ...extraEnv,
+  };
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "scripts/user_create.ts", "bench@example.com", "bench password 123"],
+    cwd: ROOT,
+    env,
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  if (out.code !== 0) throw new Error(new TextDecoder().decode(out.stderr));
+  const key = JSON.parse(new TextDecoder().decode(out.stdout)).api_key as string;
+  const proc = spawnDeno("main.ts", env);
+  await waitUp(`http://127.0.0.1:${port}/healthz`);
+  return {
+    url: `http://127.0.0.1:${port}`,
+    key,
+    dataDir,
+    pid: proc.pid,
+    async stop() {
+      await proc.stop();
+      await Deno.remove(dataDir, { recursive: true }).catch(() => {});
+    },
+  };
+}
+
+/** Percentile of sorted-or-not samples (nearest rank). */
+export function pct(samples: number[], p: number): number {
+  const s = [...samples].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))];
+}
+
+/** Runs `total` calls of `fn` with `concurrency` workers; returns latencies (ms) and rate. */
+export async function load(
+  total: number,
+  concurrency: number,
+  fn: (i: number) => Promise<void>,
+): Promise<{ rps: number; p50: number; p95: number; p99: number; lat: number[] }> {
+  const lat: number[] = [];
+  let next = 0;
+  const t0 = performance.now();
+  await Promise.all(Array.from({ length: concurrency }, async () => {
+    while (next < total) {
+      const i = next++;
+      const s = performance.now();
+      await fn(i);
+      lat.push(performance.now() - s);
+    }
+  }));
+  const secs = (performance.now() - t0) / 1000;
+  return { rps: total / secs, p50: pct(lat, 50), p95: pct(lat, 95), p99: pct(lat, 99), lat };
+}
+
+/** Prints rows as an aligned table. */
+export function table(rows: Record<string, string | number>[]) {
+  if (!rows.length) return;
+  const cols = Object.keys(rows[0]);
+  const fmt = (v: string | number) => typeof v === "number" ? (Number.isInteger(v) ? String(v) : v.toFixed(1)) : v;
+  const w = cols.map((c) => Math.max(c.length, ...rows.map((r) => fmt(r[c]).length)));
+  console.log(cols.map((c, i) => c.padEnd(w[i])).join("  "));
+  for (const r of rows) console.log(cols.map((c, i) => fmt(r[c]).padEnd(w[i])).join("  "));
+}
+
+/** Reads a process's current and peak resident memory (KiB) from /proc. */
+export async function rss(pid: number): Promise<{ rss: number; hwm: number }> {
+  const s = await Deno.readTextFile(`/proc/${pid}/status`);
+  const get = (k: string) => Number(s.match(new RegExp(`${k}:\\s+(\\d+)`))?.[1] ?? 0);
+  return { rss: get("VmRSS"), hwm: get("VmHWM") };
+}
+
+/** A JPEG made unique by a random comment segment after SOI (pixels unchanged). */
+export function uniqueJpeg(jpeg: Uint8Array): Uint8Array {
+  const tag = crypto.getRandomValues(new Uint8Array(16));
+  const seg = new Uint8Array([0xff, 0xfe, 0x00, 18, ...tag]);
+  const out = new Uint8Array(jpeg.length + seg.length);
+  out.set(jpeg.subarray(0, 2));
+  out.set(seg, 2);
+  out.set(jpeg.subarray(2), 2 + seg.length);
+  return out;
+}
+
+/** A noise JPEG of about `targetBytes` (noise defeats compression). */
+export async function noiseJpeg(targetBytes: number): Promise<Uint8Array> {
+  const { default: sharp } = await import("sharp");
+  const make = async (px: number) => {
+    const w = Math.round(Math.sqrt(px * 4 / 3)), h = Math.round(px / w);
+    const raw = new Uint8Array(w * h * 3);
+    for (let i = 0; i < raw.length; i += 65536) {
+      crypto.getRandomValues(raw.subarray(i, Math.min(raw.length, i + 65536)));
+    }
+    return new Uint8Array(
+      await sharp(raw, { raw: { width: w, height: h, channels: 3 } }).jpeg({ quality: 90 }).toBuffer(),
+    );
+  };
+  // Guess, then correct once by the measured bytes per pixel.
+  let px = Math.round(targetBytes / 1.5);
+  const first = await make(px);
+  px = Math.round(px * targetBytes / first.length);
+  return await make(px);
+}

@@ -18,6 +18,7 @@ import { registerHostRoutes } from "./routes/host.ts";
 import { registerSdkRoutes } from "./routes/sdk.tsx";
 import { registerScreenshotRoutes } from "./routes/screenshot.ts";
 import { ImagePipeline } from "./services/image_pipeline.ts";
+import { ImageRowCache } from "./services/image_cache.ts";
 import { ScreenshotService } from "./services/screenshots/screenshot_service.ts";
 import { registerViewerRoutes } from "./routes/viewer.tsx";
 
@@ -92,10 +93,11 @@ export function createApp(deps: AppDeps): App {
   registerSdkRoutes(app, deps);
   app.use("/api/1/*", apiAuth(deps));
   const pipeline = new ImagePipeline(deps);
-  registerUploadRoutes(app, deps, pipeline);
+  const rowCache = new ImageRowCache(deps.database.db, deps.clock);
+  registerUploadRoutes(app, deps, pipeline, rowCache);
   registerScreenshotRoutes(app, deps, new ScreenshotService(deps, pipeline));
-  registerViewerRoutes(app, deps);
-  registerHostRoutes(app, deps);
+  registerViewerRoutes(app, deps, rowCache);
+  registerHostRoutes(app, deps, rowCache);
 
   app.notFound((c) => {
     const allowed = methodsFor(app, c.req.path);

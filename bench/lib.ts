@@ -31,7 +31,11 @@ export interface Proc {
 }
 
 /** Runs `deno run -A <script>` from the repo root with env, output discarded. */
-export function spawnDeno(script: string, env: Record<string, string>, args: string[] = []): Proc {
+export function spawnDeno(
+  script: string,
+  env: Record<string, string>,
+  args: string[] = [],
+): Proc {
   const child = new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", script, ...args],
     cwd: ROOT,
@@ -64,14 +68,21 @@ export async function startService(extraEnv: Record<string, string> = {}) {
     ...extraEnv,
   };
   const out = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "scripts/user_create.ts", "bench@example.com", "bench password 123"],
+    args: [
+      "run",
+      "-A",
+      "scripts/user_create.ts",
+      "bench@example.com",
+      "bench password 123",
+    ],
     cwd: ROOT,
     env,
     stdout: "piped",
     stderr: "piped",
   }).output();
   if (out.code !== 0) throw new Error(new TextDecoder().decode(out.stderr));
-  const key = JSON.parse(new TextDecoder().decode(out.stdout)).api_key as string;
+  const key = JSON.parse(new TextDecoder().decode(out.stdout))
+    .api_key as string;
   const proc = spawnDeno("main.ts", env);
   await waitUp(`http://127.0.0.1:${port}/healthz`);
   return {
@@ -89,7 +100,9 @@ export async function startService(extraEnv: Record<string, string> = {}) {
 /** Percentile of sorted-or-not samples (nearest rank). */
 export function pct(samples: number[], p: number): number {
   const s = [...samples].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))];
+  return s[
+    Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))
+  ];
 }
 
 /** Runs `total` calls of `fn` with `concurrency` workers; returns latencies (ms) and rate. */
@@ -97,7 +110,9 @@ export async function load(
   total: number,
   concurrency: number,
   fn: (i: number) => Promise<void>,
-): Promise<{ rps: number; p50: number; p95: number; p99: number; lat: number[] }> {
+): Promise<
+  { rps: number; p50: number; p95: number; p99: number; lat: number[] }
+> {
   const lat: number[] = [];
   let next = 0;
   const t0 = performance.now();
@@ -110,23 +125,37 @@ export async function load(
     }
   }));
   const secs = (performance.now() - t0) / 1000;
-  return { rps: total / secs, p50: pct(lat, 50), p95: pct(lat, 95), p99: pct(lat, 99), lat };
+  return {
+    rps: total / secs,
+    p50: pct(lat, 50),
+    p95: pct(lat, 95),
+    p99: pct(lat, 99),
+    lat,
+  };
 }
 
 /** Prints rows as an aligned table. */
 export function table(rows: Record<string, string | number>[]) {
   if (!rows.length) return;
   const cols = Object.keys(rows[0]);
-  const fmt = (v: string | number) => typeof v === "number" ? (Number.isInteger(v) ? String(v) : v.toFixed(1)) : v;
-  const w = cols.map((c) => Math.max(c.length, ...rows.map((r) => fmt(r[c]).length)));
+  const fmt = (v: string | number) =>
+    typeof v === "number"
+      ? (Number.isInteger(v) ? String(v) : v.toFixed(1))
+      : v;
+  const w = cols.map((c) =>
+    Math.max(c.length, ...rows.map((r) => fmt(r[c]).length))
+  );
   console.log(cols.map((c, i) => c.padEnd(w[i])).join("  "));
-  for (const r of rows) console.log(cols.map((c, i) => fmt(r[c]).padEnd(w[i])).join("  "));
+  for (const r of rows) {
+    console.log(cols.map((c, i) => fmt(r[c]).padEnd(w[i])).join("  "));
+  }
 }
 
 /** Reads a process's current and peak resident memory (KiB) from /proc. */
 export async function rss(pid: number): Promise<{ rss: number; hwm: number }> {
   const s = await Deno.readTextFile(`/proc/${pid}/status`);
-  const get = (k: string) => Number(s.match(new RegExp(`${k}:\\s+(\\d+)`))?.[1] ?? 0);
+  const get = (k: string) =>
+    Number(s.match(new RegExp(`${k}:\\s+(\\d+)`))?.[1] ?? 0);
   return { rss: get("VmRSS"), hwm: get("VmHWM") };
 }
 
@@ -151,7 +180,9 @@ export async function noiseJpeg(targetBytes: number): Promise<Uint8Array> {
       crypto.getRandomValues(raw.subarray(i, Math.min(raw.length, i + 65536)));
     }
     return new Uint8Array(
-      await sharp(raw, { raw: { width: w, height: h, channels: 3 } }).jpeg({ quality: 90 }).toBuffer(),
+      await sharp(raw, { raw: { width: w, height: h, channels: 3 } }).jpeg({
+        quality: 90,
+      }).toBuffer(),
     );
   };
   // Guess, then correct once by the measured bytes per pixel.

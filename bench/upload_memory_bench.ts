@@ -35,8 +35,15 @@ try {
 
   // Warm the service (first sharp call, first insert) with a small upload.
   const small = new FormData();
-  small.append("images", new File([(await noiseJpeg(50_000)) as Uint8Array<ArrayBuffer>], "w.jpg"));
-  const w = await fetch(`${svc.url}/api/1/upload`, { method: "POST", headers: { authorization: `Bearer ${svc.key}` }, body: small });
+  small.append(
+    "images",
+    new File([(await noiseJpeg(50_000)) as Uint8Array<ArrayBuffer>], "w.jpg"),
+  );
+  const w = await fetch(`${svc.url}/api/1/upload`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${svc.key}` },
+    body: small,
+  });
   await w.body?.cancel();
   await new Promise((r) => setTimeout(r, 500));
 
@@ -44,7 +51,10 @@ try {
   await Deno.writeTextFile(`/proc/${svc.pid}/clear_refs`, "5"); // reset VmHWM to current RSS
   let sampledPeak = before.rss;
   const sampler = setInterval(async () => {
-    sampledPeak = Math.max(sampledPeak, (await rss(svc.pid).catch(() => before)).rss);
+    sampledPeak = Math.max(
+      sampledPeak,
+      (await rss(svc.pid).catch(() => before)).rss,
+    );
   }, 25);
   const t0 = performance.now();
   // curl streams the body from disk with a Content-Length, as a browser or CLI would.
@@ -65,7 +75,9 @@ try {
   const secs = (performance.now() - t0) / 1000;
   clearInterval(sampler);
   const after = await rss(svc.pid);
-  if (json.data?.count !== FILES) throw new Error(`upload failed: ${JSON.stringify(json).slice(0, 300)}`);
+  if (json.data?.count !== FILES) {
+    throw new Error(`upload failed: ${JSON.stringify(json).slice(0, 300)}`);
+  }
   const growth = (after.hwm - before.rss) / 1024;
   table([
     { what: "request body", MB: bodySize / MB },
@@ -77,7 +89,9 @@ try {
     { what: "peak growth", MB: growth },
   ]);
   console.log(
-    `ratio memory: peak RSS growth ${growth.toFixed(1)} MB for a ${(bodySize / MB).toFixed(0)} MB request = ${
+    `ratio memory: peak RSS growth ${growth.toFixed(1)} MB for a ${
+      (bodySize / MB).toFixed(0)
+    } MB request = ${
       (growth / (bodySize / MB)).toFixed(3)
     }x the body (target < 64 MB)`,
   );

@@ -1,7 +1,8 @@
 import type { Context } from "hono";
 import type { App } from "../app.ts";
 import type { AppDeps } from "../services/deps.ts";
-import { blobKeys, findLiveImage, MIME_BY_EXT } from "../services/images.ts";
+import { blobKeys, MIME_BY_EXT } from "../services/images.ts";
+import type { ImageRowCache } from "../services/image_cache.ts";
 import { ApiError } from "../schemas/errors.ts";
 import type { ByteRange } from "../services/store/blob_store.ts";
 
@@ -43,12 +44,16 @@ function etagMatches(ifNoneMatch: string | undefined, etag: string) {
  * expiry for images that expire). The CSP and nosniff make sure a served file can never run
  * as a page.
  */
-export function registerHostRoutes(app: App, deps: AppDeps) {
+export function registerHostRoutes(
+  app: App,
+  deps: AppDeps,
+  rows: ImageRowCache,
+) {
   const serve = async (c: Context) => {
     const m = c.req.param("file")?.match(FILE_RE);
     if (!m) throw new ApiError(404);
     const [, id, variant, ext] = m;
-    const row = await findLiveImage(deps.database.db, id, deps.clock);
+    const row = await rows.get(id);
     if (!row) throw new ApiError(404);
     const keys = blobKeys(row);
     const key = variant === "th"
@@ -84,33 +89,43 @@ export function registerHostRoutes(app: App, deps: AppDeps) {
     if (etagMatches(c.req.header("if-none-match"), etag)) {
       return c.body(null, 304, headers);
     }
-    const stat = await deps.store.stat(key);
-    if (!stat) throw new ApiError(404);
-    const range = parseRange(c.req.header("range"), stat.size);
-    if (range === "invalid") {
-      return c.body(null, 416, {
-        ...headers,
-        "Content-Range": `bytes */${stat.size}`,
-      });
+    const rangeHeader = c.req.header("range");
+    if (c.req.method === "HEAD" || rangeHeader) {
+      const stat = await deps.store.stat(key);
+      if (!stat) throw new ApiError(404);
+      const range = parseRange(rangeHeader, stat.size);
+      if (range === "invalid") {
+        return c.body(null, 416, {
+          ...headers,
+          "Content-Range": `bytes */${stat.size}`,
+        });
+      }
+      if (c.req.method === "HEAD") {
+        return c.body(null, 200, {
+          ...headers,
+          "Content-Length": String(stat.size),
+        });
+      }
+      if (range) {
+        const part = await deps.store.get(key, range);
+        if (!part) throw new ApiError(404);
+        return c.body(
+          part.body as ReadableStream | Uint8Array<ArrayBuffer>,
+          206,
+          {
+            ...headers,
+            "Content-Range": `bytes ${range.start}-${range.end}/${stat.size}`,
+            "Content-Length": String(range.end - range.start + 1),
+          },
+        );
+      }
     }
-    if (c.req.method === "HEAD") {
-      return c.body(null, 200, {
-        ...headers,
-        "Content-Length": String(stat.size),
-      });
-    }
-    const blob = await deps.store.get(key, range ?? undefined);
+    // The common case: one open, one stat, one read.
+    const blob = await deps.store.get(key);
     if (!blob) throw new ApiError(404);
-    if (range) {
-      return c.body(blob.body, 206, {
-        ...headers,
-        "Content-Range": `bytes ${range.start}-${range.end}/${stat.size}`,
-        "Content-Length": String(range.end - range.start + 1),
-      });
-    }
-    return c.body(blob.body, 200, {
+    return c.body(blob.body as ReadableStream | Uint8Array<ArrayBuffer>, 200, {
       ...headers,
-      "Content-Length": String(stat.size),
+      "Content-Length": String(blob.size),
     });
   };
   app.on(

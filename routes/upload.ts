@@ -15,6 +15,7 @@ import {
 import { ApiError, type ErrorCode } from "../schemas/errors.ts";
 import { receiveMultipart } from "../services/multipart.ts";
 import type { ImagePipeline } from "../services/image_pipeline.ts";
+import type { ImageRowCache } from "../services/image_cache.ts";
 import { authenticateDeferred, isMultipart } from "./api_auth.ts";
 import {
   deleteImage,
@@ -157,6 +158,7 @@ export function registerUploadRoutes(
   app: App,
   deps: AppDeps,
   pipeline: ImagePipeline,
+  rowCache: ImageRowCache,
 ) {
   const { db } = deps.database;
 
@@ -250,6 +252,7 @@ export function registerUploadRoutes(
     const row = await findLiveImage(db, c.req.valid("param").id, deps.clock);
     if (!row || row.user_id !== c.get("userId")) throw new ApiError(404);
     await deleteImage(db, deps.store, row, deps.clock);
+    rowCache.invalidate(row.id);
     return c.json(ok({ id: row.id, deleted: true as const }), 200);
   });
 }

@@ -7,6 +7,7 @@ import {
   toImageRecord,
 } from "../services/images.ts";
 import { CopyField, formCsrf, Layout } from "./pages/layout.tsx";
+import type { ImageRowCache } from "../services/image_cache.ts";
 import { safeEqual } from "../services/crypto.ts";
 import { ApiError } from "../schemas/errors.ts";
 
@@ -17,7 +18,11 @@ function humanSize(n: number) {
 }
 
 /** Viewer page `/i/<id>` and the secret delete link `/delete/<id>/<token>`. */
-export function registerViewerRoutes(app: App, deps: AppDeps) {
+export function registerViewerRoutes(
+  app: App,
+  deps: AppDeps,
+  rowCache: ImageRowCache,
+) {
   const { db } = deps.database;
   const imgOrigin = new URL(deps.config.IMAGE_HOST_URL).origin;
   app.use(
@@ -117,6 +122,7 @@ export function registerViewerRoutes(app: App, deps: AppDeps) {
   app.post("/delete/:id/:token", async (c) => {
     const row = await findForDelete(c.req.param("id"), c.req.param("token"));
     await deleteImage(db, deps.store, row, deps.clock);
+    rowCache.invalidate(row.id);
     c.header("Cache-Control", "no-store");
     return c.html(
       <Layout title="Image deleted">

@@ -188,15 +188,28 @@ export class ImagePipeline {
       const wantMedium = Math.max(width, height) > MEDIUM_SIZE;
       try {
         if (animated) {
-          await encode(input().resize(THUMB_SIZE, THUMB_SIZE, fit), vext).toFile(thumbPath);
+          await encode(input().resize(THUMB_SIZE, THUMB_SIZE, fit), vext)
+            .toFile(thumbPath);
         } else {
-          const { data, info } = await input().resize(MEDIUM_SIZE, MEDIUM_SIZE, fit).raw()
+          const { data, info } = await input().resize(
+            MEDIUM_SIZE,
+            MEDIUM_SIZE,
+            fit,
+          ).raw()
             .toBuffer({ resolveWithObject: true });
           const raw = () =>
             sharp(data, {
-              raw: { width: info.width, height: info.height, channels: info.channels },
+              raw: {
+                width: info.width,
+                height: info.height,
+                channels: info.channels,
+              },
             });
-          const jobs = [encode(raw().resize(THUMB_SIZE, THUMB_SIZE, fit), vext).toFile(thumbPath)];
+          const jobs = [
+            encode(raw().resize(THUMB_SIZE, THUMB_SIZE, fit), vext).toFile(
+              thumbPath,
+            ),
+          ];
           if (wantMedium) {
             mediumPath = tmp(`md.${vext}`);
             jobs.push(encode(raw(), vext).toFile(mediumPath));
@@ -210,7 +223,8 @@ export class ImagePipeline {
       }
       if (animated && wantMedium) {
         mediumPath = tmp(`md.${vext}`);
-        await encode(input().resize(MEDIUM_SIZE, MEDIUM_SIZE, fit), vext).toFile(mediumPath);
+        await encode(input().resize(MEDIUM_SIZE, MEDIUM_SIZE, fit), vext)
+          .toFile(mediumPath);
       }
 
       // The original, without personal metadata.
@@ -267,14 +281,16 @@ export class ImagePipeline {
       ]];
       if (mediumPath) puts.push([keys.medium!, mediumPath]);
       try {
-        const results = await Promise.allSettled(puts.map(async ([key, path]) => {
-          const f = await Deno.open(path, { read: true });
-          const st = await f.stat();
-          await store.put(key, f.readable, {
-            contentType: MIME_BY_EXT[key.split(".").pop()!],
-            size: st.size,
-          });
-        }));
+        const results = await Promise.allSettled(
+          puts.map(async ([key, path]) => {
+            const f = await Deno.open(path, { read: true });
+            const st = await f.stat();
+            await store.put(key, f.readable, {
+              contentType: MIME_BY_EXT[key.split(".").pop()!],
+              size: st.size,
+            });
+          }),
+        );
         // Settled first, so the cleanup below never races a put still in flight.
         const failed = results.find((r) => r.status === "rejected");
         if (failed) throw (failed as PromiseRejectedResult).reason;

@@ -27,11 +27,17 @@ class SeqReader {
         this.#end += r;
       }
     }
-    return this.#buf.subarray(this.#start, this.#start + Math.min(n, this.#end - this.#start));
+    return this.#buf.subarray(
+      this.#start,
+      this.#start + Math.min(n, this.#end - this.#start),
+    );
   }
 
   /** Consumes n bytes, handing each piece to `sink` (or dropping them). */
-  async take(n: number, sink?: (b: Uint8Array) => Promise<void>): Promise<void> {
+  async take(
+    n: number,
+    sink?: (b: Uint8Array) => Promise<void>,
+  ): Promise<void> {
     while (n > 0) {
       const piece = await this.peek(Math.min(n, WINDOW));
       if (piece.length === 0) throw new Error("unexpected end of file");
@@ -85,13 +91,42 @@ async function transform(
 /** A minimal EXIF APP1 segment holding only the orientation tag. */
 export function orientationApp1(orientation: number): Uint8Array {
   return new Uint8Array([
-    0xff, 0xe1, 0x00, 0x22, // APP1, length 34
-    0x45, 0x78, 0x69, 0x66, 0x00, 0x00, // "Exif\0\0"
-    0x4d, 0x4d, 0x00, 0x2a, 0x00, 0x00, 0x00, 0x08, // big-endian TIFF, IFD0 at 8
-    0x00, 0x01, // one entry
-    0x01, 0x12, 0x00, 0x03, 0x00, 0x00, 0x00, 0x01, // Orientation, SHORT, count 1
-    0x00, orientation & 0xff, 0x00, 0x00, // value
-    0x00, 0x00, 0x00, 0x00, // no next IFD
+    0xff,
+    0xe1,
+    0x00,
+    0x22, // APP1, length 34
+    0x45,
+    0x78,
+    0x69,
+    0x66,
+    0x00,
+    0x00, // "Exif\0\0"
+    0x4d,
+    0x4d,
+    0x00,
+    0x2a,
+    0x00,
+    0x00,
+    0x00,
+    0x08, // big-endian TIFF, IFD0 at 8
+    0x00,
+    0x01, // one entry
+    0x01,
+    0x12,
+    0x00,
+    0x03,
+    0x00,
+    0x00,
+    0x00,
+    0x01, // Orientation, SHORT, count 1
+    0x00,
+    orientation & 0xff,
+    0x00,
+    0x00, // value
+    0x00,
+    0x00,
+    0x00,
+    0x00, // no next IFD
   ]);
 }
 
@@ -103,7 +138,11 @@ const KEEP_APP = new Set([0xe0, 0xe2, 0xee]);
  * comments; when the image had an orientation other than 1, a minimal EXIF carrying only
  * that orientation is written back so it still displays upright.
  */
-export async function stripJpeg(src: string, dst: string, orientation: number): Promise<void> {
+export async function stripJpeg(
+  src: string,
+  dst: string,
+  orientation: number,
+): Promise<void> {
   await transform(src, dst, async (r, w) => {
     const soi = await r.peek(2);
     if (soi[0] !== 0xff || soi[1] !== 0xd8) throw new Error("not a JPEG");

@@ -72,7 +72,7 @@ async function contract(store: BlobStore) {
   const whole = await store.get("abcdefgh.png");
   assert.equal(whole!.size, bytes.length);
   assert.deepEqual(
-    new Uint8Array(await new Response(whole!.body).arrayBuffer()),
+    new Uint8Array(await new Response(whole!.body as BodyInit).arrayBuffer()),
     bytes,
   );
   const part = await store.get("abcdefgh.png", {
@@ -81,7 +81,7 @@ async function contract(store: BlobStore) {
   });
   assert.equal(part!.size, bytes.length);
   assert.deepEqual(
-    new Uint8Array(await new Response(part!.body).arrayBuffer()),
+    new Uint8Array(await new Response(part!.body as BodyInit).arrayBuffer()),
     bytes.subarray(100_000, 100_010),
   );
   // Streams are accepted as well as byte arrays.

@@ -11,7 +11,8 @@ export interface BlobStat {
 
 /** One object read from a store, streamed. */
 export interface BlobBody extends BlobStat {
-  body: ReadableStream<Uint8Array>;
+  /** Small objects may come back whole; large ones always stream. */
+  body: ReadableStream<Uint8Array> | Uint8Array;
 }
 
 /**

@@ -83,6 +83,21 @@ export class FsStore implements BlobStore {
       throw e;
     }
     const { size } = await f.stat();
+    if (!range && size <= 1024 * 1024) {
+      // One read beats a stream's per-chunk overhead for the typical image.
+      try {
+        const buf = new Uint8Array(size);
+        let off = 0;
+        while (off < size) {
+          const n = await f.read(buf.subarray(off));
+          if (n === null) break;
+          off += n;
+        }
+        return { size, body: buf.subarray(0, off) };
+      } finally {
+        f.close();
+      }
+    }
     if (!range) return { size, body: f.readable };
     await f.seek(range.start, Deno.SeekMode.Start);
     let left = range.end - range.start + 1;

@@ -1,0 +1,172 @@
+/**
+ * Image GET throughput with wrk: the service's image host vs nginx (Debian package) serving
+ * the same stored file from disk, with and without If-None-Match (304s). Both are one
+ * process on loopback (nginx with one worker, like the one Deno isolate serving requests).
+ * Target: service ≥ 0.6× nginx requests/s.
+ */
+import {
+  freePort,
+  noiseJpeg,
+  spawnDeno,
+  startService,
+  table,
+  waitUp,
+} from "./lib.ts";
+
+const DURATION = Deno.args.includes("--quick") ? "3s" : "8s";
+const NGINX = ["/usr/sbin/nginx", "/usr/bin/nginx"].find((p) => {
+  try {
+    return Deno.statSync(p).isFile;
+  } catch {
+    return false;
+  }
+});
+for (const [bin, pkg] of [[NGINX, "nginx"], ["/usr/bin/wrk", "wrk"]]) {
+  if (!bin) {
+    console.error(`needs ${pkg}: apt-get install -y ${pkg}`);
+    Deno.exit(1);
+  }
+}
+
+async function wrk(url: string, headers: string[] = []) {
+  const args = [
+    "-t2",
+    "-c32",
+    `-d${DURATION}`,
+    "--latency",
+    ...headers.flatMap((h) => ["-H", h]),
+    url,
+  ];
+  const out = new TextDecoder().decode(
+    (await new Deno.Command("wrk", { args, stdout: "piped" }).output()).stdout,
+  );
+  const rps = Number(out.match(/Requests\/sec:\s+([\d.]+)/)?.[1] ?? 0);
+  const ms = (label: string) => {
+    const m = out.match(new RegExp(`${label}%\\s+([\\d.]+)(us|ms|s)`));
+    if (!m) return NaN;
+    return Number(m[1]) * (m[2] === "us" ? 0.001 : m[2] === "s" ? 1000 : 1);
+  };
+  const non2xx = Number(
+    out.match(/Non-2xx or 3xx responses:\s+(\d+)/)?.[1] ?? 0,
+  );
+  return { rps, p50: ms("50"), p99: ms("99"), non2xx };
+}
+
+const svc = await startService();
+const dir = await Deno.makeTempDir({ prefix: "imagehost-nginx-" });
+let nginx: Deno.ChildProcess | undefined;
+let bare: { stop(): Promise<void> } | undefined;
+try {
+  const jpeg = await noiseJpeg(200_000);
+  const fd = new FormData();
+  fd.append(
+    "images",
+    new File([jpeg as Uint8Array<ArrayBuffer>], "serve.jpg", {
+      type: "image/jpeg",
+    }),
+  );
+  const rec = (await (await fetch(`${svc.url}/api/1/upload`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${svc.key}` },
+    body: fd,
+  })).json()).data;
+  const stored = `${svc.dataDir}/images/${
+    rec.image.filename.slice(0, 2)
+  }/${rec.image.filename}`;
+  await Deno.mkdir(`${dir}/root`);
+  await Deno.copyFile(stored, `${dir}/root/${rec.image.filename}`);
+  const port = freePort();
+  await Deno.writeTextFile(
+    `${dir}/nginx.conf`,
+    `user root; worker_processes 1; daemon off; pid ${dir}/nginx.pid; error_log ${dir}/error.log;
+events { worker_connections 1024; }
+http { access_log off; sendfile on; tcp_nopush on; etag on;
+  types { image/jpeg jpg; } default_type application/octet-stream;
+  server { listen 127.0.0.1:${port}; root ${dir}/root;
+    location / { add_header Cache-Control "public, max-age=31536000, immutable"; } } }
+`,
+  );
+  nginx = new Deno.Command(NGINX!, {
+    args: ["-p", dir, "-c", `${dir}/nginx.conf`],
+    stderr: "inherit",
+  }).spawn();
+  const nginxUrl = `http://127.0.0.1:${port}/${rec.image.filename}`;
+  const svcUrl = `${svc.url}/${rec.image.filename}`;
+  await waitUp(nginxUrl);
+  const barePort = freePort();
+  bare = spawnDeno("bench/baseline_serve_server.ts", {
+    PORT: String(barePort),
+    FILE: stored,
+  });
+  const bareUrl = `http://127.0.0.1:${barePort}/x.jpg`;
+  await waitUp(bareUrl);
+  const etag = async (u: string) => {
+    const r = await fetch(u, { method: "HEAD" });
+    await r.body?.cancel();
+    return r.headers.get("etag")!;
+  };
+  // Warm both.
+  await wrk(nginxUrl);
+  await wrk(svcUrl);
+  const rows: Record<string, string | number>[] = [];
+  const ratios: string[] = [];
+  for (const conditional of [false, true]) {
+    const n = await wrk(
+      nginxUrl,
+      conditional ? [`If-None-Match: ${await etag(nginxUrl)}`] : [],
+    );
+    const s = await wrk(
+      svcUrl,
+      conditional ? [`If-None-Match: ${await etag(svcUrl)}`] : [],
+    );
+    const d = await wrk(bareUrl, conditional ? [`If-None-Match: "bare"`] : []);
+    const label = conditional ? "304 (If-None-Match)" : "200 (full body)";
+    rows.push({
+      request: label,
+      server: "nginx",
+      "req/s": n.rps,
+      "p50 ms": n.p50,
+      "p99 ms": n.p99,
+      "non-2xx/3xx": n.non2xx,
+    });
+    rows.push({
+      request: label,
+      server: "service",
+      "req/s": s.rps,
+      "p50 ms": s.p50,
+      "p99 ms": s.p99,
+      "non-2xx/3xx": s.non2xx,
+    });
+    ratios.push(
+      `ratio serve ${label}: ${
+        (s.rps / n.rps).toFixed(2)
+      }x nginx req/s (target >= 0.60)`,
+    );
+    rows.push({
+      request: label,
+      server: "bare Deno.serve (reference)",
+      "req/s": d.rps,
+      "p50 ms": d.p50,
+      "p99 ms": d.p99,
+      "non-2xx/3xx": d.non2xx,
+    });
+    ratios.push(
+      `reference ${label}: bare Deno.serve ${
+        (d.rps / n.rps).toFixed(2)
+      }x nginx; service ${(s.rps / d.rps).toFixed(2)}x bare Deno.serve`,
+    );
+  }
+  console.log(
+    `file: ${rec.image.filename}, ${jpeg.length} bytes; wrk -t2 -c32 -d${DURATION}`,
+  );
+  table(rows);
+  for (const r of ratios) console.log(r);
+} finally {
+  await bare?.stop();
+  try {
+    nginx?.kill("SIGTERM");
+    await nginx?.status;
+  } catch { /* gone */ }
+  await svc.stop();
+  await Deno.remove(dir, { recursive: true }).catch(() => {});
+}

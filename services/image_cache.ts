@@ -1,0 +1,52 @@
+import type { Kysely } from "kysely";
+import type { DB } from "./db/schema.ts";
+import type { Clock } from "./deps.ts";
+import type { ImageRow } from "./images.ts";
+
+/**
+ * Short-lived cache of image rows for the image host's hot path, so serving a file (or a
+ * 304) doesn't cost a database round trip each time. Expiry is still checked on every hit;
+ * deletions through this instance invalidate at once, deletions through another instance
+ * are seen within `ttlMs` (the bytes are gone from the shared store at once anyway).
+ */
+export class ImageRowCache {
+  #rows = new Map<string, { row: ImageRow; at: number }>();
+  constructor(
+    private readonly db: Kysely<DB>,
+    private readonly clock: Clock,
+    private readonly ttlMs = 10_000,
+    private readonly max = 10_000,
+  ) {}
+
+  /** The live row for an id, from the cache when fresh, else from the database. */
+  async get(id: string): Promise<ImageRow | undefined> {
+    const now = this.clock.now().getTime();
+    let hit = this.#rows.get(id);
+    if (!hit || now - hit.at > this.ttlMs) {
+      const row = await this.db.selectFrom("images").selectAll().where(
+        "id",
+        "=",
+        id,
+      )
+        .where("deleted_at", "is", null).executeTakeFirst();
+      if (!row) {
+        this.#rows.delete(id);
+        return undefined;
+      }
+      if (this.#rows.size >= this.max) {
+        // Drop the oldest insertion (Map keeps insertion order).
+        this.#rows.delete(this.#rows.keys().next().value!);
+      }
+      hit = { row, at: now };
+      this.#rows.set(id, hit);
+    }
+    const exp = hit.row.expires_at;
+    if (exp && new Date(exp).getTime() <= now) return undefined;
+    return hit.row;
+  }
+
+  /** Forgets an id (after a deletion). */
+  invalidate(id: string): void {
+    this.#rows.delete(id);
+  }
+}

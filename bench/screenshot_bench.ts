@@ -1,0 +1,130 @@
+/**
+ * Screenshot latency and throughput on a local fixture page: the service's capture path
+ * (fresh isolated context + guard proxy per capture, through createApp) against a bare
+ * puppeteer capture of the same page in the same browser (new page, viewport, goto, shot).
+ * Reports the cold first capture, warm p50/p95 at concurrency 1, and throughput at
+ * concurrency 1 and 2. Targets: warm p50 ≤ 1.15× bare; concurrency 2 ≥ 1.6× sequential.
+ */
+import { load, table } from "./lib.ts";
+import {
+  ChromiumScreenshotter,
+  findChromium,
+} from "../services/screenshots/chromium.ts";
+import { parseAllowList } from "../services/screenshots/address_guard.ts";
+import { memoryLogger } from "../services/deps.ts";
+import { startFixture } from "../tests/fixture_server.ts";
+import { testEnv, userWithKey } from "../tests/helpers.ts";
+
+const N = Deno.args.includes("--quick") ? 10 : 30;
+const chromium = findChromium(Deno.env.get("CHROMIUM_PATH"));
+if (!chromium) {
+  console.error(
+    "needs Chromium: apt-get install -y chromium chromium-headless-shell",
+  );
+  Deno.exit(1);
+}
+const page =
+  `<!doctype html><html><head><style>body{font:16px sans-serif;margin:40px}
+.card{display:inline-block;width:200px;height:120px;margin:8px;background:linear-gradient(#4af,#a4f);border-radius:12px}</style>
+</head><body><h1>Benchmark page</h1>${
+    '<div class="card"></div>'.repeat(24)
+  }<p>${"Lorem ipsum ".repeat(200)}</p></body></html>`;
+const fixture = startFixture({ "/": page });
+const allow = `127.0.0.1:${fixture.port}`;
+const shooter = new ChromiumScreenshotter({
+  executablePath: chromium,
+  concurrency: 2,
+  queueMax: 64,
+  recycleAfter: 100_000,
+  timeoutMs: 30_000,
+  allowRules: parseAllowList(allow),
+  log: memoryLogger(),
+});
+const env = await testEnv({
+  screenshotter: shooter,
+  env: { SCREENSHOT_ALLOW_PRIVATE: allow },
+});
+const { key } = await userWithKey(env);
+const body = JSON.stringify({
+  url: `${fixture.origin}/`,
+  preset: "desktop-720p",
+  share: false,
+});
+const ours = async () => {
+  const r = await env.app.request("/api/1/screenshot", {
+    method: "POST",
+    headers: {
+      authorization: `Bearer ${key}`,
+      "content-type": "application/json",
+    },
+    body,
+  });
+  const j = await r.json();
+  if (!j.success) throw new Error(JSON.stringify(j));
+};
+try {
+  const t0 = performance.now();
+  await shooter.start();
+  await ours();
+  const cold = performance.now() - t0;
+  const browser = await shooter.browser();
+  const bare = async () => {
+    const p = await browser.newPage();
+    try {
+      await p.setViewport({ width: 1280, height: 720 });
+      await p.goto(`${fixture.origin}/`, { waitUntil: "load" });
+      await p.screenshot({ type: "png" });
+    } finally {
+      await p.close();
+    }
+  };
+  await bare();
+  // Interleave rounds so drift (thermal, GC) hits both alike.
+  const b1: number[] = [], s1: number[] = [];
+  for (let round = 0; round < 3; round++) {
+    b1.push(...(await load(Math.ceil(N / 3), 1, bare)).lat);
+    s1.push(...(await load(Math.ceil(N / 3), 1, ours)).lat);
+  }
+  const { pct } = await import("./lib.ts");
+  const seqB = await load(N, 1, bare), seqS = await load(N, 1, ours);
+  const parB = await load(N, 2, bare), parS = await load(N, 2, ours);
+  table([
+    {
+      what: "cold first capture ms (browser start + capture)",
+      who: "service",
+      value: cold,
+    },
+    { what: "warm p50 ms, concurrency 1", who: "bare", value: pct(b1, 50) },
+    { what: "warm p50 ms, concurrency 1", who: "service", value: pct(s1, 50) },
+    { what: "warm p95 ms, concurrency 1", who: "bare", value: pct(b1, 95) },
+    { what: "warm p95 ms, concurrency 1", who: "service", value: pct(s1, 95) },
+    { what: "captures/s, concurrency 1", who: "bare", value: seqB.rps },
+    { what: "captures/s, concurrency 1", who: "service", value: seqS.rps },
+    { what: "captures/s, concurrency 2", who: "bare", value: parB.rps },
+    { what: "captures/s, concurrency 2", who: "service", value: parS.rps },
+  ]);
+  console.log(
+    `ratio screenshot warm p50: ${
+      (pct(s1, 50) / pct(b1, 50)).toFixed(2)
+    }x bare (target <= 1.15)`,
+  );
+  console.log(
+    `ratio screenshot warm p95: ${
+      (pct(s1, 95) / pct(b1, 95)).toFixed(2)
+    }x bare`,
+  );
+  console.log(
+    `ratio screenshot concurrency 2 vs 1 (service): ${
+      (parS.rps / seqS.rps).toFixed(2)
+    }x (target >= 1.6)`,
+  );
+  console.log(
+    `ratio screenshot concurrency 2 vs 1 (bare): ${
+      (parB.rps / seqB.rps).toFixed(2)
+    }x`,
+  );
+} finally {
+  await shooter.close();
+  await env.close();
+  await fixture.close();
+}

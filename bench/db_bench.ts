@@ -3,7 +3,9 @@
  * inserts, on embedded PGlite and on PostgreSQL. PostgreSQL comes from TEST_DATABASE_URL, or
  * a throwaway cluster started with scripts/test_postgres.sh when postgresql is installed.
  */
-import { load, table } from "./lib.ts";
+import { load, table, watchdog } from "./lib.ts";
+
+watchdog(10 * 60_000);
 import {
   type Database,
   migrate,

@@ -191,3 +191,12 @@ export async function noiseJpeg(targetBytes: number): Promise<Uint8Array> {
   px = Math.round(px * targetBytes / first.length);
   return await make(px);
 }
+
+/** Ends the benchmark process if it runs longer than `ms`: a bench always stops by itself. */
+export function watchdog(ms: number) {
+  const t = setTimeout(() => {
+    console.error(`benchmark exceeded ${ms / 1000}s; stopping`);
+    Deno.exit(1);
+  }, ms);
+  Deno.unrefTimer(t);
+}

@@ -5,7 +5,9 @@
  * Reports the cold first capture, warm p50/p95 at concurrency 1, and throughput at
  * concurrency 1 and 2. Targets: warm p50 ≤ 1.15× bare; concurrency 2 ≥ 1.6× sequential.
  */
-import { load, table } from "./lib.ts";
+import { load, table, watchdog } from "./lib.ts";
+
+watchdog(10 * 60_000);
 import {
   ChromiumScreenshotter,
   findChromium,

@@ -11,7 +11,10 @@ import {
   startService,
   table,
   waitUp,
+  watchdog,
 } from "./lib.ts";
+
+watchdog(10 * 60_000);
 
 const DURATION = Deno.args.includes("--quick") ? "3s" : "8s";
 const NGINX = ["/usr/sbin/nginx", "/usr/bin/nginx"].find((p) => {

@@ -13,7 +13,10 @@ import {
   table,
   uniqueJpeg,
   waitUp,
+  watchdog,
 } from "./lib.ts";
+
+watchdog(10 * 60_000);
 
 const quick = Deno.args.includes("--quick");
 const sizes = [

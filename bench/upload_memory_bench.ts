@@ -4,7 +4,16 @@
  * the service runs in its own process, and its kernel peak-RSS counter is reset just before
  * the request. Target: growth < 64 MB.
  */
-import { noiseJpeg, rss, startService, table, uniqueJpeg } from "./lib.ts";
+import {
+  noiseJpeg,
+  rss,
+  startService,
+  table,
+  uniqueJpeg,
+  watchdog,
+} from "./lib.ts";
+
+watchdog(10 * 60_000);
 
 const FILES = 15;
 const MB = 1024 * 1024;

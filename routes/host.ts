@@ -89,7 +89,10 @@ export function registerHostRoutes(
     if (etagMatches(c.req.header("if-none-match"), etag)) {
       // A 304 only refreshes the cached copy (RFC 9110 15.4.5): ETag and Cache-Control are
       // what it needs; the rest came with the 200 and stays in the cache.
-      return c.body(null, 304, { "ETag": etag, "Cache-Control": headers["Cache-Control"] });
+      return c.body(null, 304, {
+        "ETag": etag,
+        "Cache-Control": headers["Cache-Control"],
+      });
     }
     const rangeHeader = c.req.header("range");
     if (c.req.method === "HEAD" || rangeHeader) {

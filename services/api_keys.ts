@@ -17,6 +17,15 @@ export interface ApiKeyInfo {
   revoked_at: Date | null;
 }
 
+const KEY_INFO_COLUMNS = [
+  "id",
+  "label",
+  "last4",
+  "created_at",
+  "last_used_at",
+  "revoked_at",
+] as const;
+
 /** Who a valid key belongs to. */
 export interface KeyOwner {
   userId: string;
@@ -41,14 +50,7 @@ export async function createApiKey(
     last4: key.slice(-4),
     last_used_at: null,
     revoked_at: null,
-  }).returning([
-    "id",
-    "label",
-    "last4",
-    "created_at",
-    "last_used_at",
-    "revoked_at",
-  ]).executeTakeFirstOrThrow();
+  }).returning(KEY_INFO_COLUMNS).executeTakeFirstOrThrow();
   return { key, info: row };
 }
 
@@ -58,14 +60,7 @@ export async function listApiKeys(
   userId: string,
 ): Promise<ApiKeyInfo[]> {
   return await db.selectFrom("api_keys")
-    .select([
-      "id",
-      "label",
-      "last4",
-      "created_at",
-      "last_used_at",
-      "revoked_at",
-    ])
+    .select(KEY_INFO_COLUMNS)
     .where("user_id", "=", userId)
     .orderBy("created_at", "desc")
     .execute();

@@ -42,7 +42,7 @@ let template: Promise<Blob> | undefined;
  * A migrated PGlite dump, made once per migration set and cached in the temp dir: a fresh
  * initdb costs seconds, loading a dump well under one.
  */
-function pgliteTemplate(): Promise<Blob> {
+export function pgliteTemplate(): Promise<Blob> {
   return template ??= (async () => {
     const migs = await readMigrations();
     const hash = createHash("sha256").update(JSON.stringify(migs)).digest("hex")

@@ -390,6 +390,42 @@ test("a redirect from an allowed page to a denied port is blocked and the denied
   assert.equal(denied.requests.length, 0);
 });
 
+test("websockets, frames and fetches to a denied port never reach it", async () => {
+  const r = await shot({ url: `${fixture.origin}/ws`, share: false });
+  assert.equal(r.status, 200);
+  await new Promise((res) => setTimeout(res, 200));
+  assert.equal(denied.requests.length, 0);
+});
+
+test("the browser is recycled after SCREENSHOT_RECYCLE_AFTER captures", async () => {
+  const s = shooter({ recycleAfter: 2 });
+  try {
+    const opts = {
+      url: `${fixture.origin}/dark`,
+      viewport: {
+        width: 200,
+        height: 100,
+        deviceScaleFactor: 1,
+        isMobile: false,
+        hasTouch: false,
+      },
+      format: "png" as const,
+      fullPage: false,
+      noAds: false,
+      noCookie: false,
+      colorScheme: "default" as const,
+      zoom: 1,
+    };
+    await s.capture(opts);
+    const first = s.pid;
+    await s.capture(opts);
+    await s.capture(opts);
+    assert.ok(first && s.pid && s.pid !== first);
+  } finally {
+    await s.close();
+  }
+});
+
 test("a refused connection gets 220", async () => {
   const r = await shot({ url: `http://127.0.0.1:${deadPort}/` });
   assert.deepEqual([r.status, r.body.error.code, r.body.error.message], [

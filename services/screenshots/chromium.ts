@@ -185,8 +185,8 @@ export class ChromiumScreenshotter implements Screenshotter {
   async capture(opts: CaptureOptions): Promise<CaptureResult> {
     await this.#acquire();
     try {
-      this.#captures++;
       const browser = await this.#getBrowser();
+      this.#captures++;
       let timer: ReturnType<typeof setTimeout> | undefined;
       const deadline = new Promise<never>((_, reject) =>
         timer = setTimeout(() => reject(new ApiError(230)), this.opts.timeoutMs)

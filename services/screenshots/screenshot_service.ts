@@ -1,7 +1,9 @@
 import { Buffer } from "node:buffer";
 import { createHash } from "node:crypto";
 import { join } from "node:path";
+import type { z } from "@hono/zod-openapi";
 import { ApiError } from "../../schemas/errors.ts";
+import type { ScreenshotRequestSchema } from "../../schemas/screenshot.ts";
 import type { AppDeps } from "../deps.ts";
 import type { ImagePipeline } from "../image_pipeline.ts";
 import {
@@ -13,18 +15,11 @@ import {
 import { presetById } from "./presets.ts";
 import type { CaptureOptions } from "./screenshotter.ts";
 
-/** A validated screenshot request (schema defaults applied). */
-export interface ScreenshotRequest {
-  url: string;
-  preset: string;
-  format: "png" | "jpeg";
-  fullPage: boolean;
-  noAds: boolean;
-  noCookie: boolean;
-  colorScheme: "default" | "light" | "dark";
-  zoom: number;
-  share: boolean;
-}
+/** A validated screenshot request (schema defaults applied), without the key. */
+export type ScreenshotRequest = Omit<
+  z.output<typeof ScreenshotRequestSchema>,
+  "key"
+>;
 
 /** Only absolute http(s) URLs with a host; anything else is code 200. */
 export function parseTargetUrl(raw: string): URL {

@@ -56,8 +56,16 @@ export class FsStore implements BlobStore {
       } finally {
         f.close();
       }
-      await Deno.mkdir(join(this.dir, key.slice(0, 2)), { recursive: true });
+      const parent = join(this.dir, key.slice(0, 2));
+      await Deno.mkdir(parent, { recursive: true });
       await Deno.rename(tmp, final);
+      // The rename itself must survive a crash before the upload is acknowledged.
+      const d = await Deno.open(parent, { read: true });
+      try {
+        await d.sync();
+      } finally {
+        d.close();
+      }
     } catch (e) {
       await Deno.remove(tmp).catch(() => {});
       throw e;

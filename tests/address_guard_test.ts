@@ -102,3 +102,27 @@ test("the allow list admits only the named loopback ports or CIDRs", () => {
   assert.equal(isAllowedTarget("127.0.0.1", 8080, []), false);
   assert.throws(() => parseAllowList("nonsense"), /SCREENSHOT_ALLOW_PRIVATE/);
 });
+
+test("ad and tracker hosts are recognised with their subdomains, and only those", async () => {
+  const { isAdHost } = await import("../services/screenshots/page_cleanup.ts");
+  for (
+    const u of [
+      "https://securepubads.g.doubleclick.net/tag/js/gpt.js",
+      "https://pagead2.googlesyndication.com/x.js",
+      "http://www.google-analytics.com/analytics.js",
+      "https://cdn.taboola.com/libtrc/x.js",
+    ]
+  ) {
+    assert.equal(isAdHost(u), true, u);
+  }
+  for (
+    const u of [
+      "https://example.com/ads.js",
+      "https://notdoubleclick.net/",
+      "https://doubleclick.net.evil.example/",
+      "not a url",
+    ]
+  ) {
+    assert.equal(isAdHost(u), false, u);
+  }
+});

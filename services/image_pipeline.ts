@@ -8,6 +8,7 @@ import { ApiError } from "../schemas/errors.ts";
 import { randomToken } from "./crypto.ts";
 import {
   blobKeys,
+  deleteImage,
   type ImageRecord,
   MIME_BY_EXT,
   toImageRecord,
@@ -113,6 +114,28 @@ export class ImagePipeline {
     return this;
   }
 
+  /**
+   * The user's live image with these bytes, as a record marked duplicate. An expired one the
+   * sweeper has not reached yet is deleted here, so the new upload can take its place.
+   */
+  async #duplicateOf(userId: string, sha256: string) {
+    const { config, database, store, clock } = this.deps;
+    const row = await database.db.selectFrom("images").selectAll()
+      .where("user_id", "=", userId).where("sha256", "=", sha256)
+      .where("deleted_at", "is", null).executeTakeFirst();
+    if (!row) return undefined;
+    if (row.expires_at && new Date(row.expires_at) <= clock.now()) {
+      await deleteImage(database.db, store, row, clock);
+      return undefined;
+    }
+    return { ...toImageRecord(config, row), duplicate: true };
+  }
+
+  /**
+   * Validates, strips, resizes and stores one received file for a user; throws ApiError
+   * 130/141/142 for a bad file. Same bytes again from the same user return the existing
+   * record marked `duplicate`.
+   */
   async ingest(
     userId: string,
     file: IncomingImage,
@@ -129,19 +152,8 @@ export class ImagePipeline {
     const ext = type && ACCEPTED[type.mime];
     if (!ext) throw new ApiError(141);
 
-    const existing = await db.selectFrom("images").selectAll()
-      .where("user_id", "=", userId).where("sha256", "=", file.sha256)
-      .where("deleted_at", "is", null)
-      .where((eb) =>
-        eb.or([
-          eb("expires_at", "is", null),
-          eb("expires_at", ">", clock.now()),
-        ])
-      )
-      .executeTakeFirst();
-    if (existing) {
-      return { ...toImageRecord(config, existing), duplicate: true };
-    }
+    const existing = await this.#duplicateOf(userId, file.sha256);
+    if (existing) return existing;
 
     let meta: Metadata;
     try {
@@ -298,10 +310,8 @@ export class ImagePipeline {
       } catch (e) {
         await Promise.allSettled(puts.map(([key]) => store.delete(key)));
         // A concurrent upload of the same bytes by the same user won the unique index.
-        const dup = await db.selectFrom("images").selectAll()
-          .where("user_id", "=", userId).where("sha256", "=", file.sha256)
-          .where("deleted_at", "is", null).executeTakeFirst();
-        if (dup) return { ...toImageRecord(config, dup), duplicate: true };
+        const dup = await this.#duplicateOf(userId, file.sha256);
+        if (dup) return dup;
         throw e;
       }
       return toImageRecord(config, row);

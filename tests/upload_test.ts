@@ -542,6 +542,27 @@ test("an image with expiration is gone after that many seconds and the sweeper r
     );
     assert.equal(await env.deps.store.stat(`${r.body.data.id}.png`), null);
 
+    // The same bytes again, after expiry but before any sweep, make a new image.
+    const png = await makeImage("png", { color: "#405060" });
+    const first = await upload(
+      env,
+      key,
+      formWith([{ name: "x.png", bytes: png }], { expiration: "60" }),
+    );
+    env.clock.advance(61_000);
+    const again = await upload(
+      env,
+      key,
+      formWith([{ name: "x.png", bytes: png }]),
+    );
+    assert.equal(again.status, 200);
+    assert.notEqual(again.body.data.id, first.body.data.id);
+    assert.equal(again.body.data.duplicate, undefined);
+    assert.equal(
+      (await env.app.request(new URL(again.body.data.url).pathname)).status,
+      200,
+    );
+
     const bad = await upload(
       env,
       key,

@@ -3,6 +3,7 @@ import type { AppEnv } from "../app.ts";
 import type { AppDeps } from "../services/deps.ts";
 import { authenticateKey } from "../services/api_keys.ts";
 import { ApiError } from "../schemas/errors.ts";
+import { admitCall } from "../services/rate_limit.ts";
 
 /** The Bearer token of the Authorization header; a malformed header counts as a bad key. */
 function bearerKey(c: Context): string | undefined {
@@ -45,9 +46,7 @@ export function apiAuth(deps: AppDeps): MiddlewareHandler<AppEnv> {
       }
       key ??= c.req.query("key");
     }
-    const owner = await authenticateKey(deps.database.db, key, deps.clock);
-    c.set("userId", owner.userId);
-    c.set("apiKeyId", owner.keyId);
+    await admit(c, deps, key);
     await next();
   };
 }
@@ -62,8 +61,27 @@ export async function authenticateDeferred(
   bodyKey: string | undefined,
 ): Promise<string> {
   if (c.get("userId")) return c.get("userId");
-  const key = bearerKey(c) ?? bodyKey ?? c.req.query("key");
+  return await admit(c, deps, bearerKey(c) ?? bodyKey ?? c.req.query("key"));
+}
+
+/** Authenticates a key, counts the call against its rate limit, and records the caller. */
+async function admit(
+  c: Context<AppEnv>,
+  deps: AppDeps,
+  key: string | undefined,
+) {
   const owner = await authenticateKey(deps.database.db, key, deps.clock);
+  const limit = deps.config.RATE_LIMIT_PER_MINUTE;
+  if (limit > 0) {
+    const state = await admitCall(
+      deps.database.db,
+      owner.keyId,
+      limit,
+      deps.clock,
+    );
+    c.header("X-RateLimit-Limit", String(state.limit));
+    c.header("X-RateLimit-Remaining", String(state.remaining));
+  }
   c.set("userId", owner.userId);
   c.set("apiKeyId", owner.keyId);
   return owner.userId;

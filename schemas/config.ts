@@ -50,6 +50,7 @@ export const ConfigSchema = z.object({
     }
   }, "must be comma-separated CIDRs or host:port pairs"),
   LOGIN_MAX_FAILURES: int(5, 1),
+  RATE_LIMIT_PER_MINUTE: int(600, 0),
   LOG_REQUESTS: z.enum(["true", "false"]).default("true").transform((v) =>
     v === "true"
   ),

@@ -77,5 +77,5 @@ export function errorResponses(...codes: ErrorCode[]) {
   return out;
 }
 
-/** Codes every authenticated /api/1 route can return. */
-export const AUTH_ERRORS: ErrorCode[] = [100, 110, 120];
+/** Codes every authenticated /api/1 route can return (170: per-key rate limit). */
+export const AUTH_ERRORS: ErrorCode[] = [100, 110, 120, 170];

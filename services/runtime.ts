@@ -10,6 +10,7 @@ import { parseAllowList } from "./screenshots/address_guard.ts";
 import type { Screenshotter } from "./screenshots/screenshotter.ts";
 import { ImagePipeline } from "./image_pipeline.ts";
 import { sweepExpired } from "./images.ts";
+import { sweepRateLimits } from "./rate_limit.ts";
 import { systemClock } from "./deps.ts";
 
 /** Chooses and opens the store named by the config. */
@@ -87,9 +88,10 @@ export async function buildRuntime(
     : await openScreenshotter(config, log);
   // Expired images: rows are hidden at once by their expiry; this removes their bytes.
   const sweeper = setInterval(() => {
-    sweepExpired(database.db, store, systemClock).catch((e) =>
-      log.error({ msg: "sweep failed", error: String(e) })
-    );
+    Promise.all([
+      sweepExpired(database.db, store, systemClock),
+      sweepRateLimits(database.db, systemClock),
+    ]).catch((e) => log.error({ msg: "sweep failed", error: String(e) }));
   }, 60_000);
   return {
     deps: { config, database, store, log, screenshotter },

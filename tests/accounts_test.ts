@@ -164,6 +164,34 @@ for (const kind of databaseKinds()) {
     }
   });
 
+  test(`[${kind}] a key over RATE_LIMIT_PER_MINUTE gets 170 with Retry-After until the next minute`, async () => {
+    const env = await testEnv({ kind, env: { RATE_LIMIT_PER_MINUTE: "3" } });
+    try {
+      const { key } = await userWithKey(env);
+      const other = await userWithKey(env);
+      const call = (k: string) =>
+        env.app.request("/api/1/screenshot/presets", {
+          headers: { authorization: `Bearer ${k}` },
+        });
+      for (let i = 0; i < 3; i++) {
+        const ok = await call(key);
+        assert.equal(ok.status, 200);
+        assert.equal(ok.headers.get("x-ratelimit-remaining"), String(2 - i));
+        await ok.body?.cancel();
+      }
+      const limited = await call(key);
+      assert.equal(limited.status, 429);
+      assert.ok(Number(limited.headers.get("retry-after")) >= 1);
+      assert.deepEqual((await limited.json()).error.code, 170);
+      // Another key has its own budget; the next minute restores this one.
+      assert.equal((await call(other.key)).status, 200);
+      env.clock.advance(60_000);
+      assert.equal((await call(key)).status, 200);
+    } finally {
+      await env.close();
+    }
+  });
+
   test(`[${kind}] the database holds no clear key or password`, async () => {
     const env = await testEnv({ kind });
     try {

@@ -10,7 +10,10 @@ for (const kind of databaseKinds()) {
       const rows = await database.db.selectFrom("schema_migrations").select(
         "name",
       ).execute();
-      assert.deepEqual(rows.map((r) => r.name), ["001_init.sql"]);
+      assert.deepEqual(rows.map((r) => r.name), [
+        "001_init.sql",
+        "002_rate_limits.sql",
+      ]);
       assert.deepEqual(await migrate(database.db), []);
       assert.deepEqual(
         await Promise.all([migrate(database.db), migrate(database.db)]),

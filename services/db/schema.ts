@@ -50,6 +50,11 @@ export interface DB {
     expires_at: Date | null;
     deleted_at: Date | null;
   };
+  rate_limits: {
+    key_id: string;
+    window_start: Date;
+    count: number;
+  };
   schema_migrations: {
     name: string;
     applied_at: Generated<Date>;

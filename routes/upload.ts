@@ -242,15 +242,20 @@ export function registerUploadRoutes(
     }
   });
 
+  /** The caller's live image; anyone else's is reported as absent, not forbidden. */
+  const ownImage = async (id: string, userId: string) => {
+    const row = await findLiveImage(db, id, deps.clock);
+    if (!row || row.user_id !== userId) throw new ApiError(404);
+    return row;
+  };
+
   app.openapi(getImageRoute, async (c) => {
-    const row = await findLiveImage(db, c.req.valid("param").id, deps.clock);
-    if (!row || row.user_id !== c.get("userId")) throw new ApiError(404);
+    const row = await ownImage(c.req.valid("param").id, c.get("userId"));
     return c.json(ok(toImageRecord(deps.config, row)), 200);
   });
 
   app.openapi(deleteImageRoute, async (c) => {
-    const row = await findLiveImage(db, c.req.valid("param").id, deps.clock);
-    if (!row || row.user_id !== c.get("userId")) throw new ApiError(404);
+    const row = await ownImage(c.req.valid("param").id, c.get("userId"));
     await deleteImage(db, deps.store, row, deps.clock);
     rowCache.invalidate(row.id);
     return c.json(ok({ id: row.id, deleted: true as const }), 200);

@@ -1,7 +1,7 @@
 import type { Kysely } from "kysely";
 import type { DB } from "./db/schema.ts";
 import type { Clock } from "./deps.ts";
-import type { ImageRow } from "./images.ts";
+import { findLiveImage, type ImageRow } from "./images.ts";
 
 /**
  * Short-lived cache of image rows for the image host's hot path, so serving a file (or a
@@ -23,12 +23,7 @@ export class ImageRowCache {
     const now = this.clock.now().getTime();
     let hit = this.#rows.get(id);
     if (!hit || now - hit.at > this.ttlMs) {
-      const row = await this.db.selectFrom("images").selectAll().where(
-        "id",
-        "=",
-        id,
-      )
-        .where("deleted_at", "is", null).executeTakeFirst();
+      const row = await findLiveImage(this.db, id, this.clock);
       if (!row) {
         this.#rows.delete(id);
         return undefined;

@@ -92,13 +92,7 @@ export class ScreenshotService {
     const p = presetById(req.preset);
     const opts: CaptureOptions = {
       url: target.href,
-      viewport: {
-        width: p.width,
-        height: p.height,
-        deviceScaleFactor: p.deviceScaleFactor,
-        isMobile: p.isMobile,
-        hasTouch: p.hasTouch,
-      },
+      viewport: p,
       userAgent: p.userAgent,
       format: req.format,
       fullPage: req.fullPage,

@@ -1,13 +1,12 @@
+import type { Preset } from "./presets.ts";
+
 /** Options of one capture, after validation and preset lookup. */
 export interface CaptureOptions {
   url: string;
-  viewport: {
-    width: number;
-    height: number;
-    deviceScaleFactor: number;
-    isMobile: boolean;
-    hasTouch: boolean;
-  };
+  viewport: Pick<
+    Preset,
+    "width" | "height" | "deviceScaleFactor" | "isMobile" | "hasTouch"
+  >;
   userAgent?: string;
   format: "png" | "jpeg";
   fullPage: boolean;

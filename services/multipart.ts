@@ -1,9 +1,7 @@
 import busboy from "busboy";
-import { createHash } from "node:crypto";
-import { createWriteStream } from "node:fs";
+import { createHash, type Hash } from "node:crypto";
 import { join } from "node:path";
-import { Readable } from "node:stream";
-import { pipeline } from "node:stream/promises";
+import { Buffer } from "node:buffer";
 import { ApiError } from "../schemas/errors.ts";
 
 /** One file part, already on disk in a temp file. */
@@ -29,11 +27,110 @@ export interface ReceivedForm {
 /** Form fields that carry image files (DESIGN.md). */
 export const FILE_FIELDS = new Set(["images", "images[]", "image", "source"]);
 
+/** Size of one read from the request body. */
+const READ_SIZE = 64 * 1024;
 /**
- * Streams a multipart body to temp files with busboy, which honours backpressure: the
- * request is read only as fast as the disk takes it, so memory stays flat whatever the file
- * sizes. Each file is hashed and counted while written and cut off at `maxFileBytes`. More
- * than `maxFiles` file parts abort with 131 after deleting what was written.
+ * Read buffers in rotation. A buffer is refilled only this many chunks after busboy saw it:
+ * by then nothing can still point into it, since file bytes are copied out as they are
+ * parsed and a field (at most 64 KB) spans at most three full chunks.
+ */
+const READ_POOL = 8;
+/** Each file is written in pieces of this size, from two buffers taking turns. */
+const WRITE_SIZE = 256 * 1024;
+
+/**
+ * Writes one file part: bytes busboy hands over are copied at once into the current buffer
+ * (so busboy's views into the read buffers are never kept), and a full buffer is written
+ * while the other one fills. The reader waits on {@link FileSink.ready} before reading more,
+ * which is the backpressure: at most two buffers per file are ever in use.
+ */
+class FileSink {
+  #file: Promise<Deno.FsFile>;
+  #buf = new Uint8Array(WRITE_SIZE);
+  #spare = new Uint8Array(WRITE_SIZE);
+  #len = 0;
+  #flushing: Promise<void> = Promise.resolve();
+  #busy = false;
+  error: unknown;
+  readonly hash: Hash = createHash("sha256");
+
+  constructor(readonly rec: ReceivedFile) {
+    this.#file = Deno.open(rec.path, { write: true, createNew: true });
+    this.#file.catch((e) => this.error ??= e);
+  }
+
+  /** Takes a piece of the part's bytes (synchronously: the view is not kept). */
+  push(chunk: Uint8Array) {
+    this.rec.size += chunk.length;
+    this.hash.update(chunk);
+    let off = 0;
+    while (off < chunk.length) {
+      if (this.#len === WRITE_SIZE) {
+        if (this.#busy) {
+          // Both buffers full: only possible if the reader ignored ready(); keep the bytes.
+          this.#spare = new Uint8Array(WRITE_SIZE);
+          this.#busy = false;
+        }
+        this.#swap();
+      }
+      const n = Math.min(chunk.length - off, WRITE_SIZE - this.#len);
+      this.#buf.set(chunk.subarray(off, off + n), this.#len);
+      this.#len += n;
+      off += n;
+    }
+  }
+
+  /** Starts writing the full buffer and continues in the spare one. */
+  #swap() {
+    const full = this.#buf.subarray(0, this.#len);
+    this.#buf = this.#spare;
+    this.#len = 0;
+    this.#busy = true;
+    this.#flushing = this.#flushing.then(async () => {
+      try {
+        await writeAll(await this.#file, full);
+      } catch (e) {
+        this.error ??= e;
+      }
+      this.#spare = new Uint8Array(full.buffer, 0, WRITE_SIZE);
+      this.#busy = false;
+    });
+  }
+
+  /** Resolves when another read's worth of bytes can be taken without a third buffer. */
+  async ready(): Promise<void> {
+    if (this.#busy && WRITE_SIZE - this.#len < READ_SIZE) await this.#flushing;
+  }
+
+  #finished?: Promise<void>;
+
+  /** Writes what is left, closes the file and records its hash; safe to call twice. */
+  finish(): Promise<void> {
+    return this.#finished ??= this.#finish();
+  }
+
+  async #finish(): Promise<void> {
+    if (this.#len > 0) this.#swap();
+    await this.#flushing;
+    const f = await this.#file.catch(() => undefined);
+    f?.close();
+    if (this.error) throw this.error;
+    this.rec.sha256 = this.hash.digest("hex");
+  }
+}
+
+async function writeAll(f: Deno.FsFile, b: Uint8Array) {
+  let off = 0;
+  while (off < b.length) off += await f.write(b.subarray(off));
+}
+
+/**
+ * Streams a multipart body to temp files with busboy. The body is read into a few reused
+ * buffers (BYOB reads where the stream offers them) and each file's bytes are copied into
+ * two reused write buffers, so a request allocates a fixed ~1 MB however large it is, and is
+ * read only as fast as the disk takes it. Each file is hashed and counted as it arrives and
+ * cut off at `maxFileBytes`. More than `maxFiles` file parts abort with 131 after deleting
+ * what was written; a body over the total cap gives 413; a malformed one 160.
  */
 export async function receiveMultipart(
   body: ReadableStream<Uint8Array>,
@@ -42,22 +139,8 @@ export async function receiveMultipart(
 ): Promise<ReceivedForm> {
   // Whole-body cap: every allowed file at its limit plus room for fields and boundaries.
   const maxTotal = opts.maxFiles * opts.maxFileBytes + 4 * 1024 * 1024;
-  let total = 0;
-  let overTotal = false;
-  const counted = body.pipeThrough(
-    new TransformStream<Uint8Array, Uint8Array>({
-      transform(chunk, ctl) {
-        total += chunk.length;
-        if (total > maxTotal) {
-          overTotal = true;
-          ctl.error(new Error("request body too large"));
-          return;
-        }
-        ctl.enqueue(chunk);
-      },
-    }),
-  );
   const files: ReceivedFile[] = [];
+  const sinks: FileSink[] = [];
   const fields: Record<string, string> = {};
   const cleanup = async () => {
     await Promise.all(files.map((f) => Deno.remove(f.path).catch(() => {})));
@@ -76,12 +159,14 @@ export async function receiveMultipart(
       },
     });
   } catch (e) {
+    await body.cancel().catch(() => {});
     throw new ApiError(160, { details: [{ message: (e as Error).message }] });
   }
   let tooMany = false;
-  const writes: Promise<void>[] = [];
+  let parseError: Error | undefined;
   let index = 0;
 
+  bb.on("error", (e: Error) => parseError ??= e);
   bb.on("field", (name, value) => {
     if (name.length <= 100) fields[name] = value;
   });
@@ -89,6 +174,8 @@ export async function receiveMultipart(
     tooMany = true;
   });
   bb.on("file", (field, stream, info) => {
+    // A part cut short errors its stream too; the form-level error already says why.
+    stream.on("error", (e: Error) => parseError ??= e);
     if (tooMany || !FILE_FIELDS.has(field)) {
       stream.resume();
       return;
@@ -103,29 +190,60 @@ export async function receiveMultipart(
       truncated: false,
     };
     files.push(rec);
-    const hash = createHash("sha256");
-    stream.on("data", (chunk: Uint8Array) => {
-      rec.size += chunk.length;
-      hash.update(chunk);
-    });
+    const sink = new FileSink(rec);
+    sinks.push(sink);
+    stream.on("data", (chunk: Uint8Array) => sink.push(chunk));
     stream.on("limit", () => {
       rec.truncated = true;
     });
-    writes.push(
-      pipeline(stream, createWriteStream(rec.path)).then(() => {
-        rec.sha256 = hash.digest("hex");
-      }),
-    );
   });
+  const finished = new Promise<void>((resolve) => {
+    bb.once("close", resolve);
+    bb.once("error", () => resolve());
+  });
+  const feed = (chunk: Uint8Array) =>
+    new Promise<void>((resolve) => {
+      bb.write(
+        Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength),
+        (e) => {
+          if (e) parseError ??= e;
+          resolve();
+        },
+      );
+    });
 
+  let overTotal = false;
   try {
-    await pipeline(Readable.fromWeb(counted as never), bb);
-    await Promise.all(writes);
+    let total = 0;
+    for await (const chunk of readPooled(body)) {
+      total += chunk.length;
+      if (total > maxTotal) {
+        overTotal = true;
+        break;
+      }
+      await feed(chunk);
+      // Let busboy's per-file streams deliver what they queued before their first read.
+      await new Promise((r) => queueMicrotask(() => r(undefined)));
+      if (parseError) break;
+      await Promise.all(sinks.map((s) => s.ready()));
+      const failed = sinks.find((s) => s.error);
+      if (failed) throw failed.error;
+    }
+    if (!overTotal && !parseError) {
+      bb.end();
+      await finished;
+    }
+    if (overTotal || parseError) bb.destroy();
+    const results = await Promise.allSettled(sinks.map((s) => s.finish()));
+    const failed = results.find((r) => r.status === "rejected");
+    if (failed) throw (failed as PromiseRejectedResult).reason;
+    if (overTotal) throw new ApiError(413);
+    if (parseError) throw parseError;
   } catch (e) {
-    await Promise.allSettled(writes);
+    bb.destroy();
+    await Promise.allSettled(sinks.map((s) => s.finish()));
     await cleanup();
     if (e instanceof ApiError) throw e;
-    if (overTotal) throw new ApiError(413);
     throw new ApiError(160, {
       details: [{
         message: `Malformed multipart body: ${(e as Error).message}`,
@@ -139,4 +257,75 @@ export async function receiveMultipart(
     });
   }
   return { files, fields, cleanup };
+}
+
+/**
+ * Yields the body in full READ_SIZE chunks (the last one shorter) of a rotating set of
+ * reused buffers. Full chunks keep the pool's promise whatever size the network's pieces
+ * are: a 64 KB field spans at most three of them. A byte stream is read BYOB straight into
+ * the buffers; any other stream's chunks are copied in.
+ */
+async function* readPooled(
+  body: ReadableStream<Uint8Array>,
+): AsyncGenerator<Uint8Array> {
+  const pool = Array.from(
+    { length: READ_POOL },
+    () => new ArrayBuffer(READ_SIZE),
+  );
+  let turn = 0;
+  let byob: ReadableStreamBYOBReader | undefined;
+  try {
+    byob = body.getReader({ mode: "byob" });
+  } catch {
+    byob = undefined;
+  }
+  if (byob) {
+    try {
+      while (true) {
+        const slot = turn++ % READ_POOL;
+        let filled = 0;
+        let done = false;
+        while (filled < READ_SIZE) {
+          const r = await byob.read(
+            new Uint8Array(pool[slot], filled, READ_SIZE - filled),
+          );
+          // The read transferred the buffer; keep the new one for the next turn.
+          if (r.value) pool[slot] = r.value.buffer as ArrayBuffer;
+          if (r.done) {
+            done = true;
+            break;
+          }
+          filled += r.value.length;
+        }
+        if (filled) yield new Uint8Array(pool[slot], 0, filled);
+        if (done) return;
+      }
+    } finally {
+      await byob.cancel().catch(() => {});
+    }
+  }
+  const reader = body.getReader();
+  try {
+    let buf = new Uint8Array(pool[turn++ % READ_POOL]);
+    let filled = 0;
+    while (true) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      let off = 0;
+      while (off < value.length) {
+        const n = Math.min(READ_SIZE - filled, value.length - off);
+        buf.set(value.subarray(off, off + n), filled);
+        filled += n;
+        off += n;
+        if (filled === READ_SIZE) {
+          yield buf;
+          buf = new Uint8Array(pool[turn++ % READ_POOL]);
+          filled = 0;
+        }
+      }
+    }
+    if (filled) yield buf.subarray(0, filled);
+  } finally {
+    await reader.cancel().catch(() => {});
+  }
 }

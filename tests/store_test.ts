@@ -94,6 +94,16 @@ async function contract(store: BlobStore) {
     },
   );
   assert.equal((await store.stat("abcdefgh.th.png"))!.size, 1000);
+  // A handed-over file is stored whole and is gone from where it was.
+  const local = await Deno.makeTempFile();
+  await Deno.writeFile(local, bytes.subarray(0, 5000));
+  await store.putFile("abcdefgh.md.png", local, { contentType: "image/png" });
+  await assert.rejects(Deno.stat(local), Deno.errors.NotFound);
+  const moved = await store.get("abcdefgh.md.png");
+  assert.deepEqual(
+    new Uint8Array(await new Response(moved!.body as BodyInit).arrayBuffer()),
+    bytes.subarray(0, 5000),
+  );
   await store.delete("abcdefgh.png");
   await store.delete("abcdefgh.png"); // absent: not an error
   assert.equal(await store.stat("abcdefgh.png"), null);

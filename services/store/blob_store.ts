@@ -26,6 +26,16 @@ export interface BlobStore {
     body: ReadableStream<Uint8Array> | Uint8Array,
     meta: { contentType: string; size: number },
   ): Promise<void>;
+  /**
+   * Stores a local file the caller owns and hands over: on success it is gone from `path`
+   * (a filesystem store renames it into place, so the bytes are never copied through
+   * memory). On failure the file may or may not still be there; removing it stays safe.
+   */
+  putFile(
+    key: string,
+    path: string,
+    meta: { contentType: string },
+  ): Promise<void>;
   /** The object (or the given range of it), or null when absent. */
   get(key: string, range?: ByteRange): Promise<BlobBody | null>;
   stat(key: string): Promise<BlobStat | null>;

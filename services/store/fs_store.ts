@@ -7,6 +7,20 @@ import {
   type ByteRange,
 } from "./blob_store.ts";
 
+async function syncFile(path: string) {
+  const f = await Deno.open(path, { read: true });
+  try {
+    await f.sync();
+  } finally {
+    f.close();
+  }
+}
+
+/** rename(2) across filesystems fails with EXDEV. */
+function isCrossDevice(e: unknown): boolean {
+  return e instanceof Error && /EXDEV|cross-device/i.test(e.message);
+}
+
 /**
  * Filesystem store: objects under `<dir>/<first two chars>/<key>`, written to a temporary
  * file, synced, then renamed into place so readers never see a partial object.
@@ -56,20 +70,40 @@ export class FsStore implements BlobStore {
       } finally {
         f.close();
       }
-      const parent = join(this.dir, key.slice(0, 2));
-      await Deno.mkdir(parent, { recursive: true });
-      await Deno.rename(tmp, final);
-      // The rename itself must survive a crash before the upload is acknowledged.
-      const d = await Deno.open(parent, { read: true });
-      try {
-        await d.sync();
-      } finally {
-        d.close();
-      }
+      await this.#publish(key, tmp, final);
     } catch (e) {
       await Deno.remove(tmp).catch(() => {});
       throw e;
     }
+  }
+
+  /** Syncs the file and renames it into place; a file on another filesystem is copied. */
+  async putFile(key: string, path: string): Promise<void> {
+    const final = this.#path(key);
+    await syncFile(path);
+    try {
+      await this.#publish(key, path, final);
+    } catch (e) {
+      if (!isCrossDevice(e)) throw e;
+      const tmp = join(this.#tmp, `${crypto.randomUUID()}-${key}`);
+      try {
+        await Deno.copyFile(path, tmp);
+        await syncFile(tmp);
+        await this.#publish(key, tmp, final);
+      } catch (e) {
+        await Deno.remove(tmp).catch(() => {});
+        throw e;
+      }
+      await Deno.remove(path).catch(() => {});
+    }
+  }
+
+  /** Renames a synced file into place and syncs the directory, so the name survives a crash. */
+  async #publish(key: string, from: string, final: string) {
+    const parent = join(this.dir, key.slice(0, 2));
+    await Deno.mkdir(parent, { recursive: true });
+    await Deno.rename(from, final);
+    await syncFile(parent);
   }
 
   async stat(key: string): Promise<BlobStat | null> {

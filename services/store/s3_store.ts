@@ -72,6 +72,17 @@ export class S3Store implements BlobStore {
     if (!res.ok) throw new Error(`S3 PUT ${key} failed: ${res.status}`);
   }
 
+  /** Reads the file in one allocation of its exact size, PUTs it, then removes it. */
+  async putFile(
+    key: string,
+    path: string,
+    meta: { contentType: string },
+  ): Promise<void> {
+    const bytes = await Deno.readFile(path);
+    await this.put(key, bytes, { ...meta, size: bytes.length });
+    await Deno.remove(path).catch(() => {});
+  }
+
   async stat(key: string): Promise<BlobStat | null> {
     const res = await this.#fetch(this.#url(key), { method: "HEAD" });
     await res.body?.cancel();

@@ -1,0 +1,244 @@
+import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
+import { receiveMultipart } from "../services/multipart.ts";
+import { ApiError } from "../schemas/errors.ts";
+import { test } from "./helpers.ts";
+
+const enc = new TextEncoder();
+
+/** Deterministic pseudo-random bytes (xorshift), so a failure can be replayed. */
+function rng(seed: number) {
+  let x = seed || 1;
+  return () => {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    return (x >>> 0) / 4294967296;
+  };
+}
+
+type Part = { field: string; filename?: string; data: Uint8Array };
+
+function body(parts: Part[], boundary: string, closed = true): Uint8Array {
+  const chunks: Uint8Array[] = [];
+  for (const p of parts) {
+    const disp = p.filename === undefined
+      ? `form-data; name="${p.field}"`
+      : `form-data; name="${p.field}"; filename="${p.filename}"`;
+    chunks.push(
+      enc.encode(`--${boundary}\r\nContent-Disposition: ${disp}\r\n\r\n`),
+      p.data,
+      enc.encode("\r\n"),
+    );
+  }
+  if (closed) chunks.push(enc.encode(`--${boundary}--\r\n`));
+  const out = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0));
+  let off = 0;
+  for (const c of chunks) {
+    out.set(c, off);
+    off += c.length;
+  }
+  return out;
+}
+
+/** A plain (non-byte) stream of the bytes in chunks of random sizes. */
+function chunked(bytes: Uint8Array, rand: () => number, max: number) {
+  let off = 0;
+  return new ReadableStream<Uint8Array>({
+    pull(ctl) {
+      if (off >= bytes.length) return ctl.close();
+      const n = 1 + Math.floor(rand() * max);
+      // A copy, as a network stream would hand out fresh buffers.
+      ctl.enqueue(bytes.slice(off, off + n));
+      off += n;
+    },
+  });
+}
+
+/** Random bytes that also contain boundary-like runs, to tempt the parser. */
+function tricky(rand: () => number, size: number, boundary: string) {
+  const b = new Uint8Array(size);
+  for (let i = 0; i < size; i++) b[i] = Math.floor(rand() * 256);
+  const lure = enc.encode(`\r\n--${boundary.slice(0, -1)}`);
+  for (let k = 0; k < 3 && size > lure.length; k++) {
+    b.set(lure, Math.floor(rand() * (size - lure.length)));
+  }
+  return b;
+}
+
+const sha = (b: Uint8Array) => createHash("sha256").update(b).digest("hex");
+
+async function tmpDirEmpty(dir: string) {
+  const left = [];
+  for await (const e of Deno.readDir(dir)) left.push(e.name);
+  assert.deepEqual(left, []);
+}
+
+test("random multipart bodies in random chunk sizes are received byte for byte with their fields", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    for (let seed = 1; seed <= 12; seed++) {
+      const rand = rng(seed * 7919);
+      const boundary = `----b${seed}x${Math.floor(rand() * 1e9)}`;
+      const parts: Part[] = [];
+      const expected: Uint8Array[] = [];
+      const fields: Record<string, string> = {};
+      const count = 1 + Math.floor(rand() * 5);
+      for (let i = 0; i < count; i++) {
+        if (rand() < 0.5) {
+          // Fields up to 60 KB, so some straddle the 64 KB reads.
+          const value = "v".repeat(Math.floor(rand() * 60_000)) + `#${i}`;
+          fields[`f${i}`] = value;
+          parts.push({ field: `f${i}`, data: enc.encode(value) });
+        }
+        const size = [0, 1, 65_535, 65_536, 300_000][Math.floor(rand() * 5)] +
+          Math.floor(rand() * 3);
+        const data = tricky(rand, size, boundary);
+        expected.push(data);
+        parts.push({ field: "images", filename: `f${i}.bin`, data });
+      }
+      const bytes = body(parts, boundary);
+      const form = await receiveMultipart(
+        // The first seeds trickle in pieces of at most 50 bytes, as a slow client would.
+        chunked(bytes, rand, seed <= 3 ? 50 : 1 + Math.floor(rand() * 200_000)),
+        `multipart/form-data; boundary=${boundary}`,
+        { tmpDir: dir, maxFileBytes: 1_000_000, maxFiles: 15 },
+      );
+      assert.equal(form.files.length, expected.length, `seed ${seed}`);
+      for (const [i, f] of form.files.entries()) {
+        const got = await Deno.readFile(f.path);
+        assert.equal(got.length, expected[i].length, `seed ${seed} file ${i}`);
+        assert.ok(got.every((b, k) => b === expected[i][k]), `seed ${seed}`);
+        assert.equal(f.size, expected[i].length);
+        assert.equal(f.sha256, sha(expected[i]));
+        assert.equal(f.truncated, false);
+        assert.equal(f.filename, `f${i}.bin`);
+      }
+      assert.deepEqual(form.fields, fields, `seed ${seed}`);
+      await form.cleanup();
+      await tmpDirEmpty(dir);
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+test("a request body read by a real server (BYOB reads into reused buffers) arrives intact", async () => {
+  const dir = await Deno.makeTempDir();
+  const rand = rng(42);
+  const boundary = "----served";
+  const files = [
+    tricky(rand, 2_000_000, boundary),
+    tricky(rand, 70_000, boundary),
+  ];
+  const key = "k".repeat(64_000);
+  const bytes = body([
+    { field: "images", filename: "a.jpg", data: files[0] },
+    { field: "key", data: enc.encode(key) },
+    { field: "images", filename: "b.jpg", data: files[1] },
+  ], boundary);
+  const server = Deno.serve(
+    { port: 0, hostname: "127.0.0.1", onListen: () => {} },
+    async (req) => {
+      const form = await receiveMultipart(
+        req.body!,
+        req.headers.get("content-type")!,
+        { tmpDir: dir, maxFileBytes: 3_000_000, maxFiles: 15 },
+      );
+      const out = {
+        key: form.fields.key === key,
+        files: await Promise.all(form.files.map(async (f) => ({
+          size: f.size,
+          sha: f.sha256,
+          disk: sha(await Deno.readFile(f.path)),
+        }))),
+      };
+      await form.cleanup();
+      return Response.json(out);
+    },
+  );
+  try {
+    const r = await fetch(`http://127.0.0.1:${server.addr.port}/`, {
+      method: "POST",
+      headers: { "content-type": `multipart/form-data; boundary=${boundary}` },
+      body: chunked(bytes, rand, 100_000),
+    });
+    const out = await r.json();
+    assert.equal(out.key, true);
+    assert.deepEqual(
+      out.files,
+      files.map((f) => ({ size: f.length, sha: sha(f), disk: sha(f) })),
+    );
+    await tmpDirEmpty(dir);
+  } finally {
+    await server.shutdown();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+test("a file over the per-file limit is cut there and marked truncated", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const data = tricky(rng(5), 500_000, "----t");
+    const form = await receiveMultipart(
+      chunked(
+        body([{ field: "images", filename: "x", data }], "----t"),
+        rng(6),
+        70_000,
+      ),
+      "multipart/form-data; boundary=----t",
+      { tmpDir: dir, maxFileBytes: 100_000, maxFiles: 15 },
+    );
+    assert.equal(form.files[0].truncated, true);
+    assert.equal(form.files[0].size, 100_000);
+    assert.equal((await Deno.stat(form.files[0].path)).size, 100_000);
+    await form.cleanup();
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+test("a body cut off before its closing boundary gets 160 and leaves no temp file", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const data = tricky(rng(7), 300_000, "----c");
+    await assert.rejects(
+      receiveMultipart(
+        chunked(
+          body([{ field: "images", filename: "x", data }], "----c", false),
+          rng(8),
+          50_000,
+        ),
+        "multipart/form-data; boundary=----c",
+        { tmpDir: dir, maxFileBytes: 1_000_000, maxFiles: 15 },
+      ),
+      (e) => e instanceof ApiError && e.code === 160,
+    );
+    await tmpDirEmpty(dir);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+test("a body over the whole-request cap gets 413 and leaves no temp file", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    // Cap: 1 file × 10 KB + 4 MB; the body is 5 MB.
+    const data = tricky(rng(9), 5_000_000, "----o");
+    await assert.rejects(
+      receiveMultipart(
+        chunked(
+          body([{ field: "images", filename: "x", data }], "----o"),
+          rng(10),
+          65_536,
+        ),
+        "multipart/form-data; boundary=----o",
+        { tmpDir: dir, maxFileBytes: 10_000, maxFiles: 1 },
+      ),
+      (e) => e instanceof ApiError && e.code === 413,
+    );
+    await tmpDirEmpty(dir);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

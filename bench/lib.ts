@@ -152,11 +152,18 @@ export function table(rows: Record<string, string | number>[]) {
 }
 
 /** Reads a process's current and peak resident memory (KiB) from /proc. */
-export async function rss(pid: number): Promise<{ rss: number; hwm: number }> {
+export async function rss(
+  pid: number,
+): Promise<{ rss: number; hwm: number; anon: number; file: number }> {
   const s = await Deno.readTextFile(`/proc/${pid}/status`);
   const get = (k: string) =>
     Number(s.match(new RegExp(`${k}:\\s+(\\d+)`))?.[1] ?? 0);
-  return { rss: get("VmRSS"), hwm: get("VmHWM") };
+  return {
+    rss: get("VmRSS"),
+    hwm: get("VmHWM"),
+    anon: get("RssAnon"),
+    file: get("RssFile"),
+  };
 }
 
 /** A JPEG made unique by a random comment segment after SOI (pixels unchanged). */

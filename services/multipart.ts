@@ -46,15 +46,17 @@ const WRITE_SIZE = 256 * 1024;
  */
 class FileSink {
   #file: Promise<Deno.FsFile>;
-  #buf = new Uint8Array(WRITE_SIZE);
-  #spare = new Uint8Array(WRITE_SIZE);
+  #buf: Uint8Array;
+  #spare: Uint8Array;
   #len = 0;
   #flushing: Promise<void> = Promise.resolve();
   #busy = false;
   error: unknown;
   readonly hash: Hash = createHash("sha256");
 
-  constructor(readonly rec: ReceivedFile) {
+  constructor(readonly rec: ReceivedFile, private readonly pool: Uint8Array[]) {
+    this.#buf = pool.pop() ?? new Uint8Array(WRITE_SIZE);
+    this.#spare = pool.pop() ?? new Uint8Array(WRITE_SIZE);
     this.#file = Deno.open(rec.path, { write: true, createNew: true });
     this.#file.catch((e) => this.error ??= e);
   }
@@ -112,6 +114,10 @@ class FileSink {
   async #finish(): Promise<void> {
     if (this.#len > 0) this.#swap();
     await this.#flushing;
+    // Nothing is being written any more: the next file part takes these buffers.
+    for (const b of new Set([this.#buf.buffer, this.#spare.buffer])) {
+      if (this.pool.length < 2) this.pool.push(new Uint8Array(b));
+    }
     const f = await this.#file.catch(() => undefined);
     f?.close();
     if (this.error) throw this.error;
@@ -141,6 +147,8 @@ export async function receiveMultipart(
   const maxTotal = opts.maxFiles * opts.maxFileBytes + 4 * 1024 * 1024;
   const files: ReceivedFile[] = [];
   const sinks: FileSink[] = [];
+  // Write buffers handed from one file part to the next (parts arrive one after another).
+  const writePool: Uint8Array[] = [];
   const fields: Record<string, string> = {};
   const cleanup = async () => {
     await Promise.all(files.map((f) => Deno.remove(f.path).catch(() => {})));
@@ -190,9 +198,12 @@ export async function receiveMultipart(
       truncated: false,
     };
     files.push(rec);
-    const sink = new FileSink(rec);
+    const sink = new FileSink(rec, writePool);
     sinks.push(sink);
     stream.on("data", (chunk: Uint8Array) => sink.push(chunk));
+    // Finished as soon as the part ends, so its buffers serve the next part; errors are
+    // collected when every sink is awaited below.
+    stream.on("end", () => sink.finish().catch(() => {}));
     stream.on("limit", () => {
       rec.truncated = true;
     });

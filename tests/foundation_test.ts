@@ -86,6 +86,7 @@ test("a thrown bug becomes a 500 envelope without a stack trace, and is logged w
   const broken: BlobStore = {
     kind: "broken",
     put: () => Promise.reject(new Error("disk on fire")),
+    putFile: () => Promise.reject(new Error("disk on fire")),
     get: () => Promise.reject(new Error("disk on fire")),
     stat: () => Promise.reject(new Error("disk on fire")),
     delete: () => Promise.reject(new Error("disk on fire")),

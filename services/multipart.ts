@@ -255,6 +255,9 @@ export async function receiveMultipart(
     await Promise.allSettled(sinks.map((s) => s.finish()));
     await cleanup();
     if (e instanceof ApiError) throw e;
+    // A temp file that could not be written (disk full, say) is our failure, not the
+    // client's: it goes on as a 500, not as a malformed body.
+    if (sinks.some((s) => s.error === e)) throw e;
     throw new ApiError(160, {
       details: [{
         message: `Malformed multipart body: ${(e as Error).message}`,

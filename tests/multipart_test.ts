@@ -242,3 +242,24 @@ test("a body over the whole-request cap gets 413 and leaves no temp file", async
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+test("a temp file that cannot be written is an internal error, not a malformed body", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const data = tricky(rng(11), 200_000, "----d");
+    const err = await receiveMultipart(
+      chunked(
+        body([{ field: "images", filename: "x", data }], "----d"),
+        rng(12),
+        65_536,
+      ),
+      "multipart/form-data; boundary=----d",
+      // A folder that does not exist stands in for a full or broken disk.
+      { tmpDir: `${dir}/missing`, maxFileBytes: 1_000_000, maxFiles: 15 },
+    ).then(() => undefined, (e) => e);
+    assert.ok(err instanceof Deno.errors.NotFound, String(err));
+    await tmpDirEmpty(dir);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

@@ -123,6 +123,32 @@ test("the filesystem store keeps the contract: put, stat, get with ranges, delet
   }
 });
 
+test("a file handed over from another filesystem is copied in, synced, and removed where it was", async () => {
+  const dir = await Deno.makeTempDir();
+  // /dev/shm is a tmpfs: rename(2) from it into the store fails with EXDEV.
+  const local = await Deno.makeTempFile({ dir: "/dev/shm" });
+  try {
+    assert.notEqual((await Deno.stat(local)).dev, (await Deno.stat(dir)).dev);
+    const bytes = new Uint8Array(300_000).map((_, i) => i % 253);
+    await Deno.writeFile(local, bytes);
+    const store = await new FsStore(dir).init();
+    await store.putFile("crossdev1.png", local, { contentType: "image/png" });
+    await assert.rejects(Deno.stat(local), Deno.errors.NotFound);
+    const got = await store.get("crossdev1.png");
+    assert.deepEqual(
+      new Uint8Array(await new Response(got!.body as BodyInit).arrayBuffer()),
+      bytes,
+    );
+    // Nothing left in the store's temp folder.
+    const left = [];
+    for await (const e of Deno.readDir(`${dir}/.tmp`)) left.push(e.name);
+    assert.deepEqual(left, []);
+  } finally {
+    await Deno.remove(local).catch(() => {});
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 test("the S3 store keeps the same contract against a local S3 server", async () => {
   const s3 = await startS3();
   try {

@@ -78,7 +78,11 @@ export class FsStore implements BlobStore {
   }
 
   /** Syncs the file and renames it into place; a file on another filesystem is copied. */
-  async putFile(key: string, path: string): Promise<void> {
+  async putFile(
+    key: string,
+    path: string,
+    _meta?: { contentType: string },
+  ): Promise<void> {
     const final = this.#path(key);
     await syncFile(path);
     try {

@@ -5,6 +5,8 @@
  * file costs a handful of reads and writes rather than several per segment.
  */
 
+import { writeAll } from "./write_all.ts";
+
 const WINDOW = 1024 * 1024;
 
 /**
@@ -87,8 +89,7 @@ class BufWriter {
     this.#len = 0;
   }
   async #raw(b: Uint8Array) {
-    let off = 0;
-    while (off < b.length) off += await this.f.write(b.subarray(off));
+    await writeAll(this.f, b);
   }
 }
 

@@ -3,6 +3,7 @@ import { createHash, type Hash } from "node:crypto";
 import { join } from "node:path";
 import { Buffer } from "node:buffer";
 import { ApiError } from "../schemas/errors.ts";
+import { writeAll } from "./write_all.ts";
 
 /** One file part, already on disk in a temp file. */
 export interface ReceivedFile {
@@ -123,11 +124,6 @@ class FileSink {
     if (this.error) throw this.error;
     this.rec.sha256 = this.hash.digest("hex");
   }
-}
-
-async function writeAll(f: Deno.FsFile, b: Uint8Array) {
-  let off = 0;
-  while (off < b.length) off += await f.write(b.subarray(off));
 }
 
 /**

@@ -198,68 +198,62 @@ test("a file over the per-file limit is cut there and marked truncated", async (
   }
 });
 
-test("a body cut off before its closing boundary gets 160 and leaves no temp file", async () => {
+/**
+ * Sends one file part of `size` tricky bytes (the closing boundary left off when `closed`
+ * is false) and returns what receiving it threw, after checking it left no temp file.
+ */
+async function refusal(
+  seed: number,
+  size: number,
+  limits: { maxFileBytes: number; maxFiles: number },
+  opts: { closed?: boolean; missingDir?: boolean } = {},
+): Promise<unknown> {
   const dir = await Deno.makeTempDir();
   try {
-    const data = tricky(rng(7), 300_000, "----c");
-    await assert.rejects(
-      receiveMultipart(
-        chunked(
-          body([{ field: "images", filename: "x", data }], "----c", false),
-          rng(8),
-          50_000,
-        ),
-        "multipart/form-data; boundary=----c",
-        { tmpDir: dir, maxFileBytes: 1_000_000, maxFiles: 15 },
-      ),
-      (e) => e instanceof ApiError && e.code === 160,
+    const boundary = `----r${seed}`;
+    const data = tricky(rng(seed), size, boundary);
+    const bytes = body(
+      [{ field: "images", filename: "x", data }],
+      boundary,
+      opts.closed ?? true,
     );
+    const err = await receiveMultipart(
+      chunked(bytes, rng(seed + 1), 65_536),
+      `multipart/form-data; boundary=${boundary}`,
+      // A folder that does not exist stands in for a full or broken disk.
+      { tmpDir: opts.missingDir ? `${dir}/missing` : dir, ...limits },
+    ).then(() => undefined, (e) => e);
     await tmpDirEmpty(dir);
+    return err;
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+}
+
+const isCode = (e: unknown, code: number) =>
+  e instanceof ApiError && e.code === code;
+
+test("a body cut off before its closing boundary gets 160 and leaves no temp file", async () => {
+  const err = await refusal(7, 300_000, {
+    maxFileBytes: 1_000_000,
+    maxFiles: 15,
+  }, { closed: false });
+  assert.ok(isCode(err, 160), String(err));
 });
 
 test("a body over the whole-request cap gets 413 and leaves no temp file", async () => {
-  const dir = await Deno.makeTempDir();
-  try {
-    // Cap: 1 file × 10 KB + 4 MB; the body is 5 MB.
-    const data = tricky(rng(9), 5_000_000, "----o");
-    await assert.rejects(
-      receiveMultipart(
-        chunked(
-          body([{ field: "images", filename: "x", data }], "----o"),
-          rng(10),
-          65_536,
-        ),
-        "multipart/form-data; boundary=----o",
-        { tmpDir: dir, maxFileBytes: 10_000, maxFiles: 1 },
-      ),
-      (e) => e instanceof ApiError && e.code === 413,
-    );
-    await tmpDirEmpty(dir);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  // Cap: 1 file × 10 KB + 4 MB; the body is 5 MB.
+  const err = await refusal(9, 5_000_000, {
+    maxFileBytes: 10_000,
+    maxFiles: 1,
+  });
+  assert.ok(isCode(err, 413), String(err));
 });
 
 test("a temp file that cannot be written is an internal error, not a malformed body", async () => {
-  const dir = await Deno.makeTempDir();
-  try {
-    const data = tricky(rng(11), 200_000, "----d");
-    const err = await receiveMultipart(
-      chunked(
-        body([{ field: "images", filename: "x", data }], "----d"),
-        rng(12),
-        65_536,
-      ),
-      "multipart/form-data; boundary=----d",
-      // A folder that does not exist stands in for a full or broken disk.
-      { tmpDir: `${dir}/missing`, maxFileBytes: 1_000_000, maxFiles: 15 },
-    ).then(() => undefined, (e) => e);
-    assert.ok(err instanceof Deno.errors.NotFound, String(err));
-    await tmpDirEmpty(dir);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  const err = await refusal(11, 200_000, {
+    maxFileBytes: 1_000_000,
+    maxFiles: 15,
+  }, { missingDir: true });
+  assert.ok(err instanceof Deno.errors.NotFound, String(err));
 });

@@ -6,6 +6,7 @@ import {
   type BlobStore,
   type ByteRange,
 } from "./blob_store.ts";
+import { writeAll } from "../write_all.ts";
 
 async function syncFile(path: string) {
   const f = await Deno.open(path, { read: true });
@@ -55,17 +56,8 @@ export class FsStore implements BlobStore {
     try {
       const f = await Deno.open(tmp, { write: true, createNew: true });
       try {
-        if (body instanceof Uint8Array) {
-          let off = 0;
-          while (off < body.length) off += await f.write(body.subarray(off));
-        } else {
-          for await (const chunk of body) {
-            let off = 0;
-            while (off < chunk.length) {
-              off += await f.write(chunk.subarray(off));
-            }
-          }
-        }
+        if (body instanceof Uint8Array) await writeAll(f, body);
+        else for await (const chunk of body) await writeAll(f, chunk);
         await f.syncData();
       } finally {
         f.close();

@@ -69,6 +69,21 @@ const fixture: FixtureServer = startFixture({
     }),
   "/sub":
     `<!doctype html><body><img src="${denied.origin}/x.png"><p>hi</p></body>`,
+  // The ad tests name "localhost" as the ad host: same server, another host name.
+  "/adrequest": () =>
+    new Response(
+      `<!doctype html><body><img src="http://localhost:${fixture.port}/adpixel.png">
+      <img src="/ownpixel.png"></body>`,
+      { headers: { "content-type": "text/html" } },
+    ),
+  "/tofile":
+    `<!doctype html><style>html,body{margin:0;background:#fff}</style><body>
+    <script>location.href = "file:///etc/passwd"</script></body>`,
+  "/redirect-file": () =>
+    new Response(null, {
+      status: 302,
+      headers: { location: "file:///etc/passwd" },
+    }),
   "/setcookie": () =>
     new Response(`<body>${REPORT}</body>`, {
       headers: {
@@ -395,6 +410,56 @@ test("websockets, frames and fetches to a denied port never reach it", async () 
   assert.equal(r.status, 200);
   await new Promise((res) => setTimeout(res, 200));
   assert.equal(denied.requests.length, 0);
+});
+
+test("noAds blocks requests to ad hosts inside the browser: the ad server sees none", async () => {
+  const s = shooter({ adHosts: ["localhost"] });
+  const e = await testEnv({
+    screenshotter: s,
+    env: { SCREENSHOT_ALLOW_PRIVATE: ALLOW },
+  });
+  try {
+    const k = (await userWithKey(e)).key;
+    const adHits = () =>
+      fixture.requests.filter((r) => r.path === "/adpixel.png").length;
+    const ownHits = () =>
+      fixture.requests.filter((r) => r.path === "/ownpixel.png").length;
+    const before = [adHits(), ownHits()];
+    const plain = await shot(
+      { url: `${fixture.origin}/adrequest`, share: false },
+      e,
+      k,
+    );
+    assert.equal(plain.status, 200);
+    assert.deepEqual([adHits(), ownHits()], [before[0] + 1, before[1] + 1]);
+    const clean = await shot(
+      { url: `${fixture.origin}/adrequest`, share: false, noAds: true },
+      e,
+      k,
+    );
+    assert.equal(clean.status, 200);
+    // The page's own image still loads; the ad host's never left the browser.
+    assert.deepEqual([adHits(), ownHits()], [before[0] + 1, before[1] + 2]);
+  } finally {
+    await e.close();
+    await s.close();
+  }
+});
+
+test("a page that redirects or scripts its way to a file: URL never shows the file", async () => {
+  const r = await shot({ url: `${fixture.origin}/redirect-file` });
+  assert.deepEqual([r.status, r.body.error.code], [502, 220]);
+  const scripted = await shot({
+    url: `${fixture.origin}/tofile`,
+    share: false,
+    preset: "laptop",
+  });
+  assert.equal(scripted.status, 200);
+  // Still the blank white page: /etc/passwd's text would leave dark pixels.
+  const { data } = await sharp(
+    decodeDataUri(scripted.body.data.display_url).bytes,
+  ).removeAlpha().raw().toBuffer({ resolveWithObject: true });
+  assert.ok(data.every((v) => v > 240));
 });
 
 test("the browser is recycled after SCREENSHOT_RECYCLE_AFTER captures", async () => {

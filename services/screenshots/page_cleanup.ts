@@ -3,7 +3,7 @@
  * requests are dropped, and a script that dismisses consent dialogs and removes fixed bars.
  */
 
-/** Hosts (and their subdomains) of ad servers and trackers; requests to them are aborted. */
+/** Hosts (and their subdomains) of ad servers and trackers; requests to them are blocked. */
 export const AD_HOSTS = [
   "doubleclick.net",
   "googlesyndication.com",
@@ -38,15 +38,22 @@ export const AD_HOSTS = [
   "bat.bing.com",
 ];
 
-/** True when a URL's host is an ad/tracker host or a subdomain of one. */
-export function isAdHost(url: string): boolean {
-  let host: string;
-  try {
-    host = new URL(url).hostname.toLowerCase();
-  } catch {
-    return false;
-  }
-  return AD_HOSTS.some((h) => host === h || host.endsWith(`.${h}`));
+/** One entry of Chromium's `Network.setBlockedURLs` (URLPattern syntax). */
+export interface BlockPattern {
+  urlPattern: string;
+  block: boolean;
+}
+
+/**
+ * URL patterns that block every request to these hosts and their subdomains, on any scheme
+ * and port. Chromium drops matching requests itself, so blocking costs no round trip to us
+ * per request (request interception did, and measurably slowed every capture).
+ */
+export function adBlockPatterns(hosts: readonly string[] = AD_HOSTS) {
+  return hosts.flatMap((h): BlockPattern[] => [
+    { urlPattern: `*://${h}:*/*`, block: true },
+    { urlPattern: `*://*.${h}:*/*`, block: true },
+  ]);
 }
 
 /** Selectors of common ad containers. */

@@ -462,6 +462,18 @@ test("a page that redirects or scripts its way to a file: URL never shows the fi
   assert.ok(data.every((v) => v > 240));
 });
 
+test("each capture's browser context is closed after it answers", async () => {
+  const browser = await shared.browser();
+  const r = await shot({ url: `${fixture.origin}/dark`, share: false });
+  assert.equal(r.status, 200);
+  const deadline = Date.now() + 3000;
+  while (browser.browserContexts().length > 1 && Date.now() < deadline) {
+    await new Promise((res) => setTimeout(res, 20));
+  }
+  // Only Chromium's default context is left.
+  assert.equal(browser.browserContexts().length, 1);
+});
+
 test("the browser is recycled after SCREENSHOT_RECYCLE_AFTER captures", async () => {
   const s = shooter({ recycleAfter: 2 });
   try {
@@ -575,6 +587,14 @@ test("a full queue gets 240 with Retry-After, and so does a server without a bro
     assert.ok(Number(res.headers.get("retry-after")) > 0);
     assert.equal((await res.json()).error.code, 240);
     assert.equal((await slow).status, 200);
+    // Right after an answer its slot may still be closing the context; a caller who comes
+    // at once waits those milliseconds instead of getting 240.
+    const next = await shot(
+      { url: `${fixture.origin}/dark`, share: false },
+      e,
+      k,
+    );
+    assert.equal(next.status, 200);
   } finally {
     await s.close();
     await e.close();

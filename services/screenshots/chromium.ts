@@ -87,6 +87,12 @@ export class ChromiumScreenshotter implements Screenshotter {
   #queue: (() => void)[] = [];
   #captures = 0;
   #closed = false;
+  /** Slots held only while their capture's context is closed. */
+  #tearingDown = 0;
+  /** Captures between taking the browser and answering. */
+  #shooting = 0;
+  /** Contexts still being closed after their capture answered, and retired browsers. */
+  #teardowns = new Set<Promise<void>>();
 
   constructor(private readonly opts: ChromiumOptions) {}
 
@@ -160,7 +166,9 @@ export class ChromiumScreenshotter implements Screenshotter {
       this.#active++;
       return;
     }
-    if (this.#queue.length >= this.opts.queueMax) {
+    // A slot whose context is being torn down frees within milliseconds: wait for it
+    // rather than answer "busy" to a caller who came right after the previous answer.
+    if (this.#queue.length >= this.opts.queueMax + this.#tearingDown) {
       throw new ApiError(240, {
         headers: { "Retry-After": "5" },
         details: [{ message: "all browsers are busy; try again shortly" }],
@@ -173,27 +181,33 @@ export class ChromiumScreenshotter implements Screenshotter {
     const next = this.#queue.shift();
     if (next) next();
     else this.#active--;
-    // Recycle an old local browser once it is idle.
+  }
+
+  /**
+   * Replaces a local browser that has served `recycleAfter` captures, once no capture is
+   * using it; it is closed after the contexts still being torn down are gone.
+   */
+  #recycleIfDue() {
+    const old = this.#browser;
     if (
-      this.#active === 0 && this.#captures >= this.opts.recycleAfter &&
-      this.#browser &&
-      !this.opts.wsEndpoint
-    ) {
-      const old = this.#browser;
-      this.#browser = undefined;
-      old.close().catch(() => {});
-    }
+      !old || this.opts.wsEndpoint || this.#shooting > 0 ||
+      this.#captures < this.opts.recycleAfter
+    ) return;
+    this.#browser = undefined;
+    const closed = Promise.allSettled([...this.#teardowns])
+      .then(() => old.close()).catch(() => {});
+    this.#teardowns.add(closed);
+    closed.finally(() => this.#teardowns.delete(closed));
   }
 
   async capture(opts: CaptureOptions): Promise<CaptureResult> {
     await this.#acquire();
+    let teardown: Promise<void> | undefined;
+    this.#recycleIfDue();
+    this.#shooting++;
     try {
       const browser = await this.#getBrowser();
       this.#captures++;
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      const deadline = new Promise<never>((_, reject) =>
-        timer = setTimeout(() => reject(new ApiError(230)), this.opts.timeoutMs)
-      );
       const guard = await startGuardProxy(this.opts.allowRules);
       const context = await browser.createBrowserContext({
         proxyServer: guard.url,
@@ -201,19 +215,39 @@ export class ChromiumScreenshotter implements Screenshotter {
         // pass the guard.
         proxyBypassList: ["<-loopback>"],
         downloadBehavior: { policy: "deny" },
+      }).catch(async (e) => {
+        await guard.close();
+        throw e;
       });
+      let timer: ReturnType<typeof setTimeout> | undefined;
       try {
         return await Promise.race([
           this.#shoot(context, guard, opts),
-          deadline,
+          new Promise<never>((_, reject) =>
+            timer = setTimeout(
+              () => reject(new ApiError(230)),
+              this.opts.timeoutMs,
+            )
+          ),
         ]);
       } finally {
         clearTimeout(timer);
-        await context.close().catch(() => {});
-        await guard.close();
+        // Torn down after the answer: the caller does not wait the ~8 ms Chromium takes
+        // to close a context, yet the slot stays taken until it is gone (see below).
+        teardown = context.close().catch(() => {}).then(() => guard.close())
+          .catch(() => {});
       }
     } finally {
-      this.#release();
+      this.#shooting--;
+      if (teardown) {
+        this.#tearingDown++;
+        const t = teardown.finally(() => {
+          this.#tearingDown--;
+          this.#release();
+        });
+        this.#teardowns.add(t);
+        t.finally(() => this.#teardowns.delete(t));
+      } else this.#release();
     }
   }
 
@@ -345,6 +379,7 @@ export class ChromiumScreenshotter implements Screenshotter {
 
   async close(): Promise<void> {
     this.#closed = true;
+    await Promise.allSettled([...this.#teardowns]);
     const b = this.#browser ?? await this.#launching?.catch(() => undefined);
     this.#browser = undefined;
     if (!b) return;

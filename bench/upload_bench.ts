@@ -2,7 +2,8 @@
  * Upload throughput: POST /api/1/upload of 200 KB and 5 MB JPEGs with 1 and 8 concurrent
  * clients, against a bare Deno.serve that streams the same multipart body to disk, both in
  * their own processes on loopback. Every file is unique so the duplicate shortcut never
- * applies. Target: service ≥ 0.8× baseline requests/s.
+ * applies. Target: service ≥ 0.8× baseline requests/s. BENCH_DATABASE_URL runs the service on
+ * PostgreSQL instead of its embedded PGlite.
  */
 import {
   freePort,
@@ -32,7 +33,11 @@ const sizes = [
   },
 ];
 
-const svc = await startService();
+const svc = await startService(
+  Deno.env.get("BENCH_DATABASE_URL")
+    ? { DATABASE_URL: Deno.env.get("BENCH_DATABASE_URL")! }
+    : {},
+);
 const basePort = freePort();
 const base = spawnDeno("bench/baseline_upload_server.ts", {
   PORT: String(basePort),

@@ -1,14 +1,17 @@
 /**
  * Upload throughput: POST /api/1/upload of 200 KB and 5 MB JPEGs with 1 and 8 concurrent
  * clients, against a bare Deno.serve that streams the same multipart body to disk, both in
- * their own processes on loopback. Every file is unique so the duplicate shortcut never
- * applies. Target: service ≥ 0.8× baseline requests/s. BENCH_DATABASE_URL runs the service on
- * PostgreSQL instead of its embedded PGlite.
+ * their own processes on loopback, driven by a keep-alive client with Nagle off (see
+ * RawHttpClient). Every file is unique so the duplicate shortcut never applies. Target:
+ * service ≥ 0.8× baseline requests/s. BENCH_DATABASE_URL runs the service on PostgreSQL
+ * instead of its embedded PGlite.
  */
 import {
   freePort,
   load,
+  multipartBody,
   noiseJpeg,
+  RawHttpClient,
   spawnDeno,
   startService,
   table,
@@ -50,43 +53,33 @@ try {
     const jpeg = await noiseJpeg(size.bytes);
     for (const c of [1, 8] as const) {
       const n = size.n[c];
-      const bodies = Array.from({ length: n }, () => {
-        const fd = new FormData();
-        fd.append(
-          "images",
-          new File([uniqueJpeg(jpeg) as Uint8Array<ArrayBuffer>], "bench.jpg", {
-            type: "image/jpeg",
-          }),
-        );
-        return fd;
-      });
+      const bodies = Array.from(
+        { length: n },
+        () => multipartBody(uniqueJpeg(jpeg), "bench.jpg"),
+      );
       const post =
-        (url: string, headers: Record<string, string>) => async (i: number) => {
-          const r = await fetch(url, {
-            method: "POST",
-            headers,
-            body: bodies[i],
-          });
-          const j = await r.json();
+        (client: RawHttpClient, path: string, auth: Record<string, string>) =>
+        async (i: number) => {
+          const r = await client.post(path, {
+            ...auth,
+            "content-type": bodies[i].contentType,
+          }, bodies[i].body);
+          const j = JSON.parse(new TextDecoder().decode(r.body));
           if (!j.success) throw new Error(JSON.stringify(j));
         };
+      const baseClient = new RawHttpClient(basePort);
+      const svcClient = new RawHttpClient(Number(new URL(svc.url).port));
+      const auth = { authorization: `Bearer ${svc.key}` };
       // Warm both once (JIT, first sharp call, first DB insert), then measure.
-      const warm = new FormData();
-      warm.append(
-        "images",
-        new File([uniqueJpeg(jpeg) as Uint8Array<ArrayBuffer>], "w.jpg"),
-      );
-      await (await fetch(`${svc.url}/api/1/upload`, {
-        method: "POST",
-        headers: { authorization: `Bearer ${svc.key}` },
-        body: warm,
-      })).body?.cancel();
-      const b = await load(n, c, post(`http://127.0.0.1:${basePort}/`, {}));
-      const s = await load(
-        n,
-        c,
-        post(`${svc.url}/api/1/upload`, { authorization: `Bearer ${svc.key}` }),
-      );
+      const warm = multipartBody(uniqueJpeg(jpeg), "w.jpg");
+      await svcClient.post("/api/1/upload", {
+        ...auth,
+        "content-type": warm.contentType,
+      }, warm.body);
+      const b = await load(n, c, post(baseClient, "/", {}));
+      const s = await load(n, c, post(svcClient, "/api/1/upload", auth));
+      baseClient.close();
+      svcClient.close();
       rows.push({
         file: `${size.label} (${(jpeg.length / 1e6).toFixed(2)} MB)`,
         clients: c,

@@ -35,9 +35,10 @@ export function spawnDeno(
   script: string,
   env: Record<string, string>,
   args: string[] = [],
+  denoFlags: string[] = [],
 ): Proc {
   const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", script, ...args],
+    args: ["run", "-A", ...denoFlags, script, ...args],
     cwd: ROOT,
     env,
     stdout: "null",
@@ -83,7 +84,10 @@ export async function startService(extraEnv: Record<string, string> = {}) {
   if (out.code !== 0) throw new Error(new TextDecoder().decode(out.stderr));
   const key = JSON.parse(new TextDecoder().decode(out.stdout))
     .api_key as string;
-  const proc = spawnDeno("main.ts", env);
+  // As `deno task start` runs it (deno.json): glibc arenas capped, a small V8 young generation.
+  const proc = spawnDeno("main.ts", { MALLOC_ARENA_MAX: "2", ...env }, [], [
+    "--v8-flags=--max-semi-space-size=1",
+  ]);
   await waitUp(`http://127.0.0.1:${port}/healthz`);
   return {
     url: `http://127.0.0.1:${port}`,

@@ -18,8 +18,9 @@ watchdog(10 * 60_000);
 
 const FILES = 15;
 const MB = 1024 * 1024;
-// As `deno task start` runs it: glibc arenas capped (libvips threads otherwise fragment memory).
-const svc = await startService({ MALLOC_ARENA_MAX: "2" });
+// startService runs the service as `deno task start` does (glibc arenas capped, small V8
+// young generation): see BENCHMARKS.md for what each setting does to this benchmark.
+const svc = await startService();
 const dir = await Deno.makeTempDir({ prefix: "imagehost-membench-" });
 const enc = new TextEncoder();
 

@@ -101,8 +101,8 @@ class FileSink {
   }
 
   /** Resolves when another read's worth of bytes can be taken without a third buffer. */
-  async ready(): Promise<void> {
-    if (this.#busy && WRITE_SIZE - this.#len < READ_SIZE) await this.#flushing;
+  ready(): Promise<void> | undefined {
+    if (this.#busy && WRITE_SIZE - this.#len < READ_SIZE) return this.#flushing;
   }
 
   #finished?: Promise<void>;
@@ -232,7 +232,8 @@ export async function receiveMultipart(
       // Let busboy's per-file streams deliver what they queued before their first read.
       await new Promise((r) => queueMicrotask(() => r(undefined)));
       if (parseError) break;
-      await Promise.all(sinks.map((s) => s.ready()));
+      // Parts arrive one after another: only the latest can still be filling.
+      await sinks.at(-1)?.ready();
       const failed = sinks.find((s) => s.error);
       if (failed) throw failed.error;
     }

@@ -64,20 +64,26 @@ export function registerHostRoutes(
     if (!key || key !== c.req.param("file")) throw new ApiError(404);
 
     const etag = `"${key}"`;
-    const maxAge = row.expires_at
-      ? Math.max(
-        0,
-        Math.floor(
-          (new Date(row.expires_at).getTime() - deps.clock.now().getTime()) /
-            1000,
-        ),
-      )
-      : 31536000;
+    const cacheControl = row.expires_at
+      ? `public, max-age=${
+        Math.max(
+          0,
+          Math.floor(
+            (new Date(row.expires_at).getTime() -
+              deps.clock.now().getTime()) / 1000,
+          ),
+        )
+      }`
+      : "public, max-age=31536000, immutable";
+    if (etagMatches(c.req.header("if-none-match"), etag)) {
+      // A 304 only refreshes the cached copy (RFC 9110 15.4.5): ETag and Cache-Control are
+      // what it needs; the rest came with the 200 and stays in the cache. Checked before
+      // anything else is built: revalidations are the hottest request an image host gets.
+      return c.body(null, 304, { "ETag": etag, "Cache-Control": cacheControl });
+    }
     const headers: Record<string, string> = {
       "ETag": etag,
-      "Cache-Control": row.expires_at
-        ? `public, max-age=${maxAge}`
-        : "public, max-age=31536000, immutable",
+      "Cache-Control": cacheControl,
       "Content-Type": MIME_BY_EXT[ext],
       "X-Content-Type-Options": "nosniff",
       "Content-Security-Policy":
@@ -86,14 +92,6 @@ export function registerHostRoutes(
       "Access-Control-Allow-Origin": "*",
       "Cross-Origin-Resource-Policy": "cross-origin",
     };
-    if (etagMatches(c.req.header("if-none-match"), etag)) {
-      // A 304 only refreshes the cached copy (RFC 9110 15.4.5): ETag and Cache-Control are
-      // what it needs; the rest came with the 200 and stays in the cache.
-      return c.body(null, 304, {
-        "ETag": etag,
-        "Cache-Control": headers["Cache-Control"],
-      });
-    }
     const rangeHeader = c.req.header("range");
     if (c.req.method === "HEAD" || rangeHeader) {
       const stat = await deps.store.stat(key);

@@ -158,6 +158,100 @@ test("the S3 store keeps the same contract against a local S3 server", async () 
   }
 });
 
+test("a file larger than one part goes to S3 as a multipart upload and comes back whole", async () => {
+  const s3 = await startS3();
+  const local = await Deno.makeTempFile();
+  try {
+    const opts = {
+      endpoint: s3.endpoint,
+      bucket: "images",
+      region: "us-east-1",
+      accessKeyId: "S3RVER",
+      secretAccessKey: "S3RVER",
+    };
+    const store = new S3Store({ ...opts, partSize: 5 * 1024 * 1024 });
+    const bytes = new Uint8Array(12 * 1024 * 1024 + 123).map((_, i) =>
+      (i * 7) % 251
+    );
+    await Deno.writeFile(local, bytes);
+    // Record what the store asks of S3 (aws4fetch calls the global fetch).
+    const seen: string[] = [];
+    const realFetch = globalThis.fetch;
+    globalThis.fetch = (input, init) => {
+      const r = input instanceof Request ? input : new Request(input, init);
+      seen.push(`${r.method} ${new URL(r.url).search.replace(/=[^&]+/g, "")}`);
+      return realFetch(input, init);
+    };
+    try {
+      await store.putFile("multipart1.jpg", local, {
+        contentType: "image/jpeg",
+      });
+    } finally {
+      globalThis.fetch = realFetch;
+    }
+    assert.deepEqual(seen, [
+      "POST ?uploads",
+      "PUT ?partNumber&uploadId",
+      "PUT ?partNumber&uploadId",
+      "PUT ?partNumber&uploadId",
+      "POST ?uploadId",
+    ]);
+    await assert.rejects(Deno.stat(local), Deno.errors.NotFound);
+    const got = await store.get("multipart1.jpg");
+    assert.equal(got!.size, bytes.length);
+    assert.deepEqual(
+      new Uint8Array(await new Response(got!.body as BodyInit).arrayBuffer()),
+      bytes,
+    );
+  } finally {
+    await Deno.remove(local).catch(() => {});
+    await s3.close();
+  }
+});
+
+test("a multipart upload whose part is refused fails whole: aborted, nothing stored", async () => {
+  const s3 = await startS3();
+  const local = await Deno.makeTempFile();
+  const realFetch = globalThis.fetch;
+  try {
+    const store = new S3Store({
+      endpoint: s3.endpoint,
+      bucket: "images",
+      region: "us-east-1",
+      accessKeyId: "S3RVER",
+      secretAccessKey: "S3RVER",
+      partSize: 5 * 1024 * 1024,
+    });
+    await Deno.writeFile(local, new Uint8Array(11 * 1024 * 1024));
+    const seen: string[] = [];
+    globalThis.fetch = (input, init) => {
+      const r = input instanceof Request ? input : new Request(input, init);
+      const u = new URL(r.url);
+      seen.push(`${r.method} ${u.search.replace(/=[^&]+/g, "")}`);
+      if (u.searchParams.get("partNumber") === "2") {
+        return Promise.resolve(new Response("<Error/>", { status: 403 }));
+      }
+      return realFetch(input, init);
+    };
+    await assert.rejects(
+      store.putFile("multipart2.jpg", local, { contentType: "image/jpeg" }),
+      /part 2/,
+    );
+    globalThis.fetch = realFetch;
+    assert.deepEqual(seen, [
+      "POST ?uploads",
+      "PUT ?partNumber&uploadId",
+      "PUT ?partNumber&uploadId",
+      "DELETE ?uploadId",
+    ]);
+    assert.equal(await store.stat("multipart2.jpg"), null);
+  } finally {
+    globalThis.fetch = realFetch;
+    await Deno.remove(local).catch(() => {});
+    await s3.close();
+  }
+});
+
 test("uploads through the S3 store are served by the image host", async () => {
   const s3 = await startS3();
   const env = await testEnv({ store: s3.store });

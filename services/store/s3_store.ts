@@ -15,6 +15,8 @@ export interface S3Options {
   accessKeyId: string;
   secretAccessKey: string;
   timeoutMs?: number;
+  /** Files larger than this go up as multipart uploads of parts this size (≥ 5 MiB on S3). */
+  partSize?: number;
 }
 
 /**
@@ -26,6 +28,7 @@ export class S3Store implements BlobStore {
   readonly #aws: AwsClient;
   readonly #base: string;
   readonly #timeout: number;
+  readonly #partSize: number;
 
   constructor(opts: S3Options) {
     this.#aws = new AwsClient({
@@ -36,6 +39,7 @@ export class S3Store implements BlobStore {
     });
     this.#base = `${opts.endpoint.replace(/\/+$/, "")}/${opts.bucket}`;
     this.#timeout = opts.timeoutMs ?? 30_000;
+    this.#partSize = opts.partSize ?? 8 * 1024 * 1024;
   }
 
   #url(key: string) {
@@ -72,15 +76,90 @@ export class S3Store implements BlobStore {
     if (!res.ok) throw new Error(`S3 PUT ${key} failed: ${res.status}`);
   }
 
-  /** Reads the file in one allocation of its exact size, PUTs it, then removes it. */
+  /**
+   * PUTs a small file in one request; a larger one as a multipart upload of PART_SIZE
+   * pieces read into one reused buffer, so memory per upload stays at one part whatever
+   * the file's size (Deno's fetch sends stream bodies chunked, which S3 refuses for a PUT).
+   * The file is removed once stored.
+   */
   async putFile(
     key: string,
     path: string,
     meta: { contentType: string },
   ): Promise<void> {
-    const bytes = await Deno.readFile(path);
-    await this.put(key, bytes, { ...meta, size: bytes.length });
+    const f = await Deno.open(path, { read: true });
+    try {
+      const { size } = await f.stat();
+      if (size <= this.#partSize) {
+        const bytes = new Uint8Array(size);
+        await readFull(f, bytes);
+        await this.put(key, bytes, { ...meta, size });
+      } else {
+        await this.#multipart(key, f, size, meta.contentType);
+      }
+    } finally {
+      f.close();
+    }
     await Deno.remove(path).catch(() => {});
+  }
+
+  async #multipart(
+    key: string,
+    f: Deno.FsFile,
+    size: number,
+    contentType: string,
+  ) {
+    const url = this.#url(key);
+    const init = await this.#fetch(`${url}?uploads`, {
+      method: "POST",
+      headers: { "content-type": contentType },
+    });
+    const xml = await init.text();
+    const uploadId = xml.match(/<UploadId>([^<]+)<\/UploadId>/)?.[1];
+    if (!init.ok || !uploadId) {
+      throw new Error(`S3 multipart start ${key} failed: ${init.status}`);
+    }
+    const id = encodeURIComponent(uploadId);
+    try {
+      const buf = new Uint8Array(this.#partSize);
+      const etags: string[] = [];
+      for (let off = 0, n = 1; off < size; off += this.#partSize, n++) {
+        const part = buf.subarray(0, Math.min(this.#partSize, size - off));
+        await readFull(f, part);
+        const res = await this.#fetch(`${url}?partNumber=${n}&uploadId=${id}`, {
+          method: "PUT",
+          body: part as Uint8Array<ArrayBuffer>,
+          headers: { "content-length": String(part.length) },
+        });
+        await res.body?.cancel();
+        const etag = res.headers.get("etag");
+        if (!res.ok || !etag) {
+          throw new Error(`S3 part ${n} of ${key} failed: ${res.status}`);
+        }
+        etags.push(etag);
+      }
+      const done = await this.#fetch(`${url}?uploadId=${id}`, {
+        method: "POST",
+        headers: { "content-type": "application/xml" },
+        body: `<CompleteMultipartUpload>${
+          etags.map((e, i) =>
+            `<Part><PartNumber>${i + 1}</PartNumber><ETag>${
+              e.replace(/&/g, "&amp;").replace(/</g, "&lt;")
+            }</ETag></Part>`
+          ).join("")
+        }</CompleteMultipartUpload>`,
+      });
+      // S3 can answer 200 with an <Error> body when completing fails late.
+      const body = await done.text();
+      if (!done.ok || body.includes("<Error>")) {
+        throw new Error(`S3 multipart completion of ${key} failed`);
+      }
+    } catch (e) {
+      // Parts of an abandoned upload are billed until aborted.
+      await this.#fetch(`${url}?uploadId=${id}`, { method: "DELETE" })
+        .then((r) => r.body?.cancel()).catch(() => {});
+      throw e;
+    }
   }
 
   async stat(key: string): Promise<BlobStat | null> {
@@ -116,5 +195,15 @@ export class S3Store implements BlobStore {
     if (!res.ok && res.status !== 404) {
       throw new Error(`S3 DELETE ${key} failed: ${res.status}`);
     }
+  }
+}
+
+/** Fills `buf` from the file's current position. */
+async function readFull(f: Deno.FsFile, buf: Uint8Array) {
+  let off = 0;
+  while (off < buf.length) {
+    const n = await f.read(buf.subarray(off));
+    if (n === null) throw new Error("file ended early");
+    off += n;
   }
 }

@@ -803,3 +803,59 @@ for (const kind of databaseKinds().filter((k) => k === "postgres")) {
     }
   });
 }
+
+test("a client that hangs up mid-upload leaves no temp file, stores nothing, and the server keeps serving", async () => {
+  const env = await testEnv();
+  const { key } = await userWithKey(env);
+  const server = Deno.serve(
+    { port: 0, hostname: "127.0.0.1", onListen: () => {} },
+    env.app.fetch,
+  );
+  try {
+    const boundary = "----gone";
+    const conn = await Deno.connect({
+      hostname: "127.0.0.1",
+      port: server.addr.port,
+    });
+    const head = new TextEncoder().encode(
+      `POST /api/1/upload HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${key}\r\n` +
+        `content-type: multipart/form-data; boundary=${boundary}\r\n` +
+        `content-length: 5000000\r\n\r\n--${boundary}\r\n` +
+        `Content-Disposition: form-data; name="images"; filename="a.jpg"\r\n\r\n`,
+    );
+    await conn.write(head);
+    // 1 MB of the promised 5 MB, then the client is gone.
+    await conn.write(new Uint8Array(1_000_000).fill(0xab));
+    await new Promise((r) => setTimeout(r, 200));
+    const tmp = `${env.dataDir}/tmp`;
+    const during: string[] = [];
+    for await (const e of Deno.readDir(tmp)) during.push(e.name);
+    assert.equal(during.length, 1, "the part is being written to a temp file");
+    conn.close();
+    // The temp folder empties once the server notices.
+    let left: string[] = [];
+    for (let i = 0; i < 50; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      left = [];
+      for await (const e of Deno.readDir(tmp)) left.push(e.name);
+      if (left.length === 0) break;
+    }
+    assert.deepEqual(left, []);
+    const rows = await env.deps.database.db.selectFrom("images").select("id")
+      .execute();
+    assert.equal(rows.length, 0);
+    const ok = await fetch(
+      `http://127.0.0.1:${server.addr.port}/api/1/upload`,
+      {
+        method: "POST",
+        headers: { authorization: `Bearer ${key}` },
+        body: formWith([{ name: "b.png", bytes: await makeImage("png") }]),
+      },
+    );
+    assert.equal(ok.status, 200);
+    assert.equal((await ok.json()).success, true);
+  } finally {
+    await server.shutdown();
+    await env.close();
+  }
+});

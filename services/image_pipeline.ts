@@ -14,6 +14,7 @@ import {
   toImageRecord,
 } from "./images.ts";
 import { StripBuffers, stripJpeg, stripPng } from "./metadata_strip.ts";
+import { readFull } from "./file_io.ts";
 
 /** Accepted types, detected from the bytes: media type → stored extension. */
 const ACCEPTED: Record<string, string> = {
@@ -31,12 +32,7 @@ async function sniffType(path: string) {
   const f = await Deno.open(path, { read: true });
   try {
     const head = new Uint8Array(4100);
-    let n = 0;
-    while (n < head.length) {
-      const r = await f.read(head.subarray(n));
-      if (r === null) break;
-      n += r;
-    }
+    const n = await readFull(f, head);
     return await fileTypeFromBuffer(head.subarray(0, n)).catch(() => undefined);
   } finally {
     f.close();

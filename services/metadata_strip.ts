@@ -5,7 +5,7 @@
  * file costs a handful of reads and writes rather than several per segment.
  */
 
-import { writeAll } from "./write_all.ts";
+import { writeAll } from "./file_io.ts";
 
 const WINDOW = 1024 * 1024;
 

@@ -3,7 +3,7 @@ import { createHash, type Hash } from "node:crypto";
 import { join } from "node:path";
 import { Buffer } from "node:buffer";
 import { ApiError } from "../schemas/errors.ts";
-import { writeAll } from "./write_all.ts";
+import { writeAll } from "./file_io.ts";
 
 /** One file part, already on disk in a temp file. */
 export interface ReceivedFile {

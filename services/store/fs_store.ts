@@ -6,7 +6,7 @@ import {
   type BlobStore,
   type ByteRange,
 } from "./blob_store.ts";
-import { writeAll } from "../write_all.ts";
+import { readFull, writeAll } from "../file_io.ts";
 
 async function syncFile(path: string) {
   const f = await Deno.open(path, { read: true });
@@ -125,13 +125,7 @@ export class FsStore implements BlobStore {
       // One read beats a stream's per-chunk overhead for the typical image.
       try {
         const buf = new Uint8Array(size);
-        let off = 0;
-        while (off < size) {
-          const n = await f.read(buf.subarray(off));
-          if (n === null) break;
-          off += n;
-        }
-        return { size, body: buf.subarray(0, off) };
+        return { size, body: buf.subarray(0, await readFull(f, buf)) };
       } finally {
         f.close();
       }

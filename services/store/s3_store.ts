@@ -6,6 +6,7 @@ import {
   type BlobStore,
   type ByteRange,
 } from "./blob_store.ts";
+import { readFull } from "../file_io.ts";
 
 /** Settings of an S3-compatible bucket (path-style addressing). */
 export interface S3Options {
@@ -92,7 +93,9 @@ export class S3Store implements BlobStore {
       const { size } = await f.stat();
       if (size <= this.#partSize) {
         const bytes = new Uint8Array(size);
-        await readFull(f, bytes);
+        if (await readFull(f, bytes) < size) {
+          throw new Error("file ended early");
+        }
         await this.put(key, bytes, { ...meta, size });
       } else {
         await this.#multipart(key, f, size, meta.contentType);
@@ -125,7 +128,9 @@ export class S3Store implements BlobStore {
       const etags: string[] = [];
       for (let off = 0, n = 1; off < size; off += this.#partSize, n++) {
         const part = buf.subarray(0, Math.min(this.#partSize, size - off));
-        await readFull(f, part);
+        if (await readFull(f, part) < part.length) {
+          throw new Error("file ended early");
+        }
         const res = await this.#fetch(`${url}?partNumber=${n}&uploadId=${id}`, {
           method: "PUT",
           body: part as Uint8Array<ArrayBuffer>,
@@ -195,15 +200,5 @@ export class S3Store implements BlobStore {
     if (!res.ok && res.status !== 404) {
       throw new Error(`S3 DELETE ${key} failed: ${res.status}`);
     }
-  }
-}
-
-/** Fills `buf` from the file's current position. */
-async function readFull(f: Deno.FsFile, buf: Uint8Array) {
-  let off = 0;
-  while (off < buf.length) {
-    const n = await f.read(buf.subarray(off));
-    if (n === null) throw new Error("file ended early");
-    off += n;
   }
 }

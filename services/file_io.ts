@@ -1,0 +1,22 @@
+/** Writes every byte: a single `write` may take only part of them. */
+export async function writeAll(f: Deno.FsFile, bytes: Uint8Array) {
+  let off = 0;
+  while (off < bytes.length) off += await f.write(bytes.subarray(off));
+}
+
+/**
+ * Fills `buf` from the file's position (a single `read` may return less); returns how many
+ * bytes it got, fewer than `buf.length` only at the end of the file.
+ */
+export async function readFull(
+  f: Deno.FsFile,
+  buf: Uint8Array,
+): Promise<number> {
+  let off = 0;
+  while (off < buf.length) {
+    const n = await f.read(buf.subarray(off));
+    if (n === null) break;
+    off += n;
+  }
+  return off;
+}

@@ -11,7 +11,7 @@ import { formWith, makeImage } from "./fixtures.ts";
  * under Node in its own process, as a real S3 endpoint would be: in-process it shared the
  * test runner's threads with other test workers and stalled under load.
  */
-async function startS3() {
+async function startS3(opts: { partSize?: number } = {}) {
   const dir = await Deno.makeTempDir({ prefix: "imagehost-s3-" });
   const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const port = (l.addr as Deno.NetAddr).port;
@@ -50,6 +50,7 @@ async function startS3() {
     region: "us-east-1",
     accessKeyId: "S3RVER",
     secretAccessKey: "S3RVER",
+    ...opts,
   });
   return {
     store,
@@ -58,6 +59,30 @@ async function startS3() {
       proc.kill("SIGTERM");
       await proc.status;
       await Deno.remove(dir, { recursive: true }).catch(() => {});
+    },
+  };
+}
+
+/**
+ * Records what stores ask of S3 as "METHOD ?param&param" (aws4fetch calls the global
+ * fetch) until `restore`; `refuse` answers a request 403 instead of sending it.
+ */
+function recordS3Requests(refuse: (u: URL) => boolean = () => false) {
+  const seen: string[] = [];
+  const realFetch = globalThis.fetch;
+  globalThis.fetch = (input, init) => {
+    const r = input instanceof Request ? input : new Request(input, init);
+    const u = new URL(r.url);
+    seen.push(`${r.method} ${u.search.replace(/=[^&]+/g, "")}`);
+    if (refuse(u)) {
+      return Promise.resolve(new Response("<Error/>", { status: 403 }));
+    }
+    return realFetch(input, init);
+  };
+  return {
+    seen,
+    restore() {
+      globalThis.fetch = realFetch;
     },
   };
 }
@@ -159,37 +184,22 @@ test("the S3 store keeps the same contract against a local S3 server", async () 
 });
 
 test("a file larger than one part goes to S3 as a multipart upload and comes back whole", async () => {
-  const s3 = await startS3();
+  const s3 = await startS3({ partSize: 5 * 1024 * 1024 });
   const local = await Deno.makeTempFile();
   try {
-    const opts = {
-      endpoint: s3.endpoint,
-      bucket: "images",
-      region: "us-east-1",
-      accessKeyId: "S3RVER",
-      secretAccessKey: "S3RVER",
-    };
-    const store = new S3Store({ ...opts, partSize: 5 * 1024 * 1024 });
     const bytes = new Uint8Array(12 * 1024 * 1024 + 123).map((_, i) =>
       (i * 7) % 251
     );
     await Deno.writeFile(local, bytes);
-    // Record what the store asks of S3 (aws4fetch calls the global fetch).
-    const seen: string[] = [];
-    const realFetch = globalThis.fetch;
-    globalThis.fetch = (input, init) => {
-      const r = input instanceof Request ? input : new Request(input, init);
-      seen.push(`${r.method} ${new URL(r.url).search.replace(/=[^&]+/g, "")}`);
-      return realFetch(input, init);
-    };
+    const requests = recordS3Requests();
     try {
-      await store.putFile("multipart1.jpg", local, {
+      await s3.store.putFile("multipart1.jpg", local, {
         contentType: "image/jpeg",
       });
     } finally {
-      globalThis.fetch = realFetch;
+      requests.restore();
     }
-    assert.deepEqual(seen, [
+    assert.deepEqual(requests.seen, [
       "POST ?uploads",
       "PUT ?partNumber&uploadId",
       "PUT ?partNumber&uploadId",
@@ -197,7 +207,7 @@ test("a file larger than one part goes to S3 as a multipart upload and comes bac
       "POST ?uploadId",
     ]);
     await assert.rejects(Deno.stat(local), Deno.errors.NotFound);
-    const got = await store.get("multipart1.jpg");
+    const got = await s3.store.get("multipart1.jpg");
     assert.equal(got!.size, bytes.length);
     assert.deepEqual(
       new Uint8Array(await new Response(got!.body as BodyInit).arrayBuffer()),
@@ -210,43 +220,31 @@ test("a file larger than one part goes to S3 as a multipart upload and comes bac
 });
 
 test("a multipart upload whose part is refused fails whole: aborted, nothing stored", async () => {
-  const s3 = await startS3();
+  const s3 = await startS3({ partSize: 5 * 1024 * 1024 });
   const local = await Deno.makeTempFile();
-  const realFetch = globalThis.fetch;
   try {
-    const store = new S3Store({
-      endpoint: s3.endpoint,
-      bucket: "images",
-      region: "us-east-1",
-      accessKeyId: "S3RVER",
-      secretAccessKey: "S3RVER",
-      partSize: 5 * 1024 * 1024,
-    });
     await Deno.writeFile(local, new Uint8Array(11 * 1024 * 1024));
-    const seen: string[] = [];
-    globalThis.fetch = (input, init) => {
-      const r = input instanceof Request ? input : new Request(input, init);
-      const u = new URL(r.url);
-      seen.push(`${r.method} ${u.search.replace(/=[^&]+/g, "")}`);
-      if (u.searchParams.get("partNumber") === "2") {
-        return Promise.resolve(new Response("<Error/>", { status: 403 }));
-      }
-      return realFetch(input, init);
-    };
-    await assert.rejects(
-      store.putFile("multipart2.jpg", local, { contentType: "image/jpeg" }),
-      /part 2/,
+    const requests = recordS3Requests((u) =>
+      u.searchParams.get("partNumber") === "2"
     );
-    globalThis.fetch = realFetch;
-    assert.deepEqual(seen, [
+    try {
+      await assert.rejects(
+        s3.store.putFile("multipart2.jpg", local, {
+          contentType: "image/jpeg",
+        }),
+        /part 2/,
+      );
+    } finally {
+      requests.restore();
+    }
+    assert.deepEqual(requests.seen, [
       "POST ?uploads",
       "PUT ?partNumber&uploadId",
       "PUT ?partNumber&uploadId",
       "DELETE ?uploadId",
     ]);
-    assert.equal(await store.stat("multipart2.jpg"), null);
+    assert.equal(await s3.store.stat("multipart2.jpg"), null);
   } finally {
-    globalThis.fetch = realFetch;
     await Deno.remove(local).catch(() => {});
     await s3.close();
   }

@@ -110,48 +110,31 @@ try {
   await w.body?.cancel();
   await new Promise((r) => setTimeout(r, 500));
 
-  const a = await measure(first, boundary);
-  const b = await measure(second, boundary);
-  table([
-    {
-      request: "first 15 x 32 MB",
-      "body MB": first.size / MB,
-      seconds: a.secs,
-      "RSS before MB": a.before,
-      "peak MB": a.peak,
-      "growth MB": a.growth,
-      "anon peak +MB": a.anon,
-      "file-backed peak +MB": a.file,
-    },
-    {
-      request: "second 15 x 32 MB",
-      "body MB": second.size / MB,
-      seconds: b.secs,
-      "RSS before MB": b.before,
-      "peak MB": b.peak,
-      "growth MB": b.growth,
-      "anon peak +MB": b.anon,
-      "file-backed peak +MB": b.file,
-    },
-  ]);
-  console.log(
-    `ratio memory (first request): peak RSS growth ${
-      a.growth.toFixed(1)
-    } MB for ${
-      (first.size / MB).toFixed(0)
-    } MB (target < 64 MB); sampled peaks: anonymous +${
-      a.anon.toFixed(1)
-    } MB, file-backed +${a.file.toFixed(1)} MB`,
-  );
-  console.log(
-    `ratio memory (second request): peak RSS growth ${
-      b.growth.toFixed(1)
-    } MB for ${
-      (second.size / MB).toFixed(0)
-    } MB (target < 64 MB); sampled peaks: anonymous +${
-      b.anon.toFixed(1)
-    } MB, file-backed +${b.file.toFixed(1)} MB`,
-  );
+  const runs = [
+    { name: "first", body: first, m: await measure(first, boundary) },
+    { name: "second", body: second, m: await measure(second, boundary) },
+  ];
+  table(runs.map(({ name, body, m }) => ({
+    request: `${name} 15 x 32 MB`,
+    "body MB": body.size / MB,
+    seconds: m.secs,
+    "RSS before MB": m.before,
+    "peak MB": m.peak,
+    "growth MB": m.growth,
+    "anon peak +MB": m.anon,
+    "file-backed peak +MB": m.file,
+  })));
+  for (const { name, body, m } of runs) {
+    console.log(
+      `ratio memory (${name} request): peak RSS growth ${
+        m.growth.toFixed(1)
+      } MB for ${
+        (body.size / MB).toFixed(0)
+      } MB (target < 64 MB); sampled peaks: anonymous +${
+        m.anon.toFixed(1)
+      } MB, file-backed +${m.file.toFixed(1)} MB`,
+    );
+  }
 } finally {
   await svc.stop();
   await Deno.remove(dir, { recursive: true }).catch(() => {});

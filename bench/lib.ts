@@ -85,7 +85,7 @@ export async function startService(extraEnv: Record<string, string> = {}) {
   const key = JSON.parse(new TextDecoder().decode(out.stdout))
     .api_key as string;
   // As `deno task start` runs it (deno.json): glibc arenas capped, a small V8 young generation.
-  const proc = spawnDeno("main.ts", { MALLOC_ARENA_MAX: "2", ...env }, [], [
+  const proc = spawnDeno("main.ts", { MALLOC_ARENA_MAX: "1", ...env }, [], [
     "--v8-flags=--max-semi-space-size=1",
   ]);
   await waitUp(`http://127.0.0.1:${port}/healthz`);

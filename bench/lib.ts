@@ -138,6 +138,20 @@ export async function load(
   };
 }
 
+/**
+ * Busy CPU time of the whole machine so far, in ms (all cores, all processes, from
+ * /proc/stat; USER_HZ is 100 on Linux). Differences over a run count work done in child
+ * processes that have already exited, such as Chromium's per-page renderers.
+ */
+export function machineBusyMs(): number {
+  const f = Deno.readTextFileSync("/proc/stat").split("\n")[0].trim().split(
+    /\s+/,
+  )
+    .slice(1).map(Number);
+  // user, nice, system, irq, softirq, steal (idle and iowait are not busy)
+  return (f[0] + f[1] + f[2] + f[5] + f[6] + f[7]) * 10;
+}
+
 /** Prints rows as an aligned table. */
 export function table(rows: Record<string, string | number>[]) {
   if (!rows.length) return;

@@ -5,7 +5,7 @@
  * Reports the cold first capture, warm p50/p95 at concurrency 1, and throughput at
  * concurrency 1 and 2. Targets: warm p50 ≤ 1.15× bare; concurrency 2 ≥ 1.6× sequential.
  */
-import { load, table, watchdog } from "./lib.ts";
+import { load, machineBusyMs, table, watchdog } from "./lib.ts";
 
 watchdog(10 * 60_000);
 import {
@@ -88,7 +88,18 @@ try {
     s1.push(...(await load(Math.ceil(N / 3), 1, ours)).lat);
   }
   const { pct } = await import("./lib.ts");
-  const seqB = await load(N, 1, bare), seqS = await load(N, 1, ours);
+  // Machine CPU per capture, measured over the sequential runs: with C cores no client
+  // can exceed C / (CPU per capture) captures per second, which bounds the concurrency
+  // ratio whatever the code does.
+  const cpuPer = async (fn: () => Promise<void>) => {
+    const c0 = machineBusyMs();
+    const r = await load(N, 1, fn);
+    return { ...r, cpuMs: (machineBusyMs() - c0) / N };
+  };
+  const seqB = await cpuPer(bare), seqS = await cpuPer(ours);
+  const cores = navigator.hardwareConcurrency;
+  const ceiling = (r: { rps: number; cpuMs: number }) =>
+    cores * 1000 / r.cpuMs / r.rps;
   const parB = await load(N, 2, bare), parS = await load(N, 2, ours);
   table([
     {
@@ -104,6 +115,16 @@ try {
     { what: "captures/s, concurrency 1", who: "service", value: seqS.rps },
     { what: "captures/s, concurrency 2", who: "bare", value: parB.rps },
     { what: "captures/s, concurrency 2", who: "service", value: parS.rps },
+    {
+      what: "machine CPU ms per capture (all processes), concurrency 1",
+      who: "bare",
+      value: seqB.cpuMs,
+    },
+    {
+      what: "machine CPU ms per capture (all processes), concurrency 1",
+      who: "service",
+      value: seqS.cpuMs,
+    },
   ]);
   console.log(
     `ratio screenshot warm p50: ${
@@ -124,6 +145,11 @@ try {
     `ratio screenshot concurrency 2 vs 1 (bare): ${
       (parB.rps / seqB.rps).toFixed(2)
     }x`,
+  );
+  console.log(
+    `reference CPU ceiling on ${cores} cores (cores / CPU per capture vs sequential rate): service ${
+      ceiling(seqS).toFixed(2)
+    }x, bare ${ceiling(seqB).toFixed(2)}x`,
   );
 } finally {
   await shooter.close();

@@ -2,7 +2,8 @@
  * Upload throughput: POST /api/1/upload of 200 KB and 5 MB JPEGs with 1 and 8 concurrent
  * clients, against a bare Deno.serve that streams the same multipart body to disk, both in
  * their own processes on loopback, driven by a keep-alive client with Nagle off (see
- * RawHttpClient). Every file is unique so the duplicate shortcut never applies. Target:
+ * RawHttpClient). Every file is unique so the duplicate shortcut never applies. A third
+ * server, bench/floor_upload_server.ts, is printed as a reference only. Target:
  * service ≥ 0.8× baseline requests/s. BENCH_DATABASE_URL runs the service on PostgreSQL
  * instead of its embedded PGlite.
  */
@@ -46,8 +47,22 @@ const base = spawnDeno("bench/baseline_upload_server.ts", {
   PORT: String(basePort),
 });
 await waitUp(`http://127.0.0.1:${basePort}/`);
+// Not the target's baseline: a reference for how much of the gap the contract itself
+// costs (bench/floor_upload_server.ts), run as the service is run.
+const floorPort = freePort();
+const floor = spawnDeno(
+  "bench/floor_upload_server.ts",
+  {
+    PORT: String(floorPort),
+    MALLOC_ARENA_MAX: "1",
+  },
+  [],
+  ["--v8-flags=--max-semi-space-size=1"],
+);
+await waitUp(`http://127.0.0.1:${floorPort}/`);
 const rows: Record<string, string | number>[] = [];
 const ratios: string[] = [];
+const refs: string[] = [];
 try {
   for (const size of sizes) {
     const jpeg = await noiseJpeg(size.bytes);
@@ -68,6 +83,7 @@ try {
           if (!j.success) throw new Error(JSON.stringify(j));
         };
       const baseClient = new RawHttpClient(basePort);
+      const floorClient = new RawHttpClient(floorPort);
       const svcClient = new RawHttpClient(Number(new URL(svc.url).port));
       const auth = { authorization: `Bearer ${svc.key}` };
       // Warm both once (JIT, first sharp call, first DB insert), then measure.
@@ -76,9 +92,16 @@ try {
         ...auth,
         "content-type": warm.contentType,
       }, warm.body);
+      await floorClient.post(
+        "/",
+        { "content-type": warm.contentType },
+        warm.body,
+      );
       const b = await load(n, c, post(baseClient, "/", {}));
+      const f = await load(n, c, post(floorClient, "/", {}));
       const s = await load(n, c, post(svcClient, "/api/1/upload", auth));
       baseClient.close();
+      floorClient.close();
       svcClient.close();
       rows.push({
         file: `${size.label} (${(jpeg.length / 1e6).toFixed(2)} MB)`,
@@ -88,6 +111,15 @@ try {
         "req/s": b.rps,
         "p50 ms": b.p50,
         "p99 ms": b.p99,
+      });
+      rows.push({
+        file: `${size.label} (${(jpeg.length / 1e6).toFixed(2)} MB)`,
+        clients: c,
+        n,
+        who: "floor (reference)",
+        "req/s": f.rps,
+        "p50 ms": f.p50,
+        "p99 ms": f.p99,
       });
       rows.push({
         file: `${size.label} (${(jpeg.length / 1e6).toFixed(2)} MB)`,
@@ -103,11 +135,17 @@ try {
           (s.rps / b.rps).toFixed(2)
         }x baseline req/s (target >= 0.80)`,
       );
+      refs.push(
+        `reference upload ${size.label} c=${c}: write+fsync+decode floor ${
+          (f.rps / b.rps).toFixed(2)
+        }x baseline; service ${(s.rps / f.rps).toFixed(2)}x floor`,
+      );
     }
   }
 } finally {
   await base.stop();
+  await floor.stop();
   await svc.stop();
 }
 table(rows);
-for (const r of ratios) console.log(r);
+for (const r of [...ratios, ...refs]) console.log(r);

@@ -1,6 +1,5 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { HTTPException } from "hono/http-exception";
-import { requestId } from "hono/request-id";
 import type { Context } from "hono";
 import {
   ApiError,
@@ -69,10 +68,21 @@ export function createApp(deps: AppDeps): App {
     },
   });
 
-  app.use(requestId({ headerName: "X-Request-Id" }));
+  // Request id and access log in one middleware, the id header set on the finished
+  // response. Hono's requestId middleware sets it beforehand, and a handler that answers
+  // with a Response of its own (immutable headers, e.g. Response.redirect) then goes out
+  // without it; the test covers that case.
   app.use(async (c, next) => {
     const start = performance.now();
+    let id = c.req.raw.headers.get("x-request-id");
+    if (!id || id.length > 255 || /[^\w\-=]/.test(id)) id = crypto.randomUUID();
+    c.set("requestId", id);
     await next();
+    try {
+      c.res.headers.set("X-Request-Id", id);
+    } catch {
+      c.header("X-Request-Id", id); // immutable headers (e.g. a fetched Response)
+    }
     if (deps.config.LOG_REQUESTS) {
       deps.log.info({
         msg: "request",

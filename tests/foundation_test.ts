@@ -129,6 +129,12 @@ test("a thrown bug becomes a 500 envelope without a stack trace, and is logged w
 test("every request is logged with method, path, status, ms and the X-Request-Id it answered with", async () => {
   const env = await testEnv({ env: { LOG_REQUESTS: "true" } });
   try {
+    // A handler answering with immutable headers (Response.redirect); added before the
+    // first request builds the router.
+    env.app.get(
+      "/test-immutable",
+      () => Response.redirect("http://127.0.0.1/", 302),
+    );
     const res = await env.app.request("/healthz");
     const rid = res.headers.get("x-request-id");
     assert.ok(rid);
@@ -138,6 +144,24 @@ test("every request is logged with method, path, status, ms and the X-Request-Id
     assert.equal(line.status, 200);
     assert.equal(typeof line.ms, "number");
     assert.equal(line.request_id, rid);
+
+    // Error answers carry it too; a caller's well-formed id is kept, a malformed one is
+    // replaced.
+    const missing = await env.app.request("/no/such/page");
+    assert.equal(missing.status, 404);
+    assert.match(missing.headers.get("x-request-id")!, /^[0-9a-f-]{36}$/);
+    const mine = await env.app.request("/healthz", {
+      headers: { "x-request-id": "trace-42" },
+    });
+    assert.equal(mine.headers.get("x-request-id"), "trace-42");
+    const bad = await env.app.request("/healthz", {
+      headers: { "x-request-id": "<script>" },
+    });
+    assert.match(bad.headers.get("x-request-id")!, /^[0-9a-f-]{36}$/);
+
+    const redirect = await env.app.request("/test-immutable");
+    assert.equal(redirect.status, 302);
+    assert.match(redirect.headers.get("x-request-id")!, /^[0-9a-f-]{36}$/);
   } finally {
     await env.close();
   }

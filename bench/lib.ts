@@ -55,6 +55,16 @@ export function spawnDeno(
   };
 }
 
+/**
+ * How `deno task start` runs the service (deno.json): one glibc arena and a small V8 young
+ * generation (BENCHMARKS.md section 2 says why). Benchmarks run the service, and the
+ * upload floor reference, the same way.
+ */
+export const SERVICE_RUNTIME = {
+  env: { MALLOC_ARENA_MAX: "1" },
+  flags: ["--v8-flags=--max-semi-space-size=1"],
+};
+
 /** Starts the service in its own process on a fresh data dir with one user; returns its key. */
 export async function startService(extraEnv: Record<string, string> = {}) {
   const dataDir = await Deno.makeTempDir({ prefix: "imagehost-bench-" });
@@ -84,10 +94,12 @@ export async function startService(extraEnv: Record<string, string> = {}) {
   if (out.code !== 0) throw new Error(new TextDecoder().decode(out.stderr));
   const key = JSON.parse(new TextDecoder().decode(out.stdout))
     .api_key as string;
-  // As `deno task start` runs it (deno.json): glibc arenas capped, a small V8 young generation.
-  const proc = spawnDeno("main.ts", { MALLOC_ARENA_MAX: "1", ...env }, [], [
-    "--v8-flags=--max-semi-space-size=1",
-  ]);
+  const proc = spawnDeno(
+    "main.ts",
+    { ...SERVICE_RUNTIME.env, ...env },
+    [],
+    SERVICE_RUNTIME.flags,
+  );
   await waitUp(`http://127.0.0.1:${port}/healthz`);
   return {
     url: `http://127.0.0.1:${port}`,
@@ -144,10 +156,8 @@ export async function load(
  * processes that have already exited, such as Chromium's per-page renderers.
  */
 export function machineBusyMs(): number {
-  const f = Deno.readTextFileSync("/proc/stat").split("\n")[0].trim().split(
-    /\s+/,
-  )
-    .slice(1).map(Number);
+  const cpu = Deno.readTextFileSync("/proc/stat").split("\n")[0];
+  const f = cpu.trim().split(/\s+/).slice(1).map(Number);
   // user, nice, system, irq, softirq, steal (idle and iowait are not busy)
   return (f[0] + f[1] + f[2] + f[5] + f[6] + f[7]) * 10;
 }

@@ -13,6 +13,7 @@ import {
   multipartBody,
   noiseJpeg,
   RawHttpClient,
+  SERVICE_RUNTIME,
   spawnDeno,
   startService,
   table,
@@ -52,12 +53,9 @@ await waitUp(`http://127.0.0.1:${basePort}/`);
 const floorPort = freePort();
 const floor = spawnDeno(
   "bench/floor_upload_server.ts",
-  {
-    PORT: String(floorPort),
-    MALLOC_ARENA_MAX: "1",
-  },
+  { ...SERVICE_RUNTIME.env, PORT: String(floorPort) },
   [],
-  ["--v8-flags=--max-semi-space-size=1"],
+  SERVICE_RUNTIME.flags,
 );
 await waitUp(`http://127.0.0.1:${floorPort}/`);
 const rows: Record<string, string | number>[] = [];

@@ -27,14 +27,15 @@ export TEST_CHROMIUM_PATH="$CHROMIUM"
 
 status=0
 "${DENO[@]}" install --quiet >/dev/null 2>&1 || true
-"${DENO[@]}" fmt --check || status=1
-"${DENO[@]}" lint || status=1
-"${DENO[@]}" task check || status=1
+# Each failing step says so by name, so a red run is never a mystery in the log.
+"${DENO[@]}" fmt --check || { status=1; echo "FAIL: deno fmt --check" >&2; }
+"${DENO[@]}" lint || { status=1; echo "FAIL: deno lint" >&2; }
+"${DENO[@]}" task check || { status=1; echo "FAIL: deno task check" >&2; }
 
 log=$(mktemp)
 "${DENO[@]}" test -A --parallel tests/ 2>&1 | tee "$log"
 test_rc=${PIPESTATUS[0]}
-[ "$test_rc" = 0 ] || status=1
+[ "$test_rc" = 0 ] || { status=1; echo "FAIL: deno test exited with status $test_rc" >&2; }
 summary=$(sed 's/\x1b\[[0-9;]*m//g' "$log" | grep -E '(ok|FAILED) \| [0-9]+ passed' | tail -n1)
 passed=$(echo "$summary" | sed -E 's/.* ([0-9]+) passed.*/\1/')
 failed=$(echo "$summary" | sed -E 's/.* ([0-9]+) failed.*/\1/')

@@ -1,17 +1,22 @@
 /**
  * Reference for the upload benchmark, not its baseline: the least any server can do and
  * still keep the contract that an acknowledged upload is a sound image safely on disk.
- * It writes the file, fsyncs it and fully decodes it once into one variant (as the
- * service does: shrink-on-load to 1024 px, or to 320 px when
- * the image is no larger than 1024). No auth, database, type sniffing,
- * metadata strip or second variant. The service's distance to this floor is the part of
- * the gap that is ours; the floor's distance to the bare baseline is the contract's.
+ * It writes the file, fsyncs it and fully decodes it once into one variant, as the
+ * service does (shrink-on-load to 1024 px, or to 320 px when the image is no larger than
+ * 1024). No auth, database, type sniffing, metadata strip or second variant. The
+ * service's distance to this floor is the part of the gap that is ours; the floor's
+ * distance to the bare baseline is the contract's.
  */
 import sharp from "sharp";
 
 sharp.cache(false);
 const dir = await Deno.makeTempDir({ prefix: "imagehost-floor-" });
 const port = Number(Deno.env.get("PORT"));
+// The benchmark stops us with SIGTERM; take the received files with us.
+Deno.addSignalListener("SIGTERM", () => {
+  Deno.removeSync(dir, { recursive: true });
+  Deno.exit(0);
+});
 Deno.serve({ port, hostname: "127.0.0.1", onListen: () => {} }, async (req) => {
   if (req.method !== "POST") return new Response("ok");
   const file = (await req.formData()).get("images");

@@ -255,15 +255,22 @@ test("bad configuration values name the variable", () => {
 });
 
 test("the service refuses to start on a bad value and says which variable", async () => {
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "main.ts"],
-    cwd: new URL("..", import.meta.url).pathname,
-    env: { PORT: "seventy", DATA_DIR: await Deno.makeTempDir() },
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  assert.equal(out.code, 2);
-  assert.match(new TextDecoder().decode(out.stderr), /PORT: .*"seventy"/);
+  const dir = await Deno.makeTempDir({ prefix: "imagehost-badconfig-" });
+  try {
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", "main.ts"],
+      cwd: new URL("..", import.meta.url).pathname,
+      env: { PORT: "seventy", DATA_DIR: dir },
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    assert.equal(out.code, 2);
+    assert.match(new TextDecoder().decode(out.stderr), /PORT: .*"seventy"/);
+    // Refused before anything was opened: no database or files in the data dir.
+    assert.deepEqual([...Deno.readDirSync(dir)], []);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });
 
 test("a request with huge headers is refused by the server and the server keeps serving", async () => {

@@ -729,9 +729,9 @@ test("with IMAGE_HOST_URL on another origin the records point there", async () =
 test("a restart keeps images: a new app on the same data dir and PGlite directory serves them", async () => {
   const dir = await Deno.makeTempDir({ prefix: "imagehost-restart-" });
   try {
-    const template = await (await testEnv()).deps.database;
-    const dump = await template.pglite!.dumpDataDir("gzip");
-    await template.close();
+    const seed = await testEnv();
+    const dump = await seed.deps.database.pglite!.dumpDataDir("gzip");
+    await seed.close();
     const open = () => openDatabase({ dataDir: `${dir}/pgdata` });
     const first = await openDatabase({
       dataDir: `${dir}/pgdata`,
@@ -743,6 +743,7 @@ test("a restart keeps images: a new app on the same data dir and PGlite director
     const d =
       (await upload(env1, key, formWith([{ name: "keep.png", bytes: png }])))
         .body.data;
+    await env1.close(); // its own temp dir only: the database was handed in
     await first.close();
 
     const second = await open();
@@ -756,6 +757,7 @@ test("a restart keeps images: a new app on the same data dir and PGlite director
       formWith([{ name: "keep.png", bytes: png }]),
     );
     assert.equal(again.body.data.id, d.id);
+    await env2.close();
     await second.close();
   } finally {
     await Deno.remove(dir, { recursive: true }).catch(() => {});

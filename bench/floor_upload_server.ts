@@ -8,16 +8,11 @@
  * distance to the bare baseline is the contract's.
  */
 import sharp from "sharp";
+import { receivingDir, serveOnPort } from "./lib.ts";
 
 sharp.cache(false);
-const dir = await Deno.makeTempDir({ prefix: "imagehost-floor-" });
-const port = Number(Deno.env.get("PORT"));
-// The benchmark stops us with SIGTERM; take the received files with us.
-Deno.addSignalListener("SIGTERM", () => {
-  Deno.removeSync(dir, { recursive: true });
-  Deno.exit(0);
-});
-Deno.serve({ port, hostname: "127.0.0.1", onListen: () => {} }, async (req) => {
+const dir = await receivingDir("imagehost-floor-");
+serveOnPort(async (req) => {
   if (req.method !== "POST") return new Response("ok");
   const file = (await req.formData()).get("images");
   if (!(file instanceof File)) return new Response("no file", { status: 400 });

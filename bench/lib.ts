@@ -2,6 +2,28 @@
 
 const ROOT = new URL("..", import.meta.url).pathname;
 
+/**
+ * A temp dir for a bench server's received files, removed when the benchmark stops the
+ * server (spawnDeno's stop sends SIGTERM).
+ */
+export async function receivingDir(prefix: string): Promise<string> {
+  const dir = await Deno.makeTempDir({ prefix });
+  Deno.addSignalListener("SIGTERM", () => {
+    Deno.removeSync(dir, { recursive: true });
+    Deno.exit(0);
+  });
+  return dir;
+}
+
+/** Serves `handler` on 127.0.0.1 at the PORT the benchmark gave this server. */
+export function serveOnPort(handler: Deno.ServeHandler) {
+  return Deno.serve({
+    port: Number(Deno.env.get("PORT")),
+    hostname: "127.0.0.1",
+    onListen: () => {},
+  }, handler);
+}
+
 /** A free loopback port. */
 export function freePort(): number {
   const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });

@@ -9,6 +9,7 @@
  */
 import sharp from "sharp";
 import { receivingDir, serveOnPort } from "./lib.ts";
+import { writeAll } from "../services/file_io.ts";
 
 sharp.cache(false);
 const dir = await receivingDir("imagehost-floor-");
@@ -19,9 +20,7 @@ serveOnPort(async (req) => {
   const path = `${dir}/${crypto.randomUUID()}`;
   const f = await Deno.open(path, { write: true, createNew: true });
   try {
-    const bytes = new Uint8Array(await file.arrayBuffer());
-    let o = 0;
-    while (o < bytes.length) o += await f.write(bytes.subarray(o));
+    await writeAll(f, new Uint8Array(await file.arrayBuffer()));
     await f.syncData();
   } finally {
     f.close();

@@ -1,5 +1,7 @@
 /** Shared pieces of the benchmarks: servers in subprocesses, load loops, percentiles. */
 
+import { writeAll } from "../services/file_io.ts";
+
 const ROOT = new URL("..", import.meta.url).pathname;
 
 /**
@@ -286,9 +288,7 @@ export class RawHttpClient {
     const req = new Uint8Array(head.length + body.length);
     req.set(new TextEncoder().encode(head));
     req.set(body, head.length);
-    for (let off = 0; off < req.length;) {
-      off += await conn.write(req.subarray(off));
-    }
+    await writeAll(conn, req);
     const res = await readResponse(conn);
     this.#idle.push(conn);
     return res;

@@ -13,12 +13,13 @@ import {
   uniqueJpeg,
   watchdog,
 } from "./lib.ts";
+import { writeAll } from "../services/file_io.ts";
 
 watchdog(10 * 60_000);
 
 const FILES = 15;
 const MB = 1024 * 1024;
-// startService runs the service as `deno task start` does (glibc arenas capped, small V8
+// startService runs the service as `deno task start` does (one glibc arena, small V8
 // young generation): see BENCHMARKS.md for what each setting does to this benchmark.
 const svc = await startService();
 const dir = await Deno.makeTempDir({ prefix: "imagehost-membench-" });
@@ -28,18 +29,17 @@ const enc = new TextEncoder();
 async function writeBody(jpeg: Uint8Array, boundary: string, name: string) {
   const path = `${dir}/${name}`;
   const f = await Deno.open(path, { write: true, create: true });
-  const writeAll = async (b: Uint8Array) => {
-    let o = 0;
-    while (o < b.length) o += await f.write(b.subarray(o));
-  };
   for (let i = 0; i < FILES; i++) {
-    await writeAll(enc.encode(
-      `--${boundary}\r\nContent-Disposition: form-data; name="images"; filename="big${i}.jpg"\r\nContent-Type: image/jpeg\r\n\r\n`,
-    ));
-    await writeAll(uniqueJpeg(jpeg));
-    await writeAll(enc.encode("\r\n"));
+    await writeAll(
+      f,
+      enc.encode(
+        `--${boundary}\r\nContent-Disposition: form-data; name="images"; filename="big${i}.jpg"\r\nContent-Type: image/jpeg\r\n\r\n`,
+      ),
+    );
+    await writeAll(f, uniqueJpeg(jpeg));
+    await writeAll(f, enc.encode("\r\n"));
   }
-  await writeAll(enc.encode(`--${boundary}--\r\n`));
+  await writeAll(f, enc.encode(`--${boundary}--\r\n`));
   f.close();
   return { path, size: (await Deno.stat(path)).size };
 }

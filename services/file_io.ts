@@ -1,7 +1,10 @@
-/** Writes every byte: a single `write` may take only part of them. */
-export async function writeAll(f: Deno.FsFile, bytes: Uint8Array) {
+/** Writes every byte: a single `write` may take only part of them (files, sockets). */
+export async function writeAll(
+  w: { write(p: Uint8Array): Promise<number> },
+  bytes: Uint8Array,
+) {
   let off = 0;
-  while (off < bytes.length) off += await f.write(bytes.subarray(off));
+  while (off < bytes.length) off += await w.write(bytes.subarray(off));
 }
 
 /**

@@ -78,7 +78,7 @@ export class S3Store implements BlobStore {
   }
 
   /**
-   * PUTs a small file in one request; a larger one as a multipart upload of PART_SIZE
+   * PUTs a small file in one request; a larger one as a multipart upload of `partSize`
    * pieces read into one reused buffer, so memory per upload stays at one part whatever
    * the file's size (Deno's fetch sends stream bodies chunked, which S3 refuses for a PUT).
    * The file is removed once stored.

@@ -64,11 +64,15 @@ async function startS3(opts: { partSize?: number } = {}) {
 }
 
 /**
- * Records what stores ask of S3 as "METHOD ?param&param" (aws4fetch calls the global
- * fetch) until `restore`; `refuse` answers a request 403 instead of sending it.
+ * Runs `action` while recording what stores ask of S3 into `seen`, as "METHOD
+ * ?param&param" (aws4fetch calls the global fetch); `refuse` answers a request 403
+ * instead of sending it. The real fetch is back when this settles, either way.
  */
-function recordS3Requests(refuse: (u: URL) => boolean = () => false) {
-  const seen: string[] = [];
+async function recordS3Requests(
+  seen: string[],
+  action: () => Promise<unknown>,
+  refuse: (u: URL) => boolean = () => false,
+) {
   const realFetch = globalThis.fetch;
   globalThis.fetch = (input, init) => {
     const r = input instanceof Request ? input : new Request(input, init);
@@ -79,12 +83,11 @@ function recordS3Requests(refuse: (u: URL) => boolean = () => false) {
     }
     return realFetch(input, init);
   };
-  return {
-    seen,
-    restore() {
-      globalThis.fetch = realFetch;
-    },
-  };
+  try {
+    await action();
+  } finally {
+    globalThis.fetch = realFetch;
+  }
 }
 
 async function contract(store: BlobStore) {
@@ -165,9 +168,7 @@ test("a file handed over from another filesystem is copied in, synced, and remov
       bytes,
     );
     // Nothing left in the store's temp folder.
-    const left = [];
-    for await (const e of Deno.readDir(`${dir}/.tmp`)) left.push(e.name);
-    assert.deepEqual(left, []);
+    assert.deepEqual([...Deno.readDirSync(`${dir}/.tmp`)], []);
   } finally {
     await Deno.remove(local).catch(() => {});
     await Deno.remove(dir, { recursive: true });
@@ -191,15 +192,15 @@ test("a file larger than one part goes to S3 as a multipart upload and comes bac
       (i * 7) % 251
     );
     await Deno.writeFile(local, bytes);
-    const requests = recordS3Requests();
-    try {
-      await s3.store.putFile("multipart1.jpg", local, {
-        contentType: "image/jpeg",
-      });
-    } finally {
-      requests.restore();
-    }
-    assert.deepEqual(requests.seen, [
+    const seen: string[] = [];
+    await recordS3Requests(
+      seen,
+      () =>
+        s3.store.putFile("multipart1.jpg", local, {
+          contentType: "image/jpeg",
+        }),
+    );
+    assert.deepEqual(seen, [
       "POST ?uploads",
       "PUT ?partNumber&uploadId",
       "PUT ?partNumber&uploadId",
@@ -224,20 +225,19 @@ test("a multipart upload whose part is refused fails whole: aborted, nothing sto
   const local = await Deno.makeTempFile();
   try {
     await Deno.writeFile(local, new Uint8Array(11 * 1024 * 1024));
-    const requests = recordS3Requests((u) =>
-      u.searchParams.get("partNumber") === "2"
+    const seen: string[] = [];
+    await assert.rejects(
+      recordS3Requests(
+        seen,
+        () =>
+          s3.store.putFile("multipart2.jpg", local, {
+            contentType: "image/jpeg",
+          }),
+        (u) => u.searchParams.get("partNumber") === "2",
+      ),
+      /part 2/,
     );
-    try {
-      await assert.rejects(
-        s3.store.putFile("multipart2.jpg", local, {
-          contentType: "image/jpeg",
-        }),
-        /part 2/,
-      );
-    } finally {
-      requests.restore();
-    }
-    assert.deepEqual(requests.seen, [
+    assert.deepEqual(seen, [
       "POST ?uploads",
       "PUT ?partNumber&uploadId",
       "PUT ?partNumber&uploadId",

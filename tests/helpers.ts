@@ -148,6 +148,17 @@ export async function testEnv(
   };
 }
 
+/**
+ * Polls `done` every 20 ms until it holds or `ms` pass; the caller asserts afterwards, so a
+ * timeout shows as that assertion failing.
+ */
+export async function waitUntil(done: () => boolean, ms = 3000) {
+  const deadline = Date.now() + ms;
+  while (!done() && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
 /** A new user with one API key. */
 export async function userWithKey(env: TestEnv, email?: string) {
   const user = await createUser(

@@ -1,6 +1,13 @@
 import assert from "node:assert/strict";
 import sharp from "sharp";
-import { json, test, type TestEnv, testEnv, userWithKey } from "./helpers.ts";
+import {
+  json,
+  test,
+  type TestEnv,
+  testEnv,
+  userWithKey,
+  waitUntil,
+} from "./helpers.ts";
 import { type FixtureServer, startFixture } from "./fixture_server.ts";
 import {
   ChromiumScreenshotter,
@@ -466,10 +473,7 @@ test("each capture's browser context is closed after it answers", async () => {
   const browser = await shared.browser();
   const r = await shot({ url: `${fixture.origin}/dark`, share: false });
   assert.equal(r.status, 200);
-  const deadline = Date.now() + 3000;
-  while (browser.browserContexts().length > 1 && Date.now() < deadline) {
-    await new Promise((res) => setTimeout(res, 20));
-  }
+  await waitUntil(() => browser.browserContexts().length === 1);
   // Only Chromium's default context is left.
   assert.equal(browser.browserContexts().length, 1);
 });
@@ -533,9 +537,7 @@ test("two captures run at once with SCREENSHOT_CONCURRENCY 2", async () => {
 test("after the browser is killed the next capture starts a new one and works", async () => {
   const pid = shared.pid!;
   Deno.kill(pid, "SIGKILL");
-  for (let i = 0; i < 50 && shared.pid === pid; i++) {
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  await waitUntil(() => shared.pid !== pid, 2500);
   const r = await shot({
     url: `${fixture.origin}/dark`,
     share: false,

@@ -8,6 +8,7 @@ import {
   type TestEnv,
   testEnv,
   userWithKey,
+  waitUntil,
 } from "./helpers.ts";
 import {
   formWith,
@@ -830,19 +831,12 @@ test("a client that hangs up mid-upload leaves no temp file, stores nothing, and
     await conn.write(new Uint8Array(1_000_000).fill(0xab));
     await new Promise((r) => setTimeout(r, 200));
     const tmp = `${env.dataDir}/tmp`;
-    const during: string[] = [];
-    for await (const e of Deno.readDir(tmp)) during.push(e.name);
-    assert.equal(during.length, 1, "the part is being written to a temp file");
+    const names = () => [...Deno.readDirSync(tmp)].map((e) => e.name);
+    assert.equal(names().length, 1, "the part is being written to a temp file");
     conn.close();
     // The temp folder empties once the server notices.
-    let left: string[] = [];
-    for (let i = 0; i < 50; i++) {
-      await new Promise((r) => setTimeout(r, 50));
-      left = [];
-      for await (const e of Deno.readDir(tmp)) left.push(e.name);
-      if (left.length === 0) break;
-    }
-    assert.deepEqual(left, []);
+    await waitUntil(() => names().length === 0, 2500);
+    assert.deepEqual(names(), []);
     const rows = await env.deps.database.db.selectFrom("images").select("id")
       .execute();
     assert.equal(rows.length, 0);

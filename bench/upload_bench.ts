@@ -84,7 +84,7 @@ try {
       const floorClient = new RawHttpClient(floorPort);
       const svcClient = new RawHttpClient(Number(new URL(svc.url).port));
       const auth = { authorization: `Bearer ${svc.key}` };
-      // Warm both once (JIT, first sharp call, first DB insert), then measure.
+      // Warm the service and the floor once (JIT, first sharp call, first DB insert).
       const warm = multipartBody(uniqueJpeg(jpeg), "w.jpg");
       await svcClient.post("/api/1/upload", {
         ...auth,
@@ -101,33 +101,23 @@ try {
       baseClient.close();
       floorClient.close();
       svcClient.close();
-      rows.push({
-        file: `${size.label} (${(jpeg.length / 1e6).toFixed(2)} MB)`,
-        clients: c,
-        n,
-        who: "baseline",
-        "req/s": b.rps,
-        "p50 ms": b.p50,
-        "p99 ms": b.p99,
-      });
-      rows.push({
-        file: `${size.label} (${(jpeg.length / 1e6).toFixed(2)} MB)`,
-        clients: c,
-        n,
-        who: "floor (reference)",
-        "req/s": f.rps,
-        "p50 ms": f.p50,
-        "p99 ms": f.p99,
-      });
-      rows.push({
-        file: `${size.label} (${(jpeg.length / 1e6).toFixed(2)} MB)`,
-        clients: c,
-        n,
-        who: "service",
-        "req/s": s.rps,
-        "p50 ms": s.p50,
-        "p99 ms": s.p99,
-      });
+      for (
+        const [who, r] of [
+          ["baseline", b],
+          ["floor (reference)", f],
+          ["service", s],
+        ] as const
+      ) {
+        rows.push({
+          file: `${size.label} (${(jpeg.length / 1e6).toFixed(2)} MB)`,
+          clients: c,
+          n,
+          who,
+          "req/s": r.rps,
+          "p50 ms": r.p50,
+          "p99 ms": r.p99,
+        });
+      }
       ratios.push(
         `ratio upload ${size.label} c=${c}: ${
           (s.rps / b.rps).toFixed(2)

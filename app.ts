@@ -18,6 +18,7 @@ import { registerSdkRoutes } from "./routes/sdk.tsx";
 import { registerScreenshotRoutes } from "./routes/screenshot.ts";
 import { ImagePipeline } from "./services/image_pipeline.ts";
 import { ImageRowCache } from "./services/image_cache.ts";
+import { BlobCache } from "./services/blob_cache.ts";
 import { ScreenshotService } from "./services/screenshots/screenshot_service.ts";
 import { registerViewerRoutes } from "./routes/viewer.tsx";
 
@@ -103,7 +104,11 @@ export function createApp(deps: AppDeps): App {
   registerSdkRoutes(app, deps);
   app.use("/api/1/*", apiAuth(deps));
   const pipeline = new ImagePipeline(deps);
-  const rowCache = new ImageRowCache(deps.database.db, deps.clock);
+  const rowCache = new ImageRowCache(
+    deps.database.db,
+    deps.clock,
+    new BlobCache(deps.config.IMAGE_CACHE_MB * 1024 * 1024),
+  );
   registerUploadRoutes(app, deps, pipeline, rowCache);
   registerScreenshotRoutes(app, deps, new ScreenshotService(deps, pipeline));
   registerViewerRoutes(app, deps, rowCache);

@@ -2,7 +2,9 @@
  * Image GET throughput with wrk: the service's image host vs nginx (Debian package) serving
  * the same stored file from disk, with and without If-None-Match (304s). Both are one
  * process on loopback (nginx with one worker, like the one Deno isolate serving requests).
- * Target: service ≥ 0.6× nginx requests/s.
+ * Target: service ≥ 0.6× nginx requests/s. The service runs as configured by default (hot
+ * images answered from memory, IMAGE_CACHE_MB); a second one with IMAGE_CACHE_MB=0 shows
+ * the path every first request of an image takes.
  */
 import {
   freePort,
@@ -56,23 +58,30 @@ async function wrk(url: string, headers: string[] = []) {
 }
 
 const svc = await startService();
+const uncached = await startService({ IMAGE_CACHE_MB: "0" });
 const dir = await Deno.makeTempDir({ prefix: "imagehost-nginx-" });
 let nginx: Deno.ChildProcess | undefined;
 let bare: { stop(): Promise<void> } | undefined;
 try {
   const jpeg = await noiseJpeg(200_000);
-  const fd = new FormData();
-  fd.append(
-    "images",
-    new File([jpeg as Uint8Array<ArrayBuffer>], "serve.jpg", {
-      type: "image/jpeg",
-    }),
-  );
-  const rec = (await (await fetch(`${svc.url}/api/1/upload`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${svc.key}` },
-    body: fd,
-  })).json()).data;
+  const uploadTo = async (to: typeof svc) => {
+    const fd = new FormData();
+    fd.append(
+      "images",
+      new File([jpeg as Uint8Array<ArrayBuffer>], "serve.jpg", {
+        type: "image/jpeg",
+      }),
+    );
+    return (await (await fetch(`${to.url}/api/1/upload`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${to.key}` },
+      body: fd,
+    })).json()).data;
+  };
+  const rec = await uploadTo(svc);
+  const uncachedUrl = `${uncached.url}/${
+    (await uploadTo(uncached)).image.filename
+  }`;
   const stored = `${svc.dataDir}/images/${
     rec.image.filename.slice(0, 2)
   }/${rec.image.filename}`;
@@ -111,6 +120,7 @@ http { access_log off; sendfile on; tcp_nopush on; etag on;
   // Warm both.
   await wrk(nginxUrl);
   await wrk(svcUrl);
+  await wrk(uncachedUrl);
   const rows: Record<string, string | number>[] = [];
   const ratios: string[] = [];
   for (const conditional of [false, true]) {
@@ -121,6 +131,10 @@ http { access_log off; sendfile on; tcp_nopush on; etag on;
     const s = await wrk(
       svcUrl,
       conditional ? [`If-None-Match: ${await etag(svcUrl)}`] : [],
+    );
+    const u = await wrk(
+      uncachedUrl,
+      conditional ? [`If-None-Match: ${await etag(uncachedUrl)}`] : [],
     );
     const d = await wrk(bareUrl, conditional ? [`If-None-Match: "bare"`] : []);
     const label = conditional ? "304 (If-None-Match)" : "200 (full body)";
@@ -140,6 +154,14 @@ http { access_log off; sendfile on; tcp_nopush on; etag on;
       "p99 ms": s.p99,
       "non-2xx/3xx": s.non2xx,
     });
+    rows.push({
+      request: label,
+      server: "service, IMAGE_CACHE_MB=0",
+      "req/s": u.rps,
+      "p50 ms": u.p50,
+      "p99 ms": u.p99,
+      "non-2xx/3xx": u.non2xx,
+    });
     ratios.push(
       `ratio serve ${label}: ${
         (s.rps / n.rps).toFixed(2)
@@ -156,7 +178,8 @@ http { access_log off; sendfile on; tcp_nopush on; etag on;
     ratios.push(
       `reference ${label}: bare Deno.serve ${
         (d.rps / n.rps).toFixed(2)
-      }x nginx; service ${(s.rps / d.rps).toFixed(2)}x bare Deno.serve`,
+      }x nginx; service ${(s.rps / d.rps).toFixed(2)}x bare Deno.serve; ` +
+        `service with IMAGE_CACHE_MB=0 ${(u.rps / n.rps).toFixed(2)}x nginx`,
     );
   }
   console.log(
@@ -171,5 +194,6 @@ http { access_log off; sendfile on; tcp_nopush on; etag on;
     await nginx?.status;
   } catch { /* gone */ }
   await svc.stop();
+  await uncached.stop();
   await Deno.remove(dir, { recursive: true }).catch(() => {});
 }

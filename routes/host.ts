@@ -5,6 +5,7 @@ import { blobKeys, MIME_BY_EXT } from "../services/images.ts";
 import type { ImageRowCache } from "../services/image_cache.ts";
 import { ApiError } from "../schemas/errors.ts";
 import type { ByteRange } from "../services/store/blob_store.ts";
+import { readWhole } from "../services/blob_cache.ts";
 
 const FILE_RE = /^([A-Za-z0-9_-]{6,64})(?:\.(th|md))?\.([a-z0-9]{2,5})$/;
 
@@ -92,43 +93,53 @@ export function registerHostRoutes(
       "Access-Control-Allow-Origin": "*",
       "Cross-Origin-Resource-Policy": "cross-origin",
     };
+    const bodies = rows.bodies;
+    const cached = bodies?.get(key);
     const rangeHeader = c.req.header("range");
     if (c.req.method === "HEAD" || rangeHeader) {
-      const stat = await deps.store.stat(key);
-      if (!stat) throw new ApiError(404);
-      const range = parseRange(rangeHeader, stat.size);
+      const size = cached?.length ?? (await deps.store.stat(key))?.size;
+      if (size === undefined) throw new ApiError(404);
+      const range = parseRange(rangeHeader, size);
       if (range === "invalid") {
         return c.body(null, 416, {
           ...headers,
-          "Content-Range": `bytes */${stat.size}`,
+          "Content-Range": `bytes */${size}`,
         });
       }
       if (c.req.method === "HEAD") {
         return c.body(null, 200, {
           ...headers,
-          "Content-Length": String(stat.size),
+          "Content-Length": String(size),
         });
       }
       if (range) {
-        const part = await deps.store.get(key, range);
+        const part = cached
+          ? cached.subarray(range.start, range.end + 1)
+          : (await deps.store.get(key, range))?.body;
         if (!part) throw new ApiError(404);
-        return c.body(
-          part.body as ReadableStream | Uint8Array<ArrayBuffer>,
-          206,
-          {
-            ...headers,
-            "Content-Range": `bytes ${range.start}-${range.end}/${stat.size}`,
-            "Content-Length": String(range.end - range.start + 1),
-          },
-        );
+        return c.body(part as ReadableStream | Uint8Array<ArrayBuffer>, 206, {
+          ...headers,
+          "Content-Range": `bytes ${range.start}-${range.end}/${size}`,
+          "Content-Length": String(range.end - range.start + 1),
+        });
       }
     }
-    // The common case: one open, one stat, one read.
-    const blob = await deps.store.get(key);
-    if (!blob) throw new ApiError(404);
-    return c.body(blob.body as ReadableStream | Uint8Array<ArrayBuffer>, 200, {
+    // The common case: from memory, else one open, one stat, one read.
+    let body: ReadableStream<Uint8Array> | Uint8Array | undefined = cached;
+    let size = cached?.length ?? 0;
+    if (!body) {
+      const blob = await deps.store.get(key);
+      if (!blob) throw new ApiError(404);
+      body = blob.body;
+      size = body instanceof Uint8Array ? body.length : blob.size;
+      if (bodies?.accepts(size)) {
+        if (!(body instanceof Uint8Array)) body = await readWhole(body, size);
+        bodies.set(key, body);
+      }
+    }
+    return c.body(body as ReadableStream | Uint8Array<ArrayBuffer>, 200, {
       ...headers,
-      "Content-Length": String(blob.size),
+      "Content-Length": String(size),
     });
   };
   app.on(

@@ -33,6 +33,8 @@ export const ConfigSchema = z.object({
   MAX_FILE_BYTES: int(32 * 1024 * 1024, 1),
   MAX_FILES: int(15, 1, 1000),
   MAX_IMAGE_PIXELS: int(100_000_000, 1),
+  /** Memory for the bytes of hot images (each at most 1 MiB); 0 turns it off. */
+  IMAGE_CACHE_MB: int(32, 0, 65_536),
   SCREENSHOTS: z.enum(["on", "off"]).default("on"),
   CHROMIUM_PATH: z.string().optional(),
   BROWSER_WS_ENDPOINT: z.string().regex(/^wss?:\/\//, "must be a ws:// URL")

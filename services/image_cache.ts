@@ -2,18 +2,22 @@ import type { Kysely } from "kysely";
 import type { DB } from "./db/schema.ts";
 import type { Clock } from "./deps.ts";
 import { findLiveImage, type ImageRow } from "./images.ts";
+import type { BlobCache } from "./blob_cache.ts";
 
 /**
  * Short-lived cache of image rows for the image host's hot path, so serving a file (or a
  * 304) doesn't cost a database round trip each time. Expiry is still checked on every hit;
  * deletions through this instance invalidate at once, deletions through another instance
- * are seen within `ttlMs` (the bytes are gone from the shared store at once anyway).
+ * are seen within `ttlMs`. The in-memory bytes of an image ({@link BlobCache}) go whenever
+ * its row goes, so they are never served past the row's own window.
  */
 export class ImageRowCache {
   #rows = new Map<string, { row: ImageRow; at: number }>();
   constructor(
     private readonly db: Kysely<DB>,
     private readonly clock: Clock,
+    /** Bytes of hot images, dropped with their rows. */
+    readonly bodies?: BlobCache,
     private readonly ttlMs = 10_000,
     private readonly max = 10_000,
   ) {}
@@ -25,7 +29,7 @@ export class ImageRowCache {
     if (!hit || now - hit.at > this.ttlMs) {
       const row = await findLiveImage(this.db, id, this.clock);
       if (!row) {
-        this.#rows.delete(id);
+        this.invalidate(id);
         return undefined;
       }
       if (this.#rows.size >= this.max) {
@@ -43,5 +47,6 @@ export class ImageRowCache {
   /** Forgets an id (after a deletion). */
   invalidate(id: string): void {
     this.#rows.delete(id);
+    this.bodies?.forget(id);
   }
 }

@@ -240,6 +240,7 @@ test("bad configuration values name the variable", () => {
     [{ STORE: "s3" }, /S3_ENDPOINT/],
     [{ SCREENSHOT_TIMEOUT_MS: "-5" }, /SCREENSHOT_TIMEOUT_MS/],
     [{ SCREENSHOT_ALLOW_PRIVATE: "everything" }, /SCREENSHOT_ALLOW_PRIVATE/],
+    [{ IMAGE_CACHE_MB: "-1" }, /IMAGE_CACHE_MB/],
   ];
   for (const [env, re] of bad) {
     assert.throws(
@@ -252,6 +253,7 @@ test("bad configuration values name the variable", () => {
   assert.equal(ok.IMAGE_HOST_URL, "http://localhost:9000");
   assert.equal(ok.MAX_FILES, 5);
   assert.equal(ok.MAX_FILE_BYTES, 32 * 1024 * 1024);
+  assert.equal(ok.IMAGE_CACHE_MB, 32);
 });
 
 test("the service refuses to start on a bad value and says which variable", async () => {

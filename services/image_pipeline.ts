@@ -221,34 +221,14 @@ export class ImagePipeline {
           });
         }
       })();
-      // The original without personal metadata, written while libvips decodes (file I/O
-      // beside its threads: ~2 ms less per 200 KB upload at one client).
+      // JPEG and PNG lose their metadata losslessly, by file I/O alone, so that runs while
+      // libvips decodes (beside its threads: ~2.5 ms less per 200 KB upload at one client).
       const stripped = (async () => {
-        if (ext === "jpg") {
-          const out = tmp("orig");
-          await stripJpeg(file.path, out, orientation, this.#stripBuffers);
-          return out;
-        }
-        if (ext === "png") {
-          const out = tmp("orig");
-          await stripPng(file.path, out, this.#stripBuffers);
-          return out;
-        }
-        if (!(meta.exif || meta.xmp || meta.iptc)) return file.path;
-        // No lossless path for these containers: re-encode at high quality, orientation
-        // baked into the pixels since the tag goes with the rest of the metadata.
+        if (ext !== "jpg" && ext !== "png") return undefined;
         const out = tmp("orig");
-        const img = sharp(file.path, { animated, limitInputPixels: false })
-          .rotate();
-        await (ext === "webp"
-          ? img.webp({ quality: 95 })
-          : ext === "avif"
-          ? img.avif({ quality: 80 })
-          : ext === "tiff"
-          ? img.tiff({ compression: "lzw" })
-          : ext === "gif"
-          ? img.gif()
-          : img.png()).toFile(out);
+        if (ext === "jpg") {
+          await stripJpeg(file.path, out, orientation, this.#stripBuffers);
+        } else await stripPng(file.path, out, this.#stripBuffers);
         return out;
       })();
       // Both settle before anything is judged, so no write is still running when the temp
@@ -259,7 +239,25 @@ export class ImagePipeline {
       ]);
       if (decoded.status === "rejected") throw decoded.reason;
       if (original.status === "rejected") throw original.reason;
-      const originalPath = original.value;
+      let originalPath = original.value ?? file.path;
+      if (!original.value && (meta.exif || meta.xmp || meta.iptc)) {
+        // No lossless path for these containers: re-encode at high quality, orientation
+        // baked into the pixels since the tag goes with the rest of the metadata. After
+        // the variants, not beside them: two full decodes of a large image at once would
+        // double the memory an upload can take.
+        originalPath = tmp("orig");
+        const img = sharp(file.path, { animated, limitInputPixels: false })
+          .rotate();
+        await (ext === "webp"
+          ? img.webp({ quality: 95 })
+          : ext === "avif"
+          ? img.avif({ quality: 80 })
+          : ext === "tiff"
+          ? img.tiff({ compression: "lzw" })
+          : ext === "gif"
+          ? img.gif()
+          : img.png()).toFile(originalPath);
+      }
       const size = (await Deno.stat(originalPath)).size;
 
       const row = {

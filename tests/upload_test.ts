@@ -404,6 +404,41 @@ test("an image over MAX_IMAGE_PIXELS gets 142 before it is decoded", async () =>
   }
 });
 
+test("a WebP with GPS EXIF is re-encoded without it, orientation baked into the pixels, and its thumbnail made", async () => {
+  const env = await testEnv();
+  try {
+    const { key } = await userWithKey(env);
+    const webp = new Uint8Array(
+      await sharp({
+        create: { width: 80, height: 40, channels: 3, background: "#224488" },
+      }).webp().withExif({
+        IFD0: { Make: "TestCam" },
+        IFD3: { GPSLatitudeRef: "N", GPSLatitude: "51/1 30/1 0/1" },
+      }).withMetadata({ orientation: 6 }).toBuffer(),
+    );
+    assert.ok((await sharp(webp).metadata()).exif);
+    const r = await upload(
+      env,
+      key,
+      formWith([{ name: "gps.webp", bytes: webp }]),
+    );
+    assert.equal(r.status, 200);
+    const d = r.body.data;
+    assert.deepEqual([d.width, d.height], [40, 80]);
+    const { bytes } = await fetchBytes(env, new URL(d.url).pathname);
+    const meta = await sharp(bytes).metadata();
+    assert.deepEqual(
+      [meta.format, meta.width, meta.height, meta.exif, meta.orientation],
+      ["webp", 40, 80, undefined, undefined],
+    );
+    const thumb = await fetchBytes(env, new URL(d.thumb.url).pathname);
+    assert.equal(thumb.res.status, 200);
+    assert.equal((await sharp(thumb.bytes).metadata()).format, "webp");
+  } finally {
+    await env.close();
+  }
+});
+
 test("a JPEG with GPS EXIF is served without GPS or camera data, keeps its orientation, and its scan data is not re-encoded", async () => {
   const env = await testEnv();
   try {

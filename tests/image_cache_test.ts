@@ -79,6 +79,24 @@ async function uploadOne(env: TestEnv, key: string, bytes: Uint8Array) {
   return r.body.data;
 }
 
+/** A new user and one PNG of theirs, uploaded. */
+async function userWithPng(
+  env: TestEnv,
+  opts: { width: number; height: number },
+) {
+  const { key } = await userWithKey(env);
+  return { key, d: await uploadOne(env, key, await makeImage("png", opts)) };
+}
+
+async function deleteByApi(env: TestEnv, key: string, id: string) {
+  const del = await env.app.request(`/api/1/images/${id}`, {
+    method: "DELETE",
+    headers: { authorization: `Bearer ${key}` },
+  });
+  assert.equal(del.status, 200);
+  await del.body?.cancel();
+}
+
 async function get(env: TestEnv, path: string, headers?: HeadersInit) {
   const res = await env.app.request(path, { headers });
   return { res, bytes: new Uint8Array(await res.arrayBuffer()) };
@@ -87,12 +105,7 @@ async function get(env: TestEnv, path: string, headers?: HeadersInit) {
 test("a hot image is read from the store once; later GETs, HEADs and ranges are answered from memory with the same bytes", async () => {
   const t = await cacheEnv();
   try {
-    const { key } = await userWithKey(t.env);
-    const d = await uploadOne(
-      t.env,
-      key,
-      await makeImage("png", { width: 90, height: 60 }),
-    );
+    const { d } = await userWithPng(t.env, { width: 90, height: 60 });
     const path = new URL(d.url).pathname;
     const first = await get(t.env, path);
     assert.equal(first.res.status, 200);
@@ -206,24 +219,14 @@ test("a store that answers with streams (as S3 does) has its small objects cache
 test("an image deleted through this instance is 404 at once, original and thumbnail, though both were served from memory", async () => {
   const t = await cacheEnv();
   try {
-    const { key } = await userWithKey(t.env);
-    const d = await uploadOne(
-      t.env,
-      key,
-      await makeImage("png", { width: 700, height: 500 }),
-    );
+    const { key, d } = await userWithPng(t.env, { width: 700, height: 500 });
     const paths = [d.url, d.thumb.url].map((u: string) => new URL(u).pathname);
     for (const p of paths) {
       assert.equal((await get(t.env, p)).res.status, 200);
       assert.equal((await get(t.env, p)).res.status, 200);
     }
     assert.equal(t.reads.length, 2);
-    const del = await t.env.app.request(`/api/1/images/${d.id}`, {
-      method: "DELETE",
-      headers: { authorization: `Bearer ${key}` },
-    });
-    assert.equal(del.status, 200);
-    await del.body?.cancel();
+    await deleteByApi(t.env, key, d.id);
     for (const p of paths) {
       const r = await json(await t.env.app.request(p));
       assert.deepEqual([r.status, r.body.error.code], [404, 404]);
@@ -237,20 +240,10 @@ test("an image deleted through another instance stops being served from memory o
   const a = await cacheEnv();
   const b = await cacheEnv({ shareWith: a.env });
   try {
-    const { key } = await userWithKey(a.env);
-    const d = await uploadOne(
-      a.env,
-      key,
-      await makeImage("png", { width: 50, height: 50 }),
-    );
+    const { key, d } = await userWithPng(a.env, { width: 50, height: 50 });
     const path = new URL(d.url).pathname;
     assert.equal((await get(a.env, path)).res.status, 200);
-    const del = await b.env.app.request(`/api/1/images/${d.id}`, {
-      method: "DELETE",
-      headers: { authorization: `Bearer ${key}` },
-    });
-    assert.equal(del.status, 200);
-    await del.body?.cancel();
+    await deleteByApi(b.env, key, d.id);
     assert.equal((await get(b.env, path)).res.status, 404);
     // Instance A still trusts its row for the documented window...
     a.env.clock.advance(9_000);
@@ -322,12 +315,7 @@ test("the row cache drops an image's cached bytes when it is told of a deletion 
     rows.invalidate(d1.id);
     assert.deepEqual([bodies.size, bodies.get(`${d2.id}.png`)], [2, png]);
 
-    const del = await t.env.app.request(`/api/1/images/${d2.id}`, {
-      method: "DELETE",
-      headers: { authorization: `Bearer ${key}` },
-    });
-    assert.equal(del.status, 200);
-    await del.body?.cancel();
+    await deleteByApi(t.env, key, d2.id);
     t.env.clock.advance(10_001);
     assert.equal(await rows.get(d2.id), undefined);
     assert.deepEqual([bodies.size, bodies.bytes], [0, 0]);

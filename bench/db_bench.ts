@@ -116,6 +116,7 @@ try {
       stdout: "null",
       stderr: "null",
     }).output();
+    await Deno.remove(pgDir, { recursive: true }).catch(() => {});
   }
 }
 table(rows);

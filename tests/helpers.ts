@@ -183,3 +183,29 @@ export async function json(res: Response) {
     headers: res.headers,
   };
 }
+
+/** POSTs a form to /api/1/upload with the key as Bearer; the JSON answer with its status. */
+export async function upload(
+  env: TestEnv,
+  key: string,
+  fd: FormData,
+  query = "",
+) {
+  return await json(
+    await env.app.request(`/api/1/upload${query}`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}` },
+      body: fd,
+    }),
+  );
+}
+
+/** A request to the app with its body read as bytes. */
+export async function fetchBytes(
+  env: TestEnv,
+  url: string,
+  init?: RequestInit,
+) {
+  const res = await env.app.request(url, init);
+  return { res, bytes: new Uint8Array(await res.arrayBuffer()) };
+}

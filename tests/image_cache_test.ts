@@ -1,5 +1,13 @@
 import assert from "node:assert/strict";
-import { json, test, type TestEnv, testEnv, userWithKey } from "./helpers.ts";
+import {
+  fetchBytes,
+  json,
+  test,
+  type TestEnv,
+  testEnv,
+  upload,
+  userWithKey,
+} from "./helpers.ts";
 import { formWith, makeImage, makeNoiseJpeg } from "./fixtures.ts";
 import { BlobCache } from "../services/blob_cache.ts";
 import { ImageRowCache } from "../services/image_cache.ts";
@@ -68,13 +76,7 @@ async function cacheEnv(
 }
 
 async function uploadOne(env: TestEnv, key: string, bytes: Uint8Array) {
-  const r = await json(
-    await env.app.request("/api/1/upload", {
-      method: "POST",
-      headers: { authorization: `Bearer ${key}` },
-      body: formWith([{ name: "x", bytes }]),
-    }),
-  );
+  const r = await upload(env, key, formWith([{ name: "x", bytes }]));
   assert.equal(r.status, 200);
   return r.body.data;
 }
@@ -97,22 +99,17 @@ async function deleteByApi(env: TestEnv, key: string, id: string) {
   await del.body?.cancel();
 }
 
-async function get(env: TestEnv, path: string, headers?: HeadersInit) {
-  const res = await env.app.request(path, { headers });
-  return { res, bytes: new Uint8Array(await res.arrayBuffer()) };
-}
-
 test("a hot image is read from the store once; later GETs, HEADs and ranges are answered from memory with the same bytes", async () => {
   const t = await cacheEnv();
   try {
     const { d } = await userWithPng(t.env, { width: 90, height: 60 });
     const path = new URL(d.url).pathname;
-    const first = await get(t.env, path);
+    const first = await fetchBytes(t.env, path);
     assert.equal(first.res.status, 200);
     assert.deepEqual(first.bytes, await t.storedBytes(path.slice(1)));
     assert.equal(t.reads.length, 1);
     for (let i = 0; i < 3; i++) {
-      const again = await get(t.env, path);
+      const again = await fetchBytes(t.env, path);
       assert.equal(again.res.status, 200);
       assert.deepEqual(again.bytes, first.bytes);
       assert.equal(
@@ -129,10 +126,14 @@ test("a hot image is read from the store once; later GETs, HEADs and ranges are 
       head.headers.get("content-length"),
       String(first.bytes.length),
     );
-    const part = await get(t.env, path, { range: "bytes=5-14" });
+    const part = await fetchBytes(t.env, path, {
+      headers: { range: "bytes=5-14" },
+    });
     assert.equal(part.res.status, 206);
     assert.deepEqual(part.bytes, first.bytes.subarray(5, 15));
-    const bad = await get(t.env, path, { range: "bytes=999999-" });
+    const bad = await fetchBytes(t.env, path, {
+      headers: { range: "bytes=999999-" },
+    });
     assert.equal(bad.res.status, 416);
     assert.deepEqual(t.reads, [`get ${path.slice(1)}`]);
   } finally {
@@ -150,10 +151,16 @@ test("with IMAGE_CACHE_MB=0 every GET reads the store, and HEAD, ranges and 416 
       const { key } = await userWithKey(t.env);
       const path = new URL((await uploadOne(t.env, key, png)).url).pathname;
       const full = [];
-      for (let i = 0; i < 3; i++) full.push((await get(t.env, path)).bytes);
+      for (let i = 0; i < 3; i++) {
+        full.push((await fetchBytes(t.env, path)).bytes);
+      }
       const head = await t.env.app.request(path, { method: "HEAD" });
-      const part = await get(t.env, path, { range: "bytes=-7" });
-      const bad = await get(t.env, path, { range: "bytes=999999-" });
+      const part = await fetchBytes(t.env, path, {
+        headers: { range: "bytes=-7" },
+      });
+      const bad = await fetchBytes(t.env, path, {
+        headers: { range: "bytes=999999-" },
+      });
       answers.push({
         full,
         head: [head.status, head.headers.get("content-length")],
@@ -199,7 +206,7 @@ test("a store that answers with streams (as S3 does) has its small objects cache
       const path = new URL(d.url).pathname;
       const stored = await t.storedBytes(path.slice(1));
       for (let i = 0; i < 3; i++) {
-        const r = await get(t.env, path);
+        const r = await fetchBytes(t.env, path);
         assert.equal(r.res.status, 200);
         assert.deepEqual(r.bytes, stored);
       }
@@ -222,8 +229,8 @@ test("an image deleted through this instance is 404 at once, original and thumbn
     const { key, d } = await userWithPng(t.env, { width: 700, height: 500 });
     const paths = [d.url, d.thumb.url].map((u: string) => new URL(u).pathname);
     for (const p of paths) {
-      assert.equal((await get(t.env, p)).res.status, 200);
-      assert.equal((await get(t.env, p)).res.status, 200);
+      assert.equal((await fetchBytes(t.env, p)).res.status, 200);
+      assert.equal((await fetchBytes(t.env, p)).res.status, 200);
     }
     assert.equal(t.reads.length, 2);
     await deleteByApi(t.env, key, d.id);
@@ -242,15 +249,15 @@ test("an image deleted through another instance stops being served from memory o
   try {
     const { key, d } = await userWithPng(a.env, { width: 50, height: 50 });
     const path = new URL(d.url).pathname;
-    assert.equal((await get(a.env, path)).res.status, 200);
+    assert.equal((await fetchBytes(a.env, path)).res.status, 200);
     await deleteByApi(b.env, key, d.id);
-    assert.equal((await get(b.env, path)).res.status, 404);
+    assert.equal((await fetchBytes(b.env, path)).res.status, 404);
     // Instance A still trusts its row for the documented window...
     a.env.clock.advance(9_000);
-    assert.equal((await get(a.env, path)).res.status, 200);
+    assert.equal((await fetchBytes(a.env, path)).res.status, 200);
     // ...and not a moment past it, though the bytes are still in its memory.
     a.env.clock.advance(1_001);
-    assert.equal((await get(a.env, path)).res.status, 404);
+    assert.equal((await fetchBytes(a.env, path)).res.status, 404);
     assert.deepEqual(a.reads, [`get ${path.slice(1)}`]);
   } finally {
     await b.close();

@@ -3,10 +3,12 @@ import exifr from "exifr";
 import sharp from "sharp";
 import {
   databaseKinds,
+  fetchBytes,
   json,
   test,
   type TestEnv,
   testEnv,
+  upload,
   userWithKey,
   waitUntil,
 } from "./helpers.ts";
@@ -19,16 +21,6 @@ import {
 import { sweepExpired } from "../services/images.ts";
 import { openDatabase } from "../services/db/database.ts";
 
-async function upload(env: TestEnv, key: string, fd: FormData, query = "") {
-  return await json(
-    await env.app.request(`/api/1/upload${query}`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${key}` },
-      body: fd,
-    }),
-  );
-}
-
 async function storedFiles(env: TestEnv): Promise<string[]> {
   const out: string[] = [];
   async function walk(dir: string) {
@@ -39,11 +31,6 @@ async function storedFiles(env: TestEnv): Promise<string[]> {
   }
   await walk(env.dataDir).catch(() => {});
   return out;
-}
-
-async function fetchBytes(env: TestEnv, url: string, init?: RequestInit) {
-  const res = await env.app.request(url, init);
-  return { res, bytes: new Uint8Array(await res.arrayBuffer()) };
 }
 
 test("a single JPEG upload returns the SPEC image record and its URL serves the stored bytes", async () => {

@@ -5,7 +5,7 @@ import { blobKeys, MIME_BY_EXT } from "../services/images.ts";
 import type { ImageRowCache } from "../services/image_cache.ts";
 import { ApiError } from "../schemas/errors.ts";
 import type { ByteRange } from "../services/store/blob_store.ts";
-import { readWhole } from "../services/blob_cache.ts";
+import { readWhole } from "../services/file_io.ts";
 
 const FILE_RE = /^([A-Za-z0-9_-]{6,64})(?:\.(th|md))?\.([a-z0-9]{2,5})$/;
 

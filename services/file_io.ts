@@ -23,3 +23,23 @@ export async function readFull(
   }
   return off;
 }
+
+/** Reads a stream of known small size into one buffer. */
+export async function readWhole(
+  stream: ReadableStream<Uint8Array>,
+  size: number,
+): Promise<Uint8Array> {
+  const out = new Uint8Array(size);
+  let at = 0;
+  for await (const chunk of stream) {
+    if (at + chunk.length > size) {
+      throw new Error(`stream longer than its announced ${size} bytes`);
+    }
+    out.set(chunk, at);
+    at += chunk.length;
+  }
+  if (at !== size) {
+    throw new Error(`stream ended at ${at} of its announced ${size} bytes`);
+  }
+  return out;
+}

@@ -34,6 +34,16 @@ export type AppEnv = {
 /** The app type every route module registers on. */
 export type App = OpenAPIHono<AppEnv>;
 
+const backgroundReady = new WeakMap<App, Promise<void>>();
+
+/**
+ * Resolves once the app's background subscriptions (deletion notices from other instances)
+ * have been set up; requests are served before that, this is for tests and start-up logs.
+ */
+export function appReady(app: App): Promise<void> {
+  return backgroundReady.get(app) ?? Promise.resolve();
+}
+
 /** Renders an error envelope response for a code. */
 export function errorResponse(
   c: Context,
@@ -108,6 +118,14 @@ export function createApp(deps: AppDeps): App {
     deps.database.db,
     deps.clock,
     new BlobCache(deps.config.IMAGE_CACHE_MB * 1024 * 1024),
+  );
+  backgroundReady.set(
+    app,
+    rowCache.follow(deps.database).then(
+      () => {},
+      (e) =>
+        deps.log.error({ msg: "cannot follow deletions", error: String(e) }),
+    ),
   );
   registerUploadRoutes(app, deps, pipeline, rowCache);
   registerScreenshotRoutes(app, deps, new ScreenshotService(deps, pipeline));

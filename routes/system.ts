@@ -1,7 +1,11 @@
 import { createRoute } from "@hono/zod-openapi";
 import { envelopeOf, errorResponses } from "../schemas/envelope.ts";
 import { HealthSchema } from "../schemas/system.ts";
-import { ApiError } from "../schemas/errors.ts";
+import {
+  ApiError,
+  type Dependency,
+  OUTAGE_RETRY_AFTER_S,
+} from "../schemas/errors.ts";
 import type { App } from "../app.ts";
 import type { AppDeps } from "../services/deps.ts";
 
@@ -21,20 +25,24 @@ export const getHealthRoute = createRoute({
   },
 });
 
-/** GET /readyz: the database answers. */
+/** GET /readyz: every dependency answers (database, store, and the browser when on). */
 export const getReadyRoute = createRoute({
   method: "get",
   path: "/readyz",
   operationId: "getReady",
   security: [],
   tags: ["System"],
-  summary: "Readiness: the database is reachable",
+  summary: "Readiness: database, store and browser are reachable",
+  description:
+    "200 when every dependency answers within 2 s; otherwise 503 (code 250) with " +
+    "Retry-After and one detail per dependency that is down (`path`: database, store " +
+    "or browser). A load balancer stops sending traffic while it is 503.",
   responses: {
     200: {
       description: "Ready",
       content: { "application/json": { schema: envelopeOf(HealthSchema) } },
     },
-    ...errorResponses(500),
+    ...errorResponses(250),
   },
 });
 
@@ -50,8 +58,22 @@ export function registerSystemRoutes(app: App, deps: AppDeps) {
       }, 200),
   );
   app.openapi(getReadyRoute, async (c) => {
-    if (!(await deps.database.ping(2000))) {
-      throw new ApiError(500, { message: "Database unreachable" });
+    const checks: [Dependency, Promise<boolean>][] = [
+      ["database", deps.database.ping(2000)],
+      ["store", deps.store.ping(2000)],
+    ];
+    if (deps.screenshotter) {
+      checks.push(["browser", deps.screenshotter.ready(2000)]);
+    }
+    const down: Dependency[] = [];
+    for (const [name, ok] of checks) {
+      if (!(await ok.catch(() => false))) down.push(name);
+    }
+    if (down.length) {
+      throw new ApiError(250, {
+        headers: { "Retry-After": String(OUTAGE_RETRY_AFTER_S) },
+        details: down.map((d) => ({ path: d, message: `${d} is down` })),
+      });
     }
     return c.json({
       status: 200 as const,

@@ -194,6 +194,7 @@ export function registerUploadRoutes(
         code: number;
         message: string;
       }[] = [];
+      const errorsThrown: ApiError[] = [];
       let lastError: ApiError | undefined;
       for (const file of form.files) {
         try {
@@ -210,6 +211,7 @@ export function registerUploadRoutes(
             err = new ApiError(500);
           }
           lastError = err;
+          errorsThrown.push(err);
           errors.push({
             index: file.index,
             filename: file.filename,
@@ -225,6 +227,9 @@ export function registerUploadRoutes(
         return c.json(ok(images[0]), 200);
       }
       if (images.length === 0) {
+        // An outage is not the files' fault: answer it as such, so clients retry.
+        const outage = errorsThrown.find((e) => e.code === 250);
+        if (outage) throw outage;
         throw new ApiError(150, {
           details: errors.map((e) => ({ ...e, code: e.code as ErrorCode })),
         });

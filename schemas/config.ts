@@ -23,6 +23,11 @@ export const ConfigSchema = z.object({
     /^postgres(ql)?:\/\//,
     "must start with postgres://",
   ).optional(),
+  /** Opening a PostgreSQL connection, or waiting for a free one (then 250 / HTTP 503). */
+  DB_CONNECT_TIMEOUT_MS: int(3000, 100, 120_000),
+  /** One SQL statement, enforced by the server and by the client. */
+  DB_STATEMENT_TIMEOUT_MS: int(5000, 100, 600_000),
+  DB_POOL_MAX: int(10, 1, 1000),
   STORE: z.enum(["fs", "s3"]).default("fs"),
   S3_ENDPOINT: httpUrl.optional(),
   S3_BUCKET: z.string().min(1).optional(),
@@ -30,6 +35,8 @@ export const ConfigSchema = z.object({
   S3_ACCESS_KEY_ID: z.string().optional(),
   S3_SECRET_ACCESS_KEY: z.string().optional(),
   S3_PUBLIC_URL: httpUrl.optional(),
+  /** Until an S3 request has its answer's headers (then 250 / HTTP 503). */
+  S3_TIMEOUT_MS: int(10_000, 100, 600_000),
   MAX_FILE_BYTES: int(32 * 1024 * 1024, 1),
   MAX_FILES: int(15, 1, 1000),
   MAX_IMAGE_PIXELS: int(100_000_000, 1),
@@ -37,8 +44,27 @@ export const ConfigSchema = z.object({
   IMAGE_CACHE_MB: int(32, 0, 65_536),
   SCREENSHOTS: z.enum(["on", "off"]).default("on"),
   CHROMIUM_PATH: z.string().optional(),
-  BROWSER_WS_ENDPOINT: z.string().regex(/^wss?:\/\//, "must be a ws:// URL")
-    .optional(),
+  /**
+   * A remote Chromium: its ws://…/devtools/browser/<id> URL, or the http://host:port of its
+   * DevTools endpoint, whose current ws URL is looked up (/json/version) at every connect.
+   */
+  BROWSER_WS_ENDPOINT: z.string().regex(
+    /^(wss?|https?):\/\/[^/\s]+/,
+    "must be a ws:// DevTools URL or the http://host:port of one",
+  ).optional(),
+  /**
+   * Where each capture's network guard listens (host, or host:port range start): an
+   * address the browser can reach. 127.0.0.1 for a local browser.
+   */
+  SCREENSHOT_PROXY_LISTEN: z.string().regex(
+    /^[0-9A-Za-z.:\[\]-]+$/,
+    "must be an address such as 0.0.0.0 or 10.0.0.5",
+  ).default("127.0.0.1"),
+  /** The host the browser is told to use for the guard (defaults to the listen address). */
+  SCREENSHOT_PROXY_ADVERTISE: z.string().regex(
+    /^[0-9A-Za-z.:\[\]-]+$/,
+    "must be a host name or address",
+  ).optional(),
   SCREENSHOT_TIMEOUT_MS: int(30_000, 100, 600_000),
   SCREENSHOT_CONCURRENCY: int(2, 1, 64),
   SCREENSHOT_QUEUE: int(32, 0, 10_000),
@@ -53,6 +79,17 @@ export const ConfigSchema = z.object({
   }, "must be comma-separated CIDRs or host:port pairs"),
   LOGIN_MAX_FAILURES: int(5, 1),
   RATE_LIMIT_PER_MINUTE: int(600, 0),
+  /** On SIGTERM/SIGINT: how long in-flight requests may take to finish. */
+  SHUTDOWN_GRACE_MS: int(10_000, 0, 600_000),
+  /**
+   * Behind a reverse proxy that sets X-Forwarded-Proto/Host: trust them (Secure cookies,
+   * HSTS on https). Off by default: a client could otherwise forge them.
+   */
+  TRUST_PROXY: z.enum(["true", "false"]).default("false").transform((v) =>
+    v === "true"
+  ),
+  /** Store objects with no row older than this are crash leftovers the sweeper removes. */
+  ORPHAN_GRACE_S: int(3600, 60),
   LOG_REQUESTS: z.enum(["true", "false"]).default("true").transform((v) =>
     v === "true"
   ),

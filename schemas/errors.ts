@@ -19,6 +19,7 @@ export const ERRORS = {
   220: { message: "Page could not be loaded", status: 502 },
   230: { message: "Screenshot timed out", status: 504 },
   240: { message: "Screenshot service unavailable", status: 503 },
+  250: { message: "Service temporarily unavailable", status: 503 },
   403: { message: "Forbidden", status: 403 },
   404: { message: "Not found", status: 404 },
   405: { message: "Method not allowed", status: 405 },
@@ -55,9 +56,10 @@ export class ApiError extends Error {
       details?: ErrorDetail[];
       headers?: Record<string, string>;
       message?: string;
+      cause?: unknown;
     } = {},
   ) {
-    super(opts.message ?? ERRORS[code].message);
+    super(opts.message ?? ERRORS[code].message, { cause: opts.cause });
     this.code = code;
     this.status = ERRORS[code].status;
     this.details = opts.details;
@@ -81,4 +83,26 @@ export function errorBody(
       ...(details && details.length ? { details } : {}),
     },
   };
+}
+
+/** The dependencies whose outage answers 250 (database, store) or 240 (browser). */
+export type Dependency = "database" | "store" | "browser";
+
+/** Seconds a client is told to wait before retrying after a dependency outage. */
+export const OUTAGE_RETRY_AFTER_S = 5;
+
+/**
+ * A dependency (database or store) could not be reached or did not answer in time: the
+ * request answers 250 / HTTP 503 with Retry-After instead of a 500, and nothing half-done
+ * is acknowledged.
+ */
+export function unavailable(dependency: Dependency, cause?: unknown): ApiError {
+  return new ApiError(250, {
+    headers: { "Retry-After": String(OUTAGE_RETRY_AFTER_S) },
+    details: [{
+      path: dependency,
+      message: `the ${dependency} is not answering; try again shortly`,
+    }],
+    cause,
+  });
 }

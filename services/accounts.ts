@@ -56,8 +56,10 @@ export async function createUser(
 }
 
 /**
- * Checks e-mail and password. After LOGIN_MAX_FAILURES failures for one e-mail within 15
- * minutes, further attempts get 170 with Retry-After until the window moves on.
+ * Checks e-mail and password. Each attempt first takes a numbered slot for its e-mail in a
+ * 15-minute window, in one atomic upsert; attempts past LOGIN_MAX_FAILURES get 170 with
+ * Retry-After without a password being checked, so concurrent guesses on any number of
+ * instances check at most that many passwords. A successful login frees the slots.
  */
 export async function verifyLogin(
   db: Kysely<DB>,
@@ -69,15 +71,26 @@ export async function verifyLogin(
   email = email.trim().toLowerCase();
   const now = clock.now();
   const since = new Date(now.getTime() - THROTTLE_WINDOW_MS);
-  const failures = await db.selectFrom("login_failures")
-    .select([sql<string>`count(*)`.as("n"), sql<Date>`min(at)`.as("first")])
-    .where(sql`lower(email)`, "=", email).where("at", ">", since)
+  const stale = sql<boolean>`login_attempts.window_start <= ${since}`;
+  const slot = await db.insertInto("login_attempts")
+    .values({ email, window_start: now, attempts: 1 })
+    .onConflict((oc) =>
+      oc.column("email").doUpdateSet({
+        attempts:
+          sql`case when ${stale} then 1 else login_attempts.attempts + 1 end`,
+        window_start: sql`case when ${stale} then ${now}::timestamptz
+          else login_attempts.window_start end`,
+      })
+    )
+    .returning(["attempts", "window_start"])
     .executeTakeFirstOrThrow();
-  if (Number(failures.n) >= maxFailures) {
-    const first = new Date(failures.first);
+  if (slot.attempts > maxFailures) {
     const retry = Math.max(
       1,
-      Math.ceil((first.getTime() + THROTTLE_WINDOW_MS - now.getTime()) / 1000),
+      Math.ceil(
+        (new Date(slot.window_start).getTime() + THROTTLE_WINDOW_MS -
+          now.getTime()) / 1000,
+      ),
     );
     throw new ApiError(170, { headers: { "Retry-After": String(retry) } });
   }
@@ -87,11 +100,9 @@ export async function verifyLogin(
     .executeTakeFirst();
   const ok = await verifyPassword(password, user?.password_hash ?? DUMMY_HASH);
   if (!user || !ok || user.disabled_at) {
-    await db.insertInto("login_failures").values({ email, at: now }).execute();
     throw new AccountError("Wrong e-mail or password.");
   }
-  await db.deleteFrom("login_failures").where(sql`lower(email)`, "=", email)
-    .execute();
+  await db.deleteFrom("login_attempts").where("email", "=", email).execute();
   return { id: user.id, email: user.email };
 }
 

@@ -1,7 +1,12 @@
 import type { Kysely } from "kysely";
 import type { DB } from "./db/schema.ts";
 import type { Clock } from "./deps.ts";
-import { findLiveImage, type ImageRow } from "./images.ts";
+import {
+  findLiveImage,
+  IMAGE_DELETED_CHANNEL,
+  type ImageRow,
+} from "./images.ts";
+import type { Database } from "./db/database.ts";
 import type { BlobCache } from "./blob_cache.ts";
 
 /**
@@ -48,5 +53,22 @@ export class ImageRowCache {
   invalidate(id: string): void {
     this.#rows.delete(id);
     this.bodies?.forget(id);
+  }
+
+  /** Forgets everything (deletion notices may have been missed). */
+  clear(): void {
+    for (const id of [...this.#rows.keys()]) this.invalidate(id);
+  }
+
+  /**
+   * Hears deletions made through any instance on the same database (LISTEN/NOTIFY), so a
+   * deleted image stops being served everywhere within the notice's latency, not the TTL.
+   */
+  follow(database: Database): Promise<() => Promise<void>> {
+    return database.listen(
+      IMAGE_DELETED_CHANNEL,
+      (id) => this.invalidate(id),
+      () => this.clear(),
+    );
   }
 }

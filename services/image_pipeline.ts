@@ -15,6 +15,7 @@ import {
 } from "./images.ts";
 import { StripBuffers, stripJpeg, stripPng } from "./metadata_strip.ts";
 import { readFull } from "./file_io.ts";
+import { claimScratchDir, processTag } from "./scratch_dir.ts";
 
 /** Accepted types, detected from the bytes: media type → stored extension. */
 const ACCEPTED: Record<string, string> = {
@@ -96,18 +97,16 @@ export class ImagePipeline {
       "config" | "database" | "store" | "clock"
     >,
   ) {
-    this.tmpDir = join(deps.config.DATA_DIR, "tmp");
+    // A folder per process: instances sharing DATA_DIR never clean each other's uploads.
+    this.tmpDir = join(deps.config.DATA_DIR, "tmp", processTag());
     // libvips' operation cache only helps repeated identical work; it holds decoded
     // images in memory, which is the opposite of what an upload server wants.
     sharp.cache(false);
   }
 
-  /** Creates the temp dir and removes files a crash left in it. */
+  /** Creates the temp dir and removes what dead processes (a crash) left beside it. */
   async init(): Promise<this> {
-    await Deno.mkdir(this.tmpDir, { recursive: true });
-    for await (const e of Deno.readDir(this.tmpDir)) {
-      await Deno.remove(join(this.tmpDir, e.name)).catch(() => {});
-    }
+    await claimScratchDir(join(this.deps.config.DATA_DIR, "tmp"));
     return this;
   }
 

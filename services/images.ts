@@ -1,4 +1,4 @@
-import type { Kysely, Selectable } from "kysely";
+import { type Kysely, type Selectable, sql } from "kysely";
 import type { Config } from "../schemas/config.ts";
 import type { DB } from "./db/schema.ts";
 import type { Clock } from "./deps.ts";
@@ -113,8 +113,13 @@ export async function deleteImage(
 ): Promise<void> {
   await db.updateTable("images").set({ deleted_at: clock.now() })
     .where("id", "=", row.id).execute();
+  // Every instance drops its cached row and bytes when it hears this (ImageRowCache).
+  await sql`select pg_notify(${IMAGE_DELETED_CHANNEL}, ${row.id})`.execute(db);
   await removeBlobs(store, row);
 }
+
+/** NOTIFY channel carrying the id of each deleted image. */
+export const IMAGE_DELETED_CHANNEL = "imagehost_image_deleted";
 
 async function removeBlobs(store: BlobStore, row: ImageRow) {
   const keys = blobKeys(row);

@@ -49,12 +49,14 @@ export async function admitCall(
   return { limit, remaining, resetSeconds };
 }
 
-/** Drops counters of windows that ended over an hour ago. */
+/** Drops counters (API calls, login attempts) of windows that ended over an hour ago. */
 export async function sweepRateLimits(
   db: Kysely<DB>,
   clock: Clock,
 ): Promise<void> {
-  await db.deleteFrom("rate_limits")
-    .where("window_start", "<", new Date(clock.now().getTime() - 3_600_000))
+  const hourAgo = new Date(clock.now().getTime() - 3_600_000);
+  await db.deleteFrom("rate_limits").where("window_start", "<", hourAgo)
+    .execute();
+  await db.deleteFrom("login_attempts").where("window_start", "<", hourAgo)
     .execute();
 }

@@ -11,7 +11,19 @@ import type { Screenshotter } from "./screenshots/screenshotter.ts";
 import { ImagePipeline } from "./image_pipeline.ts";
 import { sweepExpired } from "./images.ts";
 import { sweepRateLimits } from "./rate_limit.ts";
+import { sweepOrphans } from "./orphans.ts";
+import { ApiError } from "../schemas/errors.ts";
 import { systemClock } from "./deps.ts";
+import type { PostgresTimeouts } from "./db/postgres.ts";
+
+/** The PostgreSQL bounds the config names. */
+export function postgresTimeouts(config: Config): PostgresTimeouts {
+  return {
+    connectMs: config.DB_CONNECT_TIMEOUT_MS,
+    statementMs: config.DB_STATEMENT_TIMEOUT_MS,
+    poolMax: config.DB_POOL_MAX,
+  };
+}
 
 /** Chooses and opens the store named by the config. */
 export async function openStore(config: Config): Promise<BlobStore> {
@@ -22,6 +34,7 @@ export async function openStore(config: Config): Promise<BlobStore> {
       region: config.S3_REGION,
       accessKeyId: config.S3_ACCESS_KEY_ID ?? "",
       secretAccessKey: config.S3_SECRET_ACCESS_KEY ?? "",
+      timeoutMs: config.S3_TIMEOUT_MS,
     });
   }
   return await new FsStore(join(config.DATA_DIR, "images")).init();
@@ -35,6 +48,10 @@ export async function openScreenshotter(
   config: Config,
   log: Logger,
 ): Promise<Screenshotter | undefined> {
+  if (config.SCREENSHOTS === "off") {
+    log.info({ msg: "screenshots off (SCREENSHOTS=off): no browser started" });
+    return undefined;
+  }
   const executablePath = config.BROWSER_WS_ENDPOINT
     ? undefined
     : findChromium(config.CHROMIUM_PATH);
@@ -53,6 +70,8 @@ export async function openScreenshotter(
     recycleAfter: config.SCREENSHOT_RECYCLE_AFTER,
     timeoutMs: config.SCREENSHOT_TIMEOUT_MS,
     allowRules: parseAllowList(config.SCREENSHOT_ALLOW_PRIVATE),
+    proxyListen: config.SCREENSHOT_PROXY_LISTEN,
+    proxyAdvertise: config.SCREENSHOT_PROXY_ADVERTISE,
     log,
   });
   // A failed first start is logged, not fatal: the next capture tries again.
@@ -71,15 +90,33 @@ export async function buildRuntime(
 ): Promise<{ deps: Omit<AppDeps, "clock">; close(): Promise<void> }> {
   const database = await openDatabase(
     config.DATABASE_URL
-      ? { url: config.DATABASE_URL }
+      ? {
+        url: config.DATABASE_URL,
+        timeouts: postgresTimeouts(config),
+        log: log.error,
+      }
       : { dataDir: opts.pgliteDir },
   );
-  const applied = await migrate(database.db);
-  log.info({
-    msg: "database ready",
-    kind: database.kind,
-    migrations_applied: applied,
-  });
+  // PostgreSQL may come up after us (a compose start, a restart of both): wait for it
+  // rather than die, saying so every few seconds.
+  for (let attempt = 1;; attempt++) {
+    try {
+      const applied = await migrate(database.db);
+      log.info({
+        msg: "database ready",
+        kind: database.kind,
+        migrations_applied: applied,
+      });
+      break;
+    } catch (e) {
+      if (!(e instanceof ApiError && e.code === 250) || attempt >= 150) {
+        await database.close();
+        throw e;
+      }
+      log.error({ msg: "database not reachable yet; retrying", attempt });
+      await new Promise((r) => setTimeout(r, 2000));
+    }
+  }
   const store = await openStore(config);
   await new ImagePipeline({ config, database, store, clock: systemClock })
     .init();
@@ -93,10 +130,21 @@ export async function buildRuntime(
       sweepRateLimits(database.db, systemClock),
     ]).catch((e) => log.error({ msg: "sweep failed", error: String(e) }));
   }, 60_000);
+  // Crash leftovers (bytes with no row): a full listing of the store, so once an hour.
+  const orphanSweeper = setInterval(() => {
+    sweepOrphans(database.db, store, systemClock, config.ORPHAN_GRACE_S)
+      .then((keys) =>
+        keys.length && log.info({ msg: "orphans removed", count: keys.length })
+      )
+      .catch((e) =>
+        log.error({ msg: "orphan sweep failed", error: String(e) })
+      );
+  }, 3_600_000);
   return {
     deps: { config, database, store, log, screenshotter },
     async close() {
       clearInterval(sweeper);
+      clearInterval(orphanSweeper);
       await screenshotter?.close();
       await store.close?.();
       await database.close();

@@ -12,6 +12,7 @@ for (const kind of databaseKinds()) {
       ).execute();
       assert.deepEqual(rows.map((r) => r.name), [
         "001_init.sql",
+        "002_login_attempts.sql",
         "002_rate_limits.sql",
       ]);
       assert.deepEqual(await migrate(database.db), []);

@@ -90,6 +90,12 @@ test("a thrown bug becomes a 500 envelope without a stack trace, and is logged w
     get: () => Promise.reject(new Error("disk on fire")),
     stat: () => Promise.reject(new Error("disk on fire")),
     delete: () => Promise.reject(new Error("disk on fire")),
+    ping: () => Promise.resolve(true),
+    list: () => ({
+      [Symbol.asyncIterator]: () => ({
+        next: () => Promise.reject(new Error("disk on fire")),
+      }),
+    }),
   };
   const env = await testEnv({ store: broken });
   try {
@@ -167,8 +173,15 @@ test("every request is logged with method, path, status, ms and the X-Request-Id
   }
 });
 
-test("healthz answers, readyz reports the database, and an unreachable database makes readyz fail", async () => {
-  const env = await testEnv();
+test("healthz answers, and readyz is 503 naming each dependency that is down (database, store, browser)", async () => {
+  let browserUp = true;
+  const env = await testEnv({
+    screenshotter: {
+      capture: () => Promise.reject(new Error("not used")),
+      ready: () => Promise.resolve(browserUp),
+      close: () => Promise.resolve(),
+    },
+  });
   try {
     assert.deepEqual(
       (await json(await env.app.request("/healthz"))).body.data,
@@ -177,9 +190,23 @@ test("healthz answers, readyz reports the database, and an unreachable database 
     const ready = await json(await env.app.request("/readyz"));
     assert.equal(ready.status, 200);
     assert.equal(ready.body.data.database, "pglite");
+    const downNow = async () => {
+      const r = await json(await env.app.request("/readyz"));
+      assert.equal(r.status, 503);
+      assert.equal(r.body.error.code, 250);
+      assert.equal(r.headers.get("retry-after"), "5");
+      return r.body.error.details.map((d: { path: string }) => d.path);
+    };
     env.deps.database.ping = () => Promise.resolve(false);
-    const down = await json(await env.app.request("/readyz"));
-    assert.deepEqual([down.status, down.body.error.code], [500, 500]);
+    assert.deepEqual(await downNow(), ["database"]);
+    env.deps.store.ping = () => Promise.resolve(false);
+    browserUp = false;
+    assert.deepEqual(await downNow(), ["database", "store", "browser"]);
+    env.deps.database.ping = () => Promise.resolve(true);
+    env.deps.store.ping = () => Promise.resolve(true);
+    assert.deepEqual(await downNow(), ["browser"]);
+    browserUp = true;
+    assert.equal((await env.app.request("/readyz")).status, 200);
   } finally {
     await env.close();
   }

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { createApp } from "../app.ts";
+import { appReady, createApp } from "../app.ts";
 import { type Config, loadConfig } from "../schemas/config.ts";
 import {
   type Database,
@@ -71,7 +71,7 @@ export function pgliteTemplate(): Promise<Blob> {
  */
 export async function testDatabase(
   kind: "pglite" | "postgres" = "pglite",
-): Promise<Database> {
+): Promise<Database & { another?: () => Promise<Database> }> {
   if (kind === "pglite") {
     return await openDatabase({ loadDataDir: await pgliteTemplate() });
   }
@@ -85,6 +85,7 @@ export async function testDatabase(
   await migrate(db.db);
   return {
     ...db,
+    another: () => openDatabase({ url, searchPath: schema }),
     async close() {
       await db.close();
       await sql.raw(`drop schema ${schema} cascade`).execute(admin.db);
@@ -134,8 +135,10 @@ export async function testEnv(
     log,
     screenshotter: opts.screenshotter,
   };
+  const app = createApp(deps);
+  await appReady(app);
   return {
-    app: createApp(deps),
+    app,
     deps,
     config,
     clock,
@@ -156,6 +159,18 @@ export async function waitUntil(done: () => boolean, ms = 3000) {
   const deadline = Date.now() + ms;
   while (!done() && Date.now() < deadline) {
     await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** Like {@link waitUntil} for a condition that must be awaited (a request, a probe). */
+export async function waitUntilAsync(
+  done: () => Promise<boolean>,
+  ms = 3000,
+  everyMs = 20,
+) {
+  const deadline = Date.now() + ms;
+  while (!(await done()) && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, everyMs));
   }
 }
 

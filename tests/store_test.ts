@@ -1,67 +1,13 @@
 import assert from "node:assert/strict";
+import { hostname } from "node:os";
+import { processTag } from "../services/scratch_dir.ts";
 import { FsStore } from "../services/store/fs_store.ts";
 import { S3Store } from "../services/store/s3_store.ts";
 import type { BlobStore } from "../services/store/blob_store.ts";
 import { ImagePipeline } from "../services/image_pipeline.ts";
 import { json, test, testEnv, userWithKey } from "./helpers.ts";
+import { startS3 } from "./s3_server.ts";
 import { formWith, makeImage } from "./fixtures.ts";
-
-/**
- * A local S3-compatible server (the npm package s3rver) on loopback with one bucket. It runs
- * under Node in its own process, as a real S3 endpoint would be: in-process it shared the
- * test runner's threads with other test workers and stalled under load.
- */
-async function startS3(opts: { partSize?: number } = {}) {
-  const dir = await Deno.makeTempDir({ prefix: "imagehost-s3-" });
-  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (l.addr as Deno.NetAddr).port;
-  l.close();
-  // Installed by `deno install` (deno.json lists it) into node_modules for Node to run.
-  const bin =
-    new URL("../node_modules/s3rver/bin/s3rver.js", import.meta.url).pathname;
-  const proc = new Deno.Command("node", {
-    args: [
-      bin,
-      "-d",
-      dir,
-      "-a",
-      "127.0.0.1",
-      "-p",
-      String(port),
-      "--configure-bucket",
-      "images",
-    ],
-    stdout: "piped",
-    stderr: "inherit",
-  }).spawn();
-  const reader = proc.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  let out = "";
-  while (!/listening/i.test(out)) {
-    const { value, done } = await reader.read();
-    if (done) throw new Error(`s3rver did not start: ${out}`);
-    out += value;
-  }
-  reader.releaseLock();
-  proc.stdout.cancel().catch(() => {});
-  const endpoint = `http://127.0.0.1:${port}`;
-  const store = new S3Store({
-    endpoint,
-    bucket: "images",
-    region: "us-east-1",
-    accessKeyId: "S3RVER",
-    secretAccessKey: "S3RVER",
-    ...opts,
-  });
-  return {
-    store,
-    endpoint,
-    async close() {
-      proc.kill("SIGTERM");
-      await proc.status;
-      await Deno.remove(dir, { recursive: true }).catch(() => {});
-    },
-  };
-}
 
 /**
  * Runs `action` while recording what stores ask of S3 into `seen`, as "METHOD
@@ -168,7 +114,7 @@ test("a file handed over from another filesystem is copied in, synced, and remov
       bytes,
     );
     // Nothing left in the store's temp folder.
-    assert.deepEqual([...Deno.readDirSync(`${dir}/.tmp`)], []);
+    assert.deepEqual([...Deno.readDirSync(`${dir}/.tmp/${processTag()}`)], []);
   } finally {
     await Deno.remove(local).catch(() => {});
     await Deno.remove(dir, { recursive: true });
@@ -296,17 +242,70 @@ test("uploads through the S3 store are served by the image host", async () => {
 test("temp files a crash left behind are removed at start-up and never served", async () => {
   const dir = await Deno.makeTempDir();
   try {
-    await Deno.mkdir(`${dir}/images/.tmp`, { recursive: true });
-    await Deno.mkdir(`${dir}/tmp`, { recursive: true });
+    // Loose files (older versions) and the folder of a process that no longer runs.
+    const dead = `${hostname()}-999999999-1`;
+    await Deno.mkdir(`${dir}/images/.tmp/${dead}`, { recursive: true });
+    await Deno.mkdir(`${dir}/tmp/${dead}`, { recursive: true });
     await Deno.writeTextFile(`${dir}/images/.tmp/half-written`, "partial");
+    await Deno.writeTextFile(`${dir}/images/.tmp/${dead}/x`, "partial");
     await Deno.writeTextFile(`${dir}/tmp/up-123`, "partial upload");
+    await Deno.writeTextFile(`${dir}/tmp/${dead}/up-9`, "partial upload");
     await new FsStore(`${dir}/images`).init();
     const env = await testEnv({ env: { DATA_DIR: dir } });
     await new ImagePipeline(env.deps).init();
-    assert.deepEqual([...Deno.readDirSync(`${dir}/images/.tmp`)], []);
-    assert.deepEqual([...Deno.readDirSync(`${dir}/tmp`)], []);
+    // What is left is this process's own (empty) scratch folder.
+    assert.deepEqual(names(`${dir}/images/.tmp`), [processTag()]);
+    assert.deepEqual(names(`${dir}/tmp`), [processTag()]);
+    assert.deepEqual(names(`${dir}/tmp/${processTag()}`), []);
     await env.close();
   } finally {
     await Deno.remove(dir, { recursive: true }).catch(() => {});
   }
 });
+
+test("two instances sharing a DATA_DIR: starting one never touches the scratch files of another that still runs", async () => {
+  const dir = await Deno.makeTempDir();
+  // A second live process: its scratch folder is named as processTag() would name it there.
+  const other = new Deno.Command("sleep", { args: ["30"] }).spawn();
+  try {
+    const stat = await Deno.readTextFile(`/proc/${other.pid}/stat`);
+    const start = stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19];
+    const live = `${hostname()}-${other.pid}-${start}`;
+    for (const base of [`${dir}/tmp`, `${dir}/images/.tmp`]) {
+      await Deno.mkdir(`${base}/${live}`, { recursive: true });
+      await Deno.writeTextFile(`${base}/${live}/upload-in-flight`, "bytes");
+      // A pid reused by another program is not the instance that wrote this folder.
+      await Deno.mkdir(`${base}/${hostname()}-${other.pid}-1`);
+    }
+    const claim = async () => {
+      await new FsStore(`${dir}/images`).init();
+      const env = await testEnv({ env: { DATA_DIR: dir } });
+      await new ImagePipeline(env.deps).init();
+      await env.close().catch(() => {});
+    };
+    await claim();
+    for (const base of [`${dir}/tmp`, `${dir}/images/.tmp`]) {
+      assert.deepEqual(names(base), [live, processTag()].sort());
+      assert.equal(
+        await Deno.readTextFile(`${base}/${live}/upload-in-flight`),
+        "bytes",
+      );
+    }
+    // Once that process is gone, its leftovers go at the next start.
+    other.kill("SIGKILL");
+    await other.status;
+    await claim();
+    for (const base of [`${dir}/tmp`, `${dir}/images/.tmp`]) {
+      assert.deepEqual(names(base), [processTag()]);
+    }
+  } finally {
+    try {
+      other.kill("SIGKILL");
+    } catch { /* already gone */ }
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
+  }
+});
+
+function names(dir: string): string[] {
+  return [...Deno.readDirSync(dir)].map((e) => e.name).sort();
+}

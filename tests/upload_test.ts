@@ -20,6 +20,7 @@ import {
 } from "./fixtures.ts";
 import { sweepExpired } from "../services/images.ts";
 import { openDatabase } from "../services/db/database.ts";
+import { processTag } from "../services/scratch_dir.ts";
 
 async function storedFiles(env: TestEnv): Promise<string[]> {
   const out: string[] = [];
@@ -723,7 +724,7 @@ test("a key sent as a form field authenticates the upload, and a bad one gets 11
       }),
     );
     assert.equal(r.body.error.code, 100);
-    const tmp = [...Deno.readDirSync(`${env.dataDir}/tmp`)];
+    const tmp = [...Deno.readDirSync(`${env.dataDir}/tmp/${processTag()}`)];
     assert.deepEqual(tmp, []);
   } finally {
     await env.close();
@@ -852,7 +853,7 @@ test("a client that hangs up mid-upload leaves no temp file, stores nothing, and
     // 1 MB of the promised 5 MB, then the client is gone.
     await conn.write(new Uint8Array(1_000_000).fill(0xab));
     await new Promise((r) => setTimeout(r, 200));
-    const tmp = `${env.dataDir}/tmp`;
+    const tmp = `${env.dataDir}/tmp/${processTag()}`;
     const names = () => [...Deno.readDirSync(tmp)].map((e) => e.name);
     assert.equal(names().length, 1, "the part is being written to a temp file");
     conn.close();

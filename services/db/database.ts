@@ -1,9 +1,13 @@
 import { PGlite } from "@electric-sql/pglite";
-import { Kysely, sql } from "kysely";
-import { PostgresJSDialect } from "kysely-postgres-js";
-import postgres from "postgres";
+import { Kysely, PostgresDialect, sql } from "kysely";
 import { PGliteDialect } from "./pglite_dialect.ts";
 import type { DB } from "./schema.ts";
+import {
+  DEFAULT_PG_TIMEOUTS,
+  listenWithReconnect,
+  outageAwarePool,
+  type PostgresTimeouts,
+} from "./postgres.ts";
 
 /** An open database: the Kysely handle plus what start-up, readiness and shutdown need. */
 export interface Database {
@@ -13,6 +17,16 @@ export interface Database {
   pglite?: PGlite;
   /** Resolves when the database answers a trivial query within timeoutMs. */
   ping(timeoutMs?: number): Promise<boolean>;
+  /**
+   * Subscribes to a NOTIFY channel (every instance on the database hears it). `onReset`
+   * runs whenever notifications may have been missed (the link to PostgreSQL came back).
+   * Resolves, with the unsubscribe, once the first attempt to listen has been made.
+   */
+  listen(
+    channel: string,
+    onMessage: (payload: string) => void,
+    onReset?: () => void,
+  ): Promise<() => Promise<void>>;
   close(): Promise<void>;
 }
 
@@ -25,27 +39,51 @@ export interface DatabaseOptions {
   loadDataDir?: Blob;
   /** PostgreSQL schema to use (tests isolate themselves in a schema each). */
   searchPath?: string;
+  /** Connect/statement bounds for PostgreSQL (DB_CONNECT_TIMEOUT_MS, ...). */
+  timeouts?: PostgresTimeouts;
+  /** Where driver errors outside any request go (an idle connection dropped). */
+  log?: (e: Record<string, unknown>) => void;
 }
 
 /** Opens PostgreSQL (url) or embedded PGlite; does not migrate. */
 export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
   if (opts.url) {
-    const client = postgres(opts.url, {
-      max: 10,
-      connect_timeout: 10,
-      idle_timeout: 30,
-      onnotice: () => {},
-      connection: {
-        statement_timeout: 15_000,
-        ...(opts.searchPath ? { search_path: opts.searchPath } : {}),
+    const url = opts.url;
+    const t = opts.timeouts ?? DEFAULT_PG_TIMEOUTS;
+    const log = opts.log ?? (() => {});
+    const pool = outageAwarePool(
+      url,
+      t,
+      (e) => log({ msg: "database connection lost", error: String(e) }),
+      opts.searchPath,
+    );
+    const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+    const unlisteners = new Set<() => Promise<void>>();
+    return wrap(db, "postgres", {
+      async listen(channel, onMessage, onReset) {
+        const { ready, stop } = listenWithReconnect(
+          url,
+          t,
+          channel,
+          onMessage,
+          onReset ?? (() => {}),
+          log,
+        );
+        unlisteners.add(stop);
+        await ready;
+        return async () => {
+          unlisteners.delete(stop);
+          await stop();
+        };
       },
-    });
-    const db = new Kysely<DB>({
-      dialect: new PostgresJSDialect({ postgres: client }),
-    });
-    return wrap(db, "postgres", async () => {
-      await db.destroy();
-      await client.end({ timeout: 5 });
+      async close() {
+        await Promise.all([...unlisteners].map((u) => u()));
+        // Bounded: a pool whose server is gone must not hold up shutdown.
+        await Promise.race([
+          db.destroy().catch(() => {}),
+          new Promise((r) => setTimeout(r, t.connectMs)),
+        ]);
+      },
     });
   }
   const unlock = opts.dataDir ? await lockDataDir(opts.dataDir) : () => {};
@@ -54,10 +92,16 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
     ...(opts.loadDataDir ? { loadDataDir: opts.loadDataDir } : {}),
   });
   const db = new Kysely<DB>({ dialect: new PGliteDialect(pg) });
-  return wrap(db, "pglite", async () => {
-    await db.destroy();
-    await pg.close();
-    unlock();
+  return wrap(db, "pglite", {
+    async listen(channel, onMessage) {
+      // One process: nothing can be missed, so there is never a reset.
+      return await pg.listen(channel, onMessage);
+    },
+    async close() {
+      await db.destroy();
+      await pg.close();
+      unlock();
+    },
   }, pg);
 }
 
@@ -96,10 +140,11 @@ async function lockDataDir(dir: string): Promise<() => void> {
 function wrap(
   db: Kysely<DB>,
   kind: Database["kind"],
-  close: () => Promise<void>,
+  ops: Pick<Database, "listen" | "close">,
   pg?: PGlite,
 ): Database {
   return {
+    ...ops,
     db,
     kind,
     pglite: pg,
@@ -118,7 +163,6 @@ function wrap(
         clearTimeout(timer);
       }
     },
-    close,
   };
 }
 

@@ -27,10 +27,11 @@ export interface DB {
     created_at: Generated<Date>;
     expires_at: Date;
   };
-  login_failures: {
-    id: Generated<string>;
+  login_attempts: {
+    /** Lower-cased e-mail. */
     email: string;
-    at: Generated<Date>;
+    window_start: Date;
+    attempts: number;
   };
   images: {
     id: string;

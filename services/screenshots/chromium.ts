@@ -71,6 +71,62 @@ export interface ChromiumOptions {
   maxFullPageHeight?: number;
   /** Hosts whose requests noAds blocks (AD_HOSTS; tests name a loopback host). */
   adHosts?: readonly string[];
+  /** Where each capture's guard proxy listens (SCREENSHOT_PROXY_LISTEN). */
+  proxyListen?: string;
+  /** The host the browser is told to reach the guard at (SCREENSHOT_PROXY_ADVERTISE). */
+  proxyAdvertise?: string;
+}
+
+/** True for a loopback listen address, where the guard needs no credentials. */
+function isLoopbackHost(h: string): boolean {
+  return /^(127\.|localhost$|\[?::1\]?$)/.test(h);
+}
+
+/**
+ * The ws:// URL of a DevTools endpoint. A ws URL is taken as it is; for http://host:port the
+ * browser is asked (/json/version) for its current one, which changes at every browser
+ * restart, and its host is replaced by the one we reached (Chromium reports its own bind
+ * address). Chromium answers /json only to a Host that is an IP, so a name is resolved first.
+ */
+export async function discoverWsEndpoint(
+  endpoint: string,
+  timeoutMs: number,
+): Promise<string> {
+  if (/^wss?:/.test(endpoint)) return endpoint;
+  const base = new URL(endpoint);
+  if (!/^[\d.]+$|^\[/.test(base.hostname) && base.hostname !== "localhost") {
+    const [ip] = await Deno.resolveDns(base.hostname, "A");
+    if (ip) base.hostname = ip;
+  }
+  const res = await fetch(new URL("/json/version", base), {
+    signal: AbortSignal.timeout(timeoutMs),
+  });
+  if (!res.ok) {
+    await res.body?.cancel();
+    throw new Error(`DevTools endpoint answered ${res.status}`);
+  }
+  const { webSocketDebuggerUrl } = await res.json() as {
+    webSocketDebuggerUrl?: string;
+  };
+  if (!webSocketDebuggerUrl) throw new Error("no webSocketDebuggerUrl");
+  const ws = new URL(webSocketDebuggerUrl);
+  ws.host = base.host;
+  ws.protocol = base.protocol === "https:" ? "wss:" : "ws:";
+  return ws.toString();
+}
+
+/** A readable line for any error, including the event objects WebSocket errors are. */
+function describe(e: unknown): string {
+  if (e instanceof Error) return e.message;
+  if (e && typeof e === "object") {
+    const m = (e as { message?: unknown; error?: unknown }).message ??
+      (e as { error?: unknown }).error;
+    if (m) return String(m);
+    try {
+      return JSON.stringify(e);
+    } catch { /* fall through */ }
+  }
+  return String(e);
 }
 
 /**
@@ -93,6 +149,9 @@ export class ChromiumScreenshotter implements Screenshotter {
   #shooting = 0;
   /** Contexts still being closed after their capture answered, and retired browsers. */
   #teardowns = new Set<Promise<void>>();
+  /** Failed starts in a row, and when the next may be tried (backoff up to 10 s). */
+  #failures = 0;
+  #nextTryAt = 0;
 
   constructor(private readonly opts: ChromiumOptions) {}
 
@@ -111,13 +170,36 @@ export class ChromiumScreenshotter implements Screenshotter {
     await this.#getBrowser();
   }
 
+  /** True when a browser is connected, or one can be had within timeoutMs. */
+  async ready(timeoutMs: number): Promise<boolean> {
+    if (this.#browser?.connected) return true;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    try {
+      return await Promise.race([
+        this.#getBrowser().then(() => true),
+        new Promise<boolean>((r) =>
+          timer = setTimeout(() => r(false), timeoutMs)
+        ),
+      ]);
+    } catch {
+      return false;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
   async #launch(): Promise<Browser> {
     const { executablePath, wsEndpoint } = this.opts;
     const browser = wsEndpoint
-      ? await puppeteer.connect({
-        browserWSEndpoint: wsEndpoint,
-        protocolTimeout: this.opts.timeoutMs + 10_000,
-      })
+      ? await withTimeout(
+        (async () =>
+          await puppeteer.connect({
+            browserWSEndpoint: await discoverWsEndpoint(wsEndpoint, 5000),
+            protocolTimeout: this.opts.timeoutMs + 10_000,
+          }))(),
+        10_000,
+        "connecting to the remote browser timed out",
+      )
       : await puppeteer.launch({
         executablePath,
         headless: true,
@@ -149,15 +231,35 @@ export class ChromiumScreenshotter implements Screenshotter {
       throw new ApiError(240, { headers: { "Retry-After": "30" } });
     }
     if (this.#browser?.connected) return this.#browser;
+    if (!this.#launching && Date.now() < this.#nextTryAt) {
+      // Backing off after failed starts: answer at once rather than hammer the browser.
+      throw new ApiError(240, {
+        headers: {
+          "Retry-After": String(
+            Math.max(1, Math.ceil((this.#nextTryAt - Date.now()) / 1000)),
+          ),
+        },
+      });
+    }
     this.#launching ??= this.#launch().then((b) => {
       this.#browser = b;
+      this.#failures = 0;
       return b;
+    }, (e) => {
+      this.#failures++;
+      this.#nextTryAt = Date.now() +
+        Math.min(10_000, 250 * 2 ** (this.#failures - 1));
+      this.opts.log.error({
+        msg: "browser start failed",
+        error: describe(e),
+        retry_in_ms: this.#nextTryAt - Date.now(),
+      });
+      throw e;
     }).finally(() => this.#launching = undefined);
     try {
       return await this.#launching;
-    } catch (e) {
-      this.opts.log.error({ msg: "browser start failed", error: String(e) });
-      throw new ApiError(240, { headers: { "Retry-After": "10" } });
+    } catch {
+      throw new ApiError(240, { headers: { "Retry-After": "5" } });
     }
   }
 
@@ -208,7 +310,17 @@ export class ChromiumScreenshotter implements Screenshotter {
     try {
       const browser = await this.#getBrowser();
       this.#captures++;
-      const guard = await startGuardProxy(this.opts.allowRules);
+      const listen = this.opts.proxyListen ?? "127.0.0.1";
+      // Off loopback, only the capture holding these may use its guard.
+      const credentials = isLoopbackHost(listen) ? undefined : {
+        username: crypto.randomUUID(),
+        password: crypto.randomUUID(),
+      };
+      const guard = await startGuardProxy(this.opts.allowRules, {
+        listenHost: listen,
+        advertiseHost: this.opts.proxyAdvertise,
+        credentials,
+      });
       const context = await browser.createBrowserContext({
         proxyServer: guard.url,
         // Chromium sends loopback straight out unless told otherwise; everything must
@@ -217,12 +329,14 @@ export class ChromiumScreenshotter implements Screenshotter {
         downloadBehavior: { policy: "deny" },
       }).catch(async (e) => {
         await guard.close();
-        throw e;
+        throw this.#explain(e, browser);
       });
       let timer: ReturnType<typeof setTimeout> | undefined;
       try {
         return await Promise.race([
-          this.#shoot(context, guard, opts),
+          this.#shoot(context, guard, opts, credentials).catch((e) => {
+            throw this.#explain(e, browser);
+          }),
           new Promise<never>((_, reject) =>
             timer = setTimeout(
               () => reject(new ApiError(230)),
@@ -251,12 +365,36 @@ export class ChromiumScreenshotter implements Screenshotter {
     }
   }
 
+  /**
+   * What a failed capture tells the caller: a browser that died or went away is the
+   * service's outage (240, retry), anything else the page's failure (220).
+   */
+  #explain(e: unknown, browser: Browser): ApiError {
+    if (e instanceof ApiError) return e;
+    if (!browser.connected || this.#closed) {
+      this.opts.log.error({
+        msg: "browser lost mid-capture",
+        error: describe(e),
+      });
+      return new ApiError(240, {
+        headers: { "Retry-After": "5" },
+        details: [{ message: "the browser went away; try again shortly" }],
+      });
+    }
+    return new ApiError(220, {
+      details: [{ message: describe(e).split(" at ")[0].slice(0, 200) }],
+    });
+  }
+
   async #shoot(
     context: Awaited<ReturnType<Browser["createBrowserContext"]>>,
     guard: GuardProxy,
     opts: CaptureOptions,
+    credentials?: { username: string; password: string },
   ): Promise<CaptureResult> {
     const page: Page = await context.newPage();
+    // Answers the guard's 407 (a remote browser's guard listens off loopback).
+    if (credentials) await page.authenticate(credentials);
     const zoom = opts.zoom;
     await page.setViewport({
       width: Math.round(opts.viewport.width / zoom),
@@ -379,6 +517,7 @@ export class ChromiumScreenshotter implements Screenshotter {
 
   async close(): Promise<void> {
     this.#closed = true;
+    this.#queue.splice(0).forEach((wake) => wake());
     await Promise.allSettled([...this.#teardowns]);
     const b = this.#browser ?? await this.#launching?.catch(() => undefined);
     this.#browser = undefined;
@@ -386,4 +525,19 @@ export class ChromiumScreenshotter implements Screenshotter {
     if (this.opts.wsEndpoint) await b.disconnect().catch(() => {});
     else await b.close().catch(() => {});
   }
+}
+
+/** Rejects with `message` when `p` takes longer than `ms`. */
+function withTimeout<T>(
+  p: Promise<T>,
+  ms: number,
+  message: string,
+): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  return Promise.race([
+    p,
+    new Promise<never>((_, reject) =>
+      timer = setTimeout(() => reject(new Error(message)), ms)
+    ),
+  ]).finally(() => clearTimeout(timer));
 }

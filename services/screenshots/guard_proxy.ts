@@ -1,6 +1,7 @@
 import { Buffer } from "node:buffer";
 import { createServer, type Server, type Socket } from "node:net";
 import { connect as netConnect } from "node:net";
+import { timingSafeEqual } from "node:crypto";
 import {
   type AllowRule,
   isAllowedTarget,
@@ -33,9 +34,26 @@ const MAX_HEAD = 64 * 1024;
  */
 export async function startGuardProxy(
   rules: AllowRule[],
-  opts: { connectTimeoutMs?: number } = {},
+  opts: {
+    connectTimeoutMs?: number;
+    /** Address to listen on: loopback for a local browser, one a remote browser reaches. */
+    listenHost?: string;
+    /** Host put in the proxy URL given to the browser (defaults to listenHost). */
+    advertiseHost?: string;
+    /**
+     * Basic credentials every request must carry (Proxy-Authorization), so that on a
+     * non-loopback address nobody but this capture's browser context can use the proxy.
+     */
+    credentials?: { username: string; password: string };
+  } = {},
 ): Promise<GuardProxy> {
   const events: GuardEvent[] = [];
+  const expectedAuth = opts.credentials
+    ? `Basic ${
+      Buffer.from(`${opts.credentials.username}:${opts.credentials.password}`)
+        .toString("base64")
+    }`
+    : undefined;
   const sockets = new Set<Socket>();
   const state = { allowed: 0 };
   const timeout = opts.connectTimeoutMs ?? 10_000;
@@ -104,6 +122,15 @@ export async function startGuardProxy(
     const [requestLine, ...headerLines] = text.split("\r\n");
     const [method, target, version] = requestLine.split(" ");
     if (!method || !target) return refuse(client, "400 Bad Request", "bad");
+    if (expectedAuth) {
+      const given = headerLines.find((l) => /^proxy-authorization:/i.test(l))
+        ?.slice("proxy-authorization:".length).trim();
+      if (!given || !timingSafeEqualText(given, expectedAuth)) {
+        return client.end(
+          `HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: Basic realm="capture"\r\nX-Screenshot-Guard: auth\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`,
+        );
+      }
+    }
     if (method === "CONNECT") {
       const m = target.match(/^\[?([^\]]+?)\]?:(\d+)$/);
       if (!m) return refuse(client, "400 Bad Request", "bad");
@@ -163,10 +190,18 @@ export async function startGuardProxy(
     };
     client.on("data", onData);
   });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+  const listenHost = (opts.listenHost ?? "127.0.0.1").replace(/^\[|\]$/g, "");
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(0, listenHost, () => resolve());
+  });
   const addr = server.address() as { port: number };
+  const advertised = opts.advertiseHost ?? listenHost;
+  const urlHost = advertised.includes(":") && !advertised.startsWith("[")
+    ? `[${advertised}]`
+    : advertised;
   return {
-    url: `http://127.0.0.1:${addr.port}`,
+    url: `http://${urlHost}:${addr.port}`,
     events,
     get allowed() {
       return state.allowed;
@@ -176,4 +211,10 @@ export async function startGuardProxy(
       return new Promise<void>((r) => server.close(() => r()));
     },
   };
+}
+
+function timingSafeEqualText(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
 }

@@ -41,6 +41,10 @@ export interface BlobStore {
   stat(key: string): Promise<BlobStat | null>;
   /** Removes the object; absent objects are not an error. */
   delete(key: string): Promise<void>;
+  /** True when the store answers within timeoutMs (readiness). */
+  ping(timeoutMs?: number): Promise<boolean>;
+  /** Every object with its last modification (the orphan sweeper walks this). */
+  list(): AsyncIterable<{ key: string; modified: Date }>;
   close?(): Promise<void>;
 }
 

@@ -5,8 +5,10 @@ import {
   type BlobStat,
   type BlobStore,
   type ByteRange,
+  KEY_PATTERN,
 } from "./blob_store.ts";
 import { readFull, writeAll } from "../file_io.ts";
+import { claimScratchDir, processTag } from "../scratch_dir.ts";
 
 async function syncFile(path: string) {
   const f = await Deno.open(path, { read: true });
@@ -30,15 +32,13 @@ export class FsStore implements BlobStore {
   readonly kind = "fs";
   readonly #tmp: string;
   constructor(private readonly dir: string) {
-    this.#tmp = join(dir, ".tmp");
+    // A folder per process: instances sharing the directory never clean each other's.
+    this.#tmp = join(dir, ".tmp", processTag());
   }
 
-  /** Creates the folders and removes temp files left by a crash. */
+  /** Creates the folders and removes temp files dead processes (a crash) left behind. */
   async init(): Promise<this> {
-    await Deno.mkdir(this.#tmp, { recursive: true });
-    for await (const e of Deno.readDir(this.#tmp)) {
-      await Deno.remove(join(this.#tmp, e.name)).catch(() => {});
-    }
+    await claimScratchDir(join(this.dir, ".tmp"));
     return this;
   }
 
@@ -154,6 +154,27 @@ export class FsStore implements BlobStore {
       },
     }, { highWaterMark: 0 });
     return { size, body };
+  }
+
+  async ping(): Promise<boolean> {
+    try {
+      return (await Deno.stat(this.dir)).isDirectory;
+    } catch {
+      return false;
+    }
+  }
+
+  async *list(): AsyncIterable<{ key: string; modified: Date }> {
+    for await (const shard of Deno.readDir(this.dir)) {
+      if (!shard.isDirectory || shard.name.startsWith(".")) continue;
+      for await (const e of Deno.readDir(join(this.dir, shard.name))) {
+        if (!e.isFile || !KEY_PATTERN.test(e.name)) continue;
+        const s = await Deno.stat(join(this.dir, shard.name, e.name)).catch(
+          () => undefined,
+        );
+        if (s?.mtime) yield { key: e.name, modified: s.mtime };
+      }
+    }
   }
 
   async delete(key: string): Promise<void> {

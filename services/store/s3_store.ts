@@ -7,6 +7,7 @@ import {
   type ByteRange,
 } from "./blob_store.ts";
 import { readFull } from "../file_io.ts";
+import { unavailable } from "../../schemas/errors.ts";
 
 /** Settings of an S3-compatible bucket (path-style addressing). */
 export interface S3Options {
@@ -39,7 +40,7 @@ export class S3Store implements BlobStore {
       service: "s3",
     });
     this.#base = `${opts.endpoint.replace(/\/+$/, "")}/${opts.bucket}`;
-    this.#timeout = opts.timeoutMs ?? 30_000;
+    this.#timeout = opts.timeoutMs ?? 10_000;
     this.#partSize = opts.partSize ?? 8 * 1024 * 1024;
   }
 
@@ -48,11 +49,66 @@ export class S3Store implements BlobStore {
     return `${this.#base}/${key}`;
   }
 
+  /**
+   * One signed request, bounded until its answer's headers arrive (a PUT's body is sent
+   * before that, so uploads are bounded whole; a GET's body then streams at the reader's
+   * pace). A refused connection, a timeout or a 5xx is an outage: 250 / HTTP 503.
+   */
   async #fetch(url: string, init: RequestInit = {}): Promise<Response> {
-    return await this.#aws.fetch(url, {
-      ...init,
-      signal: AbortSignal.timeout(this.#timeout),
-    });
+    const ctl = new AbortController();
+    const timer = setTimeout(
+      () => ctl.abort(new Error("S3 timeout")),
+      this.#timeout,
+    );
+    let res: Response;
+    try {
+      res = await this.#aws.fetch(url, { ...init, signal: ctl.signal });
+    } catch (e) {
+      throw unavailable("store", e);
+    } finally {
+      clearTimeout(timer);
+    }
+    if (res.status >= 500) {
+      await res.body?.cancel();
+      throw unavailable("store", new Error(`S3 answered ${res.status}`));
+    }
+    return res;
+  }
+
+  /** True when the bucket answers within timeoutMs. */
+  async ping(timeoutMs = 2000): Promise<boolean> {
+    try {
+      const res = await this.#aws.fetch(`${this.#base}/`, {
+        method: "HEAD",
+        signal: AbortSignal.timeout(timeoutMs),
+      });
+      await res.body?.cancel();
+      return res.ok;
+    } catch {
+      return false;
+    }
+  }
+
+  /** Every object with its last modification (ListObjectsV2, a page at a time). */
+  async *list(): AsyncIterable<{ key: string; modified: Date }> {
+    let token: string | undefined;
+    do {
+      const q = new URLSearchParams({ "list-type": "2", "max-keys": "1000" });
+      if (token) q.set("continuation-token", token);
+      const res = await this.#fetch(`${this.#base}/?${q}`);
+      const xml = await res.text();
+      if (!res.ok) throw new Error(`S3 list failed: ${res.status}`);
+      for (const m of xml.matchAll(/<Contents>([\s\S]*?)<\/Contents>/g)) {
+        const key = m[1].match(/<Key>([^<]+)<\/Key>/)?.[1];
+        const at = m[1].match(/<LastModified>([^<]+)<\/LastModified>/)?.[1];
+        if (key && at) yield { key: xmlText(key), modified: new Date(at) };
+      }
+      token = /<IsTruncated>true<\/IsTruncated>/.test(xml)
+        ? xml.match(/<NextContinuationToken>([^<]+)<\/NextContinuationToken>/)
+          ?.[1]
+        : undefined;
+      if (token) token = xmlText(token);
+    } while (token);
   }
 
   async put(
@@ -201,4 +257,9 @@ export class S3Store implements BlobStore {
       throw new Error(`S3 DELETE ${key} failed: ${res.status}`);
     }
   }
+}
+
+function xmlText(s: string): string {
+  return s.replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&quot;/g, '"')
+    .replace(/&apos;/g, "'").replace(/&amp;/g, "&");
 }

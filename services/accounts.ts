@@ -67,6 +67,8 @@ export async function verifyLogin(
   password: string,
   clock: Clock,
   maxFailures: number,
+  /** The password check (tests count how often it runs). */
+  checkPassword: typeof verifyPassword = verifyPassword,
 ): Promise<{ id: string; email: string }> {
   email = email.trim().toLowerCase();
   const now = clock.now();
@@ -98,7 +100,7 @@ export async function verifyLogin(
     .select(["id", "email", "password_hash", "disabled_at"])
     .where(sql`lower(email)`, "=", email).where("deleted_at", "is", null)
     .executeTakeFirst();
-  const ok = await verifyPassword(password, user?.password_hash ?? DUMMY_HASH);
+  const ok = await checkPassword(password, user?.password_hash ?? DUMMY_HASH);
   if (!user || !ok || user.disabled_at) {
     throw new AccountError("Wrong e-mail or password.");
   }

@@ -1,6 +1,22 @@
 import assert from "node:assert/strict";
-import { databaseKinds, json, test, testEnv, userWithKey } from "./helpers.ts";
-import { deleteUser, disableUser } from "../services/accounts.ts";
+import {
+  databaseKinds,
+  json,
+  test,
+  TestClock,
+  testDatabase,
+  testEnv,
+  userWithKey,
+} from "./helpers.ts";
+import {
+  AccountError,
+  createUser,
+  deleteUser,
+  disableUser,
+  verifyLogin,
+} from "../services/accounts.ts";
+import { verifyPassword } from "../services/crypto.ts";
+import { ApiError } from "../schemas/errors.ts";
 
 const ORIGIN = "http://localhost:8080";
 
@@ -426,3 +442,65 @@ test("sign-up refuses a short password and a taken e-mail", async () => {
     await env.close();
   }
 });
+
+for (const kind of databaseKinds()) {
+  test(`[${kind}] 40 concurrent wrong logins for one e-mail, over two instances, check at most LOGIN_MAX_FAILURES passwords; the rest get 170 with Retry-After`, async () => {
+    const shared = await testDatabase(kind);
+    const other = shared.another ? await shared.another() : shared;
+    try {
+      const user = await createUser(
+        shared.db,
+        "target@example.com",
+        "correct horse battery",
+      );
+      let checked = 0;
+      const counting: typeof verifyPassword = async (p, h) => {
+        checked++;
+        return await verifyPassword(p, h);
+      };
+      const clock = new TestClock();
+      const outcomes = await Promise.all(
+        Array.from({ length: 40 }, (_, i) =>
+          verifyLogin(
+            (i % 2 ? other : shared).db,
+            i % 3 ? "TARGET@example.com" : "target@example.com",
+            `wrong ${i}`,
+            clock,
+            5,
+            counting,
+          ).then(() => "in", (e) =>
+            e instanceof ApiError
+              ? `${e.code} ${e.headers?.["Retry-After"]}`
+              : e instanceof AccountError
+              ? "wrong"
+              : `unexpected ${e}`)),
+      );
+      assert.equal(checked, 5);
+      assert.equal(outcomes.filter((o) => o === "wrong").length, 5);
+      assert.equal(outcomes.filter((o) => o === "170 900").length, 35);
+      // Even the right password waits out the window...
+      await assert.rejects(
+        verifyLogin(shared.db, user.email, "correct horse battery", clock, 5),
+        (e) => e instanceof ApiError && e.code === 170,
+      );
+      // ...after which it gets in, and frees the slots.
+      clock.advance(15 * 60_000 + 1);
+      assert.equal(
+        (await verifyLogin(
+          other.db,
+          user.email,
+          "correct horse battery",
+          clock,
+          5,
+        )).id,
+        user.id,
+      );
+      const left = await shared.db.selectFrom("login_attempts").selectAll()
+        .execute();
+      assert.deepEqual(left, []);
+    } finally {
+      if (other !== shared) await other.close();
+      await shared.close();
+    }
+  });
+}

@@ -2,7 +2,6 @@ import assert from "node:assert/strict";
 import { hostname } from "node:os";
 import { processTag } from "../services/scratch_dir.ts";
 import { FsStore } from "../services/store/fs_store.ts";
-import { S3Store } from "../services/store/s3_store.ts";
 import type { BlobStore } from "../services/store/blob_store.ts";
 import { ImagePipeline } from "../services/image_pipeline.ts";
 import { json, test, testEnv, userWithKey } from "./helpers.ts";

@@ -12,8 +12,8 @@ for (const kind of databaseKinds()) {
       ).execute();
       assert.deepEqual(rows.map((r) => r.name), [
         "001_init.sql",
-        "002_login_attempts.sql",
         "002_rate_limits.sql",
+        "003_login_attempts.sql",
       ]);
       assert.deepEqual(await migrate(database.db), []);
       assert.deepEqual(

@@ -92,6 +92,13 @@ export function outageAwarePool(
   const wrappers = new WeakMap<pg.PoolClient, PostgresPoolClient>();
   const wrapClient = (client: pg.PoolClient): PostgresPoolClient => {
     let broken = false;
+    // pg-pool listens for errors only while a client is idle; one that dies while checked
+    // out but between queries (a server restart) would emit with no listener, which kills
+    // the process (seen in tests/process_test.ts). Its next query fails as an outage.
+    client.on("error", (e) => {
+      broken = true;
+      onError(e);
+    });
     return {
       async query<R>(
         sql: string,

@@ -329,13 +329,13 @@ export class ChromiumScreenshotter implements Screenshotter {
         downloadBehavior: { policy: "deny" },
       }).catch(async (e) => {
         await guard.close();
-        throw this.#explain(e, browser);
+        throw await this.#explain(e, browser);
       });
       let timer: ReturnType<typeof setTimeout> | undefined;
       try {
         return await Promise.race([
-          this.#shoot(context, guard, opts, credentials).catch((e) => {
-            throw this.#explain(e, browser);
+          this.#shoot(context, guard, opts, credentials).catch(async (e) => {
+            throw await this.#explain(e, browser);
           }),
           new Promise<never>((_, reject) =>
             timer = setTimeout(
@@ -369,9 +369,9 @@ export class ChromiumScreenshotter implements Screenshotter {
    * What a failed capture tells the caller: a browser that died or went away is the
    * service's outage (240, retry), anything else the page's failure (220).
    */
-  #explain(e: unknown, browser: Browser): ApiError {
+  async #explain(e: unknown, browser: Browser): Promise<ApiError> {
     if (e instanceof ApiError) return e;
-    if (!browser.connected || this.#closed) {
+    if (this.#closed || await browserLost(browser)) {
       this.opts.log.error({
         msg: "browser lost mid-capture",
         error: describe(e),
@@ -437,6 +437,8 @@ export class ChromiumScreenshotter implements Screenshotter {
       if (guard.events.some((ev) => ev.kind === "blocked")) {
         throw new ApiError(210);
       }
+      // A navigation cut short by the browser's own death is our outage, not the page's.
+      if (await browserLost(context.browser())) throw e;
       throw new ApiError(220, {
         details: [{ message: msg.split(" at ")[0].slice(0, 200) }],
       });
@@ -524,6 +526,20 @@ export class ChromiumScreenshotter implements Screenshotter {
     if (!b) return;
     if (this.opts.wsEndpoint) await b.disconnect().catch(() => {});
     else await b.close().catch(() => {});
+  }
+}
+
+/**
+ * True when the browser is gone: disconnected, or not answering within a second (the
+ * disconnect event can trail the failure it caused by a few milliseconds).
+ */
+async function browserLost(browser: Browser): Promise<boolean> {
+  if (!browser.connected) return true;
+  try {
+    await withTimeout(browser.version(), 1000, "no answer");
+    return !browser.connected;
+  } catch {
+    return true;
   }
 }
 

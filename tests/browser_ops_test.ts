@@ -1,0 +1,316 @@
+import assert from "node:assert/strict";
+import { connect } from "node:net";
+import sharp from "sharp";
+import { test, waitUntil, waitUntilAsync } from "./helpers.ts";
+import { startFixture } from "./fixture_server.ts";
+import { freePort } from "./pg_cluster.ts";
+import {
+  ChromiumScreenshotter,
+  discoverWsEndpoint,
+  findChromium,
+} from "../services/screenshots/chromium.ts";
+import { parseAllowList } from "../services/screenshots/address_guard.ts";
+import { startGuardProxy } from "../services/screenshots/guard_proxy.ts";
+import { PRESETS } from "../services/screenshots/presets.ts";
+import { memoryLogger } from "../services/deps.ts";
+import { ApiError } from "../schemas/errors.ts";
+import type { CaptureOptions } from "../services/screenshots/screenshotter.ts";
+
+const CHROMIUM = findChromium(Deno.env.get("TEST_CHROMIUM_PATH"));
+if (!CHROMIUM) {
+  throw new Error(
+    "Chromium is required for these tests: apt-get install -y chromium chromium-headless-shell",
+  );
+}
+
+const GREEN =
+  `<!doctype html><style>html,body{margin:0;height:100%;background:#00ff00}</style><body></body>`;
+let releaseHang: () => void = () => {};
+const hangGate = new Promise<void>((r) => releaseHang = r);
+const fixture = startFixture({
+  "/": GREEN,
+  // Never answers until the test ends: a capture of it stays in flight.
+  "/hang": async () => {
+    await hangGate;
+    return new Response("late");
+  },
+});
+const denied = startFixture({ "/": "<h1>secret</h1>" });
+
+function shot(url: string): CaptureOptions {
+  const p = PRESETS.find((x) => x.id === "desktop-720p") ?? PRESETS[0];
+  return {
+    url,
+    viewport: p,
+    format: "png",
+    fullPage: false,
+    noAds: false,
+    noCookie: false,
+    colorScheme: "default",
+    zoom: 1,
+  };
+}
+
+async function centrePixel(bytes: Uint8Array): Promise<number[]> {
+  const img = sharp(bytes);
+  const { width, height } = await img.metadata();
+  const { data } = await img.extract({
+    left: Math.floor(width! / 2),
+    top: Math.floor(height! / 2),
+    width: 1,
+    height: 1,
+  }).removeAlpha().raw().toBuffer({ resolveWithObject: true });
+  return [...data];
+}
+
+/**
+ * The browser service as deployments run it (scripts/browser.sh: Chromium plus the socat
+ * that exposes its DevTools on `address:port`); with `netns`, inside that namespace. It runs
+ * in a session of its own so that killing it kills Chromium too.
+ */
+async function startDevtoolsBrowser(
+  address: string,
+  port: number,
+  netns?: string,
+) {
+  const script = new URL("../scripts/browser.sh", import.meta.url).pathname;
+  const cmd = ["setsid", "bash", script];
+  const proc = new Deno.Command(netns ? "ip" : cmd[0], {
+    args: netns ? ["netns", "exec", netns, ...cmd] : cmd.slice(1),
+    env: {
+      BROWSER_LISTEN: address,
+      BROWSER_PORT: String(port),
+      BROWSER_INNER_PORT: String(netns ? port + 1 : freePort()),
+      CHROMIUM_PATH: CHROMIUM!,
+    },
+    stdout: "null",
+    stderr: "null",
+  }).spawn();
+  const endpoint = `http://${address}:${port}`;
+  await waitUntilAsync(
+    () =>
+      fetch(`${endpoint}/json/version`).then(async (r) => {
+        await r.body?.cancel();
+        return r.ok;
+      }, () => false),
+    20_000,
+    100,
+  );
+  return {
+    endpoint,
+    async wsUrl() {
+      return await discoverWsEndpoint(endpoint, 2000);
+    },
+    async kill() {
+      try {
+        Deno.kill(-proc.pid, "SIGKILL");
+      } catch { /* gone */ }
+      await proc.status;
+    },
+  };
+}
+
+test("a remote browser named by http://host:port is found again after it restarts with a new DevTools URL; captures meanwhile answer 240 at once", async () => {
+  const port = freePort();
+  let browser = await startDevtoolsBrowser("127.0.0.1", port);
+  const log = memoryLogger();
+  const shooter = new ChromiumScreenshotter({
+    wsEndpoint: browser.endpoint,
+    concurrency: 2,
+    queueMax: 4,
+    recycleAfter: 100,
+    timeoutMs: 10_000,
+    allowRules: parseAllowList(`127.0.0.1:${fixture.port}`),
+    log,
+  });
+  try {
+    const first = await shooter.capture(shot(`${fixture.origin}/`));
+    assert.deepEqual(await centrePixel(first.bytes), [0, 255, 0]);
+    const firstWs = await browser.wsUrl();
+
+    await browser.kill();
+    await waitUntilAsync(async () => !(await shooter.ready(500)), 5000);
+    await assert.rejects(
+      shooter.capture(shot(`${fixture.origin}/`)),
+      (e) => e instanceof ApiError && e.code === 240,
+    );
+
+    browser = await startDevtoolsBrowser("127.0.0.1", port);
+    assert.notEqual(await browser.wsUrl(), firstWs, "a new browser, a new URL");
+    await waitUntilAsync(() => shooter.ready(1000), 15_000, 250);
+    const again = await shooter.capture(shot(`${fixture.origin}/`));
+    assert.deepEqual(await centrePixel(again.bytes), [0, 255, 0]);
+    // The failures were logged as sentences, not "[object Object]".
+    const failures = log.lines.filter((l) => l.msg === "browser start failed");
+    assert.ok(failures.length > 0);
+    for (const f of failures) {
+      assert.doesNotMatch(String(f.error), /object Object/);
+    }
+  } finally {
+    await shooter.close();
+    await browser.kill();
+  }
+});
+
+test("a capture whose browser dies mid-capture answers 240 (retry), not a 500", async () => {
+  const shooter = new ChromiumScreenshotter({
+    executablePath: CHROMIUM,
+    concurrency: 1,
+    queueMax: 2,
+    recycleAfter: 100,
+    timeoutMs: 20_000,
+    allowRules: parseAllowList(`127.0.0.1:${fixture.port}`),
+    log: memoryLogger(),
+  });
+  try {
+    await shooter.start();
+    const pid = shooter.pid!;
+    const before = fixture.requests.filter((r) => r.path === "/hang").length;
+    const inFlight = shooter.capture(shot(`${fixture.origin}/hang`)).then(
+      () => "captured",
+      (e) => e,
+    );
+    await waitUntil(
+      () => fixture.requests.filter((r) => r.path === "/hang").length > before,
+      10_000,
+    );
+    Deno.kill(pid, "SIGKILL");
+    const err = await inFlight;
+    assert.ok(err instanceof ApiError, String(err));
+    assert.equal(err.code, 240);
+    assert.equal(err.headers?.["Retry-After"], "5");
+    // And the next capture gets a new browser.
+    const next = await shooter.capture(shot(`${fixture.origin}/`));
+    assert.deepEqual(await centrePixel(next.bytes), [0, 255, 0]);
+    assert.notEqual(shooter.pid, pid);
+  } finally {
+    await shooter.close();
+  }
+});
+
+test("off loopback the guard proxy refuses requests without this capture's credentials (407) and forwards none of them", async () => {
+  const credentials = { username: "cap", password: crypto.randomUUID() };
+  const guard = await startGuardProxy(
+    parseAllowList(`127.0.0.1:${fixture.port}`),
+    { listenHost: "127.0.0.2", credentials },
+  );
+  const ask = (headers: string) =>
+    new Promise<string>((resolve, reject) => {
+      const u = new URL(guard.url);
+      const s = connect({ host: u.hostname, port: Number(u.port) }, () => {
+        s.write(
+          `GET ${fixture.origin}/ HTTP/1.1\r\nHost: 127.0.0.1\r\n${headers}Connection: close\r\n\r\n`,
+        );
+      });
+      let out = "";
+      s.on("data", (d) => out += d.toString("latin1"));
+      s.on("end", () => resolve(out));
+      s.on("error", reject);
+    });
+  const basic = (u: string, p: string) =>
+    `Proxy-Authorization: Basic ${btoa(`${u}:${p}`)}\r\n`;
+  try {
+    assert.match(guard.url, /^http:\/\/127\.0\.0\.2:\d+$/);
+    const before = fixture.requests.length;
+    assert.match(await ask(""), /^HTTP\/1\.1 407 /);
+    assert.match(await ask(basic("cap", "wrong")), /^HTTP\/1\.1 407 /);
+    assert.match(
+      await ask(basic("other", credentials.password)),
+      /^HTTP\/1\.1 407 /,
+    );
+    assert.equal(fixture.requests.length, before, "nothing was forwarded");
+    assert.match(
+      await ask(basic(credentials.username, credentials.password)),
+      /^HTTP\/1\.1 200 /,
+    );
+    assert.equal(fixture.requests.length, before + 1);
+  } finally {
+    await guard.close();
+  }
+});
+
+/** Runs a command, failing the test with its output when it fails. */
+async function sh(cmd: string, ...args: string[]) {
+  const out = await new Deno.Command(cmd, {
+    args,
+    stdout: "piped",
+    stderr: "piped",
+  })
+    .output();
+  if (!out.success) {
+    throw new Error(
+      `${cmd} ${args.join(" ")}: ${new TextDecoder().decode(out.stderr)}`,
+    );
+  }
+}
+
+test("a browser on another host (its own network namespace, reached over a veth /30 the test makes) captures through the guard, which it can reach only over that link, and a denied page sees zero requests", async () => {
+  const tag = crypto.randomUUID().slice(0, 6);
+  const ns = `ihb${tag}`;
+  const hostIf = `ihh${tag}`;
+  const nsIf = `ihn${tag}`;
+  // A /30 of the test's own, inside this machine only.
+  const octet = 16 + Math.floor(Math.random() * 200);
+  const hostIp = `10.231.${octet}.1`;
+  const nsIp = `10.231.${octet}.2`;
+  await sh("ip", "netns", "add", ns);
+  let browser: Awaited<ReturnType<typeof startDevtoolsBrowser>> | undefined;
+  let shooter: ChromiumScreenshotter | undefined;
+  try {
+    await sh("ip", "link", "add", hostIf, "type", "veth", "peer", "name", nsIf);
+    await sh("ip", "link", "set", nsIf, "netns", ns);
+    await sh("ip", "addr", "add", `${hostIp}/30`, "dev", hostIf);
+    await sh("ip", "link", "set", hostIf, "up");
+    await sh(
+      "ip",
+      "netns",
+      "exec",
+      ns,
+      "ip",
+      "addr",
+      "add",
+      `${nsIp}/30`,
+      "dev",
+      nsIf,
+    );
+    await sh("ip", "netns", "exec", ns, "ip", "link", "set", nsIf, "up");
+    await sh("ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up");
+
+    browser = await startDevtoolsBrowser(nsIp, 9222, ns);
+    shooter = new ChromiumScreenshotter({
+      wsEndpoint: browser.endpoint,
+      concurrency: 1,
+      queueMax: 2,
+      recycleAfter: 100,
+      timeoutMs: 15_000,
+      allowRules: parseAllowList(`127.0.0.1:${fixture.port}`),
+      proxyListen: hostIp,
+      log: memoryLogger(),
+    });
+    // The page is on this host's 127.0.0.1, which from the namespace is the browser's own
+    // loopback: only the guard, over the link, can fetch it.
+    const before = fixture.requests.filter((r) => r.path === "/").length;
+    const res = await shooter.capture(shot(`${fixture.origin}/`));
+    assert.deepEqual(await centrePixel(res.bytes), [0, 255, 0]);
+    assert.equal(
+      fixture.requests.filter((r) => r.path === "/").length,
+      before + 1,
+    );
+    await assert.rejects(
+      shooter.capture(shot(`${denied.origin}/`)),
+      (e) => e instanceof ApiError && e.code === 210,
+    );
+    assert.equal(denied.requests.length, 0);
+  } finally {
+    await shooter?.close();
+    await browser?.kill();
+    await sh("ip", "netns", "del", ns).catch(() => {});
+    await sh("ip", "link", "del", hostIf).catch(() => {});
+  }
+});
+
+test("close the fixtures", async () => {
+  releaseHang();
+  await fixture.close();
+  await denied.close();
+});

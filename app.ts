@@ -21,6 +21,7 @@ import { ImageRowCache } from "./services/image_cache.ts";
 import { BlobCache } from "./services/blob_cache.ts";
 import { ScreenshotService } from "./services/screenshots/screenshot_service.ts";
 import { registerViewerRoutes } from "./routes/viewer.tsx";
+import { clientAddress } from "./routes/client_address.ts";
 
 /** Variables routes share through the Hono context. */
 export type AppEnv = {
@@ -101,6 +102,7 @@ export function createApp(deps: AppDeps): App {
         path: c.req.path,
         status: c.res.status,
         ms: Math.round((performance.now() - start) * 10) / 10,
+        ip: clientAddress(c, deps.config.TRUST_PROXY),
         request_id: c.get("requestId"),
       });
     }

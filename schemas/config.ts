@@ -101,6 +101,17 @@ export const ConfigSchema = z.object({
     IMAGE_HOST_URL: c.IMAGE_HOST_URL ?? c.S3_PUBLIC_URL ?? base,
   };
 }).superRefine((c, ctx) => {
+  if (
+    /^(0\.0\.0\.0|::|\[::\])$/.test(c.SCREENSHOT_PROXY_LISTEN) &&
+    !c.SCREENSHOT_PROXY_ADVERTISE
+  ) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["SCREENSHOT_PROXY_ADVERTISE"],
+      message:
+        "is required when SCREENSHOT_PROXY_LISTEN is a wildcard address: the browser must be told where to reach this instance",
+    });
+  }
   if (c.STORE === "s3") {
     for (const k of ["S3_ENDPOINT", "S3_BUCKET"] as const) {
       if (!c[k]) {

@@ -8,6 +8,7 @@ import { S3Store } from "./store/s3_store.ts";
 import { ChromiumScreenshotter, findChromium } from "./screenshots/chromium.ts";
 import { parseAllowList } from "./screenshots/address_guard.ts";
 import type { Screenshotter } from "./screenshots/screenshotter.ts";
+import { installChromium } from "./screenshots/install.ts";
 import { ImagePipeline } from "./image_pipeline.ts";
 import { sweepExpired } from "./images.ts";
 import { sweepRateLimits } from "./rate_limit.ts";
@@ -28,7 +29,7 @@ export function postgresTimeouts(config: Config): PostgresTimeouts {
 /** Chooses and opens the store named by the config. */
 export async function openStore(config: Config): Promise<BlobStore> {
   if (config.STORE === "s3") {
-    return new S3Store({
+    const s3 = new S3Store({
       endpoint: config.S3_ENDPOINT!,
       bucket: config.S3_BUCKET!,
       region: config.S3_REGION,
@@ -36,6 +37,8 @@ export async function openStore(config: Config): Promise<BlobStore> {
       secretAccessKey: config.S3_SECRET_ACCESS_KEY ?? "",
       timeoutMs: config.S3_TIMEOUT_MS,
     });
+    await s3.ensureBucket().catch(() => {});
+    return s3;
   }
   return await new FsStore(join(config.DATA_DIR, "images")).init();
 }
@@ -52,15 +55,14 @@ export async function openScreenshotter(
     log.info({ msg: "screenshots off (SCREENSHOTS=off): no browser started" });
     return undefined;
   }
-  const executablePath = config.BROWSER_WS_ENDPOINT
+  let executablePath = config.BROWSER_WS_ENDPOINT
     ? undefined
     : findChromium(config.CHROMIUM_PATH);
   if (!config.BROWSER_WS_ENDPOINT && !executablePath) {
-    log.info({
-      msg:
-        "screenshots disabled: no Chromium found (apt-get install chromium, or set CHROMIUM_PATH or BROWSER_WS_ENDPOINT)",
-    });
-    return undefined;
+    if (await installChromium(log)) {
+      executablePath = findChromium(config.CHROMIUM_PATH);
+    }
+    if (!executablePath) return undefined;
   }
   const shooter = new ChromiumScreenshotter({
     executablePath,

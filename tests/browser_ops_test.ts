@@ -314,3 +314,25 @@ test("close the fixtures", async () => {
   await fixture.close();
   await denied.close();
 });
+
+test("on a fresh machine without root, start-up names the one command that installs Chromium and its fonts, and that script lists them", async () => {
+  const { installChromium, INSTALL_SCRIPT } = await import(
+    "../services/screenshots/install.ts"
+  );
+  const log = memoryLogger();
+  assert.equal(await installChromium(log, { root: false, apt: true }), false);
+  assert.equal(log.lines.length, 1);
+  assert.match(
+    String(log.lines[0].msg),
+    new RegExp(`sudo bash ${INSTALL_SCRIPT} runtime`),
+  );
+  const script = await Deno.readTextFile(INSTALL_SCRIPT);
+  for (
+    const p of [
+      "chromium-headless-shell",
+      "fonts-noto-core",
+      "fonts-noto-cjk",
+      "fonts-noto-color-emoji",
+    ]
+  ) assert.match(script, new RegExp(`\\b${p}\\b`));
+});

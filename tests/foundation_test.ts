@@ -332,3 +332,22 @@ test("a request with huge headers is refused by the server and the server keeps 
     await env.close();
   }
 });
+
+test("the logged client address is the connection's peer, and X-Forwarded-For's first hop only behind TRUST_PROXY", async () => {
+  const forwarded = { "x-forwarded-for": "203.0.113.9, 10.0.0.1" };
+  const peer = { remoteAddr: { hostname: "127.0.0.7" } };
+  for (
+    const [trust, expected] of [["false", "127.0.0.7"], ["true", "203.0.113.9"]]
+  ) {
+    const env = await testEnv({
+      env: { LOG_REQUESTS: "true", TRUST_PROXY: trust },
+    });
+    try {
+      await env.app.request("/healthz", { headers: forwarded }, peer);
+      const line = env.log.lines.find((l) => l.msg === "request")!;
+      assert.equal(line.ip, expected, `TRUST_PROXY=${trust}`);
+    } finally {
+      await env.close();
+    }
+  }
+});

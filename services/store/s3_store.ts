@@ -75,6 +75,16 @@ export class S3Store implements BlobStore {
     return res;
   }
 
+  /**
+   * Creates the bucket when it does not exist yet (a fresh MinIO or s3rver), so a new
+   * deployment needs no separate set-up step. Failures are left to readiness to report.
+   */
+  async ensureBucket(): Promise<void> {
+    if (await this.ping()) return;
+    const res = await this.#fetch(`${this.#base}`, { method: "PUT" });
+    await res.body?.cancel();
+  }
+
   /** True when the bucket answers within timeoutMs. */
   async ping(timeoutMs = 2000): Promise<boolean> {
     try {

@@ -1,0 +1,63 @@
+import assert from "node:assert/strict";
+import { parse } from "yaml";
+import { test } from "./helpers.ts";
+
+const root = new URL("../", import.meta.url).pathname;
+
+async function lint(args: string[]) {
+  const out = await new Deno.Command("npx", {
+    args: ["-y", ...args],
+    cwd: root,
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const text = new TextDecoder().decode(out.stdout) +
+    new TextDecoder().decode(out.stderr).replace(/^npm warn.*\n/gm, "");
+  return { ok: out.success, text };
+}
+
+test("the Dockerfile lints clean and installs through the same script CI runs, as a non-root user with a health check", async () => {
+  const r = await lint(["dockerfile-utils@0.16.3", "lint", "Dockerfile"]);
+  assert.equal(r.text.trim(), "", r.text);
+  assert.ok(r.ok);
+  const df = await Deno.readTextFile(`${root}/Dockerfile`);
+  assert.match(df, /^FROM debian:/m);
+  assert.match(df, /npm install -g deno@2/);
+  assert.match(df, /bash \/tmp\/install_system\.sh runtime/);
+  assert.match(df, /^USER imagehost$/m);
+  assert.match(df, /^HEALTHCHECK .*\n?.*\/healthz/m);
+  const ci = await Deno.readTextFile(`${root}/.ci/run`);
+  assert.match(ci, /bash scripts\/install_system\.sh test/);
+});
+
+test("compose.yaml lints clean and runs PostgreSQL, an S3 store, one browser, two instances with a data dir each, and a TLS proxy", async () => {
+  const r = await lint(["dclint@3.1.0", "compose.yaml"]);
+  assert.ok(r.ok, r.text);
+  assert.doesNotMatch(r.text, /problem|warning|error/i, r.text);
+  const c = parse(await Deno.readTextFile(`${root}/compose.yaml`), {
+    merge: true,
+  });
+  const s = c.services;
+  assert.deepEqual(
+    Object.keys(s).sort(),
+    ["app1", "app2", "browser", "minio", "postgres", "proxy"],
+  );
+  assert.deepEqual(s.browser.command, ["bash", "scripts/browser.sh"]);
+  for (const app of [s.app1, s.app2]) {
+    assert.match(app.environment.DATABASE_URL, /^postgres:\/\/.*@postgres:/);
+    assert.equal(app.environment.STORE, "s3");
+    assert.equal(app.environment.BROWSER_WS_ENDPOINT, "http://browser:9222");
+    assert.equal(app.environment.TRUST_PROXY, "true");
+    assert.match(app.environment.BASE_URL, /^https:/);
+  }
+  assert.notDeepEqual(s.app1.volumes, s.app2.volumes, "one DATA_DIR each");
+  assert.notEqual(
+    s.app1.environment.SCREENSHOT_PROXY_ADVERTISE,
+    s.app2.environment.SCREENSHOT_PROXY_ADVERTISE,
+  );
+  const nginx = await Deno.readTextFile(`${root}/deploy/nginx.conf`);
+  assert.match(nginx, /server app1:8080/);
+  assert.match(nginx, /server app2:8080/);
+  assert.match(nginx, /X-Forwarded-Proto \$scheme/);
+  assert.match(nginx, /proxy_next_upstream error timeout/);
+});

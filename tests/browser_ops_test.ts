@@ -3,10 +3,10 @@ import { connect } from "node:net";
 import sharp from "sharp";
 import { test, waitUntil, waitUntilAsync } from "./helpers.ts";
 import { startFixture } from "./fixture_server.ts";
+import { startDevtoolsBrowser } from "./browser_service.ts";
 import { freePort } from "./pg_cluster.ts";
 import {
   ChromiumScreenshotter,
-  discoverWsEndpoint,
   findChromium,
 } from "../services/screenshots/chromium.ts";
 import { parseAllowList } from "../services/screenshots/address_guard.ts";
@@ -61,53 +61,6 @@ async function centrePixel(bytes: Uint8Array): Promise<number[]> {
     height: 1,
   }).removeAlpha().raw().toBuffer({ resolveWithObject: true });
   return [...data];
-}
-
-/**
- * The browser service as deployments run it (scripts/browser.sh: Chromium plus the socat
- * that exposes its DevTools on `address:port`); with `netns`, inside that namespace. It runs
- * in a session of its own so that killing it kills Chromium too.
- */
-async function startDevtoolsBrowser(
-  address: string,
-  port: number,
-  netns?: string,
-) {
-  const script = new URL("../scripts/browser.sh", import.meta.url).pathname;
-  const cmd = ["setsid", "bash", script];
-  const proc = new Deno.Command(netns ? "ip" : cmd[0], {
-    args: netns ? ["netns", "exec", netns, ...cmd] : cmd.slice(1),
-    env: {
-      BROWSER_LISTEN: address,
-      BROWSER_PORT: String(port),
-      BROWSER_INNER_PORT: String(netns ? port + 1 : freePort()),
-      CHROMIUM_PATH: CHROMIUM!,
-    },
-    stdout: "null",
-    stderr: "null",
-  }).spawn();
-  const endpoint = `http://${address}:${port}`;
-  await waitUntilAsync(
-    () =>
-      fetch(`${endpoint}/json/version`).then(async (r) => {
-        await r.body?.cancel();
-        return r.ok;
-      }, () => false),
-    20_000,
-    100,
-  );
-  return {
-    endpoint,
-    async wsUrl() {
-      return await discoverWsEndpoint(endpoint, 2000);
-    },
-    async kill() {
-      try {
-        Deno.kill(-proc.pid, "SIGKILL");
-      } catch { /* gone */ }
-      await proc.status;
-    },
-  };
 }
 
 test("a remote browser named by http://host:port is found again after it restarts with a new DevTools URL; captures meanwhile answer 240 at once", async () => {

@@ -3,88 +3,8 @@ import { createApiKey } from "../services/api_keys.ts";
 import { createUser } from "../services/accounts.ts";
 import { migrate, openDatabase } from "../services/db/database.ts";
 import { test } from "./helpers.ts";
-import { freePort, type PgCluster, startPgCluster } from "./pg_cluster.ts";
-
-/** main.ts as an operator runs it, in a process of its own, on a PostgreSQL of the test's. */
-async function startService(pgc: PgCluster, env: Record<string, string> = {}) {
-  const dataDir = await Deno.makeTempDir({ prefix: "imagehost-proc-" });
-  const port = freePort();
-  const proc = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", new URL("../main.ts", import.meta.url).pathname],
-    env: {
-      DATABASE_URL: pgc.url,
-      DATA_DIR: dataDir,
-      PORT: String(port),
-      HOST: "127.0.0.1",
-      SCREENSHOTS: "off",
-      LOG_REQUESTS: "false",
-      DB_CONNECT_TIMEOUT_MS: "1000",
-      DB_STATEMENT_TIMEOUT_MS: "2000",
-      SHUTDOWN_GRACE_MS: "3000",
-      ...env,
-    },
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  let log = "";
-  const collect = async (s: ReadableStream<Uint8Array<ArrayBuffer>>) => {
-    for await (const t of s.pipeThrough(new TextDecoderStream())) log += t;
-  };
-  const drained = Promise.all([collect(proc.stdout), collect(proc.stderr)]);
-  const base = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 60_000;
-  while (Date.now() < deadline) {
-    const ok = await fetch(`${base}/healthz`).then(async (r) => {
-      await r.body?.cancel();
-      return r.ok;
-    }, () => false);
-    if (ok) break;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  return {
-    proc,
-    base,
-    log: () => log,
-    /** Exit code, or "running" if the process is still alive after ms. */
-    async exitWithin(ms: number): Promise<number | "running"> {
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      const r = await Promise.race([
-        proc.status.then((s) => s.code),
-        new Promise<"running">((res) =>
-          timer = setTimeout(() => res("running"), ms)
-        ),
-      ]);
-      clearTimeout(timer);
-      return r;
-    },
-    async close() {
-      try {
-        proc.kill("SIGKILL");
-      } catch { /* gone */ }
-      await proc.status;
-      await drained;
-      await Deno.remove(dataDir, { recursive: true }).catch(() => {});
-    },
-  };
-}
-
-/** One request with a hang detector: "hang" when no answer comes within 10 s, "refused" when no connection. */
-async function probe(
-  url: string,
-  init?: RequestInit,
-): Promise<number | "hang" | "refused"> {
-  try {
-    const r = await fetch(url, {
-      ...init,
-      signal: AbortSignal.timeout(10_000),
-    });
-    await r.body?.cancel();
-    return r.status;
-  } catch (e) {
-    if ((e as Error).name === "TimeoutError") return "hang";
-    return "refused";
-  }
-}
+import { startPgCluster } from "./pg_cluster.ts";
+import { probe, startService } from "./service_process.ts";
 
 test("a service process rides out PostgreSQL restarts (only 404s and 503s, no hang, no crash) and SIGTERM during an outage exits 0 within the grace period", async () => {
   const pgc = await startPgCluster();
@@ -97,7 +17,12 @@ test("a service process rides out PostgreSQL restarts (only 404s and 503s, no ha
   );
   const { key } = await createApiKey(db.db, user.id, "ops");
   await db.close();
-  const svc = await startService(pgc);
+  const svc = await startService({
+    DATABASE_URL: pgc.url,
+    DB_CONNECT_TIMEOUT_MS: "1000",
+    DB_STATEMENT_TIMEOUT_MS: "2000",
+    SHUTDOWN_GRACE_MS: "3000",
+  });
   try {
     const seen = new Map<string, number>();
     let stop = false;

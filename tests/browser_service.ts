@@ -1,0 +1,54 @@
+import {
+  discoverWsEndpoint,
+  findChromium,
+} from "../services/screenshots/chromium.ts";
+import { waitUntilAsync } from "./helpers.ts";
+import { freePort } from "./pg_cluster.ts";
+
+/**
+ * The browser service as deployments run it (scripts/browser.sh: Chromium plus the socat
+ * that exposes its DevTools on `address:port`); with `netns`, inside that namespace. It runs
+ * in a session of its own so that killing it kills Chromium too.
+ */
+export async function startDevtoolsBrowser(
+  address: string,
+  port: number,
+  netns?: string,
+  chromium = findChromium(Deno.env.get("TEST_CHROMIUM_PATH")),
+) {
+  const script = new URL("../scripts/browser.sh", import.meta.url).pathname;
+  const cmd = ["setsid", "bash", script];
+  const proc = new Deno.Command(netns ? "ip" : cmd[0], {
+    args: netns ? ["netns", "exec", netns, ...cmd] : cmd.slice(1),
+    env: {
+      BROWSER_LISTEN: address,
+      BROWSER_PORT: String(port),
+      BROWSER_INNER_PORT: String(netns ? port + 1 : freePort()),
+      CHROMIUM_PATH: chromium ?? "",
+    },
+    stdout: "null",
+    stderr: "null",
+  }).spawn();
+  const endpoint = `http://${address}:${port}`;
+  await waitUntilAsync(
+    () =>
+      fetch(`${endpoint}/json/version`).then(async (r) => {
+        await r.body?.cancel();
+        return r.ok;
+      }, () => false),
+    20_000,
+    100,
+  );
+  return {
+    endpoint,
+    async wsUrl() {
+      return await discoverWsEndpoint(endpoint, 2000);
+    },
+    async kill() {
+      try {
+        Deno.kill(-proc.pid, "SIGKILL");
+      } catch { /* gone */ }
+      await proc.status;
+    },
+  };
+}

@@ -1,0 +1,94 @@
+import { freePort } from "./pg_cluster.ts";
+
+/**
+ * main.ts as an operator runs it, in a process of its own, on loopback, with `env` on top
+ * of quiet defaults. `dataDir` and `port` may be given to restart an instance in place.
+ */
+export async function startService(
+  env: Record<string, string>,
+  opts: { dataDir?: string; port?: number } = {},
+) {
+  const dataDir = opts.dataDir ??
+    await Deno.makeTempDir({ prefix: "imagehost-proc-" });
+  const port = opts.port ?? freePort();
+  const proc = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", new URL("../main.ts", import.meta.url).pathname],
+    env: {
+      DATA_DIR: dataDir,
+      PORT: String(port),
+      HOST: "127.0.0.1",
+      BASE_URL: `http://127.0.0.1:${port}`,
+      SCREENSHOTS: "off",
+      LOG_REQUESTS: "false",
+      ...env,
+    },
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  let log = "";
+  const collect = async (s: ReadableStream<Uint8Array<ArrayBuffer>>) => {
+    for await (const t of s.pipeThrough(new TextDecoderStream())) log += t;
+  };
+  const drained = Promise.all([collect(proc.stdout), collect(proc.stderr)]);
+  const base = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 60_000;
+  while (Date.now() < deadline) {
+    const ok = await fetch(`${base}/healthz`).then(async (r) => {
+      await r.body?.cancel();
+      return r.ok;
+    }, () => false);
+    if (ok) break;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return {
+    proc,
+    base,
+    port,
+    dataDir,
+    log: () => log,
+    /** Exit code, or "running" if the process is still alive after ms. */
+    async exitWithin(ms: number): Promise<number | "running"> {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const r = await Promise.race([
+        proc.status.then((s) => s.code),
+        new Promise<"running">((res) =>
+          timer = setTimeout(() => res("running"), ms)
+        ),
+      ]);
+      clearTimeout(timer);
+      return r;
+    },
+    /** Kills the process (SIGKILL), keeping its data dir. */
+    async kill() {
+      try {
+        proc.kill("SIGKILL");
+      } catch { /* gone */ }
+      await proc.status;
+      await drained;
+    },
+    async close() {
+      await this.kill();
+      if (!opts.dataDir) {
+        await Deno.remove(dataDir, { recursive: true }).catch(() => {});
+      }
+    },
+  };
+}
+
+/** One request with a hang detector: "hang" when no answer comes within 10 s, "refused" when no connection. */
+export async function probe(
+  url: string,
+  init?: RequestInit,
+): Promise<number | "hang" | "refused"> {
+  try {
+    const r = await fetch(url, {
+      ...init,
+      signal: AbortSignal.timeout(10_000),
+    });
+    await r.body?.cancel();
+    return r.status;
+  } catch (e) {
+    if ((e as Error).name === "TimeoutError") return "hang";
+    return "refused";
+  }
+}

@@ -17,6 +17,8 @@ export function documentApp() {
     db: new Proxy({}, { get: refuse }),
     ping: refuse,
     close: refuse,
+    // Subscribing is harmless: nothing is ever notified.
+    listen: () => Promise.resolve(() => Promise.resolve()),
   } as unknown as Database;
   const store = {
     kind: "none",

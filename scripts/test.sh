@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The whole test suite: type check, lint, format check, every test file, OpenAPI drift + lint.
-# Installs Chromium when it is missing and we may (root + apt), else fails naming it.
-# Runs the database tests on PostgreSQL too when TEST_DATABASE_URL is set (.ci/run sets it).
+# The whole test suite: type check, lint, format check, every test file, OpenAPI drift + lint,
+# then the cluster test. Installs the system packages it needs when it may (root + apt:
+# scripts/install_system.sh test), and runs the database tests on PostgreSQL too, on
+# TEST_DATABASE_URL or else on a throwaway cluster of its own.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 if command -v deno >/dev/null 2>&1; then DENO=(deno); else DENO=(npx -y deno@2); fi
@@ -13,15 +14,25 @@ find_chromium() {
   done
   return 1
 }
-if ! find_chromium >/dev/null; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-    echo "Chromium not found: installing Debian's chromium and chromium-headless-shell" >&2
-    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-headless-shell) >&2
-  fi
+# The system packages the suite needs (the same script CI and the Dockerfile use).
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  bash scripts/install_system.sh test || { echo "FAIL: installing system packages" >&2; exit 1; }
 fi
 if ! CHROMIUM=$(find_chromium); then
-  echo "FAIL: the screenshot and SDK tests need Chromium: apt-get install -y chromium chromium-headless-shell (or set CHROMIUM_PATH)" >&2
+  echo "FAIL: the screenshot and SDK tests need Chromium: sudo bash scripts/install_system.sh test (or set CHROMIUM_PATH)" >&2
   exit 1
+fi
+# The PostgreSQL pass: a throwaway cluster of our own unless one is given.
+if [ -z "${TEST_DATABASE_URL:-}" ]; then
+  if pg_env=$(bash scripts/test_postgres.sh 2>/dev/null); then
+    eval "$pg_env"
+    trap 'bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n1); if [ "$(id -u)" = 0 ]; then su postgres -s /bin/bash -c "$bin/pg_ctl -D $TEST_PG_DIR/data stop -m immediate"; else "$bin/pg_ctl" -D "$TEST_PG_DIR/data" stop -m immediate; fi >/dev/null 2>&1; rm -rf "$TEST_PG_DIR"' EXIT
+  elif [ "${CI:-}" = true ]; then
+    echo "FAIL: no PostgreSQL for the PostgreSQL pass (sudo bash scripts/install_system.sh test)" >&2
+    exit 1
+  else
+    echo "NOTE: PostgreSQL is not installed: the [postgres] tests and the outage tests will fail; sudo bash scripts/install_system.sh test" >&2
+  fi
 fi
 export TEST_CHROMIUM_PATH="$CHROMIUM"
 
@@ -32,14 +43,28 @@ status=0
 "${DENO[@]}" lint || { status=1; echo "FAIL: deno lint" >&2; }
 "${DENO[@]}" task check || { status=1; echo "FAIL: deno task check" >&2; }
 
-log=$(mktemp)
-"${DENO[@]}" test -A --parallel tests/ 2>&1 | tee "$log"
-test_rc=${PIPESTATUS[0]}
-[ "$test_rc" = 0 ] || { status=1; echo "FAIL: deno test exited with status $test_rc" >&2; }
-summary=$(sed 's/\x1b\[[0-9;]*m//g' "$log" | grep -E '(ok|FAILED) \| [0-9]+ passed' | tail -n1)
-passed=$(echo "$summary" | sed -E 's/.* ([0-9]+) passed.*/\1/')
-failed=$(echo "$summary" | sed -E 's/.* ([0-9]+) failed.*/\1/')
-rm -f "$log"
+passed=0
+failed=0
+# The suite, then the cluster test (two instances, nginx, PostgreSQL, s3rver, a browser:
+# alone, as it plays outages of shared servers).
+run_tests() {
+  local name=$1
+  shift
+  local log
+  log=$(mktemp)
+  "${DENO[@]}" test "$@" 2>&1 | tee "$log"
+  local rc=${PIPESTATUS[0]}
+  [ "$rc" = 0 ] || { status=1; echo "FAIL: $name exited with status $rc" >&2; }
+  local summary p f
+  summary=$(sed 's/\x1b\[[0-9;]*m//g' "$log" | grep -E '(ok|FAILED) \| [0-9]+ passed' | tail -n1)
+  p=$(echo "$summary" | sed -nE 's/.* ([0-9]+) passed.*/\1/p')
+  f=$(echo "$summary" | sed -nE 's/.* ([0-9]+) failed.*/\1/p')
+  passed=$((passed + ${p:-0}))
+  failed=$((failed + ${f:-0}))
+  rm -f "$log"
+}
+run_tests "deno test (suite)" -A --parallel tests/
+run_tests "deno task test:cluster" -A tests/cluster/cluster.ts
 echo
-echo "tests: ${passed:-0} passed, ${failed:-0} failed"
+echo "tests: ${passed} passed, ${failed} failed"
 [ "$status" = 0 ] && [ "${passed:-0}" -gt 0 ] || exit 1

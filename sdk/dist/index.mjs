@@ -64,6 +64,10 @@ var ERRORS = {
     "message": "Screenshot service unavailable",
     "status": 503
   },
+  "250": {
+    "message": "Service temporarily unavailable",
+    "status": 503
+  },
   "403": {
     "message": "Forbidden",
     "status": 403

@@ -30,7 +30,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Readiness: the database is reachable */
+        /**
+         * Readiness: database, store and browser are reachable
+         * @description 200 when every dependency answers within 2 s; otherwise 503 (code 250) with Retry-After and one detail per dependency that is down (`path`: database, store or browser). A load balancer stops sending traffic while it is 503.
+         */
         get: operations["getReady"];
         put?: never;
         post?: never;
@@ -365,8 +368,8 @@ export interface operations {
                     };
                 };
             };
-            /** @description 500 Internal error */
-            500: {
+            /** @description 250 Service temporarily unavailable */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -468,6 +471,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description 250 Service temporarily unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
         };
     };
     getImage: {
@@ -532,6 +544,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description 250 Service temporarily unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
         };
     };
     deleteImage: {
@@ -589,6 +610,15 @@ export interface operations {
             };
             /** @description 170 Rate limit exceeded */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 250 Service temporarily unavailable */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -680,7 +710,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 240 Screenshot service unavailable */
+            /** @description 250 Service temporarily unavailable; 240 Screenshot service unavailable */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -735,6 +765,15 @@ export interface operations {
             };
             /** @description 170 Rate limit exceeded */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 250 Service temporarily unavailable */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -67,6 +67,10 @@ export const ERRORS: Record<number, { message: string; status: number }> = {
     "message": "Screenshot service unavailable",
     "status": 503
   },
+  "250": {
+    "message": "Service temporarily unavailable",
+    "status": 503
+  },
   "403": {
     "message": "Forbidden",
     "status": 403

@@ -27,7 +27,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Readiness: the database is reachable */
+        /**
+         * Readiness: database, store and browser are reachable
+         * @description 200 when every dependency answers within 2 s; otherwise 503 (code 250) with Retry-After and one detail per dependency that is down (`path`: database, store or browser). A load balancer stops sending traffic while it is 503.
+         */
         get: operations["getReady"];
         put?: never;
         post?: never;
@@ -362,8 +365,8 @@ export interface operations {
                     };
                 };
             };
-            /** @description 500 Internal error */
-            500: {
+            /** @description 250 Service temporarily unavailable */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -465,6 +468,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description 250 Service temporarily unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
         };
     };
     getImage: {
@@ -529,6 +541,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description 250 Service temporarily unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
         };
     };
     deleteImage: {
@@ -586,6 +607,15 @@ export interface operations {
             };
             /** @description 170 Rate limit exceeded */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 250 Service temporarily unavailable */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -677,7 +707,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 240 Screenshot service unavailable */
+            /** @description 250 Service temporarily unavailable; 240 Screenshot service unavailable */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -732,6 +762,15 @@ export interface operations {
             };
             /** @description 170 Rate limit exceeded */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 250 Service temporarily unavailable */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };

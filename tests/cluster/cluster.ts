@@ -1,0 +1,431 @@
+/**
+ * The cluster test (`deno task test:cluster`; scripts/test.sh runs it after the suite):
+ * PostgreSQL, s3rver, one browser service, two instances of main.ts and nginx balancing
+ * them, all on 127.0.0.1, as compose.yaml deploys them. It plays the outages of the
+ * operations issue and prints the figures RELIABILITY.md records. Every loop is bounded.
+ */
+import assert from "node:assert/strict";
+import { createApiKey } from "../../services/api_keys.ts";
+import { createUser } from "../../services/accounts.ts";
+import { openDatabase } from "../../services/db/database.ts";
+import { makeImage } from "../fixtures.ts";
+import { startFixture } from "../fixture_server.ts";
+import { startDevtoolsBrowser } from "../browser_service.ts";
+import { test, waitUntilAsync } from "../helpers.ts";
+import { freePort, startPgCluster } from "../pg_cluster.ts";
+import { startS3 } from "../s3_server.ts";
+import { probe, startService } from "../service_process.ts";
+
+type Service = Awaited<ReturnType<typeof startService>>;
+
+/** nginx in front of the instances, as deploy/nginx.conf (without TLS) on loopback. */
+async function startNginx(ports: number[]) {
+  const dir = await Deno.makeTempDir({ prefix: "imagehost-lb-" });
+  const port = freePort();
+  await Deno.writeTextFile(
+    `${dir}/nginx.conf`,
+    `pid ${dir}/nginx.pid;
+error_log ${dir}/error.log;
+events {}
+http {
+  access_log off;
+  client_body_temp_path ${dir}/body;
+  proxy_temp_path ${dir}/proxy;
+  fastcgi_temp_path ${dir}/fcgi;
+  uwsgi_temp_path ${dir}/uwsgi;
+  scgi_temp_path ${dir}/scgi;
+  upstream imagehost {
+    ${
+      ports.map((p) => `server 127.0.0.1:${p} max_fails=1 fail_timeout=2s;`)
+        .join("\n    ")
+    }
+  }
+  server {
+    listen 127.0.0.1:${port};
+    client_max_body_size 100m;
+    proxy_request_buffering off;
+    location / {
+      proxy_pass http://imagehost;
+      proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+      proxy_next_upstream error timeout;
+      proxy_next_upstream_tries 2;
+    }
+  }
+}
+`,
+  );
+  const proc = new Deno.Command("nginx", {
+    args: ["-p", dir, "-c", `${dir}/nginx.conf`, "-g", "daemon off;"],
+    stdout: "null",
+    stderr: "piped",
+  }).spawn();
+  const base = `http://127.0.0.1:${port}`;
+  await waitUntilAsync(
+    () =>
+      fetch(`${base}/healthz`).then(async (r) => {
+        await r.body?.cancel();
+        return r.ok;
+      }, () => false),
+    10_000,
+    100,
+  );
+  return {
+    base,
+    async close() {
+      proc.kill("SIGTERM");
+      await proc.status;
+      await Deno.remove(dir, { recursive: true }).catch(() => {});
+    },
+  };
+}
+
+/** Counts of answers by status, and the slowest one. */
+class Tally {
+  counts = new Map<string, number>();
+  maxMs = 0;
+  add(status: number | string, ms: number) {
+    const k = String(status);
+    this.counts.set(k, (this.counts.get(k) ?? 0) + 1);
+    this.maxMs = Math.max(this.maxMs, ms);
+  }
+  get total() {
+    return [...this.counts.values()].reduce((a, b) => a + b, 0);
+  }
+  only(...allowed: string[]) {
+    return [...this.counts.keys()].every((k) => allowed.includes(k));
+  }
+  toJSON() {
+    return {
+      tried: this.total,
+      ...Object.fromEntries(this.counts),
+      max_ms: Math.round(this.maxMs),
+    };
+  }
+}
+
+async function timed(url: string, init?: RequestInit) {
+  const t0 = performance.now();
+  const status = await probe(url, init);
+  return { status, ms: performance.now() - t0 };
+}
+
+/** Plays an outage: load through the balancer while `down` holds, then until ready again. */
+async function outage(
+  lb: string,
+  auth: Record<string, string>,
+  ids: string[],
+  down: () => Promise<void>,
+  up: () => Promise<void>,
+) {
+  const during = new Tally();
+  const after = new Tally();
+  let phase: "down" | "up" = "down";
+  let stop = false;
+  const clients = Array.from({ length: 3 }, async (_, c) => {
+    for (let i = 0; i < 400 && !stop; i++) {
+      const id = ids[(i + c) % ids.length];
+      const r = await timed(`${lb}/api/1/images/${id}`, { headers: auth });
+      (phase === "down" ? during : after).add(r.status, r.ms);
+      await new Promise((res) => setTimeout(res, 50));
+    }
+  });
+  await down();
+  await new Promise((r) => setTimeout(r, 4000));
+  const t0 = performance.now();
+  await up();
+  phase = "up";
+  await waitUntilAsync(
+    async () => (await probe(`${lb}/readyz`)) === 200,
+    30_000,
+    100,
+  );
+  const recoverySeconds = (performance.now() - t0) / 1000;
+  await new Promise((r) => setTimeout(r, 1000));
+  stop = true;
+  await Promise.all(clients);
+  return { during, after, recoverySeconds };
+}
+
+test("cluster: two instances behind nginx over one PostgreSQL, one S3 store and one browser act as one service and ride out outages, kill -9 and SIGTERM", async () => {
+  const figures: Record<string, unknown> = {};
+  const pgc = await startPgCluster();
+  const s3 = await startS3();
+  const browserPort = freePort();
+  let browser = await startDevtoolsBrowser("127.0.0.1", browserPort);
+  const page = startFixture({
+    "/": `<!doctype html><body style="background:#0f0"></body>`,
+  });
+  const env = {
+    DATABASE_URL: pgc.url,
+    STORE: "s3",
+    S3_ENDPOINT: s3.endpoint,
+    S3_BUCKET: "images",
+    S3_ACCESS_KEY_ID: "S3RVER",
+    S3_SECRET_ACCESS_KEY: "S3RVER",
+    S3_TIMEOUT_MS: "2000",
+    DB_CONNECT_TIMEOUT_MS: "1000",
+    DB_STATEMENT_TIMEOUT_MS: "2000",
+    SHUTDOWN_GRACE_MS: "3000",
+    SCREENSHOTS: "on",
+    BROWSER_WS_ENDPOINT: `http://127.0.0.1:${browserPort}`,
+    SCREENSHOT_ALLOW_PRIVATE: `127.0.0.1:${page.port}`,
+    RATE_LIMIT_PER_MINUTE: "1000",
+    IMAGE_CACHE_MB: "8",
+  };
+  const services: Service[] = [];
+  let lb: Awaited<ReturnType<typeof startNginx>> | undefined;
+  try {
+    const a = await startService(env);
+    const b = await startService(env);
+    services.push(a, b);
+    lb = await startNginx([a.port, b.port]);
+    const db = await openDatabase({ url: pgc.url });
+    const user = await createUser(
+      db.db,
+      "ops@example.com",
+      "correct horse battery",
+    );
+    const keys = await Promise.all(
+      Array.from(
+        { length: 6 },
+        (_, i) => createApiKey(db.db, user.id, `k${i}`),
+      ),
+    );
+    await db.close();
+    const auth = (i = 0) => ({ authorization: `Bearer ${keys[i].key}` });
+    const png = async (seed: number) =>
+      await makeImage("png", {
+        width: 20 + (seed % 50),
+        height: 10 + (seed % 37),
+      });
+    const uploadTo = async (base: string, seed: number, key = 0) => {
+      const fd = new FormData();
+      fd.append(
+        "images",
+        new Blob([await png(seed) as BlobPart]),
+        `s${seed}.png`,
+      );
+      const r = await fetch(`${base}/api/1/upload`, {
+        method: "POST",
+        headers: auth(key),
+        body: fd,
+        signal: AbortSignal.timeout(15_000),
+      }).catch(() => undefined);
+      if (!r) return { status: 0 as number, id: undefined };
+      const body = await r.json().catch(() => ({}));
+      return { status: r.status, id: body?.data?.id as string | undefined };
+    };
+
+    // 1. Cross-instance reads: stored through A, read through B.
+    const one = await uploadTo(a.base, 1);
+    assert.equal(one.status, 200);
+    assert.equal(
+      await probe(`${b.base}/api/1/images/${one.id}`, { headers: auth() }),
+      200,
+    );
+    assert.equal(await probe(`${b.base}/${one.id}.png`), 200);
+
+    // 2. A deletion through B reaches A (which holds the image in memory) within 1 s.
+    assert.equal(await probe(`${a.base}/${one.id}.png`), 200);
+    const del = await fetch(`${b.base}/api/1/images/${one.id}`, {
+      method: "DELETE",
+      headers: auth(),
+    });
+    await del.body?.cancel();
+    assert.equal(del.status, 200);
+    const t0 = performance.now();
+    await waitUntilAsync(
+      async () => (await probe(`${a.base}/${one.id}.png`)) === 404,
+      1000,
+      10,
+    );
+    assert.equal(await probe(`${a.base}/${one.id}.png`), 404);
+    figures.delete_seen_by_other_instance_ms = Math.round(
+      performance.now() - t0,
+    );
+
+    // 3. One rate limit over both instances: a key limited to 1000 a minute has used some;
+    // the rest, alternating A and B, are admitted exactly up to the limit.
+    const limited = Array.from(
+      { length: 30 },
+      (_, i) =>
+        probe(`${(i % 2 ? a : b).base}/api/1/images/nonexist1`, {
+          headers: auth(5),
+        }),
+    );
+    const got = await Promise.all(limited);
+    assert.ok(got.every((s) => s === 404), String(got));
+    const used = 30;
+    // Read the counter both instances share, through each.
+    const ra = await fetch(`${a.base}/api/1/images/nonexist1`, {
+      headers: auth(5),
+    });
+    const rb = await fetch(`${b.base}/api/1/images/nonexist1`, {
+      headers: auth(5),
+    });
+    await ra.body?.cancel();
+    await rb.body?.cancel();
+    assert.deepEqual(
+      [
+        ra.headers.get("x-ratelimit-remaining"),
+        rb.headers.get("x-ratelimit-remaining"),
+      ]
+        .map(Number).sort((x, y) => y - x),
+      [1000 - used - 1, 1000 - used - 2],
+    );
+
+    // 4. kill -9 of B under upload load through the balancer: nothing acknowledged is lost.
+    const acked: string[] = [];
+    const uploads = new Tally();
+    let seed = 100;
+    let stopUploads = false;
+    const uploaders = Array.from({ length: 4 }, async (_, c) => {
+      for (let i = 0; i < 60 && !stopUploads; i++) {
+        const t = performance.now();
+        const r = await uploadTo(lb!.base, seed++, 1 + c);
+        uploads.add(r.status, performance.now() - t);
+        if (r.status === 200 && r.id) acked.push(r.id);
+      }
+    });
+    await new Promise((r) => setTimeout(r, 1500));
+    await b.kill();
+    await new Promise((r) => setTimeout(r, 1500));
+    const b2 = await startService(env, { dataDir: b.dataDir, port: b.port });
+    services[1] = b2;
+    await new Promise((r) => setTimeout(r, 1000));
+    stopUploads = true;
+    await Promise.all(uploaders);
+    let lost = 0;
+    for (const id of acked) {
+      if ((await probe(`${lb.base}/${id}.png`)) !== 200) lost++;
+    }
+    figures.kill9_uploads = {
+      ...uploads.toJSON(),
+      acknowledged: acked.length,
+      lost,
+    };
+    assert.equal(lost, 0);
+    assert.ok(acked.length > 20, `uploads went on: ${acked.length}`);
+    assert.ok(uploads.only("200", "502"), JSON.stringify(uploads));
+
+    // 4b. A rolling restart of A (SIGTERM, then a new process) under the same load: A
+    // drains, the balancer retries refused connections on B, and no request fails.
+    const rolling = new Tally();
+    const rollingAcked: string[] = [];
+    let stopRolling = false;
+    const rollers = Array.from({ length: 4 }, async (_, c) => {
+      for (let i = 0; i < 60 && !stopRolling; i++) {
+        const t = performance.now();
+        const r = await uploadTo(lb!.base, seed++, 1 + c);
+        rolling.add(r.status, performance.now() - t);
+        if (r.status === 200 && r.id) rollingAcked.push(r.id);
+      }
+    });
+    await new Promise((r) => setTimeout(r, 1000));
+    services[0].proc.kill("SIGTERM");
+    assert.equal(await services[0].exitWithin(8000), 0);
+    const a2 = await startService(env, { dataDir: a.dataDir, port: a.port });
+    services[0] = a2;
+    await new Promise((r) => setTimeout(r, 1000));
+    stopRolling = true;
+    await Promise.all(rollers);
+    let rollingLost = 0;
+    for (const id of rollingAcked) {
+      if ((await probe(`${lb.base}/${id}.png`)) !== 200) rollingLost++;
+    }
+    figures.rolling_restart_uploads = {
+      ...rolling.toJSON(),
+      acknowledged: rollingAcked.length,
+      lost: rollingLost,
+    };
+    assert.ok(rolling.only("200"), JSON.stringify(rolling));
+    assert.equal(rollingLost, 0);
+
+    const ids = acked.slice(0, 10);
+    // 5. PostgreSQL stopped for 4 s under load: only 200s and 503s, no hang; recovery.
+    const pgOut = await outage(
+      lb.base,
+      auth(),
+      ids,
+      () => pgc.stop("fast"),
+      () => pgc.start(),
+    );
+    figures.postgres_outage = {
+      during: pgOut.during,
+      after: pgOut.after,
+      recovery_s: Math.round(pgOut.recoverySeconds * 10) / 10,
+    };
+    assert.ok(pgOut.during.only("200", "503"), JSON.stringify(pgOut.during));
+    assert.ok((pgOut.during.counts.get("503") ?? 0) > 0, "the outage was seen");
+    assert.ok(pgOut.after.only("200"), JSON.stringify(pgOut.after));
+
+    // 6. The S3 store stopped: image bytes not in memory answer 503; then all recovers.
+    const s3During = new Tally();
+    await s3.stop();
+    for (let i = 0; i < 20; i++) {
+      const r = await timed(`${lb.base}/${acked[acked.length - 1 - i]}.th.png`);
+      s3During.add(r.status, r.ms);
+      const u = await uploadTo(lb.base, 9000 + i);
+      s3During.add(u.status, 0);
+    }
+    const s3t0 = performance.now();
+    await s3.start();
+    await waitUntilAsync(
+      async () => (await probe(`${lb!.base}/readyz`)) === 200,
+      30_000,
+      100,
+    );
+    figures.s3_outage = {
+      during: s3During,
+      recovery_s: Math.round((performance.now() - s3t0) / 100) / 10,
+    };
+    assert.ok(s3During.only("200", "503"), JSON.stringify(s3During));
+    assert.equal((await uploadTo(lb.base, 9999)).status, 200);
+
+    // 7. The browser restarts (a new DevTools URL): captures come back by themselves.
+    const shoot = () =>
+      probe(`${lb!.base}/api/1/screenshot`, {
+        method: "POST",
+        headers: { ...auth(), "content-type": "application/json" },
+        body: JSON.stringify({ url: `${page.origin}/`, share: false }),
+      });
+    assert.equal(await shoot(), 200);
+    await browser.kill();
+    const shotsDown = new Tally();
+    for (let i = 0; i < 3; i++) {
+      const t = performance.now();
+      shotsDown.add(await shoot(), performance.now() - t);
+    }
+    browser = await startDevtoolsBrowser("127.0.0.1", browserPort);
+    const bt0 = performance.now();
+    await waitUntilAsync(async () => (await shoot()) === 200, 30_000, 500);
+    figures.browser_restart = {
+      during: shotsDown,
+      recovery_s: Math.round((performance.now() - bt0) / 100) / 10,
+    };
+    assert.ok(shotsDown.only("503"), JSON.stringify(shotsDown));
+    assert.equal(await shoot(), 200);
+
+    // 8. SIGTERM after an outage began: A drains and exits 0 within its grace period.
+    await pgc.stop("fast");
+    await new Promise((r) => setTimeout(r, 500));
+    const st0 = performance.now();
+    services[0].proc.kill("SIGTERM");
+    const code = await services[0].exitWithin(3000 + 5000);
+    figures.sigterm_during_outage = {
+      exit: code,
+      seconds: Math.round((performance.now() - st0) / 100) / 10,
+    };
+    assert.equal(code, 0);
+    await pgc.start();
+
+    console.log(`cluster figures: ${JSON.stringify(figures)}`);
+  } finally {
+    await lb?.close();
+    for (const s of services) await s.close();
+    await browser.kill();
+    await page.close();
+    await s3.close();
+    await pgc.destroy();
+  }
+});

@@ -18,6 +18,12 @@ import type { BlobCache } from "./blob_cache.ts";
  */
 export class ImageRowCache {
   #rows = new Map<string, { row: ImageRow; at: number }>();
+  /**
+   * Whether deletion notices are being heard. Until they are (and whenever the link to the
+   * database drops) no cached row is trusted: every request reads its row, so a deletion
+   * made through another instance is never answered 200 or 304 here.
+   */
+  #hearing = false;
   constructor(
     private readonly db: Kysely<DB>,
     private readonly clock: Clock,
@@ -30,7 +36,7 @@ export class ImageRowCache {
   /** The live row for an id, from the cache when fresh, else from the database. */
   async get(id: string): Promise<ImageRow | undefined> {
     const now = this.clock.now().getTime();
-    let hit = this.#rows.get(id);
+    let hit = this.#hearing ? this.#rows.get(id) : undefined;
     if (!hit || now - hit.at > this.ttlMs) {
       const row = await findLiveImage(this.db, id, this.clock);
       if (!row) {
@@ -68,7 +74,10 @@ export class ImageRowCache {
     return database.listen(
       IMAGE_DELETED_CHANNEL,
       (id) => this.invalidate(id),
-      () => this.clear(),
+      (up) => {
+        this.clear();
+        this.#hearing = up;
+      },
     );
   }
 }

@@ -291,24 +291,38 @@ for (const kind of databaseKinds()) {
   });
 }
 
-test("without a deletion notice, another instance's deletion is still seen once the cached row is 10 s old", async () => {
+test("while its link to the database's notices is down an instance trusts no cached row: another instance's deletion is 404 there at once", async () => {
   const shared = await testDatabase();
-  // A never hears notices, as when its link to PostgreSQL is down: the row window holds.
+  // A hears nothing (its deletion notices are dropped) but is told when its link is up.
+  let link: (up: boolean) => void = () => {};
   const deaf: Database = {
     ...shared,
-    listen: () => Promise.resolve(() => Promise.resolve()),
+    listen: (_channel, _onMessage, onLink) => {
+      link = onLink ?? (() => {});
+      link(true);
+      return Promise.resolve(() => Promise.resolve());
+    },
   };
   const a = await cacheEnv({ database: deaf });
   const b = await cacheEnv({ shareWith: a.env, database: shared });
   try {
     const { key, d } = await userWithPng(a.env, { width: 50, height: 50 });
     const path = new URL(d.url).pathname;
+    const other = await userWithPng(a.env, { width: 51, height: 50 });
+    const otherPath = new URL(other.d.url).pathname;
     assert.equal((await fetchBytes(a.env, path)).res.status, 200);
+    assert.equal((await fetchBytes(a.env, otherPath)).res.status, 200);
+    // Link up, notice lost: the cached row is trusted for its 10 s window only.
     await deleteByApi(b.env, key, d.id);
     a.env.clock.advance(9_000);
     assert.equal((await fetchBytes(a.env, path)).res.status, 200);
     a.env.clock.advance(1_001);
     assert.equal((await fetchBytes(a.env, path)).res.status, 404);
+    // Link down: rows read meanwhile are not kept, not even fresh ones.
+    link(false);
+    assert.equal((await fetchBytes(a.env, otherPath)).res.status, 200);
+    await deleteByApi(b.env, other.key, other.d.id);
+    assert.equal((await fetchBytes(a.env, otherPath)).res.status, 404);
   } finally {
     await b.close();
     await a.close();

@@ -18,14 +18,15 @@ export interface Database {
   /** Resolves when the database answers a trivial query within timeoutMs. */
   ping(timeoutMs?: number): Promise<boolean>;
   /**
-   * Subscribes to a NOTIFY channel (every instance on the database hears it). `onReset`
-   * runs whenever notifications may have been missed (the link to PostgreSQL came back).
-   * Resolves, with the unsubscribe, once the first attempt to listen has been made.
+   * Subscribes to a NOTIFY channel (every instance on the database hears it). `onLink`
+   * says whether notices are being heard: true once listening (again), false when the
+   * link to PostgreSQL is lost and notices may be missed. Resolves, with the unsubscribe,
+   * once the first attempt to listen has been made.
    */
   listen(
     channel: string,
     onMessage: (payload: string) => void,
-    onReset?: () => void,
+    onLink?: (up: boolean) => void,
   ): Promise<() => Promise<void>>;
   close(): Promise<void>;
 }
@@ -60,13 +61,13 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
     const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
     const unlisteners = new Set<() => Promise<void>>();
     return wrap(db, "postgres", {
-      async listen(channel, onMessage, onReset) {
+      async listen(channel, onMessage, onLink) {
         const { ready, stop } = listenWithReconnect(
           url,
           t,
           channel,
           onMessage,
-          onReset ?? (() => {}),
+          onLink ?? (() => {}),
           log,
         );
         unlisteners.add(stop);
@@ -93,9 +94,11 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
   });
   const db = new Kysely<DB>({ dialect: new PGliteDialect(pg) });
   return wrap(db, "pglite", {
-    async listen(channel, onMessage) {
-      // One process: nothing can be missed, so there is never a reset.
-      return await pg.listen(channel, onMessage);
+    async listen(channel, onMessage, onLink) {
+      // One process, one engine: once subscribed, nothing can be missed.
+      const stop = await pg.listen(channel, onMessage);
+      onLink?.(true);
+      return stop;
     },
     async close() {
       await db.destroy();

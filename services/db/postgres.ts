@@ -137,15 +137,16 @@ export function outageAwarePool(
 
 /**
  * LISTEN on one channel over a dedicated connection that reconnects by itself (backoff up
- * to 5 s). `onReset` runs after every (re)connect: whatever was notified while the link was
- * down is lost, so listeners drop what they cached. `ready` resolves after the first try.
+ * to 5 s). `onLink(true)` runs after every (re)connect, `onLink(false)` when the link is
+ * lost: notices sent meanwhile are lost, so listeners must not trust what they cached while
+ * it is down. `ready` resolves after the first try.
  */
 export function listenWithReconnect(
   url: string,
   t: PostgresTimeouts,
   channel: string,
   onMessage: (payload: string) => void,
-  onReset: () => void,
+  onLink: (up: boolean) => void,
   log: (e: Record<string, unknown>) => void,
 ): { ready: Promise<void>; stop: () => Promise<void> } {
   let firstTry!: () => void;
@@ -168,6 +169,7 @@ export function listenWithReconnect(
     const lost = (e?: unknown) => {
       if (client !== c) return;
       client = undefined;
+      onLink(false);
       c.end().catch(() => {});
       if (!stopped) {
         log({ msg: "notification link lost", error: String(e ?? "ended") });
@@ -184,7 +186,7 @@ export function listenWithReconnect(
       await c.query(`listen "${channel}"`);
       if (stopped || client !== c) return void c.end().catch(() => {});
       delay = 250;
-      onReset();
+      onLink(true);
     } catch (e) {
       lost(e);
     } finally {

@@ -3,12 +3,9 @@ import { connect } from "node:net";
 import sharp from "sharp";
 import { test, waitUntil, waitUntilAsync } from "./helpers.ts";
 import { startFixture } from "./fixture_server.ts";
-import { startDevtoolsBrowser } from "./browser_service.ts";
+import { requireChromium, startDevtoolsBrowser } from "./browser_service.ts";
 import { freePort } from "./pg_cluster.ts";
-import {
-  ChromiumScreenshotter,
-  findChromium,
-} from "../services/screenshots/chromium.ts";
+import { ChromiumScreenshotter } from "../services/screenshots/chromium.ts";
 import { parseAllowList } from "../services/screenshots/address_guard.ts";
 import { startGuardProxy } from "../services/screenshots/guard_proxy.ts";
 import { PRESETS } from "../services/screenshots/presets.ts";
@@ -16,12 +13,7 @@ import { memoryLogger } from "../services/deps.ts";
 import { ApiError } from "../schemas/errors.ts";
 import type { CaptureOptions } from "../services/screenshots/screenshotter.ts";
 
-const CHROMIUM = findChromium(Deno.env.get("TEST_CHROMIUM_PATH"));
-if (!CHROMIUM) {
-  throw new Error(
-    "Chromium is required for these tests: apt-get install -y chromium chromium-headless-shell",
-  );
-}
+const CHROMIUM = requireChromium();
 
 const GREEN =
   `<!doctype html><style>html,body{margin:0;height:100%;background:#00ff00}</style><body></body>`;

@@ -5,6 +5,17 @@ import {
 import { waitUntilAsync } from "./helpers.ts";
 import { freePort } from "./pg_cluster.ts";
 
+/** The Chromium the suite uses (TEST_CHROMIUM_PATH, else Debian's); a test without it fails. */
+export function requireChromium(): string {
+  const path = findChromium(Deno.env.get("TEST_CHROMIUM_PATH"));
+  if (!path) {
+    throw new Error(
+      "Chromium is required for these tests: sudo bash scripts/install_system.sh test",
+    );
+  }
+  return path;
+}
+
 /**
  * The browser service as deployments run it (scripts/browser.sh: Chromium plus the socat
  * that exposes its DevTools on `address:port`); with `netns`, inside that namespace. It runs
@@ -14,7 +25,7 @@ export async function startDevtoolsBrowser(
   address: string,
   port: number,
   netns?: string,
-  chromium = findChromium(Deno.env.get("TEST_CHROMIUM_PATH")),
+  chromium = requireChromium(),
 ) {
   const script = new URL("../scripts/browser.sh", import.meta.url).pathname;
   const cmd = ["setsid", "bash", script];
@@ -24,7 +35,7 @@ export async function startDevtoolsBrowser(
       BROWSER_LISTEN: address,
       BROWSER_PORT: String(port),
       BROWSER_INNER_PORT: String(netns ? port + 1 : freePort()),
-      CHROMIUM_PATH: chromium ?? "",
+      CHROMIUM_PATH: chromium,
     },
     stdout: "null",
     stderr: "null",

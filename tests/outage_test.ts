@@ -5,12 +5,14 @@ import { formWith, makeImage } from "./fixtures.ts";
 import {
   json,
   test,
+  type TestEnv,
   testEnv,
   upload,
   userWithKey,
   waitUntilAsync,
 } from "./helpers.ts";
 import { startPgCluster } from "./pg_cluster.ts";
+import { withTimeout } from "../services/timeout.ts";
 import { startS3 } from "./s3_server.ts";
 
 /** Fails the test instead of hanging it when a request gets no answer within `ms`. */
@@ -19,20 +21,24 @@ async function answered(
   what: string,
   ms = 15_000,
 ) {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  try {
-    return await Promise.race([
-      p,
-      new Promise<never>((_, reject) =>
-        timer = setTimeout(
-          () => reject(new Error(`${what}: no answer in ${ms} ms`)),
-          ms,
-        )
-      ),
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
+  return await withTimeout(
+    Promise.resolve(p),
+    ms,
+    `${what}: no answer in ${ms} ms`,
+  );
+}
+
+/** A user with a key and one stored 40×30 PNG, taken while everything is up. */
+async function userWithUpload(env: TestEnv) {
+  const { key, user } = await userWithKey(env);
+  const png = await makeImage("png", { width: 40, height: 30 });
+  const first = await upload(
+    env,
+    key,
+    formWith([{ name: "a.png", bytes: png }]),
+  );
+  assert.equal(first.status, 200);
+  return { key, user, png, first };
 }
 
 /** Every response must be the outage envelope: 503, code 250, Retry-After. */
@@ -79,14 +85,7 @@ test("with PostgreSQL stopped every request answers 503 (code 250, Retry-After) 
   await migrate(database.db);
   const env = await testEnv({ database });
   try {
-    const { key, user } = await userWithKey(env);
-    const png = await makeImage("png", { width: 40, height: 30 });
-    const first = await upload(
-      env,
-      key,
-      formWith([{ name: "a.png", bytes: png }]),
-    );
-    assert.equal(first.status, 200);
+    const { key, user, png, first } = await userWithUpload(env);
     const id: string = first.body.data.id;
     const imagePath = new URL(first.body.data.url).pathname;
     const auth = { authorization: `Bearer ${key}` };
@@ -177,14 +176,7 @@ test("with the S3 store down uploads and uncached images answer 503 (code 250) a
     env: { IMAGE_CACHE_MB: "0" },
   });
   try {
-    const { key } = await userWithKey(env);
-    const png = await makeImage("png", { width: 40, height: 30 });
-    const first = await upload(
-      env,
-      key,
-      formWith([{ name: "a.png", bytes: png }]),
-    );
-    assert.equal(first.status, 200);
+    const { key, png, first } = await userWithUpload(env);
     const imagePath = new URL(first.body.data.url).pathname;
     assert.equal((await env.app.request(imagePath)).status, 200);
 

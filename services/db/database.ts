@@ -2,6 +2,7 @@ import { PGlite } from "@electric-sql/pglite";
 import { Kysely, PostgresDialect, sql } from "kysely";
 import { PGliteDialect } from "./pglite_dialect.ts";
 import type { DB } from "./schema.ts";
+import { answersWithin } from "../timeout.ts";
 import {
   DEFAULT_PG_TIMEOUTS,
   listenWithReconnect,
@@ -151,20 +152,11 @@ function wrap(
     db,
     kind,
     pglite: pg,
-    async ping(timeoutMs = 2000) {
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      try {
-        return await Promise.race([
-          sql`select 1`.execute(db).then(() => true),
-          new Promise<boolean>((r) =>
-            timer = setTimeout(() => r(false), timeoutMs)
-          ),
-        ]);
-      } catch {
-        return false;
-      } finally {
-        clearTimeout(timer);
-      }
+    ping(timeoutMs = 2000) {
+      return answersWithin(
+        () => sql`select 1`.execute(db).then(() => true),
+        timeoutMs,
+      );
     },
   };
 }

@@ -5,6 +5,7 @@ import puppeteer, {
 } from "puppeteer-core";
 import { ApiError } from "../../schemas/errors.ts";
 import type { Logger } from "../deps.ts";
+import { answersWithin, withTimeout } from "../timeout.ts";
 import type { AllowRule } from "./address_guard.ts";
 import { type GuardProxy, startGuardProxy } from "./guard_proxy.ts";
 import {
@@ -173,19 +174,10 @@ export class ChromiumScreenshotter implements Screenshotter {
   /** True when a browser is connected, or one can be had within timeoutMs. */
   async ready(timeoutMs: number): Promise<boolean> {
     if (this.#browser?.connected) return true;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    try {
-      return await Promise.race([
-        this.#getBrowser().then(() => true),
-        new Promise<boolean>((r) =>
-          timer = setTimeout(() => r(false), timeoutMs)
-        ),
-      ]);
-    } catch {
-      return false;
-    } finally {
-      clearTimeout(timer);
-    }
+    return await answersWithin(
+      () => this.#getBrowser().then(() => true),
+      timeoutMs,
+    );
   }
 
   async #launch(): Promise<Browser> {
@@ -535,25 +527,8 @@ export class ChromiumScreenshotter implements Screenshotter {
  */
 async function browserLost(browser: Browser): Promise<boolean> {
   if (!browser.connected) return true;
-  try {
-    await withTimeout(browser.version(), 1000, "no answer");
-    return !browser.connected;
-  } catch {
-    return true;
-  }
-}
-
-/** Rejects with `message` when `p` takes longer than `ms`. */
-function withTimeout<T>(
-  p: Promise<T>,
-  ms: number,
-  message: string,
-): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  return Promise.race([
-    p,
-    new Promise<never>((_, reject) =>
-      timer = setTimeout(() => reject(new Error(message)), ms)
-    ),
-  ]).finally(() => clearTimeout(timer));
+  return !(await answersWithin(
+    () => browser.version().then(() => browser.connected),
+    1000,
+  ));
 }

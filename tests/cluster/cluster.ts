@@ -274,72 +274,71 @@ test("cluster: two instances behind nginx over one PostgreSQL, one S3 store and 
       [1000 - used - 1, 1000 - used - 2],
     );
 
-    // 4. kill -9 of B under upload load through the balancer: nothing acknowledged is lost.
-    const acked: string[] = [];
-    const uploads = new Tally();
+    // Four clients uploading through the balancer while `disrupt` runs; afterwards every
+    // acknowledged upload is read back through the balancer.
     let seed = 100;
-    let stopUploads = false;
-    const uploaders = Array.from({ length: 4 }, async (_, c) => {
-      for (let i = 0; i < 60 && !stopUploads; i++) {
-        const t = performance.now();
-        const r = await uploadTo(lb!.base, seed++, 1 + c);
-        uploads.add(r.status, performance.now() - t);
-        if (r.status === 200 && r.id) acked.push(r.id);
+    const uploadsWhile = async (disrupt: () => Promise<void>) => {
+      const tally = new Tally();
+      const acked: string[] = [];
+      let stop = false;
+      const clients = Array.from({ length: 4 }, async (_, c) => {
+        for (let i = 0; i < 60 && !stop; i++) {
+          const t = performance.now();
+          const r = await uploadTo(lb!.base, seed++, 1 + c);
+          tally.add(r.status, performance.now() - t);
+          if (r.status === 200 && r.id) acked.push(r.id);
+        }
+      });
+      await disrupt();
+      stop = true;
+      await Promise.all(clients);
+      let lost = 0;
+      for (const id of acked) {
+        if ((await probe(`${lb!.base}/${id}.png`)) !== 200) lost++;
       }
-    });
-    await new Promise((r) => setTimeout(r, 1500));
-    await b.kill();
-    await new Promise((r) => setTimeout(r, 1500));
-    const b2 = await startService(env, { dataDir: b.dataDir, port: b.port });
-    services[1] = b2;
-    await new Promise((r) => setTimeout(r, 1000));
-    stopUploads = true;
-    await Promise.all(uploaders);
-    let lost = 0;
-    for (const id of acked) {
-      if ((await probe(`${lb.base}/${id}.png`)) !== 200) lost++;
-    }
-    figures.kill9_uploads = {
-      ...uploads.toJSON(),
-      acknowledged: acked.length,
-      lost,
+      return { tally, acked, lost };
     };
-    assert.equal(lost, 0);
+
+    // 4. kill -9 of B under upload load: nothing acknowledged is lost.
+    const killed = await uploadsWhile(async () => {
+      await new Promise((r) => setTimeout(r, 1500));
+      await services[1].kill();
+      await new Promise((r) => setTimeout(r, 1500));
+      services[1] = await startService(env, {
+        dataDir: b.dataDir,
+        port: b.port,
+      });
+      await new Promise((r) => setTimeout(r, 1000));
+    });
+    const acked = killed.acked;
+    figures.kill9_uploads = {
+      ...killed.tally.toJSON(),
+      acknowledged: acked.length,
+      lost: killed.lost,
+    };
+    assert.equal(killed.lost, 0);
     assert.ok(acked.length > 20, `uploads went on: ${acked.length}`);
-    assert.ok(uploads.only("200", "502"), JSON.stringify(uploads));
+    assert.ok(killed.tally.only("200", "502"), JSON.stringify(killed.tally));
 
     // 4b. A rolling restart of A (SIGTERM, then a new process) under the same load: A
     // drains, the balancer retries refused connections on B, and no request fails.
-    const rolling = new Tally();
-    const rollingAcked: string[] = [];
-    let stopRolling = false;
-    const rollers = Array.from({ length: 4 }, async (_, c) => {
-      for (let i = 0; i < 60 && !stopRolling; i++) {
-        const t = performance.now();
-        const r = await uploadTo(lb!.base, seed++, 1 + c);
-        rolling.add(r.status, performance.now() - t);
-        if (r.status === 200 && r.id) rollingAcked.push(r.id);
-      }
+    const rolled = await uploadsWhile(async () => {
+      await new Promise((r) => setTimeout(r, 1000));
+      services[0].proc.kill("SIGTERM");
+      assert.equal(await services[0].exitWithin(8000), 0);
+      services[0] = await startService(env, {
+        dataDir: a.dataDir,
+        port: a.port,
+      });
+      await new Promise((r) => setTimeout(r, 1000));
     });
-    await new Promise((r) => setTimeout(r, 1000));
-    services[0].proc.kill("SIGTERM");
-    assert.equal(await services[0].exitWithin(8000), 0);
-    const a2 = await startService(env, { dataDir: a.dataDir, port: a.port });
-    services[0] = a2;
-    await new Promise((r) => setTimeout(r, 1000));
-    stopRolling = true;
-    await Promise.all(rollers);
-    let rollingLost = 0;
-    for (const id of rollingAcked) {
-      if ((await probe(`${lb.base}/${id}.png`)) !== 200) rollingLost++;
-    }
     figures.rolling_restart_uploads = {
-      ...rolling.toJSON(),
-      acknowledged: rollingAcked.length,
-      lost: rollingLost,
+      ...rolled.tally.toJSON(),
+      acknowledged: rolled.acked.length,
+      lost: rolled.lost,
     };
-    assert.ok(rolling.only("200"), JSON.stringify(rolling));
-    assert.equal(rollingLost, 0);
+    assert.ok(rolled.tally.only("200"), JSON.stringify(rolled.tally));
+    assert.equal(rolled.lost, 0);
 
     const ids = acked.slice(0, 10);
     // 5. PostgreSQL stopped for 4 s under load: only 200s and 503s, no hang; recovery.

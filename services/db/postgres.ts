@@ -72,14 +72,15 @@ export function clientConfig(
  * A node-postgres pool shaped for Kysely's PostgresDialect, whose every failure to reach
  * the server becomes error 250. node-postgres was chosen over postgres.js after a restart
  * of PostgreSQL killed the process with an uncaught TypeError inside postgres.js and left
- * requests waiting for minutes (tests/outage_test.ts keeps both failures away).
+ * requests waiting for minutes (tests/outage_test.ts and tests/process_test.ts keep both
+ * failures away).
  */
 export function outageAwarePool(
   url: string,
   t: PostgresTimeouts,
   onError: (e: Error) => void,
   searchPath?: string,
-): PostgresPool & { raw: pg.Pool } {
+): PostgresPool {
   const pool = new pg.Pool({
     ...clientConfig(url, t, searchPath),
     max: t.poolMax,
@@ -121,7 +122,6 @@ export function outageAwarePool(
     } as PostgresPoolClient;
   };
   return {
-    raw: pool,
     options: pool.options,
     async connect(): Promise<PostgresPoolClient> {
       const client = await pool.connect().catch(translate);

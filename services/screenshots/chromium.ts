@@ -312,6 +312,11 @@ export class ChromiumScreenshotter implements Screenshotter {
         listenHost: listen,
         advertiseHost: this.opts.proxyAdvertise,
         credentials,
+      }).catch((e) => {
+        // SCREENSHOT_PROXY_LISTEN names an address this host does not have: no capture can
+        // be guarded, so none is made.
+        this.opts.log.error({ msg: "guard cannot listen", error: describe(e) });
+        throw new ApiError(240, { headers: { "Retry-After": "30" } });
       });
       const context = await browser.createBrowserContext({
         proxyServer: guard.url,

@@ -311,7 +311,7 @@ test("sign-up in the browser flow sets a safe session cookie and a key generated
   }
 });
 
-test("Secure is set on the session cookie when BASE_URL is https", async () => {
+test("behind HTTPS (BASE_URL https) the session cookie is Secure and pages send HSTS", async () => {
   const env = await testEnv({ env: { BASE_URL: "https://img.example.com" } });
   try {
     const res = await env.app.request("https://img.example.com/signup", {
@@ -321,6 +321,12 @@ test("Secure is set on the session cookie when BASE_URL is https", async () => {
     });
     assert.equal(res.status, 303);
     assert.match(res.headers.get("set-cookie")!, /Secure/);
+    const page = await env.app.request("https://img.example.com/login");
+    assert.match(
+      page.headers.get("strict-transport-security")!,
+      /^max-age=\d{7,}/,
+    );
+    await page.body?.cancel();
   } finally {
     await env.close();
   }

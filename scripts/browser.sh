@@ -17,7 +17,7 @@ if [ -z "$chromium" ]; then
 fi
 [ -x "$chromium" ] || { echo "no Chromium: apt-get install -y chromium-headless-shell" >&2; exit 1; }
 command -v socat >/dev/null || { echo "socat is missing: apt-get install -y socat" >&2; exit 1; }
-dir=$(mktemp -d /tmp/imagehost-browser-XXXXXX)
+dir=$(mktemp -d "${TMPDIR:-/tmp}/imagehost-browser-XXXXXX")
 flags=(--headless "--remote-debugging-port=$inner" "--user-data-dir=$dir"
   --disable-background-networking --disable-component-update --disable-sync --no-first-run
   --disable-quic --disable-dev-shm-usage --disable-gpu --mute-audio --hide-scrollbars)

@@ -28,6 +28,8 @@ export async function startDevtoolsBrowser(
   chromium = requireChromium(),
 ) {
   const script = new URL("../scripts/browser.sh", import.meta.url).pathname;
+  // The script's profile goes in here: a SIGKILL leaves it no chance to clean up itself.
+  const tmp = await Deno.makeTempDir({ prefix: "imagehost-browser-test-" });
   const cmd = ["setsid", "bash", script];
   const proc = new Deno.Command(netns ? "ip" : cmd[0], {
     args: netns ? ["netns", "exec", netns, ...cmd] : cmd.slice(1),
@@ -36,6 +38,7 @@ export async function startDevtoolsBrowser(
       BROWSER_PORT: String(port),
       BROWSER_INNER_PORT: String(netns ? port + 1 : freePort()),
       CHROMIUM_PATH: chromium,
+      TMPDIR: tmp,
     },
     stdout: "null",
     stderr: "null",
@@ -60,6 +63,7 @@ export async function startDevtoolsBrowser(
         Deno.kill(-proc.pid, "SIGKILL");
       } catch { /* gone */ }
       await proc.status;
+      await Deno.remove(tmp, { recursive: true }).catch(() => {});
     },
   };
 }

@@ -66,11 +66,10 @@ export async function startService(
       await proc.status;
       await drained;
     },
+    /** Kills the process and removes its data dir (a restarted instance's too). */
     async close() {
       await this.kill();
-      if (!opts.dataDir) {
-        await Deno.remove(dataDir, { recursive: true }).catch(() => {});
-      }
+      await Deno.remove(dataDir, { recursive: true }).catch(() => {});
     },
   };
 }

@@ -21,13 +21,13 @@ export async function sweepOrphans(
   let batch: string[] = [];
   const flush = async () => {
     if (!batch.length) return;
-    const ids = [...new Set(batch.map((k) => k.slice(0, k.indexOf("."))))];
+    const ids = [...new Set(batch.map(idOf))];
     const live = new Set(
       (await db.selectFrom("images").select("id").where("id", "in", ids)
         .where("deleted_at", "is", null).execute()).map((r) => r.id),
     );
     for (const key of batch) {
-      if (live.has(key.slice(0, key.indexOf(".")))) continue;
+      if (live.has(idOf(key))) continue;
       await store.delete(key);
       removed.push(key);
     }
@@ -40,4 +40,9 @@ export async function sweepOrphans(
   }
   await flush();
   return removed;
+}
+
+/** The image id a store key belongs to (`<id>.<ext>`, `<id>.th.<ext>`, ...). */
+function idOf(key: string): string {
+  return key.slice(0, key.indexOf("."));
 }

@@ -7,9 +7,14 @@ import { join } from "node:path";
  * folder of their own, and neither ever empties the other's.
  */
 export function processTag(): string {
-  return `${hostname().replace(/[^A-Za-z0-9_.-]/g, "_")}-${Deno.pid}-${
-    startTime(Deno.pid) ?? "0"
-  }`;
+  // Constant for the life of the process; every store and pipeline asks for it.
+  return tag ??= `${hostTag()}-${Deno.pid}-${startTime(Deno.pid) ?? "0"}`;
+}
+let tag: string | undefined;
+
+/** This host's name as it may stand in a folder name. */
+function hostTag(): string {
+  return hostname().replace(/[^A-Za-z0-9_.-]/g, "_");
 }
 
 /** Field 22 of /proc/<pid>/stat (clock ticks since boot), or undefined if no such process. */
@@ -29,7 +34,7 @@ export function tagIsLive(tag: string): boolean {
   if (!m) return false;
   const [, host, pid, start] = m;
   // Another host's process (a shared volume): we cannot tell, so we leave it alone.
-  if (host !== hostname().replace(/[^A-Za-z0-9_.-]/g, "_")) return true;
+  if (host !== hostTag()) return true;
   return startTime(Number(pid)) === start;
 }
 

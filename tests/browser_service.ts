@@ -2,7 +2,7 @@ import {
   discoverWsEndpoint,
   findChromium,
 } from "../services/screenshots/chromium.ts";
-import { waitUntilAsync } from "./helpers.ts";
+import { answersOk, waitUntilAsync } from "./helpers.ts";
 import { freePort } from "./pg_cluster.ts";
 
 /** The Chromium the suite uses (TEST_CHROMIUM_PATH, else Debian's); a test without it fails. */
@@ -45,11 +45,7 @@ export async function startDevtoolsBrowser(
   }).spawn();
   const endpoint = `http://${address}:${port}`;
   await waitUntilAsync(
-    () =>
-      fetch(`${endpoint}/json/version`).then(async (r) => {
-        await r.body?.cancel();
-        return r.ok;
-      }, () => false),
+    () => answersOk(`${endpoint}/json/version`),
     20_000,
     100,
   );

@@ -174,6 +174,14 @@ export async function waitUntilAsync(
   }
 }
 
+/** True when `url` answers 2xx (its body discarded); false on any other answer or no answer. */
+export async function answersOk(url: string): Promise<boolean> {
+  return await fetch(url).then(async (r) => {
+    await r.body?.cancel();
+    return r.ok;
+  }, () => false);
+}
+
 /** A new user with one API key. */
 export async function userWithKey(env: TestEnv, email?: string) {
   const user = await createUser(

@@ -1,4 +1,5 @@
 import { freePort } from "./pg_cluster.ts";
+import { answersOk, waitUntilAsync } from "./helpers.ts";
 
 /**
  * main.ts as an operator runs it, in a process of its own, on loopback, with `env` on top
@@ -31,15 +32,7 @@ export async function startService(
   };
   const drained = Promise.all([collect(proc.stdout), collect(proc.stderr)]);
   const base = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 60_000;
-  while (Date.now() < deadline) {
-    const ok = await fetch(`${base}/healthz`).then(async (r) => {
-      await r.body?.cancel();
-      return r.ok;
-    }, () => false);
-    if (ok) break;
-    await new Promise((r) => setTimeout(r, 200));
-  }
+  await waitUntilAsync(() => answersOk(`${base}/healthz`), 60_000, 200);
   return {
     proc,
     base,

@@ -11,7 +11,7 @@ import { openDatabase } from "../../services/db/database.ts";
 import { makeImage } from "../fixtures.ts";
 import { startFixture } from "../fixture_server.ts";
 import { startDevtoolsBrowser } from "../browser_service.ts";
-import { test, waitUntilAsync } from "../helpers.ts";
+import { answersOk, test, waitUntilAsync } from "../helpers.ts";
 import { freePort, startPgCluster } from "../pg_cluster.ts";
 import { startS3 } from "../s3_server.ts";
 import { probe, startService } from "../service_process.ts";
@@ -60,15 +60,7 @@ http {
     stderr: "piped",
   }).spawn();
   const base = `http://127.0.0.1:${port}`;
-  await waitUntilAsync(
-    () =>
-      fetch(`${base}/healthz`).then(async (r) => {
-        await r.body?.cancel();
-        return r.ok;
-      }, () => false),
-    10_000,
-    100,
-  );
+  await waitUntilAsync(() => answersOk(`${base}/healthz`), 10_000, 100);
   return {
     base,
     async close() {

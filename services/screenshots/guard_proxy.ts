@@ -1,7 +1,7 @@
 import { Buffer } from "node:buffer";
 import { createServer, type Server, type Socket } from "node:net";
 import { connect as netConnect } from "node:net";
-import { timingSafeEqual } from "node:crypto";
+import { safeEqual } from "../crypto.ts";
 import {
   type AllowRule,
   isAllowedTarget,
@@ -125,7 +125,7 @@ export async function startGuardProxy(
     if (expectedAuth) {
       const given = headerLines.find((l) => /^proxy-authorization:/i.test(l))
         ?.slice("proxy-authorization:".length).trim();
-      if (!given || !timingSafeEqualText(given, expectedAuth)) {
+      if (!given || !safeEqual(given, expectedAuth)) {
         return client.end(
           `HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: Basic realm="capture"\r\nX-Screenshot-Guard: auth\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`,
         );
@@ -211,10 +211,4 @@ export async function startGuardProxy(
       return new Promise<void>((r) => server.close(() => r()));
     },
   };
-}
-
-function timingSafeEqualText(a: string, b: string): boolean {
-  const x = Buffer.from(a);
-  const y = Buffer.from(b);
-  return x.length === y.length && timingSafeEqual(x, y);
 }

@@ -53,8 +53,9 @@ export const ConfigSchema = z.object({
     "must be a ws:// DevTools URL or the http://host:port of one",
   ).optional(),
   /**
-   * Where each capture's network guard listens (host, or host:port range start): an
-   * address the browser can reach. 127.0.0.1 for a local browser.
+   * The address each capture's network guard listens on (a free port each time): one the
+   * browser can reach. 127.0.0.1 for a local browser; off loopback the guard asks for
+   * per-capture credentials.
    */
   SCREENSHOT_PROXY_LISTEN: z.string().regex(
     /^[0-9A-Za-z.:\[\]-]+$/,
@@ -82,8 +83,9 @@ export const ConfigSchema = z.object({
   /** On SIGTERM/SIGINT: how long in-flight requests may take to finish. */
   SHUTDOWN_GRACE_MS: int(10_000, 0, 600_000),
   /**
-   * Behind a reverse proxy that sets X-Forwarded-Proto/Host: trust them (Secure cookies,
-   * HSTS on https). Off by default: a client could otherwise forge them.
+   * Behind a reverse proxy that overwrites X-Forwarded-For: its first hop is taken as the
+   * client's address. Off by default: a client could otherwise forge it. (Secure cookies
+   * and HSTS follow BASE_URL being https.)
    */
   TRUST_PROXY: z.enum(["true", "false"]).default("false").transform((v) =>
     v === "true"

@@ -90,10 +90,16 @@ export function createApp(deps: AppDeps): App {
     if (!id || id.length > 255 || /[^\w\-=]/.test(id)) id = crypto.randomUUID();
     c.set("requestId", id);
     await next();
-    try {
-      c.res.headers.set("X-Request-Id", id);
-    } catch {
-      c.header("X-Request-Id", id); // immutable headers (e.g. a fetched Response)
+    // While draining, every answer closes its connection: a balancer's kept-alive
+    // connection would otherwise be cut at shutdown with its next request on it.
+    const extra: [string, string][] = [["X-Request-Id", id]];
+    if (deps.lifecycle?.draining) extra.push(["Connection", "close"]);
+    for (const [k, v] of extra) {
+      try {
+        c.res.headers.set(k, v);
+      } catch {
+        c.header(k, v); // immutable headers (e.g. a fetched Response)
+      }
     }
     if (deps.config.LOG_REQUESTS) {
       deps.log.info({
@@ -135,7 +141,7 @@ export function createApp(deps: AppDeps): App {
   registerHostRoutes(app, deps, rowCache);
 
   app.notFound((c) => {
-    const allowed = methodsFor(app, c.req.path);
+    const allowed = methodsFor(app, c.req.path, c.req.method);
     if (allowed.length) {
       c.header("Allow", allowed.join(", "));
       return errorResponse(c, 405);
@@ -176,21 +182,39 @@ export function createApp(deps: AppDeps): App {
   return app;
 }
 
-function methodsFor(app: App, path: string): string[] {
+/**
+ * The methods some route answers for `path` (for 405 + Allow). Route patterns become regexes
+ * with their own constraints (`:file{regex}`), so a path no route could match is a 404, and
+ * so is a path whose method is among them (the route itself then said not found).
+ */
+function methodsFor(app: App, path: string, method: string): string[] {
   const methods = new Set<string>();
   for (const r of app.routes) {
     if (r.method === "ALL") continue;
-    const re = new RegExp(
-      "^" +
-        r.path.replace(/[.+?^${}()|[\]\\]/g, "\\$&").replace(
-          /\/:[^/]+/g,
-          "/[^/]+",
-        )
-          .replace(/\*/g, ".*") +
-        "$",
-    );
-    if (re.test(path)) methods.add(r.method);
+    if (routePattern(r.path).test(path)) methods.add(r.method);
   }
   if (methods.has("GET")) methods.add("HEAD");
+  if (methods.has(method.toUpperCase())) return [];
   return [...methods];
+}
+
+const patterns = new Map<string, RegExp>();
+
+/** Hono's route syntax as a regex: `:name` is one segment, `:name{re}` is `re`, `*` anything. */
+function routePattern(route: string): RegExp {
+  let re = patterns.get(route);
+  if (re) return re;
+  const escape = (t: string) => t.replace(/[.+?^${}()|[\]\\]/g, "\\$&");
+  let out = "";
+  const token = /:[A-Za-z0-9_]+(?:\{((?:[^{}]|\{[^{}]*\})+)\})?|\*/g;
+  let last = 0;
+  for (const m of route.matchAll(token)) {
+    out += escape(route.slice(last, m.index));
+    out += m[0] === "*" ? ".*" : m[1] !== undefined ? `(?:${m[1]})` : "[^/]+";
+    last = m.index! + m[0].length;
+  }
+  out += escape(route.slice(last));
+  re = new RegExp(`^${out}$`);
+  patterns.set(route, re);
+  return re;
 }

@@ -36,7 +36,8 @@ export const getReadyRoute = createRoute({
   description:
     "200 when every dependency answers within 2 s; otherwise 503 (code 250) with " +
     "Retry-After and one detail per dependency that is down (`path`: database, store " +
-    "or browser). A load balancer stops sending traffic while it is 503.",
+    "or browser), or `path` instance while the instance drains before a shutdown. A " +
+    "load balancer stops sending traffic while it is 503.",
   responses: {
     200: {
       description: "Ready",
@@ -65,14 +66,19 @@ export function registerSystemRoutes(app: App, deps: AppDeps) {
     if (deps.screenshotter) {
       checks.push(["browser", deps.screenshotter.ready(2000)]);
     }
-    const down: Dependency[] = [];
+    const down: { path: string; message: string }[] = [];
+    if (deps.lifecycle?.draining) {
+      down.push({ path: "instance", message: "instance is shutting down" });
+    }
     for (const [name, ok] of checks) {
-      if (!(await ok.catch(() => false))) down.push(name);
+      if (!(await ok.catch(() => false))) {
+        down.push({ path: name, message: `${name} is down` });
+      }
     }
     if (down.length) {
       throw new ApiError(250, {
         headers: { "Retry-After": String(OUTAGE_RETRY_AFTER_S) },
-        details: down.map((d) => ({ path: d, message: `${d} is down` })),
+        details: down,
       });
     }
     return c.json({

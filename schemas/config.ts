@@ -83,6 +83,13 @@ export const ConfigSchema = z.object({
   /** On SIGTERM/SIGINT: how long in-flight requests may take to finish. */
   SHUTDOWN_GRACE_MS: int(10_000, 0, 600_000),
   /**
+   * On SIGTERM, before it stops accepting: how long the instance keeps serving while /readyz
+   * answers 503 and every response closes its connection, so a balancer moves its traffic
+   * (and its kept-alive connections) to the other instances without cutting a request.
+   * SIGINT (Ctrl-C at a terminal) skips it.
+   */
+  SHUTDOWN_DRAIN_MS: int(2_000, 0, 600_000),
+  /**
    * Behind a reverse proxy that overwrites X-Forwarded-For: its first hop is taken as the
    * client's address. Off by default: a client could otherwise forge it. (Secure cookies
    * and HSTS follow BASE_URL being https.)

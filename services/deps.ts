@@ -2,6 +2,7 @@ import type { Config } from "../schemas/config.ts";
 import type { Database } from "./db/database.ts";
 import type { BlobStore } from "./store/blob_store.ts";
 import type { Screenshotter } from "./screenshots/screenshotter.ts";
+import type { Lifecycle } from "./lifecycle.ts";
 
 /** Time source, injected so tests can move time (expiry, sessions, throttling). */
 export interface Clock {
@@ -23,6 +24,8 @@ export interface AppDeps {
   screenshotter?: Screenshotter;
   clock: Clock;
   log: Logger;
+  /** Set by main.ts: on SIGTERM the app drains (see Lifecycle). Tests may pass their own. */
+  lifecycle?: Lifecycle;
 }
 
 /** The real clock. */

@@ -113,6 +113,7 @@ export async function testEnv(
     kind?: "pglite" | "postgres";
     store?: BlobStore;
     screenshotter?: AppDeps["screenshotter"];
+    lifecycle?: AppDeps["lifecycle"];
   } = {},
 ): Promise<TestEnv> {
   const dataDir = await Deno.makeTempDir({ prefix: "imagehost-test-" });
@@ -134,6 +135,7 @@ export async function testEnv(
     clock,
     log,
     screenshotter: opts.screenshotter,
+    lifecycle: opts.lifecycle,
   };
   const app = createApp(deps);
   await appReady(app);

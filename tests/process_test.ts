@@ -87,3 +87,65 @@ test("a service process rides out PostgreSQL restarts (only 404s and 503s, no ha
     await pgc.destroy();
   }
 });
+
+/** The response head of one raw HTTP/1.1 keep-alive GET (fetch hides the Connection header). */
+async function rawHead(port: number, path: string): Promise<string> {
+  const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+  const timer = setTimeout(() => conn.close(), 5000);
+  try {
+    await conn.write(
+      new TextEncoder().encode(
+        `GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: keep-alive\r\n\r\n`,
+      ),
+    );
+    let text = "";
+    const buf = new Uint8Array(65536);
+    while (!text.includes("\r\n\r\n")) {
+      const n = await conn.read(buf);
+      if (n === null) break;
+      text += new TextDecoder().decode(buf.subarray(0, n));
+    }
+    return text.slice(0, text.indexOf("\r\n\r\n"));
+  } finally {
+    clearTimeout(timer);
+    try {
+      conn.close();
+    } catch { /* closed by the timer */ }
+  }
+}
+
+test("SIGTERM drains before stopping: /readyz turns 503 (instance), answers close their connections, requests are still served, then the listener closes and the process exits 0", async () => {
+  const svc = await startService({
+    SHUTDOWN_DRAIN_MS: "1500",
+    SHUTDOWN_GRACE_MS: "3000",
+  });
+  try {
+    const before = await rawHead(svc.port, "/healthz");
+    assert.match(before, /^HTTP\/1\.1 200/);
+    assert.doesNotMatch(before, /\r\nconnection: close/i);
+    assert.equal(await probe(`${svc.base}/readyz`), 200);
+
+    const sent = Date.now();
+    svc.proc.kill("SIGTERM");
+    await new Promise((r) => setTimeout(r, 300));
+    const ready = await fetch(`${svc.base}/readyz`);
+    assert.equal(ready.status, 503);
+    const body = await ready.json();
+    assert.equal(body.error.code, 250);
+    assert.deepEqual(body.error.details.map((d: { path: string }) => d.path), [
+      "instance",
+    ]);
+    const during = await rawHead(svc.port, "/healthz");
+    assert.match(during, /^HTTP\/1\.1 200/, "still serving");
+    // Deno.serve sends the header but keeps the socket open itself (denoland/deno#9411);
+    // the header is what makes a balancer (nginx honours it) drop the connection.
+    assert.match(during, /\r\nconnection: close/i);
+
+    assert.equal(await svc.exitWithin(1500 + 3000 + 2000), 0, svc.log());
+    assert.ok(Date.now() - sent >= 1400, "it waited out the drain");
+    assert.equal(await probe(`${svc.base}/healthz`), "refused");
+    assert.match(svc.log(), /"msg":"shutting down".*"drain_ms":1500/);
+  } finally {
+    await svc.close();
+  }
+});

@@ -29,7 +29,7 @@ export interface paths {
         };
         /**
          * Readiness: database, store and browser are reachable
-         * @description 200 when every dependency answers within 2 s; otherwise 503 (code 250) with Retry-After and one detail per dependency that is down (`path`: database, store or browser). A load balancer stops sending traffic while it is 503.
+         * @description 200 when every dependency answers within 2 s; otherwise 503 (code 250) with Retry-After and one detail per dependency that is down (`path`: database, store or browser), or `path` instance while the instance drains before a shutdown. A load balancer stops sending traffic while it is 503.
          */
         get: operations["getReady"];
         put?: never;

@@ -14,6 +14,14 @@ function bearerKey(c: Context): string | undefined {
   return m[1];
 }
 
+/**
+ * A key given in the body or query, or undefined when it is absent or empty: an empty `key`
+ * (a form's blank field, `{"key":""}`) must not hide a real key of lower precedence.
+ */
+function presentKey(v: unknown): string | undefined {
+  return typeof v === "string" && v !== "" ? v : undefined;
+}
+
 /** True when the route reads a multipart body itself and authenticates afterwards. */
 export function isMultipart(c: Context): boolean {
   return /^multipart\/form-data/i.test(c.req.header("content-type") ?? "");
@@ -35,16 +43,14 @@ export function apiAuth(deps: AppDeps): MiddlewareHandler<AppEnv> {
       if (/^application\/json/i.test(ct)) {
         // Parsed once: Hono caches the body, so the route's validator reads the same one.
         const body = await c.req.json().catch(() => undefined);
-        if (body && typeof body === "object" && typeof body.key === "string") {
-          key = body.key;
-        }
+        if (body && typeof body === "object") key = presentKey(body.key);
       } else if (/^application\/x-www-form-urlencoded/i.test(ct)) {
         const body: Record<string, unknown> = await c.req.parseBody().catch(
           () => ({}),
         );
-        if (typeof body.key === "string") key = body.key as string;
+        key = presentKey(body.key);
       }
-      key ??= c.req.query("key");
+      key ??= presentKey(c.req.query("key"));
     }
     await admit(c, deps, key);
     await next();
@@ -61,7 +67,11 @@ export async function authenticateDeferred(
   bodyKey: string | undefined,
 ): Promise<string> {
   if (c.get("userId")) return c.get("userId");
-  return await admit(c, deps, bearerKey(c) ?? bodyKey ?? c.req.query("key"));
+  return await admit(
+    c,
+    deps,
+    bearerKey(c) ?? presentKey(bodyKey) ?? presentKey(c.req.query("key")),
+  );
 }
 
 /** Authenticates a key, counts the call against its rate limit, and records the caller. */

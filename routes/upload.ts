@@ -62,7 +62,10 @@ export const postUploadRoute = createRoute({
             properties: {
               key: {
                 type: "string",
-                description: "API key (if not in a header)",
+                description:
+                  "API key (if not in a header). Put it before the files: the key is " +
+                  "checked when the first file begins (or after 64 KB), and without a " +
+                  "valid one the rest of the body is not read (100/110).",
               },
               images: {
                 type: "array",
@@ -134,7 +137,8 @@ export const deleteImageRoute = createRoute({
 
 function parseExpiration(raw: string | undefined): number | undefined {
   if (raw === undefined || raw === "") return undefined;
-  const n = Number(raw);
+  // Plain decimal digits only: Number() would also take "0x100", "1e3" and " 60 ".
+  const n = /^[0-9]{1,9}$/.test(raw) ? Number(raw) : NaN;
   if (!Number.isInteger(n) || n < EXPIRATION_MIN || n > EXPIRATION_MAX) {
     throw new ApiError(160, {
       details: [{
@@ -171,6 +175,11 @@ export function registerUploadRoutes(
         }],
       });
     }
+    // Authentication before the body costs anything: a header key is checked before a byte
+    // is read, a body key as soon as the first file part begins (it must come first).
+    if (c.req.header("authorization") !== undefined) {
+      await authenticateDeferred(c, deps, undefined);
+    }
     await Deno.mkdir(pipeline.tmpDir, { recursive: true });
     const form = await receiveMultipart(
       c.req.raw.body,
@@ -179,6 +188,7 @@ export function registerUploadRoutes(
         tmpDir: pipeline.tmpDir,
         maxFileBytes: deps.config.MAX_FILE_BYTES,
         maxFiles: deps.config.MAX_FILES,
+        admit: (fields) => authenticateDeferred(c, deps, fields.key),
       },
     );
     try {

@@ -71,7 +71,9 @@ export const MultiUploadSchema = z.object({
 /** Multipart request body of POST /api/1/upload (documentation of the streamed form). */
 export const UploadFormSchema = z.object({
   key: z.string().optional().openapi({
-    description: "API key (if not sent in a header)",
+    description:
+      "API key (if not sent in a header), before the files: it is checked when the " +
+      "first file begins, and without a valid one the rest is not read",
   }),
   images: z.union([z.string(), z.array(z.string())]).openapi({
     type: "array",

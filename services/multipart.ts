@@ -28,6 +28,12 @@ export interface ReceivedForm {
 /** Form fields that carry image files (DESIGN.md). */
 export const FILE_FIELDS = new Set(["images", "images[]", "image", "source"]);
 
+/**
+ * How much of a multipart body is read before the caller must have been admitted (see the
+ * `admit` option): room for a `key` field and a few others ahead of the files.
+ */
+export const KEY_PREFIX_BYTES = 64 * 1024;
+
 /** Size of one read from the request body. */
 const READ_SIZE = 64 * 1024;
 /**
@@ -137,7 +143,18 @@ class FileSink {
 export async function receiveMultipart(
   body: ReadableStream<Uint8Array>,
   contentType: string,
-  opts: { tmpDir: string; maxFileBytes: number; maxFiles: number },
+  opts: {
+    tmpDir: string;
+    maxFileBytes: number;
+    maxFiles: number;
+    /**
+     * Authenticates from the fields seen so far; it runs once, at the first file part or
+     * once {@link KEY_PREFIX_BYTES} have arrived without one (or at the end of a form with
+     * no file). When it throws, the rest of the body is never read, so a caller without a
+     * valid key costs at most that prefix. A body key must therefore precede the files.
+     */
+    admit?: (fields: Record<string, string>) => Promise<unknown>;
+  },
 ): Promise<ReceivedForm> {
   // Whole-body cap: every allowed file at its limit plus room for fields and boundaries.
   const maxTotal = opts.maxFiles * opts.maxFileBytes + 4 * 1024 * 1024;
@@ -220,6 +237,12 @@ export async function receiveMultipart(
     });
 
   let overTotal = false;
+  let admitted = !opts.admit;
+  const admit = async () => {
+    if (admitted) return;
+    admitted = true;
+    await opts.admit!(fields);
+  };
   try {
     let total = 0;
     for await (const chunk of readPooled(body)) {
@@ -231,6 +254,9 @@ export async function receiveMultipart(
       await feed(chunk);
       // Let busboy's per-file streams deliver what they queued before their first read.
       await new Promise((r) => queueMicrotask(() => r(undefined)));
+      if (!admitted && (sinks.length > 0 || total > KEY_PREFIX_BYTES)) {
+        await admit();
+      }
       if (parseError) break;
       // Parts arrive one after another: only the latest can still be filling.
       await sinks.at(-1)?.ready();
@@ -245,6 +271,8 @@ export async function receiveMultipart(
     const results = await Promise.allSettled(sinks.map((s) => s.finish()));
     const failed = results.find((r) => r.status === "rejected");
     if (failed) throw (failed as PromiseRejectedResult).reason;
+    // A form with no file part (and a short one): admission decides before any error.
+    await admit();
     if (overTotal) throw new ApiError(413);
     if (parseError) throw parseError;
   } catch (e) {

@@ -30,6 +30,21 @@ test("unknown paths get 404 and wrong methods 405 with Allow, both in the envelo
       await env.app.request("/healthz", { method: "POST" }),
     );
     assert.deepEqual([post.status, post.body.error.code], [405, 405]);
+    // Paths no route can match are 404 whatever the method, even when they look like an
+    // image file name to a careless pattern (several dots, upper case, NUL, too short).
+    for (
+      const path of ["/a.b.c.d", "/x.PNG", "/%00.png", "/abc.png", "/..png"]
+    ) {
+      for (const method of ["GET", "HEAD", "POST"]) {
+        const r = await env.app.request(path, { method });
+        assert.equal(r.status, 404, `${method} ${path}`);
+        if (method !== "HEAD") assert.equal((await r.json()).error.code, 404);
+      }
+    }
+    // A real image-file path with a wrong method is still 405.
+    const del = await env.app.request("/abcdefgh.png", { method: "DELETE" });
+    assert.equal(del.status, 405);
+    assert.equal(del.headers.get("allow"), "GET, HEAD");
   } finally {
     await env.close();
   }

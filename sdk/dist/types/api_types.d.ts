@@ -389,7 +389,7 @@ export interface operations {
         requestBody: {
             content: {
                 "multipart/form-data": {
-                    /** @description API key (if not in a header) */
+                    /** @description API key (if not in a header). Put it before the files: the key is checked when the first file begins (or after 64 KB), and without a valid one the rest of the body is not read (100/110). */
                     key?: string;
                     /** @description Image files */
                     images: string[];

@@ -10,6 +10,8 @@ import { CopyField, formCsrf, Layout } from "./pages/layout.tsx";
 import type { ImageRowCache } from "../services/image_cache.ts";
 import { safeEqual } from "../services/crypto.ts";
 import { ApiError } from "../schemas/errors.ts";
+// The one embed-code implementation, shared with the widget (a pure leaf module).
+import { embedCodes } from "../sdk/src/embed_codes.ts";
 
 function humanSize(n: number) {
   if (n < 1024) return `${n} B`;
@@ -43,14 +45,7 @@ export function registerViewerRoutes(
     if (!row) throw new ApiError(404);
     const rec = toImageRecord(deps.config, row);
     const shown = rec.medium?.url ?? rec.url;
-    const embeds = {
-      "Direct link": rec.url,
-      "Viewer link": rec.url_viewer,
-      "HTML":
-        `<a href="${rec.url_viewer}"><img src="${rec.url}" alt="${rec.title}" /></a>`,
-      "BBCode": `[url=${rec.url_viewer}][img]${rec.url}[/img][/url]`,
-      "Markdown": `[![${rec.title}](${rec.url})](${rec.url_viewer})`,
-    };
+    const embeds = embedCodes(rec);
     const uploaded = new Date(rec.time * 1000).toISOString();
     return c.html(
       <Layout

@@ -120,6 +120,50 @@ function errorFromBody(status, body) {
   return new ServiceError(`Request failed with HTTP ${status}`, status, status);
 }
 
+// sdk/src/embed_codes.ts
+function oneLine(s) {
+  return s.replace(/[\r\n]+/g, " ");
+}
+function escapeHtml(s) {
+  return s.replace(/[&<>"']/g, (ch) => `&#${ch.charCodeAt(0)};`);
+}
+function safeUrl(u) {
+  let parsed;
+  try {
+    parsed = new URL(u);
+  } catch {
+    return "about:blank";
+  }
+  if (parsed.protocol !== "http:" && parsed.protocol !== "https:") {
+    return "about:blank";
+  }
+  return parsed.href.replace(/[\s()<>[\]"'`\\]/g, (ch) => "%" + ch.charCodeAt(0).toString(16).toUpperCase().padStart(2, "0"));
+}
+function escapeMarkdownText(s) {
+  return oneLine(s).replace(/[\\`*_[\]()<>&!]/g, (ch) => `\\${ch}`);
+}
+function htmlEmbed(img) {
+  return `<a href="${escapeHtml(safeUrl(img.url_viewer))}"><img src="${escapeHtml(safeUrl(img.url))}" alt="${escapeHtml(oneLine(img.title))}" /></a>`;
+}
+function bbcodeEmbed(img) {
+  return `[url=${safeUrl(img.url_viewer)}][img]${safeUrl(img.url)}[/img][/url]`;
+}
+function markdownEmbed(img) {
+  return `[![${escapeMarkdownText(img.title)}](${safeUrl(img.url)})](${safeUrl(img.url_viewer)})`;
+}
+function markdownImage(img) {
+  return `![${escapeMarkdownText(img.title)}](${safeUrl(img.url)})`;
+}
+function embedCodes(img) {
+  return {
+    "Direct link": img.url,
+    "Viewer link": img.url_viewer,
+    "HTML": htmlEmbed(img),
+    "BBCode": bbcodeEmbed(img),
+    "Markdown": markdownEmbed(img)
+  };
+}
+
 // sdk/src/widget.ts
 var ACCEPTED_TYPES = [
   "image/jpeg",
@@ -300,7 +344,7 @@ function createUploadWidget(app, options = {}) {
       rel: "noopener"
     }, rec.url);
     ok.append(a, el("br"));
-    ok.append(copyButton("link", rec.url), copyButton("viewer link", rec.url_viewer), copyButton("Markdown", `![${rec.title}](${rec.url})`));
+    ok.append(copyButton("link", rec.url), copyButton("viewer link", rec.url_viewer), copyButton("Markdown", markdownImage(rec)));
     meta.append(ok);
     const img = meta.parentElement?.querySelector("img");
     if (img) img.src = rec.thumb.url;
@@ -610,7 +654,12 @@ export {
   ERROR_CODES,
   ServiceApp,
   ServiceError,
+  bbcodeEmbed,
   createApiClient,
   createUploadWidget,
+  embedCodes,
+  htmlEmbed,
+  markdownEmbed,
+  markdownImage,
   setScriptOrigin
 };

@@ -16,6 +16,14 @@ export { ACCEPTED_TYPES, createUploadWidget } from "./widget.ts";
 export type { UploadWidget, WidgetOptions } from "./widget.ts";
 export { ERROR_CODES, ServiceError } from "./errors.ts";
 export { createApiClient } from "./client.ts";
+export {
+  bbcodeEmbed,
+  embedCodes,
+  htmlEmbed,
+  markdownEmbed,
+  markdownImage,
+} from "./embed_codes.ts";
+export type { EmbeddableImage } from "./embed_codes.ts";
 export type {
   ApiClient,
   ApiClientOptions,

@@ -5,6 +5,7 @@ import type {
   UploadResponse,
 } from "./service_app.ts";
 import { ServiceError } from "./errors.ts";
+import { markdownImage } from "./embed_codes.ts";
 
 /** Options of createUploadWidget (SPEC.md 4.3 plus a few of our own). */
 export interface WidgetOptions {
@@ -230,7 +231,7 @@ export function createUploadWidget(
     ok.append(
       copyButton("link", rec.url),
       copyButton("viewer link", rec.url_viewer),
-      copyButton("Markdown", `![${rec.title}](${rec.url})`),
+      copyButton("Markdown", markdownImage(rec)),
     );
     meta.append(ok);
     const img = meta.parentElement?.querySelector("img");

@@ -8,4 +8,6 @@ export { ACCEPTED_TYPES, createUploadWidget } from "./widget.js";
 export type { UploadWidget, WidgetOptions } from "./widget.js";
 export { ERROR_CODES, ServiceError } from "./errors.js";
 export { createApiClient } from "./client.js";
+export { bbcodeEmbed, embedCodes, htmlEmbed, markdownEmbed, markdownImage, } from "./embed_codes.js";
+export type { EmbeddableImage } from "./embed_codes.js";
 export type { ApiClient, ApiClientOptions, DeleteResult, ImageResult, PresetsResult, Schemas, ScreenshotRequest, ScreenshotResult, UploadResult, } from "./client.js";

@@ -1,0 +1,90 @@
+/**
+ * Copyable embed codes for an image: the one implementation, used by the viewer page (the
+ * server imports this file) and by the widget. Each code escapes for its own syntax, so a
+ * hostile title or address can never break out of its place (an HTML attribute, a
+ * Markdown link text or destination, a BBCode tag).
+ */
+
+/** What an embed code needs of an image record. */
+export interface EmbeddableImage {
+  title: string;
+  url: string;
+  url_viewer: string;
+}
+
+/** A title on one line: an embed code is pasted as one line, and line breaks mean nothing in alt text. */
+function oneLine(s: string): string {
+  return s.replace(/[\r\n]+/g, " ");
+}
+
+/** Escapes text for an HTML attribute value in double quotes (and for text content). */
+export function escapeHtml(s: string): string {
+  return s.replace(/[&<>"']/g, (ch) => `&#${ch.charCodeAt(0)};`);
+}
+
+/**
+ * An address safe in every embed syntax: only http(s) is kept (anything else becomes
+ * `about:blank`), and characters that close a Markdown destination, a BBCode tag or an
+ * attribute are percent-encoded.
+ */
+export function safeUrl(u: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(u);
+  } catch {
+    return "about:blank";
+  }
+  if (parsed.protocol !== "http:" && parsed.protocol !== "https:") {
+    return "about:blank";
+  }
+  return parsed.href.replace(
+    /[\s()<>[\]"'`\\]/g,
+    (ch) => "%" + ch.charCodeAt(0).toString(16).toUpperCase().padStart(2, "0"),
+  );
+}
+
+/**
+ * Markdown link or image text: the marks that could end the text, open a link, code span,
+ * autolink, raw HTML, entity or emphasis are backslash-escaped; others stay readable.
+ */
+export function escapeMarkdownText(s: string): string {
+  return oneLine(s).replace(
+    /[\\`*_[\]()<>&!]/g,
+    (ch) => `\\${ch}`,
+  );
+}
+
+/** HTML `<a><img></a>` with the title as alt text. */
+export function htmlEmbed(img: EmbeddableImage): string {
+  return `<a href="${escapeHtml(safeUrl(img.url_viewer))}"><img src="${
+    escapeHtml(safeUrl(img.url))
+  }" alt="${escapeHtml(oneLine(img.title))}" /></a>`;
+}
+
+/** BBCode `[url][img][/url]` as forums expect. */
+export function bbcodeEmbed(img: EmbeddableImage): string {
+  return `[url=${safeUrl(img.url_viewer)}][img]${safeUrl(img.url)}[/img][/url]`;
+}
+
+/** Markdown image linking to the viewer page. */
+export function markdownEmbed(img: EmbeddableImage): string {
+  return `[![${escapeMarkdownText(img.title)}](${safeUrl(img.url)})](${
+    safeUrl(img.url_viewer)
+  })`;
+}
+
+/** Markdown image alone (no link). */
+export function markdownImage(img: EmbeddableImage): string {
+  return `![${escapeMarkdownText(img.title)}](${safeUrl(img.url)})`;
+}
+
+/** The codes a viewer page offers, in order, by label. */
+export function embedCodes(img: EmbeddableImage): Record<string, string> {
+  return {
+    "Direct link": img.url,
+    "Viewer link": img.url_viewer,
+    "HTML": htmlEmbed(img),
+    "BBCode": bbcodeEmbed(img),
+    "Markdown": markdownEmbed(img),
+  };
+}

@@ -1,0 +1,197 @@
+import assert from "node:assert/strict";
+// @ts-types="@types/commonmark"
+import { type Node as MdNode, Parser } from "commonmark";
+import { parse, parseFragment } from "parse5";
+import fc from "fast-check";
+import {
+  bbcodeEmbed,
+  type EmbeddableImage,
+  htmlEmbed,
+  markdownEmbed,
+  markdownImage,
+  safeUrl,
+} from "../sdk/src/embed_codes.ts";
+import { json, test, testEnv, userWithKey } from "./helpers.ts";
+import { formWith, makeImage } from "./fixtures.ts";
+
+/** Titles an attacker would try: HTML breakouts, Markdown link injection, BBCode tags. */
+const HOSTILE = [
+  `"><img src=x onerror=alert(1)>`,
+  `' onmouseover='alert(1)`,
+  `](javascript:alert(1))`,
+  `x](javascript:alert(1)) [y`,
+  "a`b`c](javascript:alert(1))",
+  `\\](javascript:alert(1))`,
+  `<script>alert(1)</script>`,
+  `&lt;b&gt; &amp;`,
+  `[/img][/url][url=javascript:alert(1)]click`,
+  `line one\nline two\r\n](javascript:1)`,
+  `!!![[[]]]((()))***___`,
+  `日本語 emoji 🎉 and ｢fullwidth｣`,
+];
+
+type P5Node = {
+  nodeName: string;
+  attrs?: { name: string; value: string }[];
+  childNodes?: P5Node[];
+};
+
+/** Elements of a parse5 tree, depth first. */
+function elements(n: P5Node): P5Node[] {
+  const out: P5Node[] = [];
+  for (const c of n.childNodes ?? []) {
+    if (!c.nodeName.startsWith("#")) out.push(c);
+    out.push(...elements(c));
+  }
+  return out;
+}
+
+const attrs = (n: P5Node) =>
+  Object.fromEntries((n.attrs ?? []).map((a) => [a.name, a.value]));
+
+/** Asserts the HTML embed is exactly <a href><img src alt></a> with these values. */
+function checkHtml(code: string, img: EmbeddableImage) {
+  const els = elements(parseFragment(code) as unknown as P5Node);
+  assert.deepEqual(els.map((e) => e.nodeName), ["a", "img"], code);
+  assert.deepEqual(attrs(els[0]), { href: img.url_viewer }, code);
+  assert.deepEqual(attrs(els[1]), {
+    src: img.url,
+    alt: img.title.replace(/[\r\n]+/g, " "),
+  }, code);
+}
+
+/** The nodes of a CommonMark document, depth first, with their text. */
+function mdNodes(src: string) {
+  const out: { type: string; destination: string | null; text: string }[] = [];
+  const w = new Parser().parse(src).walker();
+  for (let e = w.next(); e; e = w.next()) {
+    if (!e.entering) continue;
+    const n: MdNode = e.node;
+    out.push({
+      type: n.type,
+      destination: n.destination,
+      text: n.literal ?? "",
+    });
+  }
+  return out;
+}
+
+/** Asserts a Markdown embed is one image (inside one link when linked) with the title as its text. */
+function checkMarkdown(code: string, img: EmbeddableImage, linked: boolean) {
+  const nodes = mdNodes(code);
+  const structural = nodes.filter((n) => n.type !== "text");
+  assert.deepEqual(
+    structural.map((n) => [n.type, n.destination]),
+    [
+      ["document", null],
+      ["paragraph", null],
+      ...(linked ? [["link", img.url_viewer]] : []),
+      ["image", img.url],
+    ],
+    code,
+  );
+  const alt = nodes.filter((n) => n.type === "text").map((n) => n.text).join(
+    "",
+  );
+  assert.equal(alt, img.title.replace(/[\r\n]+/g, " "), code);
+}
+
+/** Asserts the BBCode embed is exactly [url=viewer][img]url[/img][/url]. */
+function checkBbcode(code: string, img: EmbeddableImage) {
+  const m = /^\[url=([^\]]*)\]\[img\]([^[]*)\[\/img\]\[\/url\]$/.exec(code);
+  assert.ok(m, code);
+  assert.deepEqual([m[1], m[2]], [img.url_viewer, img.url]);
+}
+
+const image = (title: string): EmbeddableImage => ({
+  title,
+  url: "https://img.example.com/aB3xK9pQ2m.png",
+  url_viewer: "https://img.example.com/i/aB3xK9pQ2m",
+});
+
+test("every embed code keeps a hostile title inside its own place: HTML, Markdown and BBCode parse to exactly one image with the title as text", () => {
+  for (const title of HOSTILE) {
+    const img = image(title);
+    checkHtml(htmlEmbed(img), img);
+    checkMarkdown(markdownEmbed(img), img, true);
+    checkMarkdown(markdownImage(img), img, false);
+    checkBbcode(bbcodeEmbed(img), img);
+  }
+  // Any string at all, including every ASCII punctuation mark and control character.
+  fc.assert(
+    fc.property(fc.string({ unit: "binary", maxLength: 60 }), (title) => {
+      // Titles are file names: NUL never survives into one (multipart and the DB drop it).
+      const img = image(title.replace(/\0/g, ""));
+      checkHtml(htmlEmbed(img), img);
+      checkMarkdown(markdownEmbed(img), img, true);
+      checkBbcode(bbcodeEmbed(img), img);
+    }),
+    { numRuns: 500 },
+  );
+});
+
+test("addresses in embed codes are http(s) only and cannot close their Markdown, BBCode or HTML context", () => {
+  assert.equal(safeUrl("javascript:alert(1)"), "about:blank");
+  assert.equal(safeUrl("data:text/html,<b>"), "about:blank");
+  assert.equal(safeUrl("not a url"), "about:blank");
+  const odd = safeUrl("https://h.example/a b)(c]d[e<f>g\"h'i");
+  assert.equal(odd, "https://h.example/a%20b%29%28c%5Dd%5Be%3Cf%3Eg%22h%27i");
+  const img = {
+    title: "t",
+    url: "https://h.example/x).png",
+    url_viewer: "https://h.example/i/x]",
+  };
+  const safe = {
+    ...img,
+    url: safeUrl(img.url),
+    url_viewer: safeUrl(img.url_viewer),
+  };
+  checkHtml(htmlEmbed(img), safe);
+  checkMarkdown(markdownEmbed(img), safe, true);
+  checkBbcode(bbcodeEmbed(img), safe);
+});
+
+test("the viewer page's embed fields carry the escaped codes for an upload with a hostile file name, and the page gains no element from it", async () => {
+  const env = await testEnv();
+  try {
+    const { key } = await userWithKey(env);
+    const png = await makeImage("png", { width: 21 });
+    const name = `"><img src=x onerror=alert(1)>](javascript:alert(1)).png`;
+    const r = await json(
+      await env.app.request("/api/1/upload", {
+        method: "POST",
+        headers: { authorization: `Bearer ${key}` },
+        body: formWith([{ name, bytes: png }]),
+      }),
+    );
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    const rec = r.body.data;
+    assert.match(rec.title, /onerror/);
+    const page = await env.app.request(new URL(rec.url_viewer).pathname);
+    assert.equal(page.status, 200);
+    const doc = parse(await page.text()) as unknown as P5Node;
+    const all = elements(doc);
+    assert.ok(
+      all.every((e) => !("onerror" in attrs(e))),
+      "no element has an onerror attribute",
+    );
+    const field = (label: string) => {
+      const inputs = all.filter((e) => e.nodeName === "input");
+      const labels = all.filter((e) => e.nodeName === "label");
+      const forId = labels.find((l) =>
+        (l.childNodes ?? []).some((t) =>
+          (t as unknown as { value?: string }).value === label
+        )
+      );
+      const id = forId && attrs(forId).for;
+      const input = inputs.find((i) => attrs(i).id === id);
+      assert.ok(input, `a field labelled ${label}`);
+      return attrs(input).value;
+    };
+    checkHtml(field("HTML"), rec);
+    checkMarkdown(field("Markdown"), rec, true);
+    checkBbcode(field("BBCode"), rec);
+  } finally {
+    await env.close();
+  }
+});

@@ -93,7 +93,18 @@ export const postUploadRoute = createRoute({
         },
       },
     },
-    ...errorResponses(...AUTH_ERRORS, 130, 131, 140, 141, 142, 150, 160, 413),
+    ...errorResponses(
+      ...AUTH_ERRORS,
+      130,
+      131,
+      140,
+      141,
+      142,
+      143,
+      150,
+      160,
+      413,
+    ),
   },
 });
 

@@ -39,7 +39,17 @@ export const ConfigSchema = z.object({
   S3_TIMEOUT_MS: int(10_000, 100, 600_000),
   MAX_FILE_BYTES: int(32 * 1024 * 1024, 1),
   MAX_FILES: int(15, 1, 1000),
+  /** Decoded pixels an upload may have, all frames of an animation together (else 142). */
   MAX_IMAGE_PIXELS: int(100_000_000, 1),
+  /** Per file: how long decoding and making its variants may take (else 143). */
+  IMAGE_TIMEOUT_MS: int(20_000, 1_000, 600_000),
+  /** Images processed at once (each uses every core libvips has); default: the cores. */
+  IMAGE_WORKERS: int(Math.max(1, navigator.hardwareConcurrency || 1), 1, 256),
+  /**
+   * Files that may wait for a worker; past that, or after waiting IMAGE_TIMEOUT_MS, an
+   * upload is refused at once with 250 / HTTP 503 and Retry-After.
+   */
+  IMAGE_QUEUE: int(32, 0, 10_000),
   /** Memory for the bytes of hot images (each at most 1 MiB); 0 turns it off. */
   IMAGE_CACHE_MB: int(32, 0, 65_536),
   SCREENSHOTS: z.enum(["on", "off"]).default("on"),

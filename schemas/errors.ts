@@ -11,6 +11,7 @@ export const ERRORS = {
   140: { message: "No image file provided", status: 400 },
   141: { message: "Unsupported image type", status: 415 },
   142: { message: "Image dimensions too large", status: 413 },
+  143: { message: "Image took too long to process", status: 422 },
   150: { message: "No files could be uploaded", status: 422 },
   160: { message: "Invalid request", status: 400 },
   170: { message: "Rate limit exceeded", status: 429 },

@@ -13,9 +13,15 @@ import {
   MIME_BY_EXT,
   toImageRecord,
 } from "./images.ts";
-import { StripBuffers, stripJpeg, stripPng } from "./metadata_strip.ts";
+import {
+  MalformedImage,
+  StripBuffers,
+  stripJpeg,
+  stripPng,
+} from "./metadata_strip.ts";
 import { readFull } from "./file_io.ts";
 import { claimScratchDir, processTag } from "./scratch_dir.ts";
+import { WorkSlots } from "./work_slots.ts";
 
 /** Accepted types, detected from the bytes: media type → stored extension. */
 const ACCEPTED: Record<string, string> = {
@@ -91,6 +97,7 @@ function encode(img: Sharp, ext: string): Sharp {
 export class ImagePipeline {
   readonly tmpDir: string;
   readonly #stripBuffers = new StripBuffers();
+  readonly #slots: WorkSlots;
   constructor(
     private readonly deps: Pick<
       AppDeps,
@@ -102,6 +109,10 @@ export class ImagePipeline {
     // libvips' operation cache only helps repeated identical work; it holds decoded
     // images in memory, which is the opposite of what an upload server wants.
     sharp.cache(false);
+    this.#slots = new WorkSlots(
+      deps.config.IMAGE_WORKERS,
+      deps.config.IMAGE_QUEUE,
+    );
   }
 
   /** Creates the temp dir and removes what dead processes (a crash) left beside it. */
@@ -129,49 +140,19 @@ export class ImagePipeline {
 
   /**
    * Validates, strips, resizes and stores one received file for a user; throws ApiError
-   * 130/141/142 for a bad file. Same bytes again from the same user return the existing
-   * record marked `duplicate`.
+   * 130/141/142/143 for a bad file, 250 when every image worker is busy. Same bytes again
+   * from the same user return the existing record marked duplicate. Stages: admit →
+   * inspect → (in a worker slot, against a deadline) variants + strip → persist.
    */
   async ingest(
     userId: string,
     file: IncomingImage,
     opts: { expiration?: number; source?: string } = {},
   ): Promise<ImageRecord & { duplicate?: boolean }> {
-    const { config, database, store, clock } = this.deps;
-    const db = database.db;
-    if (file.truncated || file.size > config.MAX_FILE_BYTES) {
-      throw new ApiError(130);
-    }
-    if (file.size === 0) throw new ApiError(141, { message: "Empty file" });
-
-    const type = await sniffType(file.path);
-    const ext = type && ACCEPTED[type.mime];
-    if (!ext) throw new ApiError(141);
-
+    const ext = await this.#admit(file);
     const existing = await this.#duplicateOf(userId, file.sha256);
     if (existing) return existing;
-
-    let meta: Metadata;
-    try {
-      meta = await sharp(file.path, { limitInputPixels: false }).metadata();
-    } catch {
-      throw new ApiError(141);
-    }
-    if (!meta.width || !meta.height) throw new ApiError(141);
-    const frames = meta.pages ?? 1;
-    if (meta.width * meta.height > config.MAX_IMAGE_PIXELS) {
-      throw new ApiError(142, {
-        details: [{
-          message:
-            `${meta.width}×${meta.height} is over ${config.MAX_IMAGE_PIXELS} pixels`,
-        }],
-      });
-    }
-    const animated = ext === "gif" || ext === "webp" ? frames > 1 : false;
-    const orientation = meta.orientation ?? 1;
-    const rotated = orientation >= 5;
-    const width = rotated ? meta.height : meta.width;
-    const height = rotated ? meta.width : meta.height;
+    const shape = await this.#inspect(file, ext);
 
     const id = randomToken(9);
     const temps: string[] = [];
@@ -181,72 +162,153 @@ export class ImagePipeline {
       return p;
     };
     try {
-      const vext = variantExt(ext);
-      const input = () =>
-        sharp(file.path, {
-          animated,
-          limitInputPixels: config.MAX_IMAGE_PIXELS * Math.max(1, frames),
-          failOn: "error",
-        }).rotate();
-      // One full decode of the original (shrunk on load where the codec allows) proves it
-      // is a sound image and makes the largest variant; a smaller one is made from that
-      // variant's file, which costs a few milliseconds and, unlike handing raw pixels
-      // through JavaScript, leaves no megabytes of buffers behind for the garbage collector.
-      const thumbPath = tmp(`th.${vext}`);
-      const fit = { fit: "inside", withoutEnlargement: true } as const;
-      const mediumPath = Math.max(width, height) > MEDIUM_SIZE
-        ? tmp(`md.${vext}`)
-        : undefined;
-      const variants = (async () => {
-        try {
-          if (mediumPath) {
-            await encode(input().resize(MEDIUM_SIZE, MEDIUM_SIZE, fit), vext)
-              .toFile(mediumPath);
-            await encode(
-              sharp(mediumPath, { animated }).resize(
-                THUMB_SIZE,
-                THUMB_SIZE,
-                fit,
-              ),
-              vext,
-            ).toFile(thumbPath);
-          } else {
-            await encode(input().resize(THUMB_SIZE, THUMB_SIZE, fit), vext)
-              .toFile(thumbPath);
-          }
-        } catch {
-          throw new ApiError(141, {
-            message: "Unsupported image type: the image could not be decoded",
-          });
+      const timeout = this.deps.config.IMAGE_TIMEOUT_MS;
+      const made = await this.#slots.run(
+        () => this.#process(file, ext, shape, tmp, Date.now() + timeout),
+        timeout,
+      );
+      return await this.#persist(userId, file, ext, shape, made, id, opts);
+    } finally {
+      await Promise.all(temps.map((p) => Deno.remove(p).catch(() => {})));
+    }
+  }
+
+  /** Size and type, from the bytes: the stored extension, or 130/141. */
+  async #admit(file: IncomingImage): Promise<string> {
+    if (file.truncated || file.size > this.deps.config.MAX_FILE_BYTES) {
+      throw new ApiError(130);
+    }
+    if (file.size === 0) throw new ApiError(141, { message: "Empty file" });
+    const type = await sniffType(file.path);
+    const ext = type && ACCEPTED[type.mime];
+    if (!ext) throw new ApiError(141);
+    return ext;
+  }
+
+  /**
+   * The header alone (no pixel decoded): dimensions, frames and orientation. Refuses 142
+   * when all frames together are over MAX_IMAGE_PIXELS: a small GIF of many full-canvas
+   * frames decodes to billions of pixels, and one frame's size alone does not show it.
+   */
+  async #inspect(file: IncomingImage, ext: string): Promise<Shape> {
+    const max = this.deps.config.MAX_IMAGE_PIXELS;
+    let meta: Metadata;
+    try {
+      meta = await sharp(file.path, { limitInputPixels: false }).metadata();
+    } catch {
+      throw new ApiError(141);
+    }
+    if (!meta.width || !meta.height) throw new ApiError(141);
+    const frames = meta.pages ?? 1;
+    const pixels = meta.width * meta.height * frames;
+    if (pixels > max) {
+      const what = `${meta.width}×${meta.height}` +
+        (frames > 1 ? ` × ${frames} frames` : "");
+      throw new ApiError(142, {
+        details: [{ message: `${what} is over ${max} pixels` }],
+      });
+    }
+    const orientation = meta.orientation ?? 1;
+    const rotated = orientation >= 5;
+    return {
+      meta,
+      frames,
+      animated: ext === "gif" || ext === "webp" ? frames > 1 : false,
+      orientation,
+      width: rotated ? meta.height : meta.width,
+      height: rotated ? meta.width : meta.height,
+    };
+  }
+
+  /**
+   * Decodes for real while making the variants, and strips metadata from the original,
+   * before `deadline` (143 past it). Returns the files to store.
+   */
+  async #process(
+    file: IncomingImage,
+    ext: string,
+    shape: Shape,
+    tmp: (name: string) => string,
+    deadline: number,
+  ): Promise<Made> {
+    const { config } = this.deps;
+    const { animated, frames, meta, orientation, width, height } = shape;
+    // libvips checks this between tiles and stops the pipeline; whole seconds only.
+    const seconds = () => {
+      const left = deadline - Date.now();
+      if (left <= 0) throw tooSlow();
+      return Math.max(1, Math.ceil(left / 1000));
+    };
+    const vext = variantExt(ext);
+    const input = () =>
+      sharp(file.path, {
+        animated,
+        limitInputPixels: config.MAX_IMAGE_PIXELS * Math.max(1, frames),
+        failOn: "error",
+      }).rotate().timeout({ seconds: seconds() });
+    // One full decode of the original (shrunk on load where the codec allows) proves it
+    // is a sound image and makes the largest variant; a smaller one is made from that
+    // variant's file, which costs a few milliseconds and, unlike handing raw pixels
+    // through JavaScript, leaves no megabytes of buffers behind for the garbage collector.
+    const thumbPath = tmp(`th.${vext}`);
+    const fit = { fit: "inside", withoutEnlargement: true } as const;
+    const mediumPath = Math.max(width, height) > MEDIUM_SIZE
+      ? tmp(`md.${vext}`)
+      : undefined;
+    const variants = (async () => {
+      try {
+        if (mediumPath) {
+          await encode(input().resize(MEDIUM_SIZE, MEDIUM_SIZE, fit), vext)
+            .toFile(mediumPath);
+          await encode(
+            sharp(mediumPath, { animated }).resize(THUMB_SIZE, THUMB_SIZE, fit)
+              .timeout({ seconds: seconds() }),
+            vext,
+          ).toFile(thumbPath);
+        } else {
+          await encode(input().resize(THUMB_SIZE, THUMB_SIZE, fit), vext)
+            .toFile(thumbPath);
         }
-      })();
-      // JPEG and PNG lose their metadata losslessly, by file I/O alone, so that runs while
-      // libvips decodes (beside its threads: ~2.5 ms less per 200 KB upload at one client).
-      const stripped = (async () => {
-        if (ext !== "jpg" && ext !== "png") return undefined;
-        const out = tmp("orig");
+      } catch (e) {
+        if (e instanceof ApiError) throw e;
+        if (isTimeout(e)) throw tooSlow();
+        throw new ApiError(141, {
+          message: "Unsupported image type: the image could not be decoded",
+        });
+      }
+    })();
+    // JPEG and PNG lose their metadata losslessly, by file I/O alone, so that runs while
+    // libvips decodes (beside its threads: ~2.5 ms less per 200 KB upload at one client).
+    const stripped = (async () => {
+      if (ext !== "jpg" && ext !== "png") return undefined;
+      const out = tmp("orig");
+      try {
         if (ext === "jpg") {
           await stripJpeg(file.path, out, orientation, this.#stripBuffers);
         } else await stripPng(file.path, out, this.#stripBuffers);
-        return out;
-      })();
-      // Both settle before anything is judged, so no write is still running when the temp
-      // files are removed; a decode failure (141) outranks whatever the strip ran into.
-      const [decoded, original] = await Promise.allSettled([
-        variants,
-        stripped,
-      ]);
-      if (decoded.status === "rejected") throw decoded.reason;
-      if (original.status === "rejected") throw original.reason;
-      let originalPath = original.value ?? file.path;
-      if (!original.value && (meta.exif || meta.xmp || meta.iptc)) {
-        // No lossless path for these containers: re-encode at high quality, orientation
-        // baked into the pixels since the tag goes with the rest of the metadata. After
-        // the variants, not beside them: two full decodes of a large image at once would
-        // double the memory an upload can take.
-        originalPath = tmp("orig");
-        const img = sharp(file.path, { animated, limitInputPixels: false })
-          .rotate();
+      } catch (e) {
+        if (!(e instanceof MalformedImage)) throw e;
+        throw new ApiError(141, {
+          message: `Unsupported image type: the file is damaged (${e.message})`,
+        });
+      }
+      return out;
+    })();
+    // Both settle before anything is judged, so no write is still running when the temp
+    // files are removed; a decode failure (141) outranks whatever the strip ran into.
+    const [decoded, original] = await Promise.allSettled([variants, stripped]);
+    if (decoded.status === "rejected") throw decoded.reason;
+    if (original.status === "rejected") throw original.reason;
+    let originalPath = original.value ?? file.path;
+    if (!original.value && (meta.exif || meta.xmp || meta.iptc)) {
+      // No lossless path for these containers: re-encode at high quality, orientation
+      // baked into the pixels since the tag goes with the rest of the metadata. After
+      // the variants, not beside them: two full decodes of a large image at once would
+      // double the memory an upload can take.
+      originalPath = tmp("orig");
+      const img = sharp(file.path, { animated, limitInputPixels: false })
+        .rotate().timeout({ seconds: seconds() });
+      try {
         await (ext === "webp"
           ? img.webp({ quality: 95 })
           : ext === "avif"
@@ -256,59 +318,106 @@ export class ImagePipeline {
           : ext === "gif"
           ? img.gif()
           : img.png()).toFile(originalPath);
-      }
-      const size = (await Deno.stat(originalPath)).size;
-
-      const row = {
-        id,
-        user_id: userId,
-        title: file.filename,
-        ext,
-        mime: MIME_BY_EXT[ext],
-        size,
-        width,
-        height,
-        sha256: file.sha256,
-        thumb_ext: vext,
-        medium_ext: mediumPath ? vext : null,
-        source: opts.source ?? "upload",
-        delete_token: randomToken(24),
-        created_at: clock.now(),
-        expires_at: opts.expiration
-          ? new Date(clock.now().getTime() + opts.expiration * 1000)
-          : null,
-        deleted_at: null,
-      };
-      const keys = blobKeys(row);
-      const puts: [string, string][] = [[keys.original, originalPath], [
-        keys.thumb!,
-        thumbPath,
-      ]];
-      if (mediumPath) puts.push([keys.medium!, mediumPath]);
-      try {
-        // Handed over as files: the filesystem store renames them into place instead of
-        // copying their bytes through memory (the memory benchmark's largest allocator).
-        const results = await Promise.allSettled(
-          puts.map(([key, path]) =>
-            store.putFile(key, path, {
-              contentType: MIME_BY_EXT[key.split(".").pop()!],
-            })
-          ),
-        );
-        // Settled first, so the cleanup below never races a put still in flight.
-        const failed = results.find((r) => r.status === "rejected");
-        if (failed) throw (failed as PromiseRejectedResult).reason;
-        await db.insertInto("images").values(row).execute();
       } catch (e) {
-        await Promise.allSettled(puts.map(([key]) => store.delete(key)));
-        // A concurrent upload of the same bytes by the same user won the unique index.
-        const dup = await this.#duplicateOf(userId, file.sha256);
-        if (dup) return dup;
+        if (isTimeout(e)) throw tooSlow();
         throw e;
       }
-      return toImageRecord(config, row);
-    } finally {
-      await Promise.all(temps.map((p) => Deno.remove(p).catch(() => {})));
     }
+    return { originalPath, thumbPath, mediumPath, vext };
   }
+
+  /** Writes the files to the store, then commits the row: acknowledged means complete. */
+  async #persist(
+    userId: string,
+    file: IncomingImage,
+    ext: string,
+    shape: Shape,
+    made: Made,
+    id: string,
+    opts: { expiration?: number; source?: string },
+  ): Promise<ImageRecord & { duplicate?: boolean }> {
+    const { config, database, store, clock } = this.deps;
+    const { originalPath, thumbPath, mediumPath, vext } = made;
+    const size = (await Deno.stat(originalPath)).size;
+    const row = {
+      id,
+      user_id: userId,
+      title: file.filename,
+      ext,
+      mime: MIME_BY_EXT[ext],
+      size,
+      width: shape.width,
+      height: shape.height,
+      sha256: file.sha256,
+      thumb_ext: vext,
+      medium_ext: mediumPath ? vext : null,
+      source: opts.source ?? "upload",
+      delete_token: randomToken(24),
+      created_at: clock.now(),
+      expires_at: opts.expiration
+        ? new Date(clock.now().getTime() + opts.expiration * 1000)
+        : null,
+      deleted_at: null,
+    };
+    const keys = blobKeys(row);
+    const puts: [string, string][] = [[keys.original, originalPath], [
+      keys.thumb!,
+      thumbPath,
+    ]];
+    if (mediumPath) puts.push([keys.medium!, mediumPath]);
+    try {
+      // Handed over as files: the filesystem store renames them into place instead of
+      // copying their bytes through memory (the memory benchmark's largest allocator).
+      const results = await Promise.allSettled(
+        puts.map(([key, path]) =>
+          store.putFile(key, path, {
+            contentType: MIME_BY_EXT[key.split(".").pop()!],
+          })
+        ),
+      );
+      // Settled first, so the cleanup below never races a put still in flight.
+      const failed = results.find((r) => r.status === "rejected");
+      if (failed) throw (failed as PromiseRejectedResult).reason;
+      await database.db.insertInto("images").values(row).execute();
+    } catch (e) {
+      await Promise.allSettled(puts.map(([key]) => store.delete(key)));
+      // A concurrent upload of the same bytes by the same user won the unique index.
+      const dup = await this.#duplicateOf(userId, file.sha256);
+      if (dup) return dup;
+      throw e;
+    }
+    return toImageRecord(config, row);
+  }
+}
+
+/** What the header says about an image (see ImagePipeline#inspect). */
+interface Shape {
+  meta: Metadata;
+  frames: number;
+  animated: boolean;
+  orientation: number;
+  width: number;
+  height: number;
+}
+
+/** The files made for an image, in the pipeline's temp folder. */
+interface Made {
+  originalPath: string;
+  thumbPath: string;
+  mediumPath?: string;
+  vext: string;
+}
+
+/** libvips stopped a pipeline at its `timeout`. */
+function isTimeout(e: unknown): boolean {
+  return e instanceof Error && /^timeout:/i.test(e.message);
+}
+
+function tooSlow(): ApiError {
+  return new ApiError(143, {
+    details: [{
+      message:
+        "decoding this image and making its variants took longer than the limit",
+    }],
+  });
 }

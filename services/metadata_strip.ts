@@ -7,6 +7,14 @@
 
 import { writeAll } from "./file_io.ts";
 
+/**
+ * The file's structure is broken (a truncated chunk, no end marker, a bad marker): the
+ * upload is refused with 141, unlike an I/O failure, which is ours.
+ */
+export class MalformedImage extends Error {
+  override name = "MalformedImage";
+}
+
 const WINDOW = 1024 * 1024;
 
 /**
@@ -62,7 +70,9 @@ class SeqReader {
   ): Promise<void> {
     while (n > 0) {
       const piece = await this.peek(Math.min(n, WINDOW));
-      if (piece.length === 0) throw new Error("unexpected end of file");
+      if (piece.length === 0) {
+        throw new MalformedImage("unexpected end of file");
+      }
       if (sink) await sink(piece);
       this.#start += piece.length;
       this.pos += piece.length;
@@ -177,7 +187,9 @@ export async function stripJpeg(
 ): Promise<void> {
   await transform(src, dst, buffers, async (r, w) => {
     const soi = await r.peek(2);
-    if (soi[0] !== 0xff || soi[1] !== 0xd8) throw new Error("not a JPEG");
+    if (soi[0] !== 0xff || soi[1] !== 0xd8) {
+      throw new MalformedImage("not a JPEG");
+    }
     await r.take(2, w.write);
     let wroteOrientation = orientation <= 1;
     const writeOrientation = async () => {
@@ -186,7 +198,9 @@ export async function stripJpeg(
     };
     while (r.pos < r.size) {
       const h = await r.peek(4);
-      if (h.length < 2 || h[0] !== 0xff) throw new Error("bad JPEG marker");
+      if (h.length < 2 || h[0] !== 0xff) {
+        throw new MalformedImage("bad JPEG marker");
+      }
       const m = h[1];
       if (m === 0xff) { // fill byte
         await r.take(1);
@@ -201,7 +215,7 @@ export async function stripJpeg(
         await r.take(2, w.write);
         continue;
       }
-      if (h.length < 4) throw new Error("truncated JPEG");
+      if (h.length < 4) throw new MalformedImage("truncated JPEG");
       const len = (h[2] << 8) | h[3];
       const isApp = m >= 0xe0 && m <= 0xef;
       if ((isApp && !KEEP_APP.has(m)) || m === 0xfe) {
@@ -211,7 +225,7 @@ export async function stripJpeg(
       if (m !== 0xe0) await writeOrientation();
       await r.take(2 + len, w.write);
     }
-    throw new Error("JPEG without image data");
+    throw new MalformedImage("JPEG without image data");
   });
 }
 
@@ -230,10 +244,12 @@ export async function stripPng(
       const len = new DataView(h.buffer, h.byteOffset, 8).getUint32(0);
       const type = String.fromCharCode(h[4], h[5], h[6], h[7]);
       const total = 12 + len;
-      if (r.pos + total > r.size) throw new Error("truncated PNG chunk");
+      if (r.pos + total > r.size) {
+        throw new MalformedImage("truncated PNG chunk");
+      }
       await r.take(total, DROP_PNG.has(type) ? undefined : w.write);
       if (type === "IEND") return;
     }
-    throw new Error("PNG without IEND");
+    throw new MalformedImage("PNG without IEND");
   });
 }

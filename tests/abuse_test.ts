@@ -1,7 +1,17 @@
 import assert from "node:assert/strict";
-import { json, test, type TestEnv, testEnv, userWithKey } from "./helpers.ts";
-import { formWith, makeImage } from "./fixtures.ts";
+import {
+  json,
+  test,
+  type TestEnv,
+  testEnv,
+  upload,
+  userWithKey,
+  waitUntil,
+} from "./helpers.ts";
+import { formWith, makeFrameBombGif, makeImage } from "./fixtures.ts";
 import { processTag } from "../services/scratch_dir.ts";
+import { WorkSlots } from "../services/work_slots.ts";
+import type { ApiError } from "../schemas/errors.ts";
 
 /**
  * A multipart body of `fileBytes` zero bytes in one `images` part, produced lazily, with
@@ -53,6 +63,13 @@ function countingUpload(
       body,
     } as RequestInit,
   };
+}
+
+/** Every object in the test app's store. */
+async function storedKeys(env: TestEnv): Promise<string[]> {
+  const keys: string[] = [];
+  for await (const k of env.deps.store.list()) keys.push(k.key);
+  return keys;
 }
 
 /** Files left in this process's scratch folders (upload temp files). */
@@ -215,4 +232,136 @@ test("expiration is a plain decimal integer: hex, exponent, sign, fraction and s
   } finally {
     await env.close();
   }
+});
+
+test("a 995 KB GIF of 90 full 4000×4000 frames is refused with 142 from its header, three at once too, without decoding (RSS grows < 150 MB)", async () => {
+  const env = await testEnv();
+  try {
+    const { key } = await userWithKey(env);
+    const bomb = makeFrameBombGif(4000, 4000, 90);
+    assert.ok(bomb.length < 1_000_000, `${bomb.length} bytes`);
+    const rss = Deno.memoryUsage().rss;
+    const answers = await Promise.all([0, 1, 2].map((i) =>
+      upload(
+        env,
+        key,
+        formWith([{
+          name: `bomb${i}.gif`,
+          bytes: makeFrameBombGif(4000, 4000, 90 + i),
+        }]),
+      )
+    ));
+    const grown = Deno.memoryUsage().rss - rss;
+    for (const r of answers) {
+      assert.deepEqual([r.status, r.body.error.code], [413, 142]);
+      assert.match(r.body.error.details[0].message, /4000×4000 × 9\d frames/);
+    }
+    assert.ok(grown < 150 * 1024 * 1024, `RSS grew ${grown >> 20} MB`);
+    assert.deepEqual(scratchFiles(env), []);
+    // One frame of the same canvas is an ordinary image.
+    const one = await upload(
+      env,
+      key,
+      formWith([{ name: "one.gif", bytes: makeFrameBombGif(4000, 4000, 1) }]),
+    );
+    assert.equal(one.status, 200, JSON.stringify(one.body));
+  } finally {
+    await env.close();
+  }
+});
+
+test("an image whose decoding outlasts IMAGE_TIMEOUT_MS is stopped with 143 and leaves nothing; with every worker busy and no queue, another upload gets 250 and Retry-After at once", async () => {
+  const env = await testEnv({
+    env: {
+      MAX_IMAGE_PIXELS: "2000000000",
+      IMAGE_TIMEOUT_MS: "1000",
+      IMAGE_WORKERS: "1",
+      IMAGE_QUEUE: "0",
+    },
+  });
+  try {
+    const { key } = await userWithKey(env);
+    // 1.44 billion pixels: several seconds of decoding, over the one-second deadline.
+    const slow = upload(
+      env,
+      key,
+      formWith([{ name: "slow.gif", bytes: makeFrameBombGif(4000, 4000, 90) }]),
+    );
+    let slowDone = false;
+    slow.then(() => slowDone = true);
+    // Knock with small uploads until one finds the only worker taken by the slow one.
+    await waitUntil(() => scratchFiles(env).length > 0);
+    let busy;
+    for (let i = 0; i < 40 && !slowDone; i++) {
+      busy = await upload(
+        env,
+        key,
+        formWith([{
+          name: "b.png",
+          bytes: await makeImage("png", { width: 40 + i }),
+        }]),
+      );
+      if (busy.status !== 200) break;
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    assert.ok(busy);
+    assert.equal(slowDone, false, "refused while the slow one still ran");
+    assert.deepEqual([busy.status, busy.body.error.code], [503, 250]);
+    assert.equal(busy.headers.get("retry-after"), "5");
+    assert.equal(busy.body.error.details[0].path, "images");
+
+    const r = await slow;
+    assert.deepEqual([r.status, r.body.error.code], [422, 143]);
+    assert.deepEqual(scratchFiles(env), []);
+    assert.deepEqual(await storedKeys(env), []);
+    // The worker is free again.
+    const after = await upload(
+      env,
+      key,
+      formWith([{
+        name: "ok.png",
+        bytes: await makeImage("png", { width: 45 }),
+      }]),
+    );
+    assert.equal(after.status, 200);
+  } finally {
+    await env.close();
+  }
+});
+
+test("work slots run at most N jobs, hand slots to waiters in order, refuse past the queue and after the wait bound", async () => {
+  const slots = new WorkSlots(2, 1);
+  const order: string[] = [];
+  const gates: (() => void)[] = [];
+  const job = (name: string) => () =>
+    new Promise<string>((r) => {
+      order.push(`start ${name}`);
+      gates.push(() => r(name));
+    });
+  const a = slots.run(job("a"), 1000);
+  const b = slots.run(job("b"), 1000);
+  const c = slots.run(job("c"), 1000);
+  await assert.rejects(
+    slots.run(job("d"), 1000),
+    (e: ApiError) => e.code === 250,
+  );
+  assert.deepEqual([slots.running, slots.waiting], [2, 1]);
+  gates.shift()!();
+  assert.equal(await a, "a");
+  await waitUntil(() => order.includes("start c"));
+  assert.deepEqual(order, ["start a", "start b", "start c"]);
+  gates.shift()!();
+  gates.shift()!();
+  assert.deepEqual(await Promise.all([b, c]), ["b", "c"]);
+  assert.deepEqual([slots.running, slots.waiting], [0, 0]);
+
+  const one = new WorkSlots(1, 5);
+  const hold = one.run(job("h"), 1000);
+  await assert.rejects(
+    one.run(job("late"), 30),
+    (e: ApiError) => e.code === 250,
+  );
+  assert.equal(one.waiting, 0, "a waiter that gave up leaves the line");
+  gates.shift()!();
+  assert.equal(await hold, "h");
 });

@@ -94,3 +94,89 @@ export function formWith(
   }
   return fd;
 }
+
+/**
+ * GIF LZW data (minimum code size 2) for `count` pixels of colour 0, as image sub-blocks.
+ * A uniform run compresses about 1000:1, as far as LZW goes.
+ */
+function lzwUniform(count: number): number[] {
+  const bytes: number[] = [];
+  let acc = 0;
+  let bits = 0;
+  let width = 3;
+  let next = 6;
+  const emit = (code: number) => {
+    acc |= code << bits;
+    bits += width;
+    while (bits >= 8) {
+      bytes.push(acc & 0xff);
+      acc >>>= 8;
+      bits -= 8;
+    }
+  };
+  // Codes after a clear: 6 is a run of 2 zeros, 7 a run of 3, and so on.
+  const runCode = (len: number) => (len === 1 ? 0 : 4 + len);
+  emit(4);
+  let left = count;
+  let run = 1;
+  while (left > 0) {
+    const len = Math.min(run, left);
+    emit(runCode(len));
+    left -= len;
+    if (next < 4096) {
+      // The decoder adds the previous string plus a zero; the encoder keeps step with it.
+      next++;
+      if (next === 1 << width && width < 12) width++;
+      run++;
+    } else {
+      emit(4);
+      width = 3;
+      next = 6;
+      run = 1;
+    }
+  }
+  emit(5);
+  if (bits > 0) bytes.push(acc & 0xff);
+  const out: number[] = [];
+  for (let i = 0; i < bytes.length; i += 255) {
+    const block = bytes.slice(i, i + 255);
+    out.push(block.length, ...block);
+  }
+  out.push(0);
+  return out;
+}
+
+/**
+ * A small GIF that decodes huge: `frames` full frames of `width`×`height` in one colour
+ * (about a thousandth of a byte per pixel), so libvips decodes frames × width × height
+ * pixels from a file of about a megabyte: a decompression bomb by frames.
+ */
+export function makeFrameBombGif(
+  width: number,
+  height: number,
+  frames: number,
+): Uint8Array {
+  const out: number[] = [];
+  const u16 = (n: number) => out.push(n & 0xff, n >> 8);
+  out.push(...new TextEncoder().encode("GIF89a"));
+  u16(width);
+  u16(height);
+  out.push(0x80, 0, 0); // global colour table of 2 entries
+  out.push(0, 0, 0, 255, 255, 255);
+  // NETSCAPE2.0 loop extension: an animation.
+  out.push(0x21, 0xff, 0x0b, ...new TextEncoder().encode("NETSCAPE2.0"));
+  out.push(3, 1, 0, 0, 0);
+  const data = lzwUniform(width * height);
+  for (let i = 0; i < frames; i++) {
+    out.push(0x21, 0xf9, 4, 0, 10, 0, 0, 0); // graphic control: 0.1 s
+    out.push(0x2c);
+    u16(0);
+    u16(0);
+    u16(width);
+    u16(height);
+    out.push(0, 2); // no local table; LZW minimum code size 2
+    for (const b of data) out.push(b);
+  }
+  out.push(0x3b);
+  return new Uint8Array(out);
+}

@@ -35,6 +35,10 @@ export const ERRORS: Record<number, { message: string; status: number }> = {
     "message": "Image dimensions too large",
     "status": 413
   },
+  "143": {
+    "message": "Image took too long to process",
+    "status": 422
+  },
   "150": {
     "message": "No files could be uploaded",
     "status": 422

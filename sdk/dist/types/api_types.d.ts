@@ -450,7 +450,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 150 No files could be uploaded */
+            /** @description 143 Image took too long to process; 150 No files could be uploaded */
             422: {
                 headers: {
                     [name: string]: unknown;

@@ -28,6 +28,8 @@ import {
 } from "./pages/layout.tsx";
 import { ApiError } from "../schemas/errors.ts";
 import { safeEqual } from "../services/crypto.ts";
+import { AddressThrottle } from "../services/address_throttle.ts";
+import { clientAddress } from "./client_address.ts";
 
 const COOKIE = "sid";
 
@@ -165,11 +167,43 @@ export function registerAccountRoutes(app: App, deps: AppDeps) {
   app.get("/signup", (c) => c.html(<AuthForm mode="signup" />));
   app.get("/login", (c) => c.html(<AuthForm mode="login" />));
 
+  // Login and sign-up attempts per client address: a flood from one place is refused
+  // before any password is hashed (LOGIN_MAX_FAILURES covers one account from anywhere).
+  const attempts = new AddressThrottle(
+    db,
+    deps.clock,
+    "account",
+    deps.config.ACCOUNT_ATTEMPTS_PER_MINUTE,
+  );
+  /** A refusal that is not the form's fault, as the form page with its status. */
+  const refused = (
+    c: Context,
+    mode: "login" | "signup",
+    email: string,
+    e: unknown,
+  ) => {
+    if (!(e instanceof ApiError) || (e.code !== 170 && e.code !== 250)) {
+      return undefined;
+    }
+    c.header("Retry-After", e.headers?.["Retry-After"] ?? "60");
+    return c.html(
+      <AuthForm
+        mode={mode}
+        error={e.code === 170
+          ? "Too many attempts. Try again later."
+          : "The service is busy. Try again in a few seconds."}
+        email={email}
+      />,
+      e.status as 429 | 503,
+    );
+  };
+
   app.post("/signup", async (c) => {
     const body = await c.req.parseBody();
     const email = String(body.email ?? ""),
       password = String(body.password ?? "");
     try {
+      await attempts.count(clientAddress(c, deps.config.TRUST_PROXY));
       const user = await createUser(db, email, password);
       startSession(c, await createSession(db, user.id, deps.clock));
       return c.redirect("/account", 303);
@@ -180,6 +214,8 @@ export function registerAccountRoutes(app: App, deps: AppDeps) {
           400,
         );
       }
+      const page = refused(c, "signup", email, e);
+      if (page) return page;
       throw e;
     }
   });
@@ -189,6 +225,7 @@ export function registerAccountRoutes(app: App, deps: AppDeps) {
     const email = String(body.email ?? ""),
       password = String(body.password ?? "");
     try {
+      await attempts.count(clientAddress(c, deps.config.TRUST_PROXY));
       const user = await verifyLogin(
         db,
         email,
@@ -205,17 +242,8 @@ export function registerAccountRoutes(app: App, deps: AppDeps) {
           401,
         );
       }
-      if (e instanceof ApiError && e.code === 170) {
-        c.header("Retry-After", e.headers?.["Retry-After"] ?? "900");
-        return c.html(
-          <AuthForm
-            mode="login"
-            error="Too many failed attempts. Try again later."
-            email={email}
-          />,
-          429,
-        );
-      }
+      const page = refused(c, "login", email, e);
+      if (page) return page;
       throw e;
     }
   });

@@ -4,6 +4,8 @@ import type { AppDeps } from "../services/deps.ts";
 import { authenticateKey } from "../services/api_keys.ts";
 import { ApiError } from "../schemas/errors.ts";
 import { admitCall } from "../services/rate_limit.ts";
+import { AddressThrottle } from "../services/address_throttle.ts";
+import { clientAddress } from "./client_address.ts";
 
 /** The Bearer token of the Authorization header; a malformed header counts as a bad key. */
 function bearerKey(c: Context): string | undefined {
@@ -74,13 +76,44 @@ export async function authenticateDeferred(
   );
 }
 
-/** Authenticates a key, counts the call against its rate limit, and records the caller. */
+const keyThrottles = new WeakMap<AppDeps, AddressThrottle>();
+
+/** The app's counter of wrong API keys per client address. */
+function keyFailures(deps: AppDeps): AddressThrottle {
+  let t = keyThrottles.get(deps);
+  if (!t) {
+    t = new AddressThrottle(
+      deps.database.db,
+      deps.clock,
+      "badkey",
+      deps.config.API_KEY_FAILURES_PER_MINUTE,
+    );
+    keyThrottles.set(deps, t);
+  }
+  return t;
+}
+
+/**
+ * Authenticates a key, counts the call against its rate limit, and records the caller. An
+ * address that sent too many wrong keys this minute is refused (170) before any lookup.
+ */
 async function admit(
   c: Context<AppEnv>,
   deps: AppDeps,
   key: string | undefined,
 ) {
-  const owner = await authenticateKey(deps.database.db, key, deps.clock);
+  const addr = clientAddress(c, deps.config.TRUST_PROXY);
+  const failures = keyFailures(deps);
+  if (key !== undefined) failures.check(addr);
+  let owner;
+  try {
+    owner = await authenticateKey(deps.database.db, key, deps.clock);
+  } catch (e) {
+    if (e instanceof ApiError && (e.code === 110 || e.code === 120)) {
+      await failures.count(addr);
+    }
+    throw e;
+  }
   const limit = deps.config.RATE_LIMIT_PER_MINUTE;
   if (limit > 0) {
     const state = await admitCall(

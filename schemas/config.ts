@@ -89,6 +89,13 @@ export const ConfigSchema = z.object({
     }
   }, "must be comma-separated CIDRs or host:port pairs"),
   LOGIN_MAX_FAILURES: int(5, 1),
+  /**
+   * Login and sign-up attempts per client address (IPv6: per /64) per minute, on top of
+   * LOGIN_MAX_FAILURES per account; past it 429. 0 = off.
+   */
+  ACCOUNT_ATTEMPTS_PER_MINUTE: int(20, 0),
+  /** Requests with a wrong API key per client address per minute; past it 170. 0 = off. */
+  API_KEY_FAILURES_PER_MINUTE: int(30, 0),
   RATE_LIMIT_PER_MINUTE: int(600, 0),
   /** On SIGTERM/SIGINT: how long in-flight requests may take to finish. */
   SHUTDOWN_GRACE_MS: int(10_000, 0, 600_000),

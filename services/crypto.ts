@@ -1,4 +1,5 @@
 import { createHash, randomBytes, scrypt, timingSafeEqual } from "node:crypto";
+import { WorkSlots } from "./work_slots.ts";
 
 /** URL-safe random token of `bytes` bytes of entropy (IDs, keys, session ids). */
 export function randomToken(bytes: number): string {
@@ -20,6 +21,14 @@ export function safeEqual(a: string, b: string): boolean {
 // scrypt N=2^15, r=8, p=1: ~32 MiB and tens of ms per hash, the OWASP baseline.
 const N = 32768, R = 8, P = 1, LEN = 32;
 
+/**
+ * One password hash at a time per process: each takes 32 MiB and a core, and the runtime
+ * would otherwise run as many at once as are asked for, on threads of their own (a login
+ * flood of 20 clients grew RSS by 650 MB). One at a time is still ~15 logins a second;
+ * past 64 waiting, or after 10 s in line, the attempt is refused with 250 / HTTP 503.
+ */
+export const hashSlots = new WorkSlots(1, 64, "passwords");
+
 function scryptAsync(
   pw: string,
   salt: Buffer,
@@ -27,14 +36,18 @@ function scryptAsync(
   r: number,
   p: number,
 ) {
-  return new Promise<Buffer>((resolve, reject) =>
-    scrypt(
-      pw,
-      salt,
-      LEN,
-      { N: n, r, p, maxmem: 128 * n * r * 2 },
-      (e, k) => e ? reject(e) : resolve(k),
-    )
+  return hashSlots.run(
+    () =>
+      new Promise<Buffer>((resolve, reject) =>
+        scrypt(
+          pw,
+          salt,
+          LEN,
+          { N: n, r, p, maxmem: 128 * n * r * 2 },
+          (e, k) => e ? reject(e) : resolve(k),
+        )
+      ),
+    10_000,
   );
 }
 

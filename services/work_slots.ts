@@ -10,8 +10,15 @@ export class WorkSlots {
   #busy = 0;
   #waiting: (() => void)[] = [];
 
-  /** `slots` jobs run at once; at most `queue` more wait for one. */
-  constructor(readonly slots: number, readonly queue: number) {}
+  /**
+   * `slots` jobs run at once; at most `queue` more wait for one. `what` names the work in
+   * the refusal's detail (its `path`).
+   */
+  constructor(
+    readonly slots: number,
+    readonly queue: number,
+    readonly what = "images",
+  ) {}
 
   /** Jobs running now. */
   get running(): number {
@@ -38,7 +45,9 @@ export class WorkSlots {
       this.#busy++;
       return Promise.resolve();
     }
-    if (this.#waiting.length >= this.queue) return Promise.reject(busy());
+    if (this.#waiting.length >= this.queue) {
+      return Promise.reject(busy(this.what));
+    }
     return new Promise((resolve, reject) => {
       const wake = () => {
         clearTimeout(timer);
@@ -47,7 +56,7 @@ export class WorkSlots {
       };
       const timer = setTimeout(() => {
         this.#waiting = this.#waiting.filter((w) => w !== wake);
-        reject(busy());
+        reject(busy(this.what));
       }, waitMs);
       this.#waiting.push(wake);
     });
@@ -59,12 +68,12 @@ export class WorkSlots {
   }
 }
 
-function busy(): ApiError {
+function busy(what: string): ApiError {
   return new ApiError(250, {
     headers: { "Retry-After": String(OUTAGE_RETRY_AFTER_S) },
     details: [{
-      path: "images",
-      message: "every image worker is busy; try again shortly",
+      path: what,
+      message: `every worker for ${what} is busy; try again shortly`,
     }],
   });
 }

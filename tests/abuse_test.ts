@@ -12,6 +12,8 @@ import { formWith, makeFrameBombGif, makeImage } from "./fixtures.ts";
 import { processTag } from "../services/scratch_dir.ts";
 import { WorkSlots } from "../services/work_slots.ts";
 import type { ApiError } from "../schemas/errors.ts";
+import { addressBucket } from "../services/address_throttle.ts";
+import { hashPassword, hashSlots, verifyPassword } from "../services/crypto.ts";
 
 /**
  * A multipart body of `fileBytes` zero bytes in one `images` part, produced lazily, with
@@ -364,4 +366,105 @@ test("work slots run at most N jobs, hand slots to waiters in order, refuse past
   assert.equal(one.waiting, 0, "a waiter that gave up leaves the line");
   gates.shift()!();
   assert.equal(await hold, "h");
+});
+
+test("client addresses are counted per IPv4 address and per IPv6 /64, IPv4-mapped IPv6 as its IPv4", () => {
+  assert.equal(addressBucket("203.0.113.7"), "203.0.113.7");
+  assert.equal(addressBucket("::ffff:203.0.113.7"), "203.0.113.7");
+  assert.equal(
+    addressBucket("2001:db8:1:2:aaaa::1"),
+    addressBucket("2001:db8:1:2:ffff:ffff:ffff:ffff"),
+  );
+  assert.notEqual(
+    addressBucket("2001:db8:1:2::1"),
+    addressBucket("2001:db8:1:3::1"),
+  );
+  assert.equal(addressBucket("2001:db8:1:2::1"), "2001:db8:1:2::/64");
+  assert.equal(addressBucket(undefined), "unknown");
+});
+
+test("login and sign-up attempts are limited per client address (X-Forwarded-For only behind TRUST_PROXY), with a 429 form page and Retry-After", async () => {
+  for (const trust of [true, false]) {
+    const env = await testEnv({
+      env: { ACCOUNT_ATTEMPTS_PER_MINUTE: "3", TRUST_PROXY: String(trust) },
+    });
+    try {
+      const attempt = (path: string, from: string, i: number) =>
+        env.app.request(path, {
+          method: "POST",
+          headers: {
+            origin: "http://localhost:8080",
+            "content-type": "application/x-www-form-urlencoded",
+            "x-forwarded-for": from,
+          },
+          body: `email=a${i}%40example.com&password=not-the-password`,
+        });
+      const statuses = [];
+      for (let i = 0; i < 3; i++) {
+        statuses.push((await attempt("/login", "198.51.100.1", i)).status);
+      }
+      assert.deepEqual(statuses, [401, 401, 401]);
+      // The fourth from that address, login or sign-up, is refused with the form.
+      for (const path of ["/login", "/signup"]) {
+        const r = await attempt(path, "198.51.100.1", 9);
+        assert.equal(r.status, 429, path);
+        assert.ok(Number(r.headers.get("retry-after")) >= 1);
+        assert.match(await r.text(), /Too many attempts/);
+      }
+      // Another address: counted apart only when the proxy header is trusted.
+      const other = await attempt("/login", "198.51.100.2", 10);
+      assert.equal(other.status, trust ? 401 : 429, `TRUST_PROXY=${trust}`);
+      // A minute later the address may try again.
+      env.clock.advance(60_000);
+      assert.equal((await attempt("/login", "198.51.100.1", 11)).status, 401);
+    } finally {
+      await env.close();
+    }
+  }
+});
+
+test("wrong API keys from one address are limited per minute: then every keyed request from it gets 170 until the window ends", async () => {
+  const env = await testEnv({ env: { API_KEY_FAILURES_PER_MINUTE: "3" } });
+  try {
+    const { key } = await userWithKey(env);
+    const get = async (k: string) =>
+      json(
+        await env.app.request("/api/1/images/abcdefgh", {
+          headers: { authorization: `Bearer ${k}` },
+        }),
+      );
+    for (let i = 0; i < 3; i++) {
+      assert.equal((await get(`ihk_wrong${i}`)).body.error.code, 110);
+    }
+    const over = await get("ihk_wrong9");
+    assert.deepEqual([over.status, over.body.error.code], [429, 170]);
+    assert.ok(Number(over.headers.get("retry-after")) >= 1);
+    // The valid key from the same address waits out the window too.
+    assert.equal((await get(key)).body.error.code, 170);
+    env.clock.advance(60_000);
+    const back = await get(key);
+    assert.deepEqual([back.status, back.body.error.code], [404, 404]);
+  } finally {
+    await env.close();
+  }
+});
+
+test("password hashing runs one at a time: concurrent logins queue for the hasher instead of each taking 32 MiB at once", async () => {
+  const stored = await hashPassword("correct horse battery");
+  let peak = 0;
+  const watch = setInterval(() => peak = Math.max(peak, hashSlots.running), 1);
+  const results = await Promise.all(
+    Array.from(
+      { length: 4 },
+      (_, i) =>
+        verifyPassword(
+          i === 0 ? "correct horse battery" : `wrong ${i}`,
+          stored,
+        ),
+    ),
+  );
+  clearInterval(watch);
+  assert.deepEqual(results, [true, false, false, false]);
+  assert.equal(peak, 1);
+  assert.equal(hashSlots.slots, 1);
 });

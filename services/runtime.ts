@@ -71,6 +71,7 @@ export async function openScreenshotter(
     queueMax: config.SCREENSHOT_QUEUE,
     recycleAfter: config.SCREENSHOT_RECYCLE_AFTER,
     timeoutMs: config.SCREENSHOT_TIMEOUT_MS,
+    maxPixels: config.MAX_IMAGE_PIXELS,
     allowRules: parseAllowList(config.SCREENSHOT_ALLOW_PRIVATE),
     proxyListen: config.SCREENSHOT_PROXY_LISTEN,
     proxyAdvertise: config.SCREENSHOT_PROXY_ADVERTISE,

@@ -1,13 +1,10 @@
-import puppeteer, {
-  type Browser,
-  type HTTPResponse,
-  type Page,
-} from "puppeteer-core";
+import puppeteer, { type Browser, type Page } from "puppeteer-core";
 import { ApiError } from "../../schemas/errors.ts";
 import type { Logger } from "../deps.ts";
 import { answersWithin, withTimeout } from "../timeout.ts";
 import type { AllowRule } from "./address_guard.ts";
 import { type GuardProxy, startGuardProxy } from "./guard_proxy.ts";
+import { loadPage } from "./page_load.ts";
 import {
   AD_HOSTS,
   AD_SELECTORS,
@@ -68,8 +65,12 @@ export interface ChromiumOptions {
   timeoutMs: number;
   allowRules: AllowRule[];
   log: Logger;
-  /** Tallest full-page capture, CSS pixels. */
+  /** Tallest full-page capture, CSS pixels (16384). */
   maxFullPageHeight?: number;
+  /** Widest full-page capture, CSS pixels (16384). */
+  maxFullPageWidth?: number;
+  /** Most device pixels in one capture (MAX_IMAGE_PIXELS): a full page is cut to it. */
+  maxPixels?: number;
   /** Hosts whose requests noAds blocks (AD_HOSTS; tests name a loopback host). */
   adHosts?: readonly string[];
   /** Where each capture's guard proxy listens (SCREENSHOT_PROXY_LISTEN). */
@@ -255,20 +256,35 @@ export class ChromiumScreenshotter implements Screenshotter {
     }
   }
 
-  async #acquire(): Promise<void> {
+  /** Takes a slot, waiting in line at most until `deadline` (then 240: busy). */
+  async #acquire(deadline: number): Promise<void> {
     if (this.#active < this.opts.concurrency) {
       this.#active++;
       return;
     }
-    // A slot whose context is being torn down frees within milliseconds: wait for it
-    // rather than answer "busy" to a caller who came right after the previous answer.
-    if (this.#queue.length >= this.opts.queueMax + this.#tearingDown) {
-      throw new ApiError(240, {
+    const busy = () =>
+      new ApiError(240, {
         headers: { "Retry-After": "5" },
         details: [{ message: "all browsers are busy; try again shortly" }],
       });
+    // A slot whose context is being torn down frees within milliseconds: wait for it
+    // rather than answer "busy" to a caller who came right after the previous answer.
+    if (this.#queue.length >= this.opts.queueMax + this.#tearingDown) {
+      throw busy();
     }
-    await new Promise<void>((r) => this.#queue.push(r));
+    await new Promise<void>((resolve, reject) => {
+      const wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+      // The wait counts against the capture's time: past its deadline it leaves the line.
+      const timer = setTimeout(() => {
+        const i = this.#queue.indexOf(wake);
+        if (i >= 0) this.#queue.splice(i, 1);
+        reject(busy());
+      }, Math.max(0, deadline - Date.now()));
+      this.#queue.push(wake);
+    });
   }
 
   #release() {
@@ -295,7 +311,10 @@ export class ChromiumScreenshotter implements Screenshotter {
   }
 
   async capture(opts: CaptureOptions): Promise<CaptureResult> {
-    await this.#acquire();
+    // One deadline for the whole capture: waiting in line, starting the browser, loading,
+    // capturing. A caller never waits much past SCREENSHOT_TIMEOUT_MS.
+    const deadline = Date.now() + this.opts.timeoutMs;
+    await this.#acquire(deadline);
     let teardown: Promise<void> | undefined;
     this.#recycleIfDue();
     this.#shooting++;
@@ -331,13 +350,15 @@ export class ChromiumScreenshotter implements Screenshotter {
       let timer: ReturnType<typeof setTimeout> | undefined;
       try {
         return await Promise.race([
-          this.#shoot(context, guard, opts, credentials).catch(async (e) => {
-            throw await this.#explain(e, browser);
-          }),
+          this.#shoot(context, guard, opts, deadline, credentials).catch(
+            async (e) => {
+              throw await this.#explain(e, browser);
+            },
+          ),
           new Promise<never>((_, reject) =>
             timer = setTimeout(
               () => reject(new ApiError(230)),
-              this.opts.timeoutMs,
+              Math.max(0, deadline - Date.now()),
             )
           ),
         ]);
@@ -387,9 +408,17 @@ export class ChromiumScreenshotter implements Screenshotter {
     context: Awaited<ReturnType<Browser["createBrowserContext"]>>,
     guard: GuardProxy,
     opts: CaptureOptions,
+    deadline: number,
     credentials?: { username: string; password: string },
   ): Promise<CaptureResult> {
+    // Popups are closed as they open: they would hold connections and time for nothing.
+    context.on("targetcreated", (t) => {
+      if (t.type() !== "page" || !t.opener()) return;
+      t.page().then((p) => p?.close()).catch(() => {});
+    });
     const page: Page = await context.newPage();
+    // alert(), confirm(), prompt() and beforeunload would otherwise hold the page.
+    page.on("dialog", (d) => d.dismiss().catch(() => {}));
     // Answers the guard's 407 (a remote browser's guard listens off loopback).
     if (credentials) await page.authenticate(credentials);
     const zoom = opts.zoom;
@@ -420,33 +449,15 @@ export class ChromiumScreenshotter implements Screenshotter {
       });
     }
 
-    let response: HTTPResponse | null;
     try {
-      response = await page.goto(opts.url, {
-        waitUntil: "load",
-        timeout: this.opts.timeoutMs,
-      });
+      await loadPage(page, opts.url, guard, deadline);
     } catch (e) {
-      const msg = String((e as Error).message ?? e);
-      if (/timeout/i.test((e as Error).name) || /timeout/i.test(msg)) {
-        throw new ApiError(230);
-      }
-      if (guard.events.some((ev) => ev.kind === "blocked")) {
-        throw new ApiError(210);
-      }
       // A navigation cut short by the browser's own death is our outage, not the page's.
-      if (await browserLost(context.browser())) throw e;
-      throw new ApiError(220, {
-        details: [{ message: msg.split(" at ")[0].slice(0, 200) }],
-      });
-    }
-    if (response?.headers()["x-screenshot-guard"] === "blocked") {
-      throw new ApiError(210);
-    }
-    if (response?.headers()["x-screenshot-guard"]) {
-      throw new ApiError(220, {
-        details: [{ message: "the page's server could not be reached" }],
-      });
+      if (
+        e instanceof ApiError && e.code === 220 &&
+        await browserLost(context.browser())
+      ) throw new Error("browser lost while loading");
+      throw e;
     }
 
     const css = [
@@ -459,6 +470,7 @@ export class ChromiumScreenshotter implements Screenshotter {
     }
 
     const maxHeight = this.opts.maxFullPageHeight ?? 16_384;
+    const maxWidth = this.opts.maxFullPageWidth ?? 16_384;
     let clip:
       | { x: number; y: number; width: number; height: number }
       | undefined;
@@ -488,15 +500,22 @@ export class ChromiumScreenshotter implements Screenshotter {
           ),
         )
       ).catch(() => {});
-      const height = await page.evaluate(() =>
-        Math.max(
+      const size = await page.evaluate(() => ({
+        width: Math.max(
+          document.documentElement.scrollWidth,
+          document.body?.scrollWidth ?? 0,
+        ),
+        height: Math.max(
           document.documentElement.scrollHeight,
           document.body?.scrollHeight ?? 0,
-        )
-      );
-      if (height > maxHeight) {
-        clip = { x: 0, y: 0, width: page.viewport()!.width, height: maxHeight };
-      }
+        ),
+      }));
+      const capped = fullPageClip(size, page.viewport()!, {
+        maxWidth,
+        maxHeight,
+        maxPixels: this.opts.maxPixels ?? 100_000_000,
+      });
+      if (capped) clip = capped;
     }
     const bytes = await page.screenshot({
       type: opts.format,
@@ -536,4 +555,28 @@ async function browserLost(browser: Browser): Promise<boolean> {
     () => browser.version().then(() => browser.connected),
     1000,
   ));
+}
+
+/**
+ * The clip of a full-page capture when the page is over a cap, else undefined (the whole
+ * page is captured): at most `maxWidth` × `maxHeight` CSS pixels from the top left (and
+ * 16384 device pixels wide), and at most `maxPixels` device pixels (the height gives way
+ * first), so neither Chromium ("Page is too large") nor the image limits refuse it.
+ */
+export function fullPageClip(
+  page: { width: number; height: number },
+  viewport: { width: number; deviceScaleFactor?: number },
+  caps: { maxWidth: number; maxHeight: number; maxPixels: number },
+): { x: 0; y: 0; width: number; height: number } | undefined {
+  const dpr = viewport.deviceScaleFactor ?? 1;
+  // Also at most 16384 device pixels wide, the widest image Chromium encodes reliably.
+  const width = Math.max(
+    1,
+    Math.min(page.width, caps.maxWidth, Math.floor(16_384 / dpr)),
+  );
+  let height = Math.max(1, Math.min(page.height, caps.maxHeight));
+  const budget = Math.floor(caps.maxPixels / (width * dpr * dpr));
+  if (height > budget) height = Math.max(1, budget);
+  if (width === page.width && height === page.height) return undefined;
+  return { x: 0, y: 0, width, height };
 }

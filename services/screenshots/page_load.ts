@@ -1,0 +1,104 @@
+import type { HTTPRequest, HTTPResponse, Page } from "puppeteer-core";
+import { ApiError } from "../../schemas/errors.ts";
+import type { GuardProxy } from "./guard_proxy.ts";
+
+/**
+ * After a load, how long no new main-frame navigation may start before the page counts as
+ * settled. A meta refresh of 0 s or a script redirect on load starts its navigation within
+ * a few milliseconds of the load event.
+ */
+export const QUIET_MS = 100;
+
+/** The main frame's latest navigation and how it ended. */
+interface Navigation {
+  url: string;
+  response?: HTTPResponse;
+  failure?: string;
+}
+
+/** Errors of a navigation replaced by another (meta refresh, script redirect). */
+const REPLACED =
+  /ERR_ABORTED|frame was detached|Navigating frame was detached|interrupted by another navigation|Execution context was destroyed/i;
+
+/**
+ * Loads `url` in `page` and waits until it has settled: its main frame's current document
+ * has fired `load` and no other navigation has started for {@link QUIET_MS}. Unlike waiting
+ * on the first navigation alone (which never ends when a meta refresh or a script replaces
+ * it), this follows the page to where it comes to rest. JavaScript dialogs are dismissed as
+ * they open, so `alert()` cannot hold the load. Throws 210 when the guard refused the final
+ * document, 220 when it failed, 230 at `deadline`.
+ */
+export async function loadPage(
+  page: Page,
+  url: string,
+  guard: GuardProxy,
+  deadline: number,
+): Promise<void> {
+  const main = page.mainFrame();
+  let loading = true;
+  let changedAt = Date.now();
+  let last: Navigation = { url };
+  const isMain = (r: HTTPRequest) =>
+    r.isNavigationRequest() && r.frame() === main;
+  const onRequest = (r: HTTPRequest) => {
+    if (!isMain(r)) return;
+    loading = true;
+    changedAt = Date.now();
+    last = { url: r.url() };
+  };
+  const onResponse = (r: HTTPResponse) => {
+    if (isMain(r.request()) && r.url() === last.url) last.response = r;
+  };
+  const onFailed = (r: HTTPRequest) => {
+    if (!isMain(r)) return;
+    last = { url: r.url(), failure: r.failure()?.errorText ?? "failed" };
+    loading = false;
+    changedAt = Date.now();
+  };
+  const onLoad = () => {
+    loading = false;
+    changedAt = Date.now();
+  };
+  page.on("request", onRequest);
+  page.on("response", onResponse);
+  page.on("requestfailed", onFailed);
+  page.on("load", onLoad);
+  let gotoError: Error | undefined;
+  try {
+    page.goto(url, {
+      waitUntil: "load",
+      timeout: Math.max(1, deadline - Date.now()),
+    }).catch((e: Error) => gotoError = e);
+    while (loading || Date.now() - changedAt < QUIET_MS) {
+      if (Date.now() >= deadline) throw new ApiError(230);
+      if (gotoError && !REPLACED.test(gotoError.message) && !last.failure) {
+        throw judgeFailure(gotoError.message, guard);
+      }
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  } finally {
+    page.off("request", onRequest);
+    page.off("response", onResponse);
+    page.off("requestfailed", onFailed);
+    page.off("load", onLoad);
+  }
+  const tag = last.response?.headers()["x-screenshot-guard"];
+  if (tag === "blocked") throw new ApiError(210);
+  if (tag) {
+    throw new ApiError(220, {
+      details: [{ message: "the page's server could not be reached" }],
+    });
+  }
+  if (last.failure) throw judgeFailure(last.failure, guard);
+}
+
+/** A failed main-frame navigation: the guard's refusal (210), a timeout (230), else 220. */
+function judgeFailure(message: string, guard: GuardProxy): ApiError {
+  if (/timeout/i.test(message)) return new ApiError(230);
+  if (guard.events.some((ev) => ev.kind === "blocked")) {
+    return new ApiError(210);
+  }
+  return new ApiError(220, {
+    details: [{ message: message.split(" at ")[0].slice(0, 200) }],
+  });
+}

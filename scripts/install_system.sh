@@ -2,17 +2,17 @@
 # The one list of Debian packages this service needs, used by everything that installs them:
 #   runtime  what a running instance needs to do its whole job: Chromium's headless shell for
 #            screenshots, the fonts pages expect (Latin, CJK, colour emoji), socat for the
-#            browser service (scripts/browser.sh). The Dockerfile and `deno task start`'s
-#            first-run installer call this.
+#            browser service (scripts/browser.sh), util-linux's setpriv (Chromium dies with
+#            the service). The Dockerfile and `deno task start`'s first-run installer call this.
 #   test     runtime plus what the suite starts: full Chromium (SDK page tests), PostgreSQL,
-#            nginx (the cluster test's load balancer), iproute2 and util-linux (network
-#            namespaces, setpriv). .ci/run calls this.
+#            nginx (the cluster test's load balancer), iproute2 (network namespaces).
+#            .ci/run calls this.
 # Installs only what is missing; needs root and apt-get.
 set -euo pipefail
 want=${1:-runtime}
-pkgs=(chromium-headless-shell fonts-noto-core fonts-noto-cjk fonts-noto-color-emoji socat ca-certificates)
+pkgs=(chromium-headless-shell fonts-noto-core fonts-noto-cjk fonts-noto-color-emoji socat ca-certificates util-linux)
 if [ "$want" = test ]; then
-  pkgs+=(chromium postgresql nginx iproute2 util-linux)
+  pkgs+=(chromium postgresql nginx iproute2)
 elif [ "$want" != runtime ]; then
   echo "usage: $0 runtime|test" >&2
   exit 2

@@ -23,8 +23,10 @@ const page = (body: string) =>
   `<!doctype html><html><body style="margin:0;background:#fff">${body}</body></html>`;
 const fixture = startFixture({
   "/plain": page(`<h1 style="color:#000">plain</h1>`),
-  "/refresh": `<!doctype html><meta http-equiv="refresh" content="0;url=/plain"><body>wait</body>`,
-  "/refresh-late": `<!doctype html><meta http-equiv="refresh" content="1;url=/plain"><body>wait</body>`,
+  "/refresh":
+    `<!doctype html><meta http-equiv="refresh" content="0;url=/plain"><body>wait</body>`,
+  "/refresh-late":
+    `<!doctype html><meta http-equiv="refresh" content="1;url=/plain"><body>wait</body>`,
   "/refresh-denied":
     `<!doctype html><meta http-equiv="refresh" content="0;url=http://127.0.0.1:${denied.port}/"><body>wait</body>`,
   "/refresh-denied-late":
@@ -42,14 +44,15 @@ const fixture = startFixture({
   "/popup": page(
     `<script>window.open("/never"); window.open("/plain", "_blank")</script><p>popup</p>`,
   ),
-  "/wide": page(`<div style="width:200000px;height:300px;background:#08f"></div>`),
+  "/wide": page(
+    `<div style="width:200000px;height:300px;background:#08f"></div>`,
+  ),
   "/huge": page(
     `<div style="width:20000px;height:20000px;background:linear-gradient(#f00,#00f)"></div>`,
   ),
   "/never": (req) =>
     new Promise<Response>((resolve) =>
-      req.signal.addEventListener("abort", () =>
-        resolve(new Response("gone")))
+      req.signal.addEventListener("abort", () => resolve(new Response("gone")))
     ),
 });
 const ALLOW = `127.0.0.1:${fixture.port}`;
@@ -154,7 +157,10 @@ test("the total time of a capture, queue wait included, stays within SCREENSHOT_
       JSON.stringify(r.body),
     );
     // A bound, not a speed goal: without it, the sixth waited three timeouts in line.
-    assert.ok(r.ms < TIMEOUT_MS + 1500, `answered after ${Math.round(r.ms)} ms`);
+    assert.ok(
+      r.ms < TIMEOUT_MS + 1500,
+      `answered after ${Math.round(r.ms)} ms`,
+    );
   }
   // And the browser is still good for a normal capture.
   const ok = await shot({ url: `${fixture.origin}/plain` });

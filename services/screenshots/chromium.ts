@@ -5,6 +5,10 @@ import { answersWithin, withTimeout } from "../timeout.ts";
 import type { AllowRule } from "./address_guard.ts";
 import { type GuardProxy, startGuardProxy } from "./guard_proxy.ts";
 import { loadPage } from "./page_load.ts";
+import { OWNER_FLAG, reapOrphans } from "./reap.ts";
+
+/** Starts Chromium so that it dies with this process (a kill -9 included). */
+const CHILD_SCRIPT = new URL("./chromium_child.sh", import.meta.url).pathname;
 import {
   AD_HOSTS,
   AD_SELECTORS,
@@ -183,6 +187,15 @@ export class ChromiumScreenshotter implements Screenshotter {
 
   async #launch(): Promise<Browser> {
     const { executablePath, wsEndpoint } = this.opts;
+    if (!wsEndpoint) {
+      const reaped = reapOrphans();
+      if (reaped) {
+        this.opts.log.info({
+          msg: "reaped browsers of a dead service",
+          reaped,
+        });
+      }
+    }
     const browser = wsEndpoint
       ? await withTimeout(
         (async () =>
@@ -194,10 +207,13 @@ export class ChromiumScreenshotter implements Screenshotter {
         "connecting to the remote browser timed out",
       )
       : await puppeteer.launch({
-        executablePath,
+        // Through a wrapper that ties the browser's life to ours (see chromium_child.sh).
+        executablePath: CHILD_SCRIPT,
+        env: { ...Deno.env.toObject(), IMAGEHOST_CHROMIUM: executablePath! },
         headless: true,
         args: [
           ...CHROMIUM_FLAGS,
+          `${OWNER_FLAG}${Deno.pid}`,
           ...(Deno.uid?.() === 0 ? ["--no-sandbox"] : []),
         ],
         timeout: 30_000,
@@ -452,7 +468,8 @@ export class ChromiumScreenshotter implements Screenshotter {
     try {
       await loadPage(page, opts.url, guard, deadline);
     } catch (e) {
-      // A navigation cut short by the browser's own death is our outage, not the page's.
+      // A navigation cut short by the browser's own death is our outage, not the page's
+      // (#explain turns what is not an ApiError into 240 or 220).
       if (
         e instanceof ApiError && e.code === 220 &&
         await browserLost(context.browser())

@@ -63,6 +63,9 @@ export async function loadPage(
   page.on("response", onResponse);
   page.on("requestfailed", onFailed);
   page.on("load", onLoad);
+  let crashed = false;
+  const onCrash = () => crashed = true;
+  page.on("error", onCrash);
   let gotoError: Error | undefined;
   try {
     page.goto(url, {
@@ -71,6 +74,10 @@ export async function loadPage(
     }).catch((e: Error) => gotoError = e);
     while (loading || Date.now() - changedAt < QUIET_MS) {
       if (Date.now() >= deadline) throw new ApiError(230);
+      // The renderer crashed or the browser went away: the caller tells which (220/240).
+      if (crashed || page.isClosed() || !page.browser().connected) {
+        throw new Error("the page or its browser went away while loading");
+      }
       if (gotoError && !REPLACED.test(gotoError.message) && !last.failure) {
         throw judgeFailure(gotoError.message, guard);
       }
@@ -81,6 +88,7 @@ export async function loadPage(
     page.off("response", onResponse);
     page.off("requestfailed", onFailed);
     page.off("load", onLoad);
+    page.off("error", onCrash);
   }
   const tag = last.response?.headers()["x-screenshot-guard"];
   if (tag === "blocked") throw new ApiError(210);

@@ -1,0 +1,66 @@
+/**
+ * Marks every Chromium this process starts, so that a later start-up can tell its own
+ * leftovers from anyone else's browsers: `--imagehost-owner=<pid of the service>`.
+ */
+export const OWNER_FLAG = "--imagehost-owner=";
+
+/** The owner pid a command line was marked with, or undefined. */
+export function ownerOf(cmdline: string[]): number | undefined {
+  const arg = cmdline.find((a) => a.startsWith(OWNER_FLAG));
+  const pid = arg ? Number(arg.slice(OWNER_FLAG.length)) : NaN;
+  return Number.isInteger(pid) && pid > 0 ? pid : undefined;
+}
+
+/** True while a process with this pid exists. */
+function alive(pid: number): boolean {
+  try {
+    Deno.statSync(`/proc/${pid}`);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Processes marked by an owner that is gone: leftovers of a killed service. */
+export function findOrphans(): { pid: number; owner: number }[] {
+  const out: { pid: number; owner: number }[] = [];
+  let entries: Deno.DirEntry[];
+  try {
+    entries = [...Deno.readDirSync("/proc")];
+  } catch {
+    return out; // no /proc: not Linux, nothing to reap
+  }
+  for (const e of entries) {
+    const pid = Number(e.name);
+    if (!Number.isInteger(pid) || pid === Deno.pid) continue;
+    let cmdline: string[];
+    try {
+      cmdline = Deno.readTextFileSync(`/proc/${pid}/cmdline`).split("\0");
+    } catch {
+      continue; // gone meanwhile, or not ours to read
+    }
+    const owner = ownerOf(cmdline);
+    if (owner !== undefined && owner !== Deno.pid && !alive(owner)) {
+      out.push({ pid, owner });
+    }
+  }
+  return out;
+}
+
+/**
+ * Kills the Chromium processes a dead service left behind (each with its process group,
+ * which holds its helpers). Returns how many were found.
+ */
+export function reapOrphans(): number {
+  const orphans = findOrphans();
+  for (const { pid } of orphans) {
+    try {
+      Deno.kill(-pid, "SIGKILL"); // the group: Chromium is started as its leader
+    } catch {
+      try {
+        Deno.kill(pid, "SIGKILL");
+      } catch { /* gone */ }
+    }
+  }
+  return orphans.length;
+}

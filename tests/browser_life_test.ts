@@ -1,0 +1,102 @@
+import assert from "node:assert/strict";
+import { test, waitUntil } from "./helpers.ts";
+import { requireChromium } from "./browser_service.ts";
+import { startService } from "./service_process.ts";
+import {
+  findOrphans,
+  OWNER_FLAG,
+  ownerOf,
+  reapOrphans,
+} from "../services/screenshots/reap.ts";
+import { CHROMIUM_FLAGS } from "../services/screenshots/chromium.ts";
+
+const CHROMIUM = requireChromium();
+
+/** Pids of the processes in a process group (from /proc/<pid>/stat). */
+function groupMembers(pgid: number): number[] {
+  const out: number[] = [];
+  for (const e of Deno.readDirSync("/proc")) {
+    const pid = Number(e.name);
+    if (!Number.isInteger(pid)) continue;
+    try {
+      const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
+      // Fields after the command name (which may hold spaces) in parentheses.
+      const rest = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      if (Number(rest[2]) === pgid && rest[0] !== "Z") out.push(pid);
+    } catch { /* gone */ }
+  }
+  return out;
+}
+
+/** Processes whose command line carries the owner mark of `owner`. */
+function markedBy(owner: number): number[] {
+  const out: number[] = [];
+  for (const e of Deno.readDirSync("/proc")) {
+    try {
+      const cmd = Deno.readTextFileSync(`/proc/${e.name}/cmdline`).split("\0");
+      if (ownerOf(cmd) === owner) out.push(Number(e.name));
+    } catch { /* gone */ }
+  }
+  return out;
+}
+
+/** A pid that surely belongs to no process: one that just exited. */
+async function deadPid(): Promise<number> {
+  const p = new Deno.Command("true").spawn();
+  await p.status;
+  return p.pid;
+}
+
+test("a kill -9 of the service takes its Chromium and every helper process with it", async () => {
+  const svc = await startService({ SCREENSHOTS: "on" });
+  try {
+    await waitUntil(() => markedBy(svc.proc.pid).length > 0, 30_000);
+    const [browser] = markedBy(svc.proc.pid);
+    assert.ok(browser, "the service started a marked browser");
+    await waitUntil(() => groupMembers(browser).length > 1, 10_000);
+    const helpers = groupMembers(browser).length;
+    assert.ok(helpers > 1, `browser and helpers: ${helpers}`);
+    await svc.kill();
+    await waitUntil(() => groupMembers(browser).length === 0, 10_000);
+    assert.deepEqual(groupMembers(browser), [], "nothing of it is left");
+  } finally {
+    await svc.close();
+  }
+});
+
+test("start-up reaps the Chromium (with its helpers) of a service that is gone, and leaves a live owner's alone", async () => {
+  const gone = await deadPid();
+  // As a dead service without setpriv would have left it: its own process group.
+  const orphan = new Deno.Command("setsid", {
+    args: [
+      CHROMIUM,
+      "--headless",
+      ...CHROMIUM_FLAGS,
+      ...(Deno.uid?.() === 0 ? ["--no-sandbox"] : []),
+      `${OWNER_FLAG}${gone}`,
+      "about:blank",
+    ],
+    stdout: "null",
+    stderr: "null",
+  }).spawn();
+  const owner = new Deno.Command("sleep", { args: ["60"] }).spawn();
+  const kept = new Deno.Command("sh", {
+    args: ["-c", "sleep 60", `${OWNER_FLAG}${owner.pid}`],
+  }).spawn();
+  try {
+    await waitUntil(() => groupMembers(orphan.pid).length > 1, 10_000);
+    assert.ok(groupMembers(orphan.pid).length > 1, "the orphan has helpers");
+    assert.ok(findOrphans().some((o) => o.pid === orphan.pid));
+    assert.ok(reapOrphans() >= 1);
+    await waitUntil(() => groupMembers(orphan.pid).length === 0, 10_000);
+    assert.deepEqual(groupMembers(orphan.pid), []);
+    assert.deepEqual(markedBy(owner.pid), [kept.pid], "a live owner's is kept");
+  } finally {
+    for (const p of [orphan, owner, kept]) {
+      try {
+        p.kill("SIGKILL");
+      } catch { /* gone */ }
+      await p.status;
+    }
+  }
+});

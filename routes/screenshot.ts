@@ -40,7 +40,17 @@ export const postScreenshotRoute = createRoute({
         "application/json": { schema: envelopeOf(ScreenshotResultSchema) },
       },
     },
-    ...errorResponses(...AUTH_ERRORS, 160, 200, 210, 220, 230, 240, 415),
+    ...errorResponses(
+      ...AUTH_ERRORS,
+      143,
+      160,
+      200,
+      210,
+      220,
+      230,
+      240,
+      415,
+    ),
   },
 });
 

@@ -19,6 +19,13 @@ function humanSize(n: number) {
   return `${(n / 1024 / 1024).toFixed(2)} MB`;
 }
 
+/**
+ * Shapes of an image id and a delete token in a path: anything else (a NUL, a slash, an
+ * over-long string) is a plain 404 without a database lookup.
+ */
+const ID = "[A-Za-z0-9_-]{6,64}";
+const TOKEN = "[A-Za-z0-9_-]{1,128}";
+
 /** Viewer page `/i/<id>` and the secret delete link `/delete/<id>/<token>`. */
 export function registerViewerRoutes(
   app: App,
@@ -40,7 +47,7 @@ export function registerViewerRoutes(
   );
   app.use("/delete/*", secureHeaders(), formCsrf(deps.config));
 
-  app.get("/i/:id", async (c) => {
+  app.get(`/i/:id{${ID}}`, async (c) => {
     const row = await findLiveImage(db, c.req.param("id"), deps.clock);
     if (!row) throw new ApiError(404);
     const rec = toImageRecord(deps.config, row);
@@ -99,7 +106,7 @@ export function registerViewerRoutes(
     return row;
   };
 
-  app.get("/delete/:id/:token", async (c) => {
+  app.get(`/delete/:id{${ID}}/:token{${TOKEN}}`, async (c) => {
     const row = await findForDelete(c.req.param("id"), c.req.param("token"));
     c.header("Cache-Control", "no-store");
     c.header("Referrer-Policy", "no-referrer");
@@ -114,7 +121,7 @@ export function registerViewerRoutes(
     );
   });
 
-  app.post("/delete/:id/:token", async (c) => {
+  app.post(`/delete/:id{${ID}}/:token{${TOKEN}}`, async (c) => {
     const row = await findForDelete(c.req.param("id"), c.req.param("token"));
     await deleteImage(db, deps.store, row, deps.clock);
     rowCache.invalidate(row.id);

@@ -1,13 +1,20 @@
 import type { HTTPRequest, HTTPResponse, Page } from "puppeteer-core";
 import { ApiError } from "../../schemas/errors.ts";
 import type { GuardProxy } from "./guard_proxy.ts";
+import { withTimeout } from "../timeout.ts";
 
 /**
- * After a load, how long no new main-frame navigation may start before the page counts as
- * settled. A meta refresh of 0 s or a script redirect on load starts its navigation within
- * a few milliseconds of the load event.
+ * A meta refresh of at most this many seconds is followed: the capture waits for it (and
+ * its page) instead of capturing the "redirecting…" page. Longer ones are left alone.
  */
-export const QUIET_MS = 100;
+export const FOLLOW_REFRESH_S = 2;
+
+/** The delay of the document's meta refresh in seconds, or -1 when it has none. */
+function metaRefreshDelay(): number {
+  const m = document.querySelector('meta[http-equiv="refresh" i]');
+  const delay = parseFloat(m?.getAttribute("content") ?? "");
+  return Number.isFinite(delay) && delay >= 0 ? delay : -1;
+}
 
 /** The main frame's latest navigation and how it ended. */
 interface Navigation {
@@ -22,7 +29,8 @@ const REPLACED =
 
 /**
  * Loads `url` in `page` and waits until it has settled: its main frame's current document
- * has fired `load` and no other navigation has started for {@link QUIET_MS}. Unlike waiting
+ * has fired `load` and no other navigation is under way or announced by a meta refresh of
+ * at most {@link FOLLOW_REFRESH_S} seconds. Unlike waiting
  * on the first navigation alone (which never ends when a meta refresh or a script replaces
  * it), this follows the page to where it comes to rest. JavaScript dialogs are dismissed as
  * they open, so `alert()` cannot hold the load. Throws 210 when the guard refused the final
@@ -55,9 +63,12 @@ export async function loadPage(
     loading = false;
     changedAt = Date.now();
   };
+  // How long the loaded document must stay put; undefined until it has been asked.
+  let quiet: number | undefined;
   const onLoad = () => {
     loading = false;
     changedAt = Date.now();
+    quiet = undefined;
   };
   page.on("request", onRequest);
   page.on("response", onResponse);
@@ -72,7 +83,19 @@ export async function loadPage(
       waitUntil: "load",
       timeout: Math.max(1, deadline - Date.now()),
     }).catch((e: Error) => gotoError = e);
-    while (loading || Date.now() - changedAt < QUIET_MS) {
+    for (;;) {
+      if (!loading) {
+        // Settled unless the document announced a meta refresh it is about to follow.
+        quiet ??= await withTimeout(
+          page.evaluate(metaRefreshDelay),
+          Math.max(1, Math.min(1000, deadline - Date.now())),
+          "reading the page's meta refresh timed out",
+        ).then(
+          (d) => d >= 0 && d <= FOLLOW_REFRESH_S ? d * 1000 + 300 : 0,
+          () => 100, // its context went away: a navigation is starting
+        );
+        if (!loading && Date.now() - changedAt >= quiet) break;
+      }
       if (Date.now() >= deadline) throw new ApiError(230);
       // The renderer crashed or the browser went away: the caller tells which (220/240).
       if (crashed || page.isClosed() || !page.browser().connected) {

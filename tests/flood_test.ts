@@ -1,32 +1,11 @@
 import assert from "node:assert/strict";
 import { test } from "./helpers.ts";
-import { probe, startService } from "./service_process.ts";
+import { probe, startService, Tally } from "./service_process.ts";
 
 /** Resident memory of a process, from /proc (bytes). */
 async function rssOf(pid: number): Promise<number> {
   const status = await Deno.readTextFile(`/proc/${pid}/status`);
   return Number(/VmRSS:\s+(\d+) kB/.exec(status)![1]) * 1024;
-}
-
-/** Counts answers by status; "hang" (no answer in 10 s) and "refused" as their own keys. */
-class Tally {
-  counts = new Map<string, number>();
-  maxMs = 0;
-  add(status: string | number, ms: number) {
-    const k = String(status);
-    this.counts.set(k, (this.counts.get(k) ?? 0) + 1);
-    this.maxMs = Math.max(this.maxMs, ms);
-  }
-  get total() {
-    return [...this.counts.values()].reduce((a, b) => a + b, 0);
-  }
-  toJSON() {
-    return {
-      ...Object.fromEntries(this.counts),
-      tried: this.total,
-      max_ms: Math.round(this.maxMs),
-    };
-  }
 }
 
 /** Runs `clients` loops of `once` for `ms`; each result is tallied. */

@@ -50,6 +50,26 @@ const fixture = startFixture({
   "/huge": page(
     `<div style="width:20000px;height:20000px;background:linear-gradient(#f00,#00f)"></div>`,
   ),
+  "/redirect": (req) =>
+    new Response(null, {
+      status: 302,
+      headers: { location: new URL(req.url).searchParams.get("to")! },
+    }),
+  "/subresources": (req) => {
+    const forms: string[] = JSON.parse(new URL(req.url).searchParams.get("f")!);
+    const tags = forms.map((u) =>
+      `<img src="${u}x.png"><iframe src="${u}"></iframe><link rel="stylesheet" href="${u}s.css">` +
+      `<script src="${u}s.js"></script>`
+    ).join("");
+    const js = `for (const u of ${JSON.stringify(forms)}) {
+      fetch(u).catch(() => {});
+      try { new WebSocket(u.replace(/^http/i, "ws")); } catch {}
+      navigator.sendBeacon?.(u, "x");
+    }`;
+    return new Response(page(`${tags}<script>${js}</script>`), {
+      headers: { "content-type": "text/html" },
+    });
+  },
   "/never": (req) =>
     new Promise<Response>((resolve) =>
       req.signal.addEventListener("abort", () => resolve(new Response("gone")))
@@ -165,6 +185,64 @@ test("the total time of a capture, queue wait included, stays within SCREENSHOT_
   // And the browser is still good for a normal capture.
   const ok = await shot({ url: `${fixture.origin}/plain` });
   assert.equal(ok.status, 200, JSON.stringify(ok.body));
+});
+
+/** Every way of writing the denied loopback server's address that a URL parser accepts. */
+function deniedForms(port: number): string[] {
+  return [
+    `http://127.0.0.1:${port}/`,
+    `http://127.1:${port}/`,
+    `http://127.0.1:${port}/`,
+    `http://2130706433:${port}/`,
+    `http://0x7f000001:${port}/`,
+    `http://0x7f.0.0.1:${port}/`,
+    `http://0177.0.0.1:${port}/`,
+    `http://017700000001:${port}/`,
+    `http://127.0.0.1.:${port}/`,
+    `http://%31%32%37.0.0.1:${port}/`,
+    `http://①②⑦.0.0.1:${port}/`,
+    `http://[::ffff:127.0.0.1]:${port}/`,
+    `http://[::ffff:7f00:1]:${port}/`,
+    `http://[0:0:0:0:0:ffff:127.0.0.1]:${port}/`,
+    `http://[::1]:${port}/`,
+    `http://0.0.0.0:${port}/`,
+    `http://0:${port}/`,
+    `http://[::]:${port}/`,
+    `http://user:pass@127.0.0.1:${port}/`,
+    `http://127.0.0.1:${fixture.port}@127.0.0.1:${port}/`,
+    `http://127.0.0.1:${port}#@127.0.0.1:${fixture.port}/`,
+    `HTTP://127.0.0.1:${port}/`,
+  ];
+}
+
+test("SSRF corpus: 22 spellings of a denied loopback address, asked directly, through a redirect and as subresources, never reach it", async () => {
+  const forms = deniedForms(denied.port);
+  const tally: Record<string, number> = {};
+  for (const target of forms) {
+    const direct = await shot({ url: target });
+    tally[direct.status] = (tally[direct.status] ?? 0) + 1;
+    assert.ok(
+      direct.body.error?.code === 210 || direct.body.error?.code === 200,
+      `${target}: ${JSON.stringify(direct.body)}`,
+    );
+  }
+  // The same spellings from inside an allowed page: a redirect, and subresources of all kinds.
+  const encoded = encodeURIComponent(JSON.stringify(forms));
+  const r = await shot({ url: `${fixture.origin}/subresources?f=${encoded}` });
+  assert.equal(r.status, 200, JSON.stringify(r.body));
+  for (const target of forms.slice(0, 6)) {
+    const red = await shot({
+      url: `${fixture.origin}/redirect?to=${encodeURIComponent(target)}`,
+    });
+    assert.ok(
+      red.body.error?.code === 210 || red.body.error?.code === 220,
+      `${target}: ${JSON.stringify(red.body)}`,
+    );
+  }
+  console.log(
+    `ssrf corpus: ${JSON.stringify({ forms: forms.length, direct: tally })}`,
+  );
+  assert.equal(denied.requests.length, 0, JSON.stringify(denied.requests));
 });
 
 test("teardown", async () => {

@@ -84,3 +84,28 @@ export async function probe(
     return "refused";
   }
 }
+
+/** Counts of answers by status ("hang" and "refused" too), and the slowest one. */
+export class Tally {
+  counts = new Map<string, number>();
+  maxMs = 0;
+  add(status: number | string, ms: number) {
+    const k = String(status);
+    this.counts.set(k, (this.counts.get(k) ?? 0) + 1);
+    this.maxMs = Math.max(this.maxMs, ms);
+  }
+  get total() {
+    return [...this.counts.values()].reduce((a, b) => a + b, 0);
+  }
+  /** True when every answer was one of these. */
+  only(...allowed: string[]) {
+    return [...this.counts.keys()].every((k) => allowed.includes(k));
+  }
+  toJSON() {
+    return {
+      tried: this.total,
+      ...Object.fromEntries(this.counts),
+      max_ms: Math.round(this.maxMs),
+    };
+  }
+}

@@ -14,7 +14,7 @@ import { startDevtoolsBrowser } from "../browser_service.ts";
 import { answersOk, test, waitUntilAsync } from "../helpers.ts";
 import { freePort, startPgCluster } from "../pg_cluster.ts";
 import { startS3 } from "../s3_server.ts";
-import { probe, startService } from "../service_process.ts";
+import { probe, startService, Tally } from "../service_process.ts";
 
 type Service = Awaited<ReturnType<typeof startService>>;
 
@@ -69,30 +69,6 @@ http {
       await Deno.remove(dir, { recursive: true }).catch(() => {});
     },
   };
-}
-
-/** Counts of answers by status, and the slowest one. */
-class Tally {
-  counts = new Map<string, number>();
-  maxMs = 0;
-  add(status: number | string, ms: number) {
-    const k = String(status);
-    this.counts.set(k, (this.counts.get(k) ?? 0) + 1);
-    this.maxMs = Math.max(this.maxMs, ms);
-  }
-  get total() {
-    return [...this.counts.values()].reduce((a, b) => a + b, 0);
-  }
-  only(...allowed: string[]) {
-    return [...this.counts.keys()].every((k) => allowed.includes(k));
-  }
-  toJSON() {
-    return {
-      tried: this.total,
-      ...Object.fromEntries(this.counts),
-      max_ms: Math.round(this.maxMs),
-    };
-  }
 }
 
 async function timed(url: string, init?: RequestInit) {

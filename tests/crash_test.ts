@@ -1,0 +1,125 @@
+import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
+import { join } from "node:path";
+import sharp from "sharp";
+import { test } from "./helpers.ts";
+import { formWith } from "./fixtures.ts";
+import { startService, Tally } from "./service_process.ts";
+import { migrate, openDatabase } from "../services/db/database.ts";
+import { createUser } from "../services/accounts.ts";
+import { createApiKey } from "../services/api_keys.ts";
+
+const sha256 = (b: Uint8Array) => createHash("sha256").update(b).digest("hex");
+
+/** A small PNG of its own colour, so every upload is new bytes. */
+async function uniquePng(n: number): Promise<Uint8Array> {
+  return new Uint8Array(
+    await sharp({
+      create: {
+        width: 48 + (n % 16),
+        height: 32,
+        channels: 3,
+        background: { r: n & 255, g: (n >> 8) & 255, b: (n * 7) & 255 },
+      },
+    }).png().toBuffer(),
+  );
+}
+
+test("kill -9 during uploads on the embedded default (PGlite + files), three rounds: every acknowledged upload is there byte for byte after restart, and no scratch file outlives its process", async () => {
+  const dataDir = await Deno.makeTempDir({ prefix: "imagehost-crash-" });
+  // A user and key made before the first start (PGlite allows one process at a time).
+  const setup = await openDatabase({ dataDir: join(dataDir, "pgdata") });
+  await migrate(setup.db);
+  const user = await createUser(
+    setup.db,
+    "crash@example.com",
+    "correct horse battery",
+  );
+  const { key } = await createApiKey(setup.db, user.id, "crash");
+  await setup.close();
+
+  let svc = await startService({ MALLOC_ARENA_MAX: "1" }, { dataDir });
+  const port = svc.port;
+  const acked: { id: string; url: string; sha: string }[] = [];
+  const tally = new Tally();
+  let n = 0;
+  try {
+    for (let round = 0; round < 3; round++) {
+      let stop = false;
+      const clients = Array.from({ length: 4 }, async () => {
+        while (!stop) {
+          const bytes = await uniquePng(n++);
+          const t = performance.now();
+          try {
+            const r = await fetch(`${svc.base}/api/1/upload`, {
+              method: "POST",
+              headers: { authorization: `Bearer ${key}` },
+              body: formWith([{ name: `c${n}.png`, bytes }]),
+              signal: AbortSignal.timeout(10_000),
+            });
+            const body = await r.json().catch(() => ({}));
+            tally.add(r.status, performance.now() - t);
+            if (r.status === 200) {
+              acked.push({
+                id: body.data.id,
+                url: body.data.url,
+                sha: sha256(bytes),
+              });
+            }
+          } catch (e) {
+            tally.add(
+              (e as Error).name === "TimeoutError" ? "hang" : "refused",
+              performance.now() - t,
+            );
+            await new Promise((r) => setTimeout(r, 50));
+          }
+        }
+      });
+      await new Promise((r) => setTimeout(r, 1500));
+      await svc.kill();
+      stop = true;
+      await Promise.all(clients);
+      svc = await startService({ MALLOC_ARENA_MAX: "1" }, { dataDir, port });
+    }
+    console.log(
+      `kill -9 during uploads: ${
+        JSON.stringify({ ...tally.toJSON(), acknowledged: acked.length })
+      }`,
+    );
+    assert.ok(acked.length > 20, `uploads went on: ${acked.length}`);
+    assert.ok(tally.only("200", "refused"), JSON.stringify(tally.toJSON()));
+
+    let lost = 0;
+    for (const a of acked) {
+      const path = new URL(a.url).pathname;
+      const r = await fetch(`${svc.base}${path}`);
+      const bytes = new Uint8Array(await r.arrayBuffer());
+      if (r.status !== 200 || sha256(bytes) !== a.sha) lost++;
+      const rec = await fetch(`${svc.base}/api/1/images/${a.id}`, {
+        headers: { authorization: `Bearer ${key}` },
+      });
+      await rec.body?.cancel();
+      if (rec.status !== 200) lost++;
+    }
+    assert.equal(lost, 0, "acknowledged uploads lost or altered");
+
+    // Only the live process's scratch folders remain, and they hold nothing.
+    for (const dir of [join(dataDir, "tmp"), join(dataDir, "images", ".tmp")]) {
+      const left: string[] = [];
+      try {
+        for (const e of Deno.readDirSync(dir)) {
+          left.push(e.name);
+          if (e.isDirectory) {
+            for (const f of Deno.readDirSync(join(dir, e.name))) {
+              left.push(`${e.name}/${f.name}`);
+            }
+          }
+        }
+      } catch { /* never created */ }
+      assert.ok(left.length <= 1, `${dir}: ${left}`);
+    }
+  } finally {
+    await svc.close();
+    await Deno.remove(dataDir, { recursive: true }).catch(() => {});
+  }
+});

@@ -100,3 +100,29 @@ test("start-up reaps the Chromium (with its helpers) of a service that is gone, 
     }
   }
 });
+
+test("SCREENSHOTS=off starts no browser at all: no child process, ready without one, and it says so in the log", async () => {
+  const svc = await startService({ SCREENSHOTS: "off" });
+  try {
+    const ready = await fetch(`${svc.base}/readyz`);
+    assert.equal(ready.status, 200);
+    await ready.body?.cancel();
+    const children: string[] = [];
+    for (const e of Deno.readDirSync("/proc")) {
+      try {
+        const stat = Deno.readTextFileSync(`/proc/${e.name}/stat`);
+        const ppid = Number(
+          stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1],
+        );
+        if (ppid === svc.proc.pid) {
+          children.push(Deno.readTextFileSync(`/proc/${e.name}/cmdline`));
+        }
+      } catch { /* gone */ }
+    }
+    assert.deepEqual(children.filter((c) => /chrom/i.test(c)), []);
+    assert.deepEqual(markedBy(svc.proc.pid), []);
+    assert.match(svc.log(), /screenshots off/);
+  } finally {
+    await svc.close();
+  }
+});

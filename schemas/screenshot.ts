@@ -11,7 +11,12 @@ export const ScreenshotRequestSchema = z.object({
     example: "desktop-1080p",
   }),
   format: z.enum(["png", "jpeg"]).default("png"),
-  fullPage: z.boolean().default(false),
+  fullPage: z.boolean().default(false).openapi({
+    description:
+      "Capture the whole page, not just the viewport. Capped at 16384 CSS px tall and " +
+      "16384 CSS px (and 16384 device px) wide, and at MAX_IMAGE_PIXELS device pixels " +
+      "(the height is cut first); a larger page is captured from its top left corner.",
+  }),
   noAds: z.boolean().default(false),
   noCookie: z.boolean().default(false),
   colorScheme: z.enum(["default", "light", "dark"]).default("default"),

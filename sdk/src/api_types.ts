@@ -274,7 +274,10 @@ export interface components {
              * @enum {string}
              */
             format: "png" | "jpeg";
-            /** @default false */
+            /**
+             * @description Capture the whole page, not just the viewport. Capped at 16384 CSS px tall and 16384 CSS px (and 16384 device px) wide, and at MAX_IMAGE_PIXELS device pixels (the height is cut first); a larger page is captured from its top left corner.
+             * @default false
+             */
             fullPage: boolean;
             /** @default false */
             noAds: boolean;

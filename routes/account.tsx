@@ -175,26 +175,25 @@ export function registerAccountRoutes(app: App, deps: AppDeps) {
     "account",
     deps.config.ACCOUNT_ATTEMPTS_PER_MINUTE,
   );
-  /** A refusal that is not the form's fault, as the form page with its status. */
+  /**
+   * Too many attempts, as the form page with 429 and Retry-After. (An outage or a busy
+   * password hasher stays the 250 envelope, as on every route.)
+   */
   const refused = (
     c: Context,
     mode: "login" | "signup",
     email: string,
     e: unknown,
   ) => {
-    if (!(e instanceof ApiError) || (e.code !== 170 && e.code !== 250)) {
-      return undefined;
-    }
+    if (!(e instanceof ApiError) || e.code !== 170) return undefined;
     c.header("Retry-After", e.headers?.["Retry-After"] ?? "60");
     return c.html(
       <AuthForm
         mode={mode}
-        error={e.code === 170
-          ? "Too many attempts. Try again later."
-          : "The service is busy. Try again in a few seconds."}
+        error="Too many attempts. Try again later."
         email={email}
       />,
-      e.status as 429 | 503,
+      429,
     );
   };
 

@@ -5,7 +5,10 @@ import { test, waitUntil, waitUntilAsync } from "./helpers.ts";
 import { startFixture } from "./fixture_server.ts";
 import { requireChromium, startDevtoolsBrowser } from "./browser_service.ts";
 import { freePort } from "./pg_cluster.ts";
-import { ChromiumScreenshotter } from "../services/screenshots/chromium.ts";
+import {
+  ChromiumScreenshotter,
+  findChromium,
+} from "../services/screenshots/chromium.ts";
 import { parseAllowList } from "../services/screenshots/address_guard.ts";
 import { startGuardProxy } from "../services/screenshots/guard_proxy.ts";
 import { PRESETS } from "../services/screenshots/presets.ts";
@@ -280,4 +283,36 @@ test("on a fresh machine without root, start-up names the one command that insta
       "fonts-noto-color-emoji",
     ]
   ) assert.match(script, new RegExp(`\\b${p}\\b`));
+});
+
+test("the installing branch of the first-run installer runs the project's install script and reports success (on a machine that has every package, so apt-get is never reached)", async () => {
+  const { installChromium, INSTALL_SCRIPT } = await import(
+    "../services/screenshots/install.ts"
+  );
+  const script = await Deno.readTextFile(INSTALL_SCRIPT);
+  const runtime = /^pkgs=\(([^)]*)\)/m.exec(script)![1].trim().split(/\s+/);
+  // Never a download from a test: every package must already be there (.ci/run installs
+  // them first); the script then exits before apt-get.
+  const missing = [];
+  for (const p of runtime) {
+    const out = await new Deno.Command("dpkg-query", {
+      args: ["-W", "-f=${Status}", p],
+      stdout: "piped",
+      stderr: "null",
+    }).output();
+    if (
+      !new TextDecoder().decode(out.stdout).includes("install ok installed")
+    ) {
+      missing.push(p);
+    }
+  }
+  assert.deepEqual(
+    missing,
+    [],
+    "run: sudo bash scripts/install_system.sh test",
+  );
+  const log = memoryLogger();
+  assert.equal(await installChromium(log, { root: true, apt: true }), true);
+  assert.match(String(log.lines[0].msg), /installing chromium-headless-shell/);
+  assert.ok(findChromium(), "a Chromium is found afterwards");
 });

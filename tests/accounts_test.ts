@@ -47,11 +47,13 @@ for (const kind of databaseKinds()) {
       const viaHeader = await env.app.request("/api/1/screenshot/presets", {
         headers: { authorization: `Bearer ${key}` },
       });
-      assert.notEqual(viaHeader.status, 401);
+      assert.equal(viaHeader.status, 200);
+      assert.equal((await viaHeader.json()).success, true);
       const viaQuery = await env.app.request(
         `/api/1/screenshot/presets?key=${key}`,
       );
-      assert.notEqual(viaQuery.status, 401);
+      assert.equal(viaQuery.status, 200);
+      assert.equal((await viaQuery.json()).success, true);
       const viaBody = await env.app.request("/api/1/screenshot", {
         method: "POST",
         headers: { "content-type": "application/json" },

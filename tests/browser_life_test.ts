@@ -126,3 +126,25 @@ test("SCREENSHOTS=off starts no browser at all: no child process, ready without 
     await svc.close();
   }
 });
+
+test("closing the screenshotter ends its Chromium and every helper process", async () => {
+  const { ChromiumScreenshotter } = await import(
+    "../services/screenshots/chromium.ts"
+  );
+  const { memoryLogger } = await import("../services/deps.ts");
+  const shooter = new ChromiumScreenshotter({
+    executablePath: CHROMIUM,
+    concurrency: 1,
+    queueMax: 1,
+    recycleAfter: 100,
+    timeoutMs: 10_000,
+    allowRules: [],
+    log: memoryLogger(),
+  });
+  await shooter.start();
+  const pid = shooter.pid!;
+  assert.ok(groupMembers(pid).length >= 1, "the browser runs");
+  await shooter.close();
+  await waitUntil(() => groupMembers(pid).length === 0, 10_000);
+  assert.deepEqual(groupMembers(pid), [], "nothing of it is left");
+});

@@ -29,11 +29,27 @@ export class TestClock implements Clock {
   }
 }
 
-/** Which databases the suite runs the database tests on. */
+let warnedNoPostgres = false;
+
+/**
+ * Which databases the suite runs the database tests on: PGlite, and PostgreSQL when
+ * TEST_DATABASE_URL names one (`deno task test` starts its own). Without it the PostgreSQL
+ * pass is not silently missing: it says so, and with CI=true it is an error.
+ */
 export function databaseKinds(): ("pglite" | "postgres")[] {
-  return Deno.env.get("TEST_DATABASE_URL")
-    ? ["pglite", "postgres"]
-    : ["pglite"];
+  if (Deno.env.get("TEST_DATABASE_URL")) return ["pglite", "postgres"];
+  if (Deno.env.get("CI") === "true") {
+    throw new Error(
+      "CI=true but TEST_DATABASE_URL is unset: the PostgreSQL pass would not run (use deno task test)",
+    );
+  }
+  if (!warnedNoPostgres) {
+    warnedNoPostgres = true;
+    console.warn(
+      "TEST_DATABASE_URL unset: the PostgreSQL variants are NOT run (deno task test starts a PostgreSQL)",
+    );
+  }
+  return ["pglite"];
 }
 
 let template: Promise<Blob> | undefined;

@@ -277,9 +277,13 @@ test("pasting an image into the page uploads it through the widget", async () =>
         );
       });
     }, key);
-    const r = res as { url: string; data: { title: string } };
+    const r = res as { url: string; data: { title: string; url: string } };
     assert.equal(r.data.title, "small.jpg");
-    assert.ok(r.url);
+    assert.equal(r.url, r.data.url);
+    const served = await fetch(r.url);
+    assert.equal(served.status, 200);
+    assert.equal(served.headers.get("content-type"), "image/jpeg");
+    await served.body?.cancel();
   } finally {
     await page.close();
   }

@@ -30,7 +30,7 @@ async function storedFiles(env: TestEnv): Promise<string[]> {
       else out.push(`${dir}/${e.name}`);
     }
   }
-  await walk(env.dataDir).catch(() => {});
+  await walk(env.dataDir);
   return out;
 }
 
@@ -285,22 +285,22 @@ test("upload of 16 files returns 131 and stores nothing", async () => {
   }
 });
 
-test("MAX_FILES is configurable: with 5, six files get 131", async () => {
+test("MAX_FILES is configurable: with 5, exactly five files are stored and six get 131", async () => {
   const env = await testEnv({ env: { MAX_FILES: "5" } });
   try {
     const { key } = await userWithKey(env);
-    const png = await makeImage("png");
-    const r = await upload(
-      env,
-      key,
-      formWith(
-        Array.from(
-          { length: 6 },
-          (_, i) => ({ name: `f${i}.png`, bytes: png }),
-        ),
-      ),
+    const pngs = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => makeImage("png", { width: 20 + i })),
     );
-    assert.equal(r.body.error.code, 131);
+    const files = (n: number) =>
+      formWith(
+        pngs.slice(0, n).map((bytes, i) => ({ name: `f${i}.png`, bytes })),
+      );
+    const atLimit = await upload(env, key, files(5));
+    assert.equal(atLimit.status, 200, JSON.stringify(atLimit.body));
+    assert.equal(atLimit.body.data.count, 5);
+    const over = await upload(env, key, files(6));
+    assert.deepEqual([over.status, over.body.error.code], [400, 131]);
   } finally {
     await env.close();
   }

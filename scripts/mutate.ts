@@ -1,0 +1,252 @@
+/**
+ * Mutation check of the critical rules: each entry below puts one deliberate bug into a
+ * scratch copy of the repository, runs the tests that should notice, and reports whether
+ * they did. Not part of CI (minutes per mutation); run it before trusting a test's name:
+ *
+ *   deno task mutate            # every mutation
+ *   deno task mutate strip      # only those whose name contains "strip"
+ *
+ * Prints one line per mutation (caught / SURVIVED) and exits 1 when any survived.
+ */
+
+interface Mutation {
+  name: string;
+  file: string;
+  /** Exact text to replace (must occur once). */
+  from: string;
+  to: string;
+  /** Test files that should fail with the bug in place. */
+  tests: string[];
+}
+
+const MUTATIONS: Mutation[] = [
+  {
+    name: "auth: a wrong key is accepted",
+    file: "services/api_keys.ts",
+    from: `if (!row || row.revoked_at) {`,
+    to: `if (row?.revoked_at) {`,
+    tests: ["tests/accounts_test.ts", "tests/upload_test.ts"],
+  },
+  {
+    name: "key precedence: the query key wins over the header",
+    file: "routes/api_auth.ts",
+    from: `    let key = bearerKey(c);`,
+    to: `    let key = c.req.query("key") || bearerKey(c);`,
+    tests: ["tests/accounts_test.ts"],
+  },
+  {
+    name: "error status: 413 answered as 400",
+    file: "schemas/errors.ts",
+    from: `  130: { message: "File size too large", status: 413 },`,
+    to: `  130: { message: "File size too large", status: 400 },`,
+    tests: ["tests/upload_test.ts"],
+  },
+  {
+    name: "guard ranges: 10.0.0.0/8 counted as public",
+    file: "services/screenshots/address_guard.ts",
+    from: `["10.0.0.0", 8], // private`,
+    to: `["10.0.0.0", 32], // private`,
+    tests: ["tests/address_guard_test.ts"],
+  },
+  {
+    name: "guard: CONNECT tunnels (WebSockets, HTTPS) pass unchecked",
+    file: "services/screenshots/guard_proxy.ts",
+    from: `      const upstream = await open(m[1], Number(m[2]), client);`,
+    to: `      const upstream = await new Promise<import("node:net").Socket>((r) => {
+        const s = netConnect({ host: m[1], port: Number(m[2]) });
+        s.once("connect", () => r(s));
+      });`,
+    tests: ["tests/screenshot_hostile_test.ts"],
+  },
+  {
+    name: "metadata strip: JPEG APP1/APP13/COM segments kept",
+    file: "services/metadata_strip.ts",
+    from: `if ((isApp && !KEEP_APP.has(m)) || m === 0xfe) {`,
+    to: `if (false) {`,
+    tests: ["tests/metadata_test.ts"],
+  },
+  {
+    name: "metadata strip: PNG eXIf/tEXt/iTXt/zTXt/tIME kept",
+    file: "services/metadata_strip.ts",
+    from: `DROP_PNG.has(type) ? undefined : w.write`,
+    to: `w.write`,
+    tests: ["tests/metadata_test.ts"],
+  },
+  {
+    name: "store: no fsync of the file",
+    file: "services/store/fs_store.ts",
+    from: `        await f.syncData();`,
+    to: ``,
+    tests: ["tests/store_test.ts"],
+  },
+  {
+    name: "store: no fsync of the directory after the rename",
+    file: "services/store/fs_store.ts",
+    from: `    await Deno.rename(from, final);
+    await syncFile(parent);`,
+    to: `    await Deno.rename(from, final);`,
+    tests: ["tests/store_test.ts"],
+  },
+  {
+    name: "store: put writes straight to the final path",
+    file: "services/store/fs_store.ts",
+    from: `    const final = this.#path(key);
+    const tmp = join(this.#tmp, \`\${crypto.randomUUID()}-\${key}\`);
+    try {`,
+    to: `    const final = this.#path(key);
+    await Deno.mkdir(join(this.dir, key.slice(0, 2)), { recursive: true });
+    await Deno.remove(final).catch(() => {});
+    const tmp = final;
+    try {`,
+    tests: ["tests/store_test.ts"],
+  },
+  {
+    name: "limits: exactly MAX_FILES files refused",
+    file: "services/multipart.ts",
+    from: `        files: opts.maxFiles,`,
+    to: `        files: opts.maxFiles - 1,`,
+    tests: ["tests/upload_test.ts"],
+  },
+  {
+    name: "limits: MAX_IMAGE_PIXELS counts one frame only",
+    file: "services/image_pipeline.ts",
+    from: `const pixels = meta.width * meta.height * frames;`,
+    to: `const pixels = meta.width * meta.height;`,
+    tests: ["tests/abuse_test.ts"],
+  },
+  {
+    name: "expiry ignored when looking an image up",
+    file: "services/images.ts",
+    from: `  if (row.expires_at && new Date(row.expires_at) <= clock.now()) {`,
+    to: `  if (false) {`,
+    tests: ["tests/expiry_test.ts"],
+  },
+  {
+    name: "CSRF: the delete link takes a cross-site POST",
+    file: "routes/viewer.tsx",
+    from: `app.use("/delete/*", secureHeaders(), formCsrf(deps.config));`,
+    to: `app.use("/delete/*", secureHeaders());`,
+    tests: ["tests/expiry_test.ts"],
+  },
+  {
+    name: "escaping: viewer title raw",
+    file: "routes/viewer.tsx",
+    from: `        <h1>{rec.title}</h1>`,
+    to: `        <h1>{raw(rec.title)}</h1>`,
+    tests: ["tests/embed_test.ts"],
+  },
+  {
+    name: "escaping: HTML embed alt raw",
+    file: "sdk/src/embed_codes.ts",
+    from: `alt="\${escapeHtml(oneLine(img.title))}"`,
+    to: `alt="\${oneLine(img.title)}"`,
+    tests: ["tests/embed_test.ts"],
+  },
+  {
+    name: "rate limit: the per-key limit is off by one",
+    file: "services/rate_limit.ts",
+    from: `  if (row.count > limit) {`,
+    to: `  if (row.count > limit + 1) {`,
+    tests: ["tests/accounts_test.ts"],
+  },
+  {
+    name: "login throttle per address ignored",
+    file: "routes/account.tsx",
+    from: `      await attempts.count(clientAddress(c, deps.config.TRUST_PROXY));
+      const user = await verifyLogin(`,
+    to: `      const user = await verifyLogin(`,
+    tests: ["tests/abuse_test.ts"],
+  },
+  {
+    name: "screenshots: zoom ignored",
+    file: "services/screenshots/chromium.ts",
+    from: `      width: Math.round(opts.viewport.width / zoom),`,
+    to: `      width: Math.round(opts.viewport.width),`,
+    tests: ["tests/screenshot_test.ts"],
+  },
+  {
+    name: "screenshots: colorScheme ignored",
+    file: "services/screenshots/chromium.ts",
+    from: `    if (opts.colorScheme !== "default") {`,
+    to: `    if (false) {`,
+    tests: ["tests/screenshot_test.ts"],
+  },
+  {
+    name: "browser: close() leaves Chromium running",
+    file: "services/screenshots/chromium.ts",
+    from: `    else await b.close().catch(() => {});`,
+    to: `    else await b.disconnect().catch(() => {});`,
+    tests: ["tests/browser_life_test.ts"],
+  },
+  {
+    name: "shutdown: stop accepting while a body still arrives",
+    file: "services/lifecycle.ts",
+    from: `  if (!await lifecycle.whenNoBodyInFlight(opts.graceMs)) {`,
+    to: `  if (!await lifecycle.whenNoBodyInFlight(0)) {`,
+    tests: ["tests/lifecycle_test.ts"],
+  },
+];
+
+const root = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
+const only = Deno.args[0]?.toLowerCase();
+const chosen = MUTATIONS.filter((m) => !only || m.name.toLowerCase().includes(only));
+
+/** A scratch copy of the working tree (node_modules linked, not copied). */
+async function scratchCopy(): Promise<string> {
+  const dir = await Deno.makeTempDir({ prefix: "imagehost-mutate-" });
+  const out = await new Deno.Command("bash", {
+    args: [
+      "-c",
+      `tar -C "${root}" --exclude=./node_modules --exclude=./.git --exclude=./data -cf - . | tar -C "${dir}" -xf - && ln -s "${root}/node_modules" "${dir}/node_modules"`,
+    ],
+  }).output();
+  if (!out.success) throw new Error("cannot copy the tree");
+  return dir;
+}
+
+async function runTests(dir: string, tests: string[]): Promise<boolean> {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["test", "-A", "--no-check", ...tests],
+    cwd: dir,
+    env: { CI: "true", NO_COLOR: "1" },
+    stdout: "null",
+    stderr: "null",
+    signal: AbortSignal.timeout(15 * 60_000),
+  }).output().catch(() => ({ success: false }));
+  return out.success;
+}
+
+const dir = await scratchCopy();
+let survived = 0;
+try {
+  for (const m of chosen) {
+    const path = `${dir}/${m.file}`;
+    const original = await Deno.readTextFile(path);
+    const count = original.split(m.from).length - 1;
+    if (count !== 1) {
+      console.log(`STALE     ${m.name}: the text to replace occurs ${count} times in ${m.file}`);
+      survived++;
+      continue;
+    }
+    let mutated = original.replace(m.from, m.to);
+    if (m.to.includes("raw(") && !/import \{[^}]*\braw\b/.test(mutated)) {
+      mutated = `import { raw } from "hono/html";\n${mutated}`;
+    }
+    if (m.to.includes("netConnect") && !/netConnect/.test(original)) {
+      mutated = `import { connect as netConnect } from "node:net";\n${mutated}`;
+    }
+    await Deno.writeTextFile(path, mutated);
+    const t = performance.now();
+    const passed = await runTests(dir, m.tests);
+    await Deno.writeTextFile(path, original);
+    const secs = ((performance.now() - t) / 1000).toFixed(0);
+    if (passed) survived++;
+    console.log(
+      `${passed ? "SURVIVED" : "caught  "}  ${m.name}  (${m.tests.join(" ")}, ${secs} s)`,
+    );
+  }
+} finally {
+  await Deno.remove(dir, { recursive: true }).catch(() => {});
+}
+console.log(`\n${chosen.length - survived} of ${chosen.length} mutations caught`);
+if (survived) Deno.exit(1);

@@ -1,0 +1,117 @@
+import assert from "node:assert/strict";
+import {
+  fetchBytes,
+  test,
+  type TestEnv,
+  testEnv,
+  upload,
+  userWithKey,
+} from "./helpers.ts";
+import { formWith, makeImage } from "./fixtures.ts";
+
+/** Uploads one PNG (a colour of its own) with an expiration; returns its record. */
+async function uploadExpiring(env: TestEnv, key: string, seconds?: number) {
+  const r = await upload(
+    env,
+    key,
+    formWith(
+      [{
+        name: "e.png",
+        bytes: await makeImage("png", {
+          width: 30 + Math.floor(Math.random() * 200),
+        }),
+      }],
+      seconds ? { expiration: String(seconds) } : {},
+    ),
+  );
+  assert.equal(r.status, 200, JSON.stringify(r.body));
+  return r.body.data;
+}
+
+test("an expired image is gone on every route at once, before any sweep: file, thumbnail, viewer, API record, API delete, delete link", async () => {
+  const env = await testEnv();
+  try {
+    const { key } = await userWithKey(env);
+    const rec = await uploadExpiring(env, key, 60);
+    const auth = { authorization: `Bearer ${key}` };
+    const routes: [string, () => Response | Promise<Response>][] = [
+      ["file", () => env.app.request(new URL(rec.url).pathname)],
+      ["thumbnail", () => env.app.request(new URL(rec.thumb.url).pathname)],
+      ["viewer", () => env.app.request(new URL(rec.url_viewer).pathname)],
+      [
+        "API record",
+        () => env.app.request(`/api/1/images/${rec.id}`, { headers: auth }),
+      ],
+      [
+        "delete link page",
+        () => env.app.request(new URL(rec.delete_url).pathname),
+      ],
+    ];
+    for (const [what, go] of routes) {
+      const r = await go();
+      await r.body?.cancel();
+      assert.equal(r.status, 200, `${what} before expiry`);
+    }
+    env.clock.advance(61_000);
+    for (const [what, go] of routes) {
+      const r = await go();
+      await r.body?.cancel();
+      assert.equal(r.status, 404, `${what} after expiry`);
+    }
+    const del = await env.app.request(`/api/1/images/${rec.id}`, {
+      method: "DELETE",
+      headers: auth,
+    });
+    assert.equal(del.status, 404, "API delete after expiry");
+    const link = await env.app.request(new URL(rec.delete_url).pathname, {
+      method: "POST",
+      headers: { origin: "http://localhost:8080" },
+    });
+    assert.equal(link.status, 404, "delete link after expiry");
+  } finally {
+    await env.close();
+  }
+});
+
+test("the delete link refuses a cross-site POST (403) and keeps the image; the same origin deletes it", async () => {
+  const env = await testEnv();
+  try {
+    const { key } = await userWithKey(env);
+    const rec = await uploadExpiring(env, key);
+    const path = new URL(rec.delete_url).pathname;
+    const attempts: Record<string, string>[] = [
+      { origin: "https://evil.example" },
+      { origin: "null" },
+      { "sec-fetch-site": "cross-site" },
+    ];
+    for (const headers of attempts) {
+      const r = await env.app.request(path, {
+        method: "POST",
+        headers: {
+          ...headers,
+          "content-type": "application/x-www-form-urlencoded",
+        },
+        body: "",
+      });
+      await r.body?.cancel();
+      assert.equal(r.status, 403, JSON.stringify(headers));
+      const still = await fetchBytes(env, new URL(rec.url).pathname);
+      assert.equal(still.res.status, 200, "the image is still there");
+    }
+    const ok = await env.app.request(path, {
+      method: "POST",
+      headers: {
+        origin: "http://localhost:8080",
+        "content-type": "application/x-www-form-urlencoded",
+      },
+      body: "",
+    });
+    assert.equal(ok.status, 200);
+    assert.match(await ok.text(), /Image deleted/);
+    const gone = await env.app.request(new URL(rec.url).pathname);
+    await gone.body?.cancel();
+    assert.equal(gone.status, 404);
+  } finally {
+    await env.close();
+  }
+});

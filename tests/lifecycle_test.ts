@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { drainAndStop, Lifecycle } from "../services/lifecycle.ts";
-import { json, test, testEnv, userWithKey } from "./helpers.ts";
+import { json, test, testEnv, userWithKey, waitUntil } from "./helpers.ts";
 import { formWith, makeImage } from "./fixtures.ts";
 
 /** A multipart upload whose body arrives in `parts` pieces, `gapMs` apart. */
@@ -43,7 +43,7 @@ test("a SIGTERM while an upload body is still arriving lets it finish: the uploa
     const png = await makeImage("png", { width: 300, height: 200 });
     const base = `http://127.0.0.1:${server.addr.port}`;
     const pending = trickledUpload(`${base}/api/1/upload`, key, png, 8, 100);
-    await new Promise((r) => setTimeout(r, 250));
+    await waitUntil(() => lifecycle.bodiesInFlight === 1);
     assert.equal(lifecycle.bodiesInFlight, 1, "the body is still arriving");
 
     const drained = await drainAndStop(server, lifecycle, {

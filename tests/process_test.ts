@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { createApiKey } from "../services/api_keys.ts";
 import { createUser } from "../services/accounts.ts";
 import { migrate, openDatabase } from "../services/db/database.ts";
-import { test } from "./helpers.ts";
+import { test, waitUntilAsync } from "./helpers.ts";
 import { startPgCluster } from "./pg_cluster.ts";
 import { probe, startService } from "./service_process.ts";
 
@@ -127,7 +127,11 @@ test("SIGTERM drains before stopping: /readyz turns 503 (instance), answers clos
 
     const sent = Date.now();
     svc.proc.kill("SIGTERM");
-    await new Promise((r) => setTimeout(r, 300));
+    await waitUntilAsync(
+      async () => (await probe(`${svc.base}/readyz`)) === 503,
+      1400,
+      20,
+    );
     const ready = await fetch(`${svc.base}/readyz`);
     assert.equal(ready.status, 503);
     const body = await ready.json();

@@ -575,8 +575,13 @@ test("a full queue gets 240 with Retry-After, and so does a server without a bro
   });
   try {
     const k = (await userWithKey(e)).key;
+    const held = fixture.requests.filter((r) => r.path === "/hold").length;
     const slow = shot({ url: `${fixture.origin}/hold`, share: false }, e, k);
-    await new Promise((r) => setTimeout(r, 300));
+    // The only slot is taken once its page is being fetched.
+    await waitUntil(
+      () => fixture.requests.filter((r) => r.path === "/hold").length > held,
+      10_000,
+    );
     const res = await e.app.request("/api/1/screenshot", {
       method: "POST",
       headers: {

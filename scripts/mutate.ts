@@ -52,7 +52,8 @@ const MUTATIONS: Mutation[] = [
     name: "guard: CONNECT tunnels (WebSockets, HTTPS) pass unchecked",
     file: "services/screenshots/guard_proxy.ts",
     from: `      const upstream = await open(m[1], Number(m[2]), client);`,
-    to: `      const upstream = await new Promise<import("node:net").Socket>((r) => {
+    to:
+      `      const upstream = await new Promise<import("node:net").Socket>((r) => {
         const s = netConnect({ host: m[1], port: Number(m[2]) });
         s.once("connect", () => r(s));
       });`,
@@ -152,7 +153,8 @@ const MUTATIONS: Mutation[] = [
   {
     name: "login throttle per address ignored",
     file: "routes/account.tsx",
-    from: `      await attempts.count(clientAddress(c, deps.config.TRUST_PROXY));
+    from:
+      `      await attempts.count(clientAddress(c, deps.config.TRUST_PROXY));
       const user = await verifyLogin(`,
     to: `      const user = await verifyLogin(`,
     tests: ["tests/abuse_test.ts"],
@@ -189,7 +191,9 @@ const MUTATIONS: Mutation[] = [
 
 const root = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
 const only = Deno.args[0]?.toLowerCase();
-const chosen = MUTATIONS.filter((m) => !only || m.name.toLowerCase().includes(only));
+const chosen = MUTATIONS.filter((m) =>
+  !only || m.name.toLowerCase().includes(only)
+);
 
 /** A scratch copy of the working tree (node_modules linked, not copied). */
 async function scratchCopy(): Promise<string> {
@@ -224,15 +228,16 @@ try {
   // The tests must pass without any mutation, or a "caught" would mean nothing.
   const files = [...new Set(chosen.flatMap((m) => m.tests))];
   if (!await runTests(dir, files)) {
-    console.log(`the tests fail without any mutation: ${files.join(" ")}`);
-    Deno.exit(2);
+    throw new Error(`the tests fail without any mutation: ${files.join(" ")}`);
   }
   for (const m of chosen) {
     const path = `${dir}/${m.file}`;
     const original = await Deno.readTextFile(path);
     const count = original.split(m.from).length - 1;
     if (count !== 1) {
-      console.log(`STALE     ${m.name}: the text to replace occurs ${count} times in ${m.file}`);
+      console.log(
+        `STALE     ${m.name}: the text to replace occurs ${count} times in ${m.file}`,
+      );
       survived++;
       continue;
     }
@@ -250,11 +255,15 @@ try {
     const secs = ((performance.now() - t) / 1000).toFixed(0);
     if (passed) survived++;
     console.log(
-      `${passed ? "SURVIVED" : "caught  "}  ${m.name}  (${m.tests.join(" ")}, ${secs} s)`,
+      `${passed ? "SURVIVED" : "caught  "}  ${m.name}  (${
+        m.tests.join(" ")
+      }, ${secs} s)`,
     );
   }
 } finally {
   await Deno.remove(dir, { recursive: true }).catch(() => {});
 }
-console.log(`\n${chosen.length - survived} of ${chosen.length} mutations caught`);
+console.log(
+  `\n${chosen.length - survived} of ${chosen.length} mutations caught`,
+);
 if (survived) Deno.exit(1);

@@ -70,6 +70,22 @@ const fixture = startFixture({
       headers: { "content-type": "text/html" },
     });
   },
+  "/sockets": (req) => {
+    const port = new URL(req.url).searchParams.get("port");
+    const js = `
+      for (const u of ["ws://127.0.0.1:${port}/", "wss://127.0.0.1:${port}/"]) {
+        try { new WebSocket(u); } catch {}
+      }
+      fetch("https://127.0.0.1:${port}/").catch(() => {});
+      fetch("http://127.0.0.1:${port}/").catch(() => {});
+      new EventSource("http://127.0.0.1:${port}/events");`;
+    return new Response(
+      page(
+        `<img src="https://127.0.0.1:${port}/a.png"><iframe src="https://127.0.0.1:${port}/"></iframe><script>${js}</script>`,
+      ),
+      { headers: { "content-type": "text/html" } },
+    );
+  },
   "/never": (req) =>
     new Promise<Response>((resolve) =>
       req.signal.addEventListener("abort", () => resolve(new Response("gone")))
@@ -243,6 +259,29 @@ test("SSRF corpus: 22 spellings of a denied loopback address, asked directly, th
     `ssrf corpus: ${JSON.stringify({ forms: forms.length, direct: tally })}`,
   );
   assert.equal(denied.requests.length, 0, JSON.stringify(denied.requests));
+});
+
+test("a captured page's WebSockets, HTTPS (CONNECT) and plain requests to a denied port open no TCP connection to it at all", async () => {
+  // A bare listener that counts accepted connections: nothing may even connect.
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (listener.addr as Deno.NetAddr).port;
+  let accepted = 0;
+  const accepting = (async () => {
+    for await (const conn of listener) {
+      accepted++;
+      conn.close();
+    }
+  })();
+  try {
+    const r = await shot({ url: `${fixture.origin}/sockets?port=${port}` });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    const direct = await shot({ url: `https://127.0.0.1:${port}/` });
+    assert.equal(direct.body.error?.code, 210, JSON.stringify(direct.body));
+    assert.equal(accepted, 0, "connections the denied port accepted");
+  } finally {
+    listener.close();
+    await accepting.catch(() => {});
+  }
 });
 
 test("teardown", async () => {

@@ -884,3 +884,29 @@ test("a client that hangs up mid-upload leaves no temp file, stores nothing, and
     await env.close();
   }
 });
+
+test("a body over the whole-request cap is refused with HTTP 413 and code 413, and nothing is left on disk", async () => {
+  const env = await testEnv({
+    env: { MAX_FILES: "1", MAX_FILE_BYTES: "1000" },
+  });
+  try {
+    const { key } = await userWithKey(env);
+    // The cap is MAX_FILES × MAX_FILE_BYTES + 4 MiB for fields: 5 MiB of fields is over.
+    const r = await upload(
+      env,
+      key,
+      formWith([], { notes: "x".repeat(60_000) }),
+    );
+    // Under the cap, a form without a file is 140, not 413.
+    assert.deepEqual([r.status, r.body.error.code], [400, 140]);
+    const fd = new FormData();
+    for (let i = 0; i < 90; i++) fd.append(`f${i}`, "y".repeat(60_000));
+    const big = await upload(env, key, fd);
+    assert.deepEqual([big.status, big.body.error.code], [413, 413]);
+    assert.deepEqual([
+      ...Deno.readDirSync(`${env.dataDir}/tmp/${processTag()}`),
+    ], []);
+  } finally {
+    await env.close();
+  }
+});

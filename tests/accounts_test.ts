@@ -231,7 +231,13 @@ for (const kind of databaseKinds()) {
       assert.ok(!everything.includes(key));
       assert.ok(!everything.includes(key.slice(4, 20)));
       assert.ok(!everything.includes("correct horse battery"));
-      assert.match(userRow.password_hash, /^scrypt\$32768\$8\$1\$/);
+      // Floors from outside the code: scrypt's paper and RFC 7914 give N = 2^14, r = 8 as
+      // the interactive-login minimum; a 16-byte salt at least (NIST SP 800-132: 128 bits).
+      const [alg, n, r, p, salt, hash] = userRow.password_hash.split("$");
+      assert.equal(alg, "scrypt");
+      assert.ok(Number(n) >= 2 ** 14 && Number(r) >= 8 && Number(p) >= 1);
+      assert.ok(atob(salt.replace(/-/g, "+").replace(/_/g, "/")).length >= 16);
+      assert.ok(hash.length >= 43, "a 256-bit derived key");
       assert.match(keyRow.key_hash, /^[0-9a-f]{64}$/);
       assert.equal(keyRow.last4, key.slice(-4));
     } finally {

@@ -182,12 +182,10 @@ test("a multipart upload whose part is refused fails whole: aborted, nothing sto
       ),
       /part 2/,
     );
-    assert.deepEqual(seen, [
-      "POST ?uploads",
-      "PUT ?partNumber&uploadId",
-      "PUT ?partNumber&uploadId",
-      "DELETE ?uploadId",
-    ]);
+    // The S3 protocol, whatever order parts go in: started, never completed, aborted.
+    assert.equal(seen[0], "POST ?uploads");
+    assert.equal(seen.at(-1), "DELETE ?uploadId");
+    assert.ok(!seen.includes("POST ?uploadId"), "never completed");
     assert.equal(await s3.store.stat("multipart2.jpg"), null);
   } finally {
     await Deno.remove(local).catch(() => {});

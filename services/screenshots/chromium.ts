@@ -7,8 +7,6 @@ import { type GuardProxy, startGuardProxy } from "./guard_proxy.ts";
 import { loadPage } from "./page_load.ts";
 import { OWNER_FLAG, reapOrphans } from "./reap.ts";
 
-/** Starts Chromium so that it dies with this process (a kill -9 included). */
-const CHILD_SCRIPT = new URL("./chromium_child.sh", import.meta.url).pathname;
 import {
   AD_HOSTS,
   AD_SELECTORS,
@@ -23,6 +21,9 @@ import type {
   CaptureResult,
   Screenshotter,
 } from "./screenshotter.ts";
+
+/** Starts Chromium so that it dies with this process (a kill -9 included). */
+const CHILD_SCRIPT = new URL("./chromium_child.sh", import.meta.url).pathname;
 
 /** Flags every Chromium we start gets: no background traffic may leave the machine. */
 export const CHROMIUM_FLAGS = [

@@ -195,3 +195,87 @@ test("the viewer page's embed fields carry the escaped codes for an upload with 
     await env.close();
   }
 });
+
+test("a hostile title stays text on every page that shows it: viewer, delete confirmation, deleted page and the account's image list", async () => {
+  const env = await testEnv();
+  try {
+    const signup = await env.app.request("/signup", {
+      method: "POST",
+      headers: {
+        origin: "http://localhost:8080",
+        "content-type": "application/x-www-form-urlencoded",
+      },
+      body: "email=owner%40example.com&password=a+long+enough+password",
+    });
+    assert.equal(signup.status, 303);
+    const cookie = signup.headers.get("set-cookie")!.split(";")[0];
+    const user = await env.deps.database.db.selectFrom("users").select("id")
+      .where("email", "=", "owner@example.com").executeTakeFirstOrThrow();
+    const { createApiKey } = await import("../services/api_keys.ts");
+    const { key } = await createApiKey(env.deps.database.db, user.id, "t");
+    const name = `"><img src=x onerror=alert(1)><svg onload=alert(2)>.png`;
+    const r = await json(
+      await env.app.request("/api/1/upload", {
+        method: "POST",
+        headers: { authorization: `Bearer ${key}` },
+        body: formWith([{
+          name,
+          bytes: await makeImage("png", { width: 23 }),
+        }]),
+      }),
+    );
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    const rec = r.body.data;
+    // (No "/" in it: a file name keeps only what follows the last one; a form sends " as
+    // %22, as browsers do.)
+    assert.equal(rec.title, name.replace('"', "%22"));
+    const deletePath = new URL(rec.delete_url).pathname;
+    const pages: [string, () => Promise<Response>][] = [
+      [
+        "viewer",
+        async () => await env.app.request(new URL(rec.url_viewer).pathname),
+      ],
+      [
+        "account",
+        async () => await env.app.request("/account", { headers: { cookie } }),
+      ],
+      ["delete confirmation", async () => await env.app.request(deletePath)],
+      ["deleted", async () =>
+        await env.app.request(deletePath, {
+          method: "POST",
+          headers: { origin: "http://localhost:8080" },
+        })],
+    ];
+    for (const [what, get] of pages) {
+      const res = await get();
+      assert.equal(res.status, 200, what);
+      const html = await res.text();
+      const all = elements(parse(html) as unknown as P5Node);
+      assert.ok(
+        all.every((e) => !("onerror" in attrs(e)) && !("onload" in attrs(e))),
+        `${what}: an injected handler`,
+      );
+      assert.ok(
+        all.every((e) => e.nodeName !== "svg"),
+        `${what}: an injected svg`,
+      );
+      // The title is there, as text or as an attribute's value, whole.
+      const values: string[] = [];
+      const walk = (n: P5Node) => {
+        const v = (n as unknown as { value?: string }).value;
+        if (n.nodeName === "#text" && v) values.push(v);
+        for (const a of n.attrs ?? []) values.push(a.value);
+        for (const c of n.childNodes ?? []) walk(c);
+      };
+      walk(parse(html) as unknown as P5Node);
+      assert.ok(
+        values.some((v) =>
+          v.includes(`onerror=alert(1)><svg onload=alert(2)>`)
+        ),
+        `${what}: the title shown whole, as text`,
+      );
+    }
+  } finally {
+    await env.close();
+  }
+});

@@ -92,8 +92,10 @@ async function outage(
   const clients = Array.from({ length: 3 }, async (_, c) => {
     for (let i = 0; i < 400 && !stop; i++) {
       const id = ids[(i + c) % ids.length];
+      // Counted by when it was sent: a request sent before recovery may still get a 503.
+      const sentIn = phase;
       const r = await timed(`${lb}/api/1/images/${id}`, { headers: auth });
-      (phase === "down" ? during : after).add(r.status, r.ms);
+      (sentIn === "down" ? during : after).add(r.status, r.ms);
       await new Promise((res) => setTimeout(res, 50));
     }
   });
@@ -101,12 +103,18 @@ async function outage(
   await new Promise((r) => setTimeout(r, 4000));
   const t0 = performance.now();
   await up();
-  phase = "up";
+  // Recovered once both instances say ready: three 200s in a row through the balancer,
+  // which alternates between them. Only requests sent after that count as "after".
+  let streak = 0;
   await waitUntilAsync(
-    async () => (await probe(`${lb}/readyz`)) === 200,
+    async () => {
+      streak = (await probe(`${lb}/readyz`)) === 200 ? streak + 1 : 0;
+      return streak >= 3;
+    },
     30_000,
     100,
   );
+  phase = "up";
   const recoverySeconds = (performance.now() - t0) / 1000;
   await new Promise((r) => setTimeout(r, 1000));
   stop = true;

@@ -17,6 +17,13 @@ function bearerKey(c: Context): string | undefined {
 }
 
 /**
+ * The key of the request's headers: `Authorization: Bearer`, else Chevereto V4's `X-API-Key`.
+ */
+export function headerKey(c: Context): string | undefined {
+  return bearerKey(c) ?? presentKey(c.req.header("x-api-key"));
+}
+
+/**
  * A key given in the body or query, or undefined when it is absent or empty: an empty `key`
  * (a form's blank field, `{"key":""}`) must not hide a real key of lower precedence.
  */
@@ -30,13 +37,13 @@ export function isMultipart(c: Context): boolean {
 }
 
 /**
- * Authenticates every /api/1 request. Precedence: Authorization header, then the body's
- * `key` (JSON property or form field), then `?key=`. Multipart bodies are streamed by their
+ * Authenticates every /api/1 request. Precedence: Authorization header, X-API-Key header,
+ * then the body's `key` (JSON property or form field), then `?key=`. Multipart bodies are streamed by their
  * route, which calls {@link authenticateDeferred} once it has seen the body's fields.
  */
 export function apiAuth(deps: AppDeps): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
-    let key = bearerKey(c);
+    let key = headerKey(c);
     if (key === undefined) {
       if (isMultipart(c) && c.req.method === "POST") {
         return await next();
@@ -72,7 +79,7 @@ export async function authenticateDeferred(
   return await admit(
     c,
     deps,
-    bearerKey(c) ?? presentKey(bodyKey) ?? presentKey(c.req.query("key")),
+    headerKey(c) ?? presentKey(bodyKey) ?? presentKey(c.req.query("key")),
   );
 }
 

@@ -10,6 +10,12 @@ export function openApiDocument(app: App, serverUrl?: string) {
     scheme: "bearer",
     description: "Authorization: Bearer <API_KEY>",
   });
+  app.openAPIRegistry.registerComponent("securitySchemes", "apiKeyHeader", {
+    type: "apiKey",
+    in: "header",
+    name: "X-API-Key",
+    description: "X-API-Key: <API_KEY> (Chevereto V4; after Authorization)",
+  });
   app.openAPIRegistry.registerComponent("securitySchemes", "queryKey", {
     type: "apiKey",
     in: "query",

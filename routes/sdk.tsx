@@ -38,7 +38,7 @@ export function registerSdkRoutes(app: App, _deps: AppDeps) {
     cors({
       origin: "*",
       allowMethods: ["GET", "POST", "DELETE", "OPTIONS"],
-      allowHeaders: ["Authorization", "Content-Type"],
+      allowHeaders: ["Authorization", "X-API-Key", "Content-Type"],
       exposeHeaders: ["X-Request-Id", "Retry-After"],
       maxAge: 86400,
     }),

@@ -16,7 +16,7 @@ import { ApiError, type ErrorCode } from "../schemas/errors.ts";
 import { receiveMultipart } from "../services/multipart.ts";
 import type { ImagePipeline } from "../services/image_pipeline.ts";
 import type { ImageRowCache } from "../services/image_cache.ts";
-import { authenticateDeferred, isMultipart } from "./api_auth.ts";
+import { authenticateDeferred, headerKey, isMultipart } from "./api_auth.ts";
 import {
   deleteImage,
   findLiveImage,
@@ -24,10 +24,15 @@ import {
   toImageRecord,
 } from "../services/images.ts";
 
-/** Security requirement of every /api/1 route: Bearer header or ?key=. */
-export const API_SECURITY: Record<string, string[]>[] = [{ bearer: [] }, {
-  queryKey: [],
-}];
+/** Security requirement of every /api/1 route: Bearer header, X-API-Key header or ?key=. */
+export const API_SECURITY: Record<string, string[]>[] = [
+  { bearer: [] },
+  { apiKeyHeader: [] },
+  { queryKey: [] },
+];
+
+/** What an upload answers with (Chevereto's `format`). */
+export const UPLOAD_FORMATS = ["json", "txt", "redirect"] as const;
 
 /** Allowed range of `expiration`, seconds (one minute to 180 days, as ImgBB). */
 export const EXPIRATION_MIN = 60;
@@ -45,12 +50,19 @@ export const postUploadRoute = createRoute({
     "One file returns the image record; several return `{images, count, errors?}`: files " +
     "that fail are listed in `errors` while the others are stored. Types are detected from " +
     "the bytes: JPEG, PNG, GIF, WebP, AVIF, BMP, TIFF. Uploading bytes you already uploaded " +
-    "returns the existing record with `duplicate: true`.",
+    "returns the existing record with `duplicate: true`. `format` (query or field) picks " +
+    "the answer as Chevereto does: `json` (default), `txt` (the direct URL as text/plain, " +
+    "one line per stored image) or `redirect` (303 to the first image's viewer page); " +
+    "errors are always the JSON envelope. `name` (ImgBB) or `title` (Chevereto) sets the " +
+    "title instead of the file name.",
   security: API_SECURITY,
   request: {
     query: z.object({
       key: z.string().optional(),
       expiration: z.string().optional().openapi({ example: "3600" }),
+      format: z.enum(UPLOAD_FORMATS).optional().openapi({
+        description: "json (default), txt or redirect",
+      }),
     }),
     body: {
       required: true,
@@ -78,6 +90,16 @@ export const postUploadRoute = createRoute({
                 maximum: EXPIRATION_MAX,
                 description: "Seconds until the image is deleted",
               },
+              format: {
+                type: "string",
+                enum: [...UPLOAD_FORMATS],
+                description: "json (default), txt or redirect",
+              },
+              name: {
+                type: "string",
+                maxLength: 255,
+                description: "Title of the image (ImgBB); `title` is taken too",
+              },
             },
           },
         },
@@ -91,7 +113,16 @@ export const postUploadRoute = createRoute({
         "application/json": {
           schema: envelopeOf(z.union([ImageRecordSchema, MultiUploadSchema])),
         },
+        "text/plain": {
+          schema: z.string().openapi({
+            description:
+              "format=txt: the direct URL of each stored image, one a line",
+          }),
+        },
       },
+    },
+    303: {
+      description: "format=redirect: to the first stored image's viewer page",
     },
     ...errorResponses(
       ...AUTH_ERRORS,
@@ -162,6 +193,17 @@ function parseExpiration(raw: string | undefined): number | undefined {
   return n;
 }
 
+function parseFormat(raw: string | undefined): typeof UPLOAD_FORMATS[number] {
+  if (raw === undefined || raw === "") return "json";
+  const f = UPLOAD_FORMATS.find((x) => x === raw);
+  if (!f) {
+    throw new ApiError(160, {
+      details: [{ path: "format", message: "must be json, txt or redirect" }],
+    });
+  }
+  return f;
+}
+
 const ok = <T>(data: T) => ({
   status: 200 as const,
   success: true as const,
@@ -188,7 +230,7 @@ export function registerUploadRoutes(
     }
     // Authentication before the body costs anything: a header key is checked before a byte
     // is read, a body key as soon as the first file part begins (it must come first).
-    if (c.req.header("authorization") !== undefined) {
+    if (headerKey(c) !== undefined) {
       await authenticateDeferred(c, deps, undefined);
     }
     await Deno.mkdir(pipeline.tmpDir, { recursive: true });
@@ -208,6 +250,8 @@ export function registerUploadRoutes(
       const expiration = parseExpiration(
         form.fields.expiration ?? c.req.query("expiration"),
       );
+      const format = parseFormat(form.fields.format ?? c.req.query("format"));
+      const title = (form.fields.name || form.fields.title)?.slice(0, 255);
       const images: ImageRecord[] = [];
       const errors: {
         index: number;
@@ -219,7 +263,13 @@ export function registerUploadRoutes(
       let lastError: ApiError | undefined;
       for (const file of form.files) {
         try {
-          images.push(await pipeline.ingest(userId, file, { expiration }));
+          images.push(
+            await pipeline.ingest(
+              userId,
+              title ? { ...file, filename: title } : file,
+              { expiration },
+            ),
+          );
         } catch (e) {
           let err: ApiError;
           if (e instanceof ApiError) err = e;
@@ -243,10 +293,14 @@ export function registerUploadRoutes(
           await Deno.remove(file.path).catch(() => {});
         }
       }
-      if (form.files.length === 1) {
-        if (lastError) throw lastError;
-        return c.json(ok(images[0]), 200);
+      if (form.files.length === 1 && lastError) throw lastError;
+      if (format === "txt" && images.length) {
+        return c.text(images.map((i) => i.url).join("\n") + "\n", 200);
       }
+      if (format === "redirect" && images.length) {
+        return c.redirect(images[0].url_viewer, 303);
+      }
+      if (form.files.length === 1) return c.json(ok(images[0]), 200);
       if (images.length === 0) {
         // An outage is not the files' fault: answer it as such, so clients retry.
         const outage = errorsThrown.find((e) => e.code === 250);

@@ -54,7 +54,7 @@ export interface paths {
         put?: never;
         /**
          * Upload one or more images
-         * @description Multipart form with one or more files in `images` (also `images[]`, `image`, `source`). One file returns the image record; several return `{images, count, errors?}`: files that fail are listed in `errors` while the others are stored. Types are detected from the bytes: JPEG, PNG, GIF, WebP, AVIF, BMP, TIFF. Uploading bytes you already uploaded returns the existing record with `duplicate: true`.
+         * @description Multipart form with one or more files in `images` (also `images[]`, `image`, `source`). One file returns the image record; several return `{images, count, errors?}`: files that fail are listed in `errors` while the others are stored. Types are detected from the bytes: JPEG, PNG, GIF, WebP, AVIF, BMP, TIFF. Uploading bytes you already uploaded returns the existing record with `duplicate: true`. `format` (query or field) picks the answer as Chevereto does: `json` (default), `txt` (the direct URL as text/plain, one line per stored image) or `redirect` (303 to the first image's viewer page); errors are always the JSON envelope. `name` (ImgBB) or `title` (Chevereto) sets the title instead of the file name.
          */
         post: operations["postUpload"];
         delete?: never;
@@ -387,6 +387,8 @@ export interface operations {
             query?: {
                 key?: string;
                 expiration?: string;
+                /** @description json (default), txt or redirect */
+                format?: "json" | "txt" | "redirect";
             };
             header?: never;
             path?: never;
@@ -401,6 +403,13 @@ export interface operations {
                     images: string[];
                     /** @description Seconds until the image is deleted */
                     expiration?: number;
+                    /**
+                     * @description json (default), txt or redirect
+                     * @enum {string}
+                     */
+                    format?: "json" | "txt" | "redirect";
+                    /** @description Title of the image (ImgBB); `title` is taken too */
+                    name?: string;
                 };
             };
         };
@@ -418,7 +427,15 @@ export interface operations {
                         success: true;
                         data: components["schemas"]["ImageRecord"] | components["schemas"]["MultiUpload"];
                     };
+                    "text/plain": string;
                 };
+            };
+            /** @description format=redirect: to the first stored image's viewer page */
+            303: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description 131 Too many files; 140 No image file provided; 160 Invalid request */
             400: {

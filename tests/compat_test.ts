@@ -1,0 +1,155 @@
+import assert from "node:assert/strict";
+import { fetchBytes, json, test, testEnv, userWithKey } from "./helpers.ts";
+import { formWith, makeImage } from "./fixtures.ts";
+
+test("Chevereto V4's X-API-Key header authenticates, after Authorization and before body and query keys, and browsers may send it (CORS)", async () => {
+  const env = await testEnv();
+  try {
+    const { key } = await userWithKey(env);
+    const record = (headers: Record<string, string>, query = "") =>
+      env.app.request(`/api/1/screenshot/presets${query}`, { headers });
+    assert.equal((await record({ "x-api-key": key })).status, 200);
+    // Authorization first: a good bearer wins over a bad X-API-Key, a bad one loses.
+    assert.equal(
+      (await record({ authorization: `Bearer ${key}`, "x-api-key": "ihk_bad" }))
+        .status,
+      200,
+    );
+    const bad = await json(
+      await record({ authorization: "Bearer ihk_bad", "x-api-key": key }),
+    );
+    assert.deepEqual([bad.status, bad.body.error.code], [401, 110]);
+    // Before the query key.
+    assert.equal(
+      (await record({ "x-api-key": key }, "?key=ihk_bad")).status,
+      200,
+    );
+    // An upload with X-API-Key is checked before its body is read: a wrong one is 110.
+    const png = await makeImage("png", { width: 51 });
+    const wrong = await json(
+      await env.app.request("/api/1/upload", {
+        method: "POST",
+        headers: { "x-api-key": "ihk_wrong" },
+        body: formWith([{ name: "x.png", bytes: png }]),
+      }),
+    );
+    assert.deepEqual([wrong.status, wrong.body.error.code], [401, 110]);
+    const up = await json(
+      await env.app.request("/api/1/upload", {
+        method: "POST",
+        headers: { "x-api-key": key },
+        body: formWith([{ name: "x.png", bytes: png }]),
+      }),
+    );
+    assert.equal(up.status, 200, JSON.stringify(up.body));
+    const preflight = await env.app.request("/api/1/upload", {
+      method: "OPTIONS",
+      headers: {
+        origin: "https://blog.example",
+        "access-control-request-method": "POST",
+        "access-control-request-headers": "x-api-key",
+      },
+    });
+    assert.match(
+      preflight.headers.get("access-control-allow-headers") ?? "",
+      /X-API-Key/i,
+    );
+  } finally {
+    await env.close();
+  }
+});
+
+test("format=txt answers the direct URL as text/plain, format=redirect 303s to the viewer, anything else is 160; errors stay JSON", async () => {
+  const env = await testEnv();
+  try {
+    const { key } = await userWithKey(env);
+    const auth = { authorization: `Bearer ${key}` };
+    const post = (
+      query: string,
+      fields: Record<string, string>,
+      width: number,
+    ) =>
+      makeImage("png", { width }).then((bytes) =>
+        env.app.request(`/api/1/upload${query}`, {
+          method: "POST",
+          headers: auth,
+          body: formWith([{ name: "f.png", bytes }], fields),
+        })
+      );
+
+    const txt = await post("?format=txt", {}, 61);
+    assert.equal(txt.status, 200);
+    assert.match(txt.headers.get("content-type")!, /^text\/plain/);
+    const url = (await txt.text()).trim();
+    const served = await fetchBytes(env, new URL(url).pathname);
+    assert.equal(served.res.status, 200);
+    assert.equal(served.res.headers.get("content-type"), "image/png");
+
+    // As a form field too, and with several files: one URL a line.
+    const two = await env.app.request("/api/1/upload", {
+      method: "POST",
+      headers: auth,
+      body: formWith([
+        { name: "a.png", bytes: await makeImage("png", { width: 62 }) },
+        { name: "b.png", bytes: await makeImage("png", { width: 63 }) },
+      ], { format: "txt" }),
+    });
+    assert.equal((await two.text()).trim().split("\n").length, 2);
+
+    const red = await post("", { format: "redirect" }, 64);
+    assert.equal(red.status, 303);
+    assert.match(red.headers.get("location")!, /^http:\/\/localhost:8080\/i\//);
+
+    for (
+      const [q, f] of [["?format=xml", {}], ["", { format: "html" }]] as const
+    ) {
+      const bad = await json(await post(q, f, 65));
+      assert.deepEqual(
+        [bad.status, bad.body.error.code, bad.body.error.details[0].path],
+        [400, 160, "format"],
+      );
+    }
+    // A failing upload in txt mode is still the envelope.
+    const broken = await json(
+      await env.app.request("/api/1/upload?format=txt", {
+        method: "POST",
+        headers: auth,
+        body: formWith([{
+          name: "x.png",
+          bytes: new TextEncoder().encode("no"),
+        }]),
+      }),
+    );
+    assert.deepEqual([broken.status, broken.body.error.code], [415, 141]);
+  } finally {
+    await env.close();
+  }
+});
+
+test("name (ImgBB) or title (Chevereto) sets the image's title instead of the file name", async () => {
+  const env = await testEnv();
+  try {
+    const { key } = await userWithKey(env);
+    for (
+      const [field, value] of [["name", "Holiday 2026"], ["title", "Beach"]]
+    ) {
+      const r = await json(
+        await env.app.request("/api/1/upload", {
+          method: "POST",
+          headers: { authorization: `Bearer ${key}` },
+          body: formWith(
+            [{
+              name: "IMG_0001.png",
+              bytes: await makeImage("png", { width: 70 + value.length }),
+            }],
+            { [field]: value },
+          ),
+        }),
+      );
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+      assert.equal(r.body.data.title, value, field);
+    }
+  } finally {
+    await env.close();
+  }
+});

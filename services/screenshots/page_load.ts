@@ -30,9 +30,9 @@ const REPLACED =
 /**
  * Loads `url` in `page` and waits until it has settled: its main frame's current document
  * has fired `load` and no other navigation is under way or announced by a meta refresh of
- * at most {@link FOLLOW_REFRESH_S} seconds. Unlike waiting
- * on the first navigation alone (which never ends when a meta refresh or a script replaces
- * it), this follows the page to where it comes to rest. JavaScript dialogs are dismissed as
+ * at most {@link FOLLOW_REFRESH_S} seconds. Unlike waiting on the first navigation alone
+ * (which never ends when a meta refresh or a script replaces it), this follows the page to
+ * where it comes to rest. JavaScript dialogs are dismissed as
  * they open, so `alert()` cannot hold the load. Throws 210 when the guard refused the final
  * document, 220 when it failed, 230 at `deadline`.
  */

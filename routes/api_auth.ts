@@ -37,17 +37,29 @@ export function isMultipart(c: Context): boolean {
 }
 
 /**
+ * True for a request whose route streams its own body and authenticates from it (an
+ * upload, in any of its body types): the middleware must not read the body first.
+ */
+function streamsOwnBody(c: Context): boolean {
+  if (c.req.method !== "POST") return false;
+  if (isMultipart(c)) return true;
+  return c.req.path === "/api/1/upload" &&
+    /^application\/(x-www-form-urlencoded|json)/i.test(
+      c.req.header("content-type") ?? "",
+    );
+}
+
+/**
  * Authenticates every /api/1 request. Precedence: Authorization header, X-API-Key header,
- * then the body's `key` (JSON property or form field), then `?key=`. Multipart bodies are streamed by their
- * route, which calls {@link authenticateDeferred} once it has seen the body's fields.
+ * then the body's `key` (JSON property or form field), then `?key=`. Upload bodies are
+ * streamed by their route, which calls {@link authenticateDeferred} once it has seen the
+ * body's fields.
  */
 export function apiAuth(deps: AppDeps): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     let key = headerKey(c);
     if (key === undefined) {
-      if (isMultipart(c) && c.req.method === "POST") {
-        return await next();
-      }
+      if (streamsOwnBody(c)) return await next();
       const ct = c.req.header("content-type") ?? "";
       if (/^application\/json/i.test(ct)) {
         // Parsed once: Hono caches the body, so the route's validator reads the same one.

@@ -14,6 +14,11 @@ import {
 } from "../schemas/image.ts";
 import { ApiError, type ErrorCode } from "../schemas/errors.ts";
 import { receiveMultipart } from "../services/multipart.ts";
+import {
+  type BodyOptions,
+  receiveJson,
+  receiveUrlencoded,
+} from "../services/form_bodies.ts";
 import type { ImagePipeline } from "../services/image_pipeline.ts";
 import type { ImageRowCache } from "../services/image_cache.ts";
 import { authenticateDeferred, headerKey, isMultipart } from "./api_auth.ts";
@@ -100,6 +105,41 @@ export const postUploadRoute = createRoute({
                 maxLength: 255,
                 description: "Title of the image (ImgBB); `title` is taken too",
               },
+            },
+          },
+        },
+        "application/x-www-form-urlencoded": {
+          schema: {
+            type: "object",
+            properties: {
+              key: { type: "string", description: "API key, before the image" },
+              image: {
+                type: "string",
+                description:
+                  "The image as base64 or a data: URI (also `images`, `source`; repeat " +
+                  "for several); decoded as it arrives",
+              },
+              expiration: { type: "string" },
+              format: { type: "string", enum: [...UPLOAD_FORMATS] },
+              name: { type: "string", maxLength: 255 },
+            },
+          },
+        },
+        "application/json": {
+          schema: {
+            type: "object",
+            properties: {
+              key: { type: "string" },
+              image: {
+                oneOf: [{ type: "string" }, {
+                  type: "array",
+                  items: { type: "string" },
+                }],
+                description: "base64 or data: URI, or a list of them",
+              },
+              expiration: { type: ["string", "integer"] },
+              format: { type: "string", enum: [...UPLOAD_FORMATS] },
+              name: { type: "string", maxLength: 255 },
             },
           },
         },
@@ -220,11 +260,21 @@ export function registerUploadRoutes(
   const { db } = deps.database;
 
   app.openapi(postUploadRoute, async (c) => {
-    if (!isMultipart(c) || !c.req.raw.body) {
+    const type = c.req.header("content-type") ?? "";
+    const receive = isMultipart(c)
+      ? (body: ReadableStream<Uint8Array>, o: BodyOptions) =>
+        receiveMultipart(body, type, o)
+      : /^application\/x-www-form-urlencoded/i.test(type)
+      ? receiveUrlencoded
+      : /^application\/json/i.test(type)
+      ? receiveJson
+      : undefined;
+    if (!receive || !c.req.raw.body) {
       throw new ApiError(140, {
         details: [{
           message:
-            "Send the images as multipart/form-data in the field `images`",
+            "Send the images as multipart/form-data files, or base64 in a form or JSON " +
+            "body, in the field `images` (or `image`, `source`)",
         }],
       });
     }
@@ -234,9 +284,8 @@ export function registerUploadRoutes(
       await authenticateDeferred(c, deps, undefined);
     }
     await Deno.mkdir(pipeline.tmpDir, { recursive: true });
-    const form = await receiveMultipart(
+    const form = await receive(
       c.req.raw.body,
-      c.req.header("content-type")!,
       {
         tmpDir: pipeline.tmpDir,
         maxFileBytes: deps.config.MAX_FILE_BYTES,

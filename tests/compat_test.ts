@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { fetchBytes, json, test, testEnv, userWithKey } from "./helpers.ts";
 import { formWith, makeImage } from "./fixtures.ts";
+import { processTag } from "../services/scratch_dir.ts";
 
 test("Chevereto V4's X-API-Key header authenticates, after Authorization and before body and query keys, and browsers may send it (CORS)", async () => {
   const env = await testEnv();
@@ -149,6 +150,173 @@ test("name (ImgBB) or title (Chevereto) sets the image's title instead of the fi
       assert.equal(r.status, 200, JSON.stringify(r.body));
       assert.equal(r.body.data.title, value, field);
     }
+  } finally {
+    await env.close();
+  }
+});
+
+const b64 = (bytes: Uint8Array) => btoa(String.fromCharCode(...bytes));
+
+test("a Chevereto client's urlencoded body (source=<base64>&key=…&format=json) and ImgBB's image=<base64> upload; data URIs, line breaks, unencoded '+' and several images work", async () => {
+  const env = await testEnv();
+  try {
+    const { key } = await userWithKey(env);
+    const form = async (body: string, query = "") =>
+      json(
+        await env.app.request(`/api/1/upload${query}`, {
+          method: "POST",
+          headers: { "content-type": "application/x-www-form-urlencoded" },
+          body,
+        }),
+      );
+    const png = await makeImage("png", { width: 81 });
+    // Key first, then the image (the key must come before the image in the body).
+    let r = await form(
+      `key=${key}&source=${encodeURIComponent(b64(png))}&format=json`,
+    );
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    const served = await fetchBytes(env, new URL(r.body.data.url).pathname);
+    assert.deepEqual(served.bytes, png);
+
+    // ImgBB: key in the query, image=data URI with line breaks, '+' left unencoded.
+    const jpg = await makeImage("jpeg", { width: 82 });
+    const wrapped = b64(jpg).replace(/(.{76})/g, "$1\r\n");
+    r = await form(
+      `image=${
+        encodeURIComponent(`data:image/jpeg;base64,${wrapped}`).replace(
+          /%2B/g,
+          "+",
+        )
+      }&name=from+imgbb`,
+      `?key=${key}`,
+    );
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    assert.equal(r.body.data.title, "from imgbb");
+    assert.equal(r.body.data.width, 82);
+
+    // Several images: several records.
+    const a = await makeImage("png", { width: 83 });
+    const b = await makeImage("png", { width: 84 });
+    r = await form(
+      `key=${key}&images=${encodeURIComponent(b64(a))}&images=${
+        encodeURIComponent(b64(b))
+      }`,
+    );
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    assert.equal(r.body.data.count, 2);
+  } finally {
+    await env.close();
+  }
+});
+
+test("a JSON body {image, key} uploads too, one image or a list", async () => {
+  const env = await testEnv();
+  try {
+    const { key } = await userWithKey(env);
+    const post = async (body: unknown) =>
+      json(
+        await env.app.request("/api/1/upload", {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify(body),
+        }),
+      );
+    const png = await makeImage("png", { width: 91 });
+    let r = await post({ key, image: b64(png), title: "json one" });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    assert.equal(r.body.data.title, "json one");
+    r = await post({
+      key,
+      images: [
+        `data:image/png;base64,${b64(await makeImage("png", { width: 92 }))}`,
+        b64(await makeImage("png", { width: 93 })),
+      ],
+    });
+    assert.equal(r.body.data.count, 2);
+  } finally {
+    await env.close();
+  }
+});
+
+test("base64 errors: bad base64 and a data URI of a non-image get 141, over MAX_FILE_BYTES 130, a URL 160 (not fetched), no key 100; nothing is left on disk", async () => {
+  const env = await testEnv({ env: { MAX_FILE_BYTES: "20000" } });
+  try {
+    const { key } = await userWithKey(env);
+    const form = async (body: string) =>
+      json(
+        await env.app.request("/api/1/upload", {
+          method: "POST",
+          headers: { "content-type": "application/x-www-form-urlencoded" },
+          body,
+        }),
+      );
+    const cases: [string, string, number, number][] = [
+      ["bad base64", `key=${key}&image=%21%21not*base64%21%21`, 415, 141],
+      [
+        "text data URI",
+        `key=${key}&image=${
+          encodeURIComponent("data:text/plain;base64,aGVsbG8gd29ybGQ=")
+        }`,
+        415,
+        141,
+      ],
+      [
+        "not an image",
+        `key=${key}&image=${
+          encodeURIComponent(
+            b64(new TextEncoder().encode("just some text, base64")),
+          )
+        }`,
+        415,
+        141,
+      ],
+      [
+        "too big",
+        `key=${key}&image=${
+          encodeURIComponent(b64(crypto.getRandomValues(new Uint8Array(30000))))
+        }`,
+        413,
+        130,
+      ],
+      [
+        "a URL",
+        `key=${key}&source=${encodeURIComponent("http://127.0.0.1:1/x.png")}`,
+        400,
+        160,
+      ],
+      [
+        "no key",
+        `image=${encodeURIComponent(b64(await makeImage("png")))}`,
+        401,
+        100,
+      ],
+      [
+        "key after the image",
+        `image=${
+          encodeURIComponent(b64(await makeImage("png", { width: 95 })))
+        }&key=${key}`,
+        401,
+        100,
+      ],
+    ];
+    for (const [what, body, status, code] of cases) {
+      const r = await form(body);
+      assert.deepEqual(
+        [r.status, r.body.error?.code],
+        [status, code],
+        `${what}: ${JSON.stringify(r.body)}`,
+      );
+    }
+    const json400 = await json(
+      await env.app.request("/api/1/upload", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: `{"key":"${key}","image":`,
+      }),
+    );
+    assert.deepEqual([json400.status, json400.body.error.code], [400, 160]);
+    const tmp = `${env.dataDir}/tmp/${processTag()}`;
+    assert.deepEqual([...Deno.readDirSync(tmp)].map((e) => e.name), []);
   } finally {
     await env.close();
   }

@@ -157,46 +157,55 @@ function requestFor(doc: Schema, { method, path, op }: Op, env: Ctx) {
       "none",
       "malformed",
     ),
-    body: bodyTypes.includes("application/json")
-      ? fc.oneof(
-        {
-          weight: 5,
-          arbitrary: fromSchema(
-            doc,
-            op.requestBody.content["application/json"].schema,
-          ),
-        },
-        { weight: 1, arbitrary: fc.string() }, // not JSON at all
-      )
-      : bodyTypes.includes("multipart/form-data")
-      ? fc.record({
-        fields: fc.dictionary(
-          fc.constantFrom("expiration", "key", "title", "images", "x"),
-          fc.oneof(fc.string({ maxLength: 20 }), nasty),
-          { maxKeys: 3 },
-        ),
-        files: fc.array(
-          fc.record({
-            field: fc.constantFrom(
-              "images",
-              "images[]",
-              "image",
-              "source",
-              "other",
+    // One of the operation's body types, tagged with it.
+    body: bodyTypes.length === 0 ? fc.constant(undefined) : fc.oneof(
+      ...bodyTypes.map((t) =>
+        t === "multipart/form-data"
+          ? (fc.record({
+            fields: fc.dictionary(
+              fc.constantFrom("expiration", "key", "title", "images", "x"),
+              fc.oneof(fc.string({ maxLength: 20 }), nasty),
+              { maxKeys: 3 },
             ),
-            name: fc.oneof(fc.string({ maxLength: 30 }), nasty),
-            bytes: fc.oneof(
-              fc.uint8Array({ maxLength: 2048 }),
-              fc.constant(env.png),
-              fc.integer({ min: 1, max: env.png.length - 1 }).map((n) =>
-                env.png.subarray(0, n)
+            files: fc.array(
+              fc.record({
+                field: fc.constantFrom(
+                  "images",
+                  "images[]",
+                  "image",
+                  "source",
+                  "other",
+                ),
+                name: fc.oneof(fc.string({ maxLength: 30 }), nasty),
+                bytes: fc.oneof(
+                  fc.uint8Array({ maxLength: 2048 }),
+                  fc.constant(env.png),
+                  fc.integer({ min: 1, max: env.png.length - 1 }).map((n) =>
+                    env.png.subarray(0, n)
+                  ),
+                ),
+              }),
+              { maxLength: 3 },
+            ),
+          })).map((value) => ({ type: t, value }))
+          : t === "application/json"
+          ? (fc.oneof(
+            {
+              weight: 5,
+              arbitrary: fromSchema(
+                doc,
+                op.requestBody.content["application/json"].schema,
               ),
-            ),
-          }),
-          { maxLength: 3 },
-        ),
-      })
-      : fc.constant(undefined),
+            },
+            { weight: 1, arbitrary: fc.string() }, // not JSON at all
+          )).map((value) => ({ type: t, value }))
+          : fc.dictionary(
+            fc.constantFrom("image", "source", "key", "format", "name"),
+            fc.oneof(fc.string({ maxLength: 40 }), nasty, fc.constant(b64Png)),
+            { maxKeys: 3 },
+          ).map((value) => ({ type: t, value }))
+      ),
+    ),
     contentType: fc.constantFrom(
       "auto",
       "application/json",
@@ -220,20 +229,26 @@ function requestFor(doc: Schema, { method, path, op }: Op, env: Ctx) {
     if (r.auth === "query") qs.set("key", env.key);
     let body: BodyInit | undefined;
     if (r.body !== undefined && method !== "get") {
-      if (bodyTypes.includes("multipart/form-data")) {
-        const b = r.body as {
+      const { type, value } = r.body as { type: string; value: unknown };
+      if (type === "multipart/form-data") {
+        const b = value as {
           fields: Record<string, string>;
           files: { field: string; name: string; bytes: Uint8Array }[];
         };
         const fields = { ...b.fields };
         if (r.auth === "body") fields.key = env.key;
         body = formWith(b.files, fields);
+      } else if (type === "application/x-www-form-urlencoded") {
+        const fields = { ...(value as Record<string, string>) };
+        if (r.auth === "body") fields.key = env.key;
+        body = new URLSearchParams(fields).toString();
+        headers["content-type"] = type;
       } else {
-        let value = r.body;
-        if (r.auth === "body" && value && typeof value === "object") {
-          value = { ...value, key: env.key };
+        let v = value;
+        if (r.auth === "body" && v && typeof v === "object") {
+          v = { ...v, key: env.key };
         }
-        body = typeof value === "string" ? value : JSON.stringify(value);
+        body = typeof v === "string" ? v : JSON.stringify(v);
         headers["content-type"] = r.contentType === "auto"
           ? "application/json"
           : r.contentType;
@@ -248,6 +263,9 @@ function requestFor(doc: Schema, { method, path, op }: Op, env: Ctx) {
     };
   });
 }
+
+/** A small real PNG as base64 (set once the fuzz test has made it). */
+let b64Png = "";
 
 interface Ctx {
   env: TestEnv;
@@ -307,6 +325,7 @@ test("fuzzing every API operation from its own schemas gives only documented ans
     });
     const imageId = (await first.json()).data.id;
     const ctx: Ctx = { env, key, imageId, png };
+    b64Png = btoa(String.fromCharCode(...png));
     const doc = await (await env.app.request("/openapi.json")).json();
     const ops: Op[] = [];
     for (const [path, byMethod] of Object.entries(doc.paths)) {

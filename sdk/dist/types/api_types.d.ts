@@ -408,6 +408,25 @@ export interface operations {
                     /** @description Title of the image (ImgBB); `title` is taken too */
                     name?: string;
                 };
+                "application/x-www-form-urlencoded": {
+                    /** @description API key, before the image */
+                    key?: string;
+                    /** @description The image as base64 or a data: URI (also `images`, `source`; repeat for several); decoded as it arrives */
+                    image?: string;
+                    expiration?: string;
+                    /** @enum {string} */
+                    format?: "json" | "txt" | "redirect";
+                    name?: string;
+                };
+                "application/json": {
+                    key?: string;
+                    /** @description base64 or data: URI, or a list of them */
+                    image?: string | string[];
+                    expiration?: string | number;
+                    /** @enum {string} */
+                    format?: "json" | "txt" | "redirect";
+                    name?: string;
+                };
             };
         };
         responses: {

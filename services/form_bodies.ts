@@ -1,0 +1,556 @@
+import { createHash, type Hash } from "node:crypto";
+import { join } from "node:path";
+import { Buffer } from "node:buffer";
+import { ApiError } from "../schemas/errors.ts";
+import { writeAll } from "./file_io.ts";
+import {
+  FILE_FIELDS,
+  KEY_PREFIX_BYTES,
+  type ReceivedFile,
+  type ReceivedForm,
+} from "./multipart.ts";
+
+/** Options shared with receiveMultipart. */
+export interface BodyOptions {
+  tmpDir: string;
+  maxFileBytes: number;
+  maxFiles: number;
+  admit?: (fields: Record<string, string>) => Promise<unknown>;
+}
+
+const FIELD_MAX = 64 * 1024;
+const BASE64 = /^[A-Za-z0-9+/]*$/;
+
+/**
+ * One image sent as base64 text (ImgBB's `image=<base64>`, Chevereto's `source`), decoded
+ * as it arrives into a temp file: an optional `data:image/…;base64,` prefix is dropped,
+ * line breaks are ignored, a space is read as the `+` a form encoding turned into one, and
+ * URL-safe `-`/`_` are accepted. Past `maxBytes` it stops writing and marks itself
+ * truncated (130); a character outside base64 is 141.
+ */
+class Base64File {
+  readonly rec: ReceivedFile;
+  #file: Promise<Deno.FsFile>;
+  #hash: Hash = createHash("sha256");
+  #carry = "";
+  #head: string | undefined = "";
+  #ended = false;
+  #writing: Promise<void> = Promise.resolve();
+  error?: unknown;
+
+  constructor(
+    index: number,
+    field: string,
+    tmpDir: string,
+    private readonly maxBytes: number,
+  ) {
+    this.rec = {
+      index,
+      field,
+      filename: "image",
+      path: join(tmpDir, `b64-${crypto.randomUUID()}`),
+      size: 0,
+      sha256: "",
+      truncated: false,
+    };
+    this.#file = Deno.open(this.rec.path, { write: true, createNew: true });
+    this.#file.catch((e) => this.error ??= e);
+  }
+
+  /** Takes more of the value's (already percent-decoded) text. */
+  push(text: string) {
+    if (this.#head !== undefined) {
+      // The start decides what the value is: a data URI (header up to its comma), an
+      // address (refused), or plain base64.
+      this.#head += text;
+      const h = this.#head;
+      if (h.length < 8 && text !== "") return;
+      if (/^data:/i.test(h)) {
+        const comma = h.indexOf(",");
+        if (comma < 0) {
+          if (h.length > 200) throw bad("the data URI has no comma");
+          if (text !== "") return;
+          throw bad("the data URI has no comma");
+        }
+        if (!/;base64$/i.test(h.slice(0, comma))) {
+          throw bad("only base64 data URIs are accepted");
+        }
+        text = h.slice(comma + 1);
+      } else if (/^https?:\/\//i.test(h)) {
+        throw refuseUrl(this.rec.field);
+      } else text = h;
+      this.#head = undefined;
+    }
+    const clean = (this.#carry + text).replace(/[\r\n\t]/g, "")
+      .replace(/ /g, "+").replace(/-/g, "+").replace(/_/g, "/");
+    if (!clean) return;
+    const body = clean.replace(/=+$/, "");
+    if (this.#ended || !BASE64.test(body)) {
+      throw bad("the image is not valid base64");
+    }
+    if (body.length < clean.length) this.#ended = true; // padding ends the value
+    const whole = clean.length - (clean.length % 4);
+    this.#carry = clean.slice(whole);
+    if (whole) this.#write(Buffer.from(clean.slice(0, whole), "base64"));
+  }
+
+  #write(bytes: Uint8Array) {
+    if (this.rec.truncated) return;
+    if (this.rec.size + bytes.length > this.maxBytes) {
+      this.rec.truncated = true;
+      return;
+    }
+    this.rec.size += bytes.length;
+    this.#hash.update(bytes);
+    const copy = bytes.slice();
+    this.#writing = this.#writing.then(async () => {
+      try {
+        await writeAll(await this.#file, copy);
+      } catch (e) {
+        this.error ??= e;
+      }
+    });
+  }
+
+  /** Backpressure: resolves when what was pushed is on disk. */
+  drained(): Promise<void> {
+    return this.#writing;
+  }
+
+  /** Decodes what is left and closes the file. */
+  async finish(): Promise<void> {
+    if (this.#head !== undefined) this.push("");
+    if (this.#carry) {
+      const rest = this.#carry.replace(/=+$/, "");
+      if (rest.length % 4 === 1) throw bad("the image is not valid base64");
+      this.#write(Buffer.from(rest, "base64"));
+      this.#carry = "";
+    }
+    await this.#writing;
+    (await this.#file.catch(() => undefined))?.close();
+    if (this.error) throw this.error;
+    if (this.rec.size === 0 && !this.rec.truncated) {
+      throw bad("the image field is empty");
+    }
+    this.rec.sha256 = this.#hash.digest("hex");
+  }
+}
+
+/** A whole form-encoded name or value, decoded (160 when an escape is malformed). */
+function decodeWhole(s: string): string {
+  try {
+    return decodeURIComponent(s.replace(/\+/g, " "));
+  } catch {
+    throw new ApiError(160, {
+      details: [{ message: "malformed form body (bad % escape)" }],
+    });
+  }
+}
+
+function bad(message: string): ApiError {
+  return new ApiError(141, { details: [{ path: "image", message }] });
+}
+
+/** A value that is an address, not image data: URL import is not offered (yet). */
+function refuseUrl(field: string): ApiError {
+  return new ApiError(160, {
+    details: [{
+      path: field,
+      message:
+        "fetching an image from a URL is not supported; send the image's bytes or base64",
+    }],
+  });
+}
+
+/**
+ * Streams an `application/x-www-form-urlencoded` body (Chevereto clients send
+ * `source=<base64>&key=…&format=json`): plain fields are kept (64 KB each), image fields
+ * (`images`, `images[]`, `image`, `source`) are base64-decoded into temp files as they
+ * arrive, so a 32 MB image never sits in memory whole. Authentication (`admit`) runs, as
+ * for multipart, when the first image begins or after 64 KB: a key in the body must come
+ * before the image. Errors: 131 too many images, 130 via `truncated`, 141 bad base64,
+ * 160 for a URL or a malformed body, 413 over the whole-body cap.
+ */
+export async function receiveUrlencoded(
+  body: ReadableStream<Uint8Array>,
+  opts: BodyOptions,
+): Promise<ReceivedForm> {
+  const maxTotal = opts.maxFiles * Math.ceil(opts.maxFileBytes * 4 / 3) * 3 +
+    4 * 1024 * 1024;
+  const fields: Record<string, string> = {};
+  const images: Base64File[] = [];
+  const cleanup = async () => {
+    await Promise.all(
+      images.map((f) => Deno.remove(f.rec.path).catch(() => {})),
+    );
+  };
+  let admitted = !opts.admit;
+  const admit = async () => {
+    if (admitted) return;
+    admitted = true;
+    await opts.admit!(fields);
+  };
+  // Parser state: the current name, or the current value (plain text or an image).
+  let name = "";
+  let inValue = false;
+  let plain = "";
+  let image: Base64File | undefined;
+  let pendingEscape = ""; // a %XX cut by a chunk boundary
+  let total = 0;
+  const decoder = new TextDecoder();
+
+  /** Percent-decodes; a streamed image value may end in half an escape, kept for later. */
+  const percentDecode = (s: string): string => {
+    s = pendingEscape + s;
+    pendingEscape = "";
+    const cut = s.match(/%[0-9A-Fa-f]?$/);
+    if (cut) {
+      pendingEscape = cut[0];
+      s = s.slice(0, -cut[0].length);
+    }
+    try {
+      return decodeURIComponent(s.replace(/\+/g, " "));
+    } catch {
+      throw new ApiError(160, {
+        details: [{ message: "malformed form body (bad % escape)" }],
+      });
+    }
+  };
+  const endValue = async () => {
+    if (!inValue) {
+      if (name) fields[decodeWhole(name).slice(0, 100)] = "";
+    } else if (image) {
+      await image.finish();
+      image = undefined;
+    } else {
+      fields[name] = decodeWhole(plain);
+    }
+    name = "";
+    plain = "";
+    inValue = false;
+  };
+  const startValue = async () => {
+    name = decodeWhole(name).slice(0, 100);
+    inValue = true;
+    if (FILE_FIELDS.has(name)) {
+      await admit();
+      if (images.length >= opts.maxFiles) {
+        throw new ApiError(131, {
+          details: [{ message: `At most ${opts.maxFiles} files per request` }],
+        });
+      }
+      image = new Base64File(
+        images.length,
+        name,
+        opts.tmpDir,
+        opts.maxFileBytes,
+      );
+      images.push(image);
+    }
+  };
+  const takeValue = async (raw: string) => {
+    if (image) {
+      image.push(percentDecode(raw));
+      await image.drained();
+    } else {
+      // Kept raw and decoded whole at its end: a UTF-8 character's escapes may be split.
+      plain += raw;
+      if (plain.length > FIELD_MAX * 3) {
+        throw new ApiError(160, {
+          details: [{ path: name, message: "field longer than 64 KB" }],
+        });
+      }
+    }
+  };
+
+  const reader = body.getReader();
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      total += value.length;
+      if (total > maxTotal) throw new ApiError(413);
+      if (!admitted && total > KEY_PREFIX_BYTES) await admit();
+      const chunk = decoder.decode(value, { stream: true });
+      let start = 0;
+      for (let i = 0; i < chunk.length; i++) {
+        const ch = chunk[i];
+        if (ch === "&") {
+          if (inValue) await takeValue(chunk.slice(start, i));
+          else name += chunk.slice(start, i);
+          await endValue();
+          start = i + 1;
+        } else if (ch === "=" && !inValue) {
+          name += chunk.slice(start, i);
+          if (name.length > 300) {
+            throw new ApiError(160, {
+              details: [{ message: "field name too long" }],
+            });
+          }
+          await startValue();
+          start = i + 1;
+        }
+      }
+      if (inValue) await takeValue(chunk.slice(start));
+      else {
+        name += chunk.slice(start);
+        if (name.length > 300) {
+          throw new ApiError(160, {
+            details: [{ message: "field name too long" }],
+          });
+        }
+      }
+    }
+    if (inValue || name) await endValue();
+    await admit();
+  } catch (e) {
+    await reader.cancel().catch(() => {});
+    await Promise.allSettled(images.map((f) => f.drained()));
+    await cleanup();
+    throw e;
+  } finally {
+    reader.releaseLock();
+  }
+  return { files: images.map((f) => f.rec), fields, cleanup };
+}
+
+/**
+ * An `application/json` body (`{"key": "…", "image": "<base64>"}`; an image field may hold a
+ * list of strings). Scanned as it streams in, like a form: plain members are kept (64 KB
+ * each), image strings are base64-decoded into temp files as they arrive, so a 32 MB image
+ * never sits in memory whole. The body must be one flat object (lists only of images);
+ * anything else is 160. Authentication runs when the first image begins or after 64 KB.
+ */
+export async function receiveJson(
+  body: ReadableStream<Uint8Array>,
+  opts: BodyOptions,
+): Promise<ReceivedForm> {
+  const maxTotal = opts.maxFiles * Math.ceil(opts.maxFileBytes * 4 / 3) * 2 +
+    4 * 1024 * 1024;
+  const fields: Record<string, string> = {};
+  const images: Base64File[] = [];
+  const cleanup = async () => {
+    await Promise.all(
+      images.map((f) => Deno.remove(f.rec.path).catch(() => {})),
+    );
+  };
+  let admitted = !opts.admit;
+  const admit = async () => {
+    if (admitted) return;
+    admitted = true;
+    await opts.admit!(fields);
+  };
+  const malformed = (why: string) =>
+    new ApiError(160, {
+      details: [{ message: `malformed JSON body: ${why}` }],
+    });
+
+  type State =
+    | "start"
+    | "key"
+    | "colon"
+    | "value"
+    | "afterValue"
+    | "arrayItem"
+    | "afterItem"
+    | "end";
+  // (Typed wide: closures change it, which flow analysis does not follow.)
+  let state = "start" as State;
+  let inString: "key" | "plain" | "image" | undefined;
+  let escape = ""; // a backslash sequence cut by a chunk boundary
+  let key = "";
+  let plain = "";
+  let literal = "";
+  let image: Base64File | undefined;
+  let total = 0;
+
+  /** Receives decoded string text for the string being read. */
+  const emit = (text: string) => {
+    if (inString === "key") {
+      key += text;
+      if (key.length > 300) throw malformed("member name too long");
+    } else if (inString === "plain") {
+      plain += text;
+      if (plain.length > FIELD_MAX) {
+        throw new ApiError(160, {
+          details: [{ path: key, message: "member longer than 64 KB" }],
+        });
+      }
+    } else image!.push(text);
+  };
+  const unescape = (seq: string): string => {
+    if (seq[1] === "u") return String.fromCharCode(parseInt(seq.slice(2), 16));
+    const map: Record<string, string> = {
+      '"': '"',
+      "\\": "\\",
+      "/": "/",
+      b: "\b",
+      f: "\f",
+      n: "\n",
+      r: "\r",
+      t: "\t",
+    };
+    const out = map[seq[1]];
+    if (out === undefined) throw malformed("bad escape");
+    return out;
+  };
+  /** Reads string text from `i`; true when its closing quote was passed (at `pos.i`). */
+  const readString = (chunk: string, pos: { i: number }): boolean => {
+    let i = pos.i;
+    while (i < chunk.length) {
+      if (escape) {
+        escape += chunk[i++];
+        const need = escape[1] === "u" ? 6 : 2;
+        if (escape.length < need) continue;
+        if (need === 6 && !/^\\u[0-9A-Fa-f]{4}$/.test(escape)) {
+          throw malformed("bad \\u escape");
+        }
+        emit(unescape(escape));
+        escape = "";
+        continue;
+      }
+      const q = chunk.indexOf('"', i), b = chunk.indexOf("\\", i);
+      const j = q < 0 ? b : b < 0 ? q : Math.min(q, b);
+      if (j < 0) {
+        emit(chunk.slice(i));
+        pos.i = chunk.length;
+        return false;
+      }
+      if (j > i) emit(chunk.slice(i, j));
+      if (chunk[j] === '"') {
+        pos.i = j + 1;
+        return true;
+      }
+      escape = "\\";
+      i = j + 1;
+    }
+    pos.i = i;
+    return false;
+  };
+  const startImage = async () => {
+    await admit();
+    if (images.length >= opts.maxFiles) {
+      throw new ApiError(131, {
+        details: [{ message: `At most ${opts.maxFiles} files per request` }],
+      });
+    }
+    image = new Base64File(images.length, key, opts.tmpDir, opts.maxFileBytes);
+    images.push(image);
+  };
+  const endString = async () => {
+    if (inString === "key") {
+      key = key.slice(0, 100);
+      state = "colon";
+    } else if (inString === "plain") {
+      fields[key] = plain;
+      plain = "";
+      state = "afterValue";
+    } else {
+      await image!.finish();
+      image = undefined;
+      state = state === "arrayItem" ? "afterItem" : "afterValue";
+    }
+    inString = undefined;
+  };
+  const endLiteral = () => {
+    if (!literal) return;
+    if (!/^(-?\d+(\.\d+)?([eE][+-]?\d+)?|true|false|null)$/.test(literal)) {
+      throw malformed("bad value");
+    }
+    if (/^-?\d/.test(literal)) fields[key] = literal;
+    literal = "";
+    state = "afterValue";
+  };
+
+  const reader = body.pipeThrough(
+    new TextDecoderStream() as unknown as TransformStream<Uint8Array, string>,
+  ).getReader();
+  try {
+    for (;;) {
+      const { value: chunk, done } = await reader.read();
+      if (done) break;
+      total += chunk.length;
+      if (total > maxTotal) throw new ApiError(413);
+      if (!admitted && total > KEY_PREFIX_BYTES) await admit();
+      const pos = { i: 0 };
+      while (pos.i < chunk.length) {
+        if (inString) {
+          if (readString(chunk, pos)) await endString();
+          if (image) await image.drained();
+          continue;
+        }
+        const ch = chunk[pos.i];
+        if (literal && /[\s,}\]]/.test(ch)) endLiteral();
+        if (/\s/.test(ch)) {
+          pos.i++;
+          continue;
+        }
+        pos.i++;
+        switch (state) {
+          case "start":
+            if (ch !== "{") throw malformed("expected an object");
+            state = "key";
+            break;
+          case "key":
+            if (
+              ch === "}" && Object.keys(fields).length + images.length === 0
+            ) {
+              state = "end";
+            } else if (ch === '"') {
+              key = "";
+              inString = "key";
+            } else throw malformed("expected a member name");
+            break;
+          case "colon":
+            if (ch !== ":") throw malformed("expected ':'");
+            state = "value";
+            break;
+          case "value":
+            if (ch === '"') {
+              if (FILE_FIELDS.has(key)) {
+                await startImage();
+                inString = "image";
+              } else inString = "plain";
+            } else if (ch === "[" && FILE_FIELDS.has(key)) state = "arrayItem";
+            else if (ch === "{" || ch === "[") {
+              throw malformed(`"${key}" must be a string`);
+            } else literal += ch;
+            break;
+          case "arrayItem":
+            if (ch === '"') {
+              await startImage();
+              inString = "image";
+            } else if (ch === "]") state = "afterValue";
+            else throw malformed("an image list holds strings");
+            break;
+          case "afterItem":
+            if (ch === ",") state = "arrayItem";
+            else if (ch === "]") state = "afterValue";
+            else throw malformed("expected ',' or ']'");
+            break;
+          case "afterValue":
+            if (literal) {
+              literal += ch;
+              break;
+            }
+            if (ch === ",") state = "key";
+            else if (ch === "}") state = "end";
+            else throw malformed("expected ',' or '}'");
+            break;
+          case "end":
+            throw malformed("data after the object");
+        }
+        if (state === "value" && literal) state = "afterValue";
+      }
+    }
+    if (literal) endLiteral();
+    if (state !== "end") throw malformed("the body ends early");
+    await admit();
+  } catch (e) {
+    await reader.cancel().catch(() => {});
+    await Promise.allSettled(images.map((f) => f.drained()));
+    await cleanup();
+    throw e;
+  }
+  return { files: images.map((f) => f.rec), fields, cleanup };
+}

@@ -220,6 +220,11 @@ export async function receiveUrlencoded(
     if (!inValue) {
       if (name) fields[decodeWhole(name).slice(0, 100)] = "";
     } else if (image) {
+      if (pendingEscape) {
+        throw new ApiError(160, {
+          details: [{ message: "malformed form body (bad % escape)" }],
+        });
+      }
       await image.finish();
       image = undefined;
     } else {

@@ -57,20 +57,20 @@ class Base64File {
     this.#file.catch((e) => this.error ??= e);
   }
 
-  /** Takes more of the value's (already percent-decoded) text. */
-  push(text: string) {
+  /** Takes more of the value's (already percent-decoded) text; `final` at its end. */
+  push(text: string, final = false) {
+    if (text === "" && !final) return;
     if (this.#head !== undefined) {
       // The start decides what the value is: a data URI (header up to its comma), an
       // address (refused), or plain base64.
       this.#head += text;
       const h = this.#head;
-      if (h.length < 8 && text !== "") return;
+      if (h.length < 8 && !final) return;
       if (/^data:/i.test(h)) {
         const comma = h.indexOf(",");
         if (comma < 0) {
-          if (h.length > 200) throw bad("the data URI has no comma");
-          if (text !== "") return;
-          throw bad("the data URI has no comma");
+          if (h.length > 200 || final) throw bad("the data URI has no comma");
+          return;
         }
         if (!/;base64$/i.test(h.slice(0, comma))) {
           throw bad("only base64 data URIs are accepted");
@@ -119,7 +119,7 @@ class Base64File {
 
   /** Decodes what is left and closes the file. */
   async finish(): Promise<void> {
-    if (this.#head !== undefined) this.push("");
+    if (this.#head !== undefined) this.push("", true);
     if (this.#carry) {
       const rest = this.#carry.replace(/=+$/, "");
       if (rest.length % 4 === 1) throw bad("the image is not valid base64");

@@ -1,12 +1,8 @@
-import { createHash, type Hash } from "node:crypto";
-import { join } from "node:path";
-import { Buffer } from "node:buffer";
 import { ApiError } from "../schemas/errors.ts";
-import { writeAll } from "./file_io.ts";
+import { Base64File, refuseUrl } from "./base64_file.ts";
 import {
   FILE_FIELDS,
   KEY_PREFIX_BYTES,
-  type ReceivedFile,
   type ReceivedForm,
 } from "./multipart.ts";
 
@@ -19,122 +15,6 @@ export interface BodyOptions {
 }
 
 const FIELD_MAX = 64 * 1024;
-const BASE64 = /^[A-Za-z0-9+/]*$/;
-
-/**
- * One image sent as base64 text (ImgBB's `image=<base64>`, Chevereto's `source`), decoded
- * as it arrives into a temp file: an optional `data:image/…;base64,` prefix is dropped,
- * line breaks are ignored, a space is read as the `+` a form encoding turned into one, and
- * URL-safe `-`/`_` are accepted. Past `maxBytes` it stops writing and marks itself
- * truncated (130); a character outside base64 is 141.
- */
-class Base64File {
-  readonly rec: ReceivedFile;
-  #file: Promise<Deno.FsFile>;
-  #hash: Hash = createHash("sha256");
-  #carry = "";
-  #head: string | undefined = "";
-  #ended = false;
-  #writing: Promise<void> = Promise.resolve();
-  error?: unknown;
-
-  constructor(
-    index: number,
-    field: string,
-    tmpDir: string,
-    private readonly maxBytes: number,
-  ) {
-    this.rec = {
-      index,
-      field,
-      filename: "image",
-      path: join(tmpDir, `b64-${crypto.randomUUID()}`),
-      size: 0,
-      sha256: "",
-      truncated: false,
-    };
-    this.#file = Deno.open(this.rec.path, { write: true, createNew: true });
-    this.#file.catch((e) => this.error ??= e);
-  }
-
-  /** Takes more of the value's (already percent-decoded) text; `final` at its end. */
-  push(text: string, final = false) {
-    if (text === "" && !final) return;
-    if (this.#head !== undefined) {
-      // The start decides what the value is: a data URI (header up to its comma), an
-      // address (refused), or plain base64.
-      this.#head += text;
-      const h = this.#head;
-      if (h.length < 8 && !final) return;
-      if (/^data:/i.test(h)) {
-        const comma = h.indexOf(",");
-        if (comma < 0) {
-          if (h.length > 200 || final) throw bad("the data URI has no comma");
-          return;
-        }
-        if (!/;base64$/i.test(h.slice(0, comma))) {
-          throw bad("only base64 data URIs are accepted");
-        }
-        text = h.slice(comma + 1);
-      } else if (/^https?:\/\//i.test(h)) {
-        throw refuseUrl(this.rec.field);
-      } else text = h;
-      this.#head = undefined;
-    }
-    const clean = (this.#carry + text).replace(/[\r\n\t]/g, "")
-      .replace(/ /g, "+").replace(/-/g, "+").replace(/_/g, "/");
-    if (!clean) return;
-    const body = clean.replace(/=+$/, "");
-    if (this.#ended || !BASE64.test(body)) {
-      throw bad("the image is not valid base64");
-    }
-    if (body.length < clean.length) this.#ended = true; // padding ends the value
-    const whole = clean.length - (clean.length % 4);
-    this.#carry = clean.slice(whole);
-    if (whole) this.#write(Buffer.from(clean.slice(0, whole), "base64"));
-  }
-
-  #write(bytes: Uint8Array) {
-    if (this.rec.truncated) return;
-    if (this.rec.size + bytes.length > this.maxBytes) {
-      this.rec.truncated = true;
-      return;
-    }
-    this.rec.size += bytes.length;
-    this.#hash.update(bytes);
-    const copy = bytes.slice();
-    this.#writing = this.#writing.then(async () => {
-      try {
-        await writeAll(await this.#file, copy);
-      } catch (e) {
-        this.error ??= e;
-      }
-    });
-  }
-
-  /** Backpressure: resolves when what was pushed is on disk. */
-  drained(): Promise<void> {
-    return this.#writing;
-  }
-
-  /** Decodes what is left and closes the file. */
-  async finish(): Promise<void> {
-    if (this.#head !== undefined) this.push("", true);
-    if (this.#carry) {
-      const rest = this.#carry.replace(/=+$/, "");
-      if (rest.length % 4 === 1) throw bad("the image is not valid base64");
-      this.#write(Buffer.from(rest, "base64"));
-      this.#carry = "";
-    }
-    await this.#writing;
-    (await this.#file.catch(() => undefined))?.close();
-    if (this.error) throw this.error;
-    if (this.rec.size === 0 && !this.rec.truncated) {
-      throw bad("the image field is empty");
-    }
-    this.rec.sha256 = this.#hash.digest("hex");
-  }
-}
 
 /** A whole form-encoded name or value, decoded (160 when an escape is malformed). */
 function decodeWhole(s: string): string {
@@ -145,21 +25,6 @@ function decodeWhole(s: string): string {
       details: [{ message: "malformed form body (bad % escape)" }],
     });
   }
-}
-
-function bad(message: string): ApiError {
-  return new ApiError(141, { details: [{ path: "image", message }] });
-}
-
-/** A value that is an address, not image data: URL import is not offered (yet). */
-function refuseUrl(field: string): ApiError {
-  return new ApiError(160, {
-    details: [{
-      path: field,
-      message:
-        "fetching an image from a URL is not supported; send the image's bytes or base64",
-    }],
-  });
 }
 
 /**

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { Buffer } from "node:buffer";
 import { ApiError } from "../schemas/errors.ts";
 import { writeAll } from "./file_io.ts";
+import { Base64File } from "./base64_file.ts";
 
 /** One file part, already on disk in a temp file. */
 export interface ReceivedFile {
@@ -188,8 +189,29 @@ export async function receiveMultipart(
   let index = 0;
 
   bb.on("error", (e: Error) => parseError ??= e);
-  bb.on("field", (name, value) => {
-    if (name.length <= 100) fields[name] = value;
+  // An image sent as base64 text in a form field (ImgBB's documented `image=<base64>`):
+  // decoded to a temp file like a file part. busboy keeps a text field whole, so these
+  // are capped at 64 KB of text (larger ones get 130: send the bytes as a file instead).
+  const textImages: Promise<void>[] = [];
+  bb.on("field", (name, value, info) => {
+    if (!FILE_FIELDS.has(name)) {
+      if (name.length <= 100) fields[name] = value;
+      return;
+    }
+    if (tooMany || index >= opts.maxFiles) {
+      tooMany = true;
+      return;
+    }
+    const img = new Base64File(index++, name, opts.tmpDir, opts.maxFileBytes);
+    files.push(img.rec);
+    textImages.push((async () => {
+      if (info.valueTruncated) img.rec.truncated = true;
+      else img.push(value);
+      await img.finish().catch((e) => {
+        // A truncated value may end mid-group; 130 says why, not a base64 error.
+        if (!img.rec.truncated) throw e;
+      });
+    })());
   });
   bb.on("filesLimit", () => {
     tooMany = true;
@@ -197,6 +219,8 @@ export async function receiveMultipart(
   bb.on("file", (field, stream, info) => {
     // A part cut short errors its stream too; the form-level error already says why.
     stream.on("error", (e: Error) => parseError ??= e);
+    // Text images count against MAX_FILES too.
+    if (FILE_FIELDS.has(field) && index >= opts.maxFiles) tooMany = true;
     if (tooMany || !FILE_FIELDS.has(field)) {
       stream.resume();
       return;
@@ -254,7 +278,10 @@ export async function receiveMultipart(
       await feed(chunk);
       // Let busboy's per-file streams deliver what they queued before their first read.
       await new Promise((r) => queueMicrotask(() => r(undefined)));
-      if (!admitted && (sinks.length > 0 || total > KEY_PREFIX_BYTES)) {
+      if (
+        !admitted &&
+        (sinks.length > 0 || textImages.length > 0 || total > KEY_PREFIX_BYTES)
+      ) {
         await admit();
       }
       if (parseError) break;
@@ -268,7 +295,10 @@ export async function receiveMultipart(
       await finished;
     }
     if (overTotal || parseError) bb.destroy();
-    const results = await Promise.allSettled(sinks.map((s) => s.finish()));
+    const results = await Promise.allSettled([
+      ...sinks.map((s) => s.finish()),
+      ...textImages,
+    ]);
     const failed = results.find((r) => r.status === "rejected");
     if (failed) throw (failed as PromiseRejectedResult).reason;
     // A form with no file part (and a short one): admission decides before any error.
@@ -277,7 +307,7 @@ export async function receiveMultipart(
     if (parseError) throw parseError;
   } catch (e) {
     bb.destroy();
-    await Promise.allSettled(sinks.map((s) => s.finish()));
+    await Promise.allSettled([...sinks.map((s) => s.finish()), ...textImages]);
     await cleanup();
     if (e instanceof ApiError) throw e;
     // A temp file that could not be written (disk full, say) is our failure, not the

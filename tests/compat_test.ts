@@ -321,3 +321,55 @@ test("base64 errors: bad base64 and a data URI of a non-image get 141, over MAX_
     await env.close();
   }
 });
+
+test("the requests of ImgBB's and Chevereto's documented examples work as written, host and key changed", async () => {
+  const env = await testEnv();
+  try {
+    const { key } = await userWithKey(env);
+    // api.imgbb.com/1/upload?expiration=600&key=… with --form "image=<base64 of a GIF>":
+    // the 1×1 GIF of ImgBB's own documentation.
+    const gif = "R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7";
+    const fd = new FormData();
+    fd.append("image", gif);
+    let r = await json(
+      await env.app.request(`/api/1/upload?expiration=600&key=${key}`, {
+        method: "POST",
+        body: fd,
+      }),
+    );
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    assert.deepEqual(
+      [r.body.data.width, r.body.data.height, r.body.data.expiration],
+      [1, 1, 600],
+    );
+    assert.equal(r.body.data.image.mime, "image/gif");
+    // Chevereto V4: -H "X-API-Key: …" -F "source=@image.jpg"
+    const chev = new FormData();
+    chev.append(
+      "source",
+      new File([
+        await makeImage("jpeg", { width: 33 }) as Uint8Array<ArrayBuffer>,
+      ], "image.jpg"),
+    );
+    r = await json(
+      await env.app.request("/api/1/upload", {
+        method: "POST",
+        headers: { "x-api-key": key },
+        body: chev,
+      }),
+    );
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    // A base64 text field over 64 KB cannot be held as text: 130, send it as a file.
+    const big = new FormData();
+    big.append("image", "A".repeat(70_000));
+    r = await json(
+      await env.app.request(`/api/1/upload?key=${key}`, {
+        method: "POST",
+        body: big,
+      }),
+    );
+    assert.deepEqual([r.status, r.body.error.code], [413, 130]);
+  } finally {
+    await env.close();
+  }
+});

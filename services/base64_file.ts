@@ -103,6 +103,18 @@ export class Base64File {
     return this.#writing;
   }
 
+  /**
+   * After a failure: waits until the temp file exists (its creation may still be under
+   * way) and every write has ended, then closes it, so removing it afterwards is final.
+   */
+  async abandon(): Promise<void> {
+    const f = await this.#file.catch(() => undefined);
+    await this.#writing;
+    try {
+      f?.close();
+    } catch { /* closed by finish() */ }
+  }
+
   /** Decodes what is left and closes the file. */
   async finish(): Promise<void> {
     if (this.#head !== undefined) this.push("", true);

@@ -1,5 +1,5 @@
 import { ApiError } from "../schemas/errors.ts";
-import { Base64File, refuseUrl } from "./base64_file.ts";
+import { Base64File } from "./base64_file.ts";
 import {
   FILE_FIELDS,
   KEY_PREFIX_BYTES,
@@ -15,6 +15,68 @@ export interface BodyOptions {
 }
 
 const FIELD_MAX = 64 * 1024;
+
+/**
+ * What both text-body readers keep: the plain fields, the images decoded so far, and the
+ * one admission (authentication) that runs when the first image begins or after 64 KB.
+ */
+class TextForm {
+  readonly fields: Record<string, string> = {};
+  readonly images: Base64File[] = [];
+  #admitted: boolean;
+
+  constructor(private readonly opts: BodyOptions) {
+    this.#admitted = !opts.admit;
+  }
+
+  /** Runs the caller's admission once, with the fields seen so far. */
+  async admit(): Promise<void> {
+    if (this.#admitted) return;
+    this.#admitted = true;
+    await this.opts.admit!(this.fields);
+  }
+
+  /** Admits, then starts the next image (131 past MAX_FILES). */
+  async startImage(field: string): Promise<Base64File> {
+    await this.admit();
+    if (this.images.length >= this.opts.maxFiles) {
+      throw new ApiError(131, {
+        details: [{
+          message: `At most ${this.opts.maxFiles} files per request`,
+        }],
+      });
+    }
+    const img = new Base64File(
+      this.images.length,
+      field,
+      this.opts.tmpDir,
+      this.opts.maxFileBytes,
+    );
+    this.images.push(img);
+    return img;
+  }
+
+  cleanup = async () => {
+    await Promise.all(
+      this.images.map((f) => Deno.remove(f.rec.path).catch(() => {})),
+    );
+  };
+
+  /** After a failure: waits for writes in flight, removes every temp file, rethrows. */
+  async fail(e: unknown): Promise<never> {
+    await Promise.allSettled(this.images.map((f) => f.abandon()));
+    await this.cleanup();
+    throw e;
+  }
+
+  result(): ReceivedForm {
+    return {
+      files: this.images.map((f) => f.rec),
+      fields: this.fields,
+      cleanup: this.cleanup,
+    };
+  }
+}
 
 /** A whole form-encoded name or value, decoded (160 when an escape is malformed). */
 function decodeWhole(s: string): string {
@@ -42,19 +104,8 @@ export async function receiveUrlencoded(
 ): Promise<ReceivedForm> {
   const maxTotal = opts.maxFiles * Math.ceil(opts.maxFileBytes * 4 / 3) * 3 +
     4 * 1024 * 1024;
-  const fields: Record<string, string> = {};
-  const images: Base64File[] = [];
-  const cleanup = async () => {
-    await Promise.all(
-      images.map((f) => Deno.remove(f.rec.path).catch(() => {})),
-    );
-  };
-  let admitted = !opts.admit;
-  const admit = async () => {
-    if (admitted) return;
-    admitted = true;
-    await opts.admit!(fields);
-  };
+  const form = new TextForm(opts);
+  const { fields } = form;
   // Parser state: the current name, or the current value (plain text or an image).
   let name = "";
   let inValue = false;
@@ -103,19 +154,7 @@ export async function receiveUrlencoded(
     name = decodeWhole(name).slice(0, 100);
     inValue = true;
     if (FILE_FIELDS.has(name)) {
-      await admit();
-      if (images.length >= opts.maxFiles) {
-        throw new ApiError(131, {
-          details: [{ message: `At most ${opts.maxFiles} files per request` }],
-        });
-      }
-      image = new Base64File(
-        images.length,
-        name,
-        opts.tmpDir,
-        opts.maxFileBytes,
-      );
-      images.push(image);
+      image = await form.startImage(name);
     }
   };
   const takeValue = async (raw: string) => {
@@ -140,7 +179,7 @@ export async function receiveUrlencoded(
       if (done) break;
       total += value.length;
       if (total > maxTotal) throw new ApiError(413);
-      if (!admitted && total > KEY_PREFIX_BYTES) await admit();
+      if (total > KEY_PREFIX_BYTES) await form.admit();
       const chunk = decoder.decode(value, { stream: true });
       let start = 0;
       for (let i = 0; i < chunk.length; i++) {
@@ -172,16 +211,14 @@ export async function receiveUrlencoded(
       }
     }
     if (inValue || name) await endValue();
-    await admit();
+    await form.admit();
   } catch (e) {
     await reader.cancel().catch(() => {});
-    await Promise.allSettled(images.map((f) => f.drained()));
-    await cleanup();
-    throw e;
+    return await form.fail(e);
   } finally {
     reader.releaseLock();
   }
-  return { files: images.map((f) => f.rec), fields, cleanup };
+  return form.result();
 }
 
 /**
@@ -197,19 +234,8 @@ export async function receiveJson(
 ): Promise<ReceivedForm> {
   const maxTotal = opts.maxFiles * Math.ceil(opts.maxFileBytes * 4 / 3) * 2 +
     4 * 1024 * 1024;
-  const fields: Record<string, string> = {};
-  const images: Base64File[] = [];
-  const cleanup = async () => {
-    await Promise.all(
-      images.map((f) => Deno.remove(f.rec.path).catch(() => {})),
-    );
-  };
-  let admitted = !opts.admit;
-  const admit = async () => {
-    if (admitted) return;
-    admitted = true;
-    await opts.admit!(fields);
-  };
+  const form = new TextForm(opts);
+  const { fields, images } = form;
   const malformed = (why: string) =>
     new ApiError(160, {
       details: [{ message: `malformed JSON body: ${why}` }],
@@ -298,14 +324,7 @@ export async function receiveJson(
     return false;
   };
   const startImage = async () => {
-    await admit();
-    if (images.length >= opts.maxFiles) {
-      throw new ApiError(131, {
-        details: [{ message: `At most ${opts.maxFiles} files per request` }],
-      });
-    }
-    image = new Base64File(images.length, key, opts.tmpDir, opts.maxFileBytes);
-    images.push(image);
+    image = await form.startImage(key);
   };
   const endString = async () => {
     if (inString === "key") {
@@ -341,7 +360,7 @@ export async function receiveJson(
       if (done) break;
       total += chunk.length;
       if (total > maxTotal) throw new ApiError(413);
-      if (!admitted && total > KEY_PREFIX_BYTES) await admit();
+      if (total > KEY_PREFIX_BYTES) await form.admit();
       const pos = { i: 0 };
       while (pos.i < chunk.length) {
         if (inString) {
@@ -415,12 +434,10 @@ export async function receiveJson(
     }
     if (literal) endLiteral();
     if (state !== "end") throw malformed("the body ends early");
-    await admit();
+    await form.admit();
   } catch (e) {
     await reader.cancel().catch(() => {});
-    await Promise.allSettled(images.map((f) => f.drained()));
-    await cleanup();
-    throw e;
+    return await form.fail(e);
   }
-  return { files: images.map((f) => f.rec), fields, cleanup };
+  return form.result();
 }

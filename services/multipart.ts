@@ -205,12 +205,16 @@ export async function receiveMultipart(
     const img = new Base64File(index++, name, opts.tmpDir, opts.maxFileBytes);
     files.push(img.rec);
     textImages.push((async () => {
-      if (info.valueTruncated) img.rec.truncated = true;
-      else img.push(value);
-      await img.finish().catch((e) => {
+      try {
+        if (info.valueTruncated) img.rec.truncated = true;
+        else img.push(value);
+        await img.finish();
+      } catch (e) {
+        // Its file must exist and be closed before the cleanup may remove it.
+        await img.abandon();
         // A truncated value may end mid-group; 130 says why, not a base64 error.
         if (!img.rec.truncated) throw e;
-      });
+      }
     })());
   });
   bb.on("filesLimit", () => {

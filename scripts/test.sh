@@ -45,8 +45,8 @@ status=0
 
 passed=0
 failed=0
-# The suite, then the cluster test (two instances, nginx, PostgreSQL, s3rver, a browser:
-# alone, as it plays outages of shared servers).
+# The suite, then the floods and the cluster test (two instances, nginx, PostgreSQL,
+# s3rver, a browser), each alone: they measure memory and play outages of shared servers.
 run_tests() {
   local name=$1
   shift
@@ -64,6 +64,9 @@ run_tests() {
   rm -f "$log"
 }
 run_tests "deno test (suite)" -A --parallel tests/
+# Memory and flood figures are measured with the machine otherwise quiet: beside the
+# parallel suite a login flood's RSS growth varied by ±15 MB around its 100 MB bound.
+run_tests "deno task test:flood" -A tests/alone/flood.ts
 run_tests "deno task test:cluster" -A tests/cluster/cluster.ts
 echo
 echo "tests: ${passed} passed, ${failed} failed"

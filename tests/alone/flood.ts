@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { test } from "./helpers.ts";
-import { probe, startService, Tally } from "./service_process.ts";
+import { test } from "../helpers.ts";
+import { probe, startService, Tally } from "../service_process.ts";
 
 /** Resident memory of a process, from /proc (bytes). */
 async function rssOf(pid: number): Promise<number> {

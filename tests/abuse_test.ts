@@ -283,39 +283,60 @@ test("an image whose decoding outlasts IMAGE_TIMEOUT_MS is stopped with 143 and 
   });
   try {
     const { key } = await userWithKey(env);
-    // 1.44 billion pixels: several seconds of decoding, over the one-second deadline.
-    const slow = upload(
-      env,
-      key,
-      formWith([{ name: "slow.gif", bytes: makeFrameBombGif(4000, 4000, 90) }]),
-    );
-    let slowDone = false;
-    slow.then(() => slowDone = true);
-    // Knock with small uploads until one finds the only worker taken by the slow one.
-    await waitUntil(() => scratchFiles(env).length > 0);
-    let busy;
-    for (let i = 0; i < 40 && !slowDone; i++) {
-      busy = await upload(
+    // A knock that came before the slow one took the worker is simply stored.
+    const knocksStored: string[] = [];
+    let completed = false;
+    // The slow upload and the first knock race for the worker; when the knock wins, the
+    // slow one is the upload refused with 250. Then the scenario is played again.
+    for (let attempt = 0; attempt < 3 && !completed; attempt++) {
+      // 1.44 billion pixels: several seconds of decoding, over the one-second deadline.
+      const slow = upload(
         env,
         key,
         formWith([{
-          name: "b.png",
-          bytes: await makeImage("png", { width: 40 + i }),
+          name: "slow.gif",
+          bytes: makeFrameBombGif(4000, 4000, 90 + attempt),
         }]),
       );
-      if (busy.status !== 200) break;
-      await new Promise((r) => setTimeout(r, 25));
+      let slowDone = false;
+      slow.then(() => slowDone = true);
+      // Knock with small uploads until one finds the only worker taken by the slow one.
+      await waitUntil(() => scratchFiles(env).length > 0);
+      let busy;
+      for (let i = 0; i < 40 && !slowDone; i++) {
+        busy = await upload(
+          env,
+          key,
+          formWith([{
+            name: "b.png",
+            bytes: await makeImage("png", { width: 40 + attempt * 50 + i }),
+          }]),
+        );
+        if (busy.status !== 200) break;
+        knocksStored.push(busy.body.data.id);
+        await new Promise((r) => setTimeout(r, 25));
+      }
+      const r = await slow;
+      if (r.body.error?.code === 250) continue; // a knock won the race
+      assert.ok(busy);
+      assert.deepEqual([busy.status, busy.body.error.code], [503, 250]);
+      assert.equal(busy.headers.get("retry-after"), "5");
+      assert.equal(busy.body.error.details[0].path, "images");
+      assert.deepEqual([r.status, r.body.error.code], [422, 143]);
+      completed = true;
     }
-    assert.ok(busy);
-    assert.equal(slowDone, false, "refused while the slow one still ran");
-    assert.deepEqual([busy.status, busy.body.error.code], [503, 250]);
-    assert.equal(busy.headers.get("retry-after"), "5");
-    assert.equal(busy.body.error.details[0].path, "images");
-
-    const r = await slow;
-    assert.deepEqual([r.status, r.body.error.code], [422, 143]);
+    assert.ok(
+      completed,
+      "in one of three tries the slow upload held the worker",
+    );
     assert.deepEqual(scratchFiles(env), []);
-    assert.deepEqual(await storedKeys(env), []);
+    // Nothing of the slow ones is stored: only the knocks that got 200, if any.
+    assert.deepEqual(
+      (await storedKeys(env)).filter((k) =>
+        !knocksStored.some((id) => k.startsWith(`${id}.`))
+      ),
+      [],
+    );
     // The worker is free again.
     const after = await upload(
       env,

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import {
   json,
+  storedKeys,
   test,
   type TestEnv,
   testEnv,
@@ -65,13 +66,6 @@ function countingUpload(
       body,
     } as RequestInit,
   };
-}
-
-/** Every object in the test app's store. */
-async function storedKeys(env: TestEnv): Promise<string[]> {
-  const keys: string[] = [];
-  for await (const k of env.deps.store.list()) keys.push(k.key);
-  return keys;
 }
 
 /** Files left in this process's scratch folders (upload temp files). */

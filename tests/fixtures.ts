@@ -180,3 +180,14 @@ export function makeFrameBombGif(
   out.push(0x3b);
   return new Uint8Array(out);
 }
+
+/** The byte arrays one after another, in one new array. */
+export function concatBytes(...parts: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let off = 0;
+  for (const p of parts) {
+    out.set(p, off);
+    off += p.length;
+  }
+  return out;
+}

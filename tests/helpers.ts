@@ -250,3 +250,10 @@ export async function fetchBytes(
   const res = await env.app.request(url, init);
   return { res, bytes: new Uint8Array(await res.arrayBuffer()) };
 }
+
+/** Every object key in a test app's store. */
+export async function storedKeys(env: TestEnv): Promise<string[]> {
+  const keys: string[] = [];
+  for await (const k of env.deps.store.list()) keys.push(k.key);
+  return keys;
+}

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import sharp from "sharp";
 import {
   fetchBytes,
+  storedKeys,
   test,
   type TestEnv,
   testEnv,
@@ -9,6 +10,7 @@ import {
   userWithKey,
 } from "./helpers.ts";
 import {
+  concatBytes,
   formWith,
   makeAnimatedGif,
   makeFrameBombGif,
@@ -17,15 +19,7 @@ import {
 } from "./fixtures.ts";
 
 const enc = new TextEncoder();
-const cat = (...parts: Uint8Array[]) => {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let off = 0;
-  for (const p of parts) {
-    out.set(p, off);
-    off += p.length;
-  }
-  return out;
-};
+const cat = concatBytes;
 
 /** Offsets of each PNG chunk: [start, type, end]. */
 function pngChunks(png: Uint8Array): [number, string, number][] {
@@ -220,11 +214,7 @@ async function corpus(): Promise<Case[]> {
   return cases;
 }
 
-async function storedCount(env: TestEnv): Promise<number> {
-  let n = 0;
-  for await (const _ of env.deps.store.list()) n++;
-  return n;
-}
+const storedCount = async (env: TestEnv) => (await storedKeys(env)).length;
 
 test("a corpus of broken and hostile images gets only 200/141/142 in the envelope: no 5xx, nothing stored for a refusal, stored ones decode and carry no trailing payload", async () => {
   const env = await testEnv({ env: { MAX_IMAGE_PIXELS: "20000000" } });

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { deflateSync } from "node:zlib";
 import sharp from "sharp";
 import { fetchBytes, test, testEnv, upload, userWithKey } from "./helpers.ts";
-import { formWith } from "./fixtures.ts";
+import { concatBytes, formWith } from "./fixtures.ts";
 
 /**
  * Personal data a camera or an editor leaves in a file, each a string the stored bytes are
@@ -35,15 +35,7 @@ function segment(marker: number, payload: Uint8Array): Uint8Array {
   return out;
 }
 
-const cat = (...parts: Uint8Array[]) => {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let off = 0;
-  for (const p of parts) {
-    out.set(p, off);
-    off += p.length;
-  }
-  return out;
-};
+const cat = concatBytes;
 const ascii = (s: string) => new TextEncoder().encode(s);
 
 /**

@@ -23,17 +23,7 @@ import { ScreenshotService } from "./services/screenshots/screenshot_service.ts"
 import { registerViewerRoutes } from "./routes/viewer.tsx";
 import { clientAddress } from "./routes/client_address.ts";
 
-/** Variables routes share through the Hono context. */
-export type AppEnv = {
-  Variables: {
-    requestId: string;
-    userId: string;
-    apiKeyId: string;
-  };
-};
-
-/** The app type every route module registers on. */
-export type App = OpenAPIHono<AppEnv>;
+import type { App, AppEnv } from "./routes/env.ts";
 
 const backgroundReady = new WeakMap<App, Promise<void>>();
 

@@ -12,7 +12,7 @@ import {
   ChromiumScreenshotter,
   findChromium,
 } from "../services/screenshots/chromium.ts";
-import { parseAllowList } from "../services/screenshots/address_guard.ts";
+import { parseAllowList } from "../schemas/allow_list.ts";
 import { memoryLogger } from "../services/deps.ts";
 import { startFixture } from "../tests/fixture_server.ts";
 import { testEnv, userWithKey } from "../tests/helpers.ts";

@@ -1,7 +1,7 @@
 import type { Context } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import { secureHeaders } from "hono/secure-headers";
-import type { App, AppEnv } from "../app.ts";
+import type { App, AppEnv } from "./env.ts";
 import type { AppDeps } from "../services/deps.ts";
 import {
   AccountError,

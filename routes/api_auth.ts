@@ -1,5 +1,5 @@
 import type { Context, MiddlewareHandler } from "hono";
-import type { AppEnv } from "../app.ts";
+import type { AppEnv } from "./env.ts";
 import type { AppDeps } from "../services/deps.ts";
 import { authenticateKey } from "../services/api_keys.ts";
 import { ApiError } from "../schemas/errors.ts";

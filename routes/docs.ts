@@ -1,6 +1,6 @@
 import { swaggerUI } from "@hono/swagger-ui";
 import { stringify } from "yaml";
-import type { App } from "../app.ts";
+import type { App } from "./env.ts";
 import type { AppDeps } from "../services/deps.ts";
 
 /** The OpenAPI document of an app, as served and as written to openapi.yaml. */

@@ -1,5 +1,5 @@
 import type { Context } from "hono";
-import type { App } from "../app.ts";
+import type { App } from "./env.ts";
 import type { AppDeps } from "../services/deps.ts";
 import { blobKeys, MIME_BY_EXT } from "../services/images.ts";
 import type { ImageRowCache } from "../services/image_cache.ts";

@@ -1,6 +1,6 @@
 import { cors } from "hono/cors";
 import { createHash } from "node:crypto";
-import type { App } from "../app.ts";
+import type { App } from "./env.ts";
 import type { AppDeps } from "../services/deps.ts";
 import { Layout } from "./pages/layout.tsx";
 import { ApiError } from "../schemas/errors.ts";

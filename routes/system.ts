@@ -6,7 +6,7 @@ import {
   type Dependency,
   OUTAGE_RETRY_AFTER_S,
 } from "../schemas/errors.ts";
-import type { App } from "../app.ts";
+import type { App } from "./env.ts";
 import type { AppDeps } from "../services/deps.ts";
 
 /** GET /healthz: the process is up. */

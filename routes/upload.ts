@@ -1,5 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import type { App } from "../app.ts";
+import { join } from "node:path";
+import type { Context } from "hono";
+import type { App, AppEnv } from "./env.ts";
 import type { AppDeps } from "../services/deps.ts";
 import {
   AUTH_ERRORS,
@@ -13,7 +15,13 @@ import {
   MultiUploadSchema,
 } from "../schemas/image.ts";
 import { ApiError, type ErrorCode } from "../schemas/errors.ts";
-import { receiveMultipart } from "../services/multipart.ts";
+import {
+  type ReceivedFile,
+  type ReceivedForm,
+  receiveMultipart,
+} from "../services/multipart.ts";
+import { allowRulesOf } from "../schemas/allow_list.ts";
+import { type ImportLimits, importUrl } from "../services/net/url_import.ts";
 import {
   type BodyOptions,
   receiveJson,
@@ -43,6 +51,38 @@ export const UPLOAD_FORMATS = ["json", "txt", "redirect"] as const;
 export const EXPIRATION_MIN = 60;
 export const EXPIRATION_MAX = 15_552_000;
 
+/** Query parameters of an upload (all optional; body fields take precedence). */
+const UploadQuerySchema = z.object({
+  source: z.union([z.string(), z.array(z.string())]).optional().openapi({
+    param: { style: "form", explode: true },
+    type: "array",
+    items: { type: "string", format: "uri" },
+    description:
+      "Address of an image to import (Chevereto's `?source=`); repeat for several. The " +
+      "server downloads it through the same network guard as screenshots: public " +
+      "http(s) addresses only, at most 5 redirects, every hop re-checked.",
+    example: "https://example.com/cat.png",
+  }),
+  expiration: z.string().regex(/^[0-9]{1,9}$/).optional().openapi({
+    type: "integer",
+    minimum: EXPIRATION_MIN,
+    maximum: EXPIRATION_MAX,
+    description: "Seconds until the image is deleted",
+    example: "3600",
+  }),
+  format: z.enum(UPLOAD_FORMATS).optional().openapi({
+    description:
+      "json (default): the envelope; txt: the direct URL as text/plain; redirect: 303 " +
+      "to the viewer page",
+  }),
+  name: z.string().max(255).optional().openapi({
+    description: "Title of the image (ImgBB); `title` is taken too",
+  }),
+  title: z.string().max(255).optional().openapi({
+    description: "Title of the image (Chevereto)",
+  }),
+});
+
 /** POST /api/1/upload (SPEC.md 4.1). */
 export const postUploadRoute = createRoute({
   method: "post",
@@ -51,8 +91,14 @@ export const postUploadRoute = createRoute({
   tags: ["Images"],
   summary: "Upload one or more images",
   description:
-    "Multipart form with one or more files in `images` (also `images[]`, `image`, `source`). " +
-    "One file returns the image record; several return `{images, count, errors?}`: files " +
+    "Images in `images` (also `images[]`, `image`, `source`), each a file part, a base64 " +
+    "string or data: URI, or an http(s) URL the server downloads; bodies may be " +
+    "multipart/form-data, application/x-www-form-urlencoded or application/json, and " +
+    "`?source=<url>` works with or without a body (and by GET). URL imports go through " +
+    "the same network guard as screenshots (public addresses only, every redirect and " +
+    "resolved address re-checked, at most 5 redirects, MAX_FILE_BYTES, " +
+    "URL_IMPORT_TIMEOUT_MS): 210 not allowed, 221 could not fetch, 231 timed out. " +
+    "One image returns the image record; several return `{images, count, errors?}`: files " +
     "that fail are listed in `errors` while the others are stored. Types are detected from " +
     "the bytes: JPEG, PNG, GIF, WebP, AVIF, BMP, TIFF. Uploading bytes you already uploaded " +
     "returns the existing record with `duplicate: true`. `format` (query or field) picks " +
@@ -62,13 +108,7 @@ export const postUploadRoute = createRoute({
     "title instead of the file name.",
   security: API_SECURITY,
   request: {
-    query: z.object({
-      key: z.string().optional(),
-      expiration: z.string().optional().openapi({ example: "3600" }),
-      format: z.enum(UPLOAD_FORMATS).optional().openapi({
-        description: "json (default), txt or redirect",
-      }),
-    }),
+    query: UploadQuerySchema,
     body: {
       required: true,
       content: {
@@ -87,7 +127,9 @@ export const postUploadRoute = createRoute({
               images: {
                 type: "array",
                 items: { type: "string", format: "binary" },
-                description: "Image files",
+                description:
+                  "Image files; a text value is read as base64 (up to 64 KB) or an " +
+                  "http(s) URL to import",
               },
               expiration: {
                 type: "integer",
@@ -116,8 +158,8 @@ export const postUploadRoute = createRoute({
               image: {
                 type: "string",
                 description:
-                  "The image as base64 or a data: URI (also `images`, `source`; repeat " +
-                  "for several); decoded as it arrives",
+                  "The image as base64, a data: URI or an http(s) URL (also `images`, " +
+                  "`source`; repeat for several); base64 is decoded as it arrives",
               },
               expiration: { type: "string" },
               format: { type: "string", enum: [...UPLOAD_FORMATS] },
@@ -135,7 +177,8 @@ export const postUploadRoute = createRoute({
                   type: "array",
                   items: { type: "string" },
                 }],
-                description: "base64 or data: URI, or a list of them",
+                description:
+                  "base64, a data: URI or an http(s) URL, or a list of them",
               },
               expiration: { type: ["string", "integer"] },
               format: { type: "string", enum: [...UPLOAD_FORMATS] },
@@ -174,7 +217,50 @@ export const postUploadRoute = createRoute({
       143,
       150,
       160,
+      200,
+      210,
+      221,
+      231,
+      250,
       413,
+    ),
+  },
+});
+
+/** GET /api/1/upload?source=<url>: Chevereto's URL import by GET. */
+export const getUploadRoute = createRoute({
+  method: "get",
+  path: "/api/1/upload",
+  operationId: "getUpload",
+  tags: ["Images"],
+  summary: "Import images from URLs (GET)",
+  description:
+    "Chevereto's GET form of the upload: `?source=<url>` (repeatable) is downloaded " +
+    "through the network guard and stored as if uploaded. Answers like POST.",
+  security: API_SECURITY,
+  request: {
+    query: UploadQuerySchema.extend({
+      source: UploadQuerySchema.shape.source.unwrap(),
+    }),
+  },
+  responses: {
+    200: postUploadRoute.responses[200],
+    303: postUploadRoute.responses[303],
+    ...errorResponses(
+      ...AUTH_ERRORS,
+      130,
+      131,
+      140,
+      141,
+      142,
+      143,
+      150,
+      160,
+      200,
+      210,
+      221,
+      231,
+      250,
     ),
   },
 });
@@ -244,6 +330,14 @@ function parseFormat(raw: string | undefined): typeof UPLOAD_FORMATS[number] {
   return f;
 }
 
+/** One failed file of a multi-file upload (its URL, for an import, as the file name). */
+type UploadFailure = {
+  index: number;
+  filename: string;
+  code: number;
+  message: string;
+};
+
 const ok = <T>(data: T) => ({
   status: 200 as const,
   success: true as const,
@@ -259,7 +353,15 @@ export function registerUploadRoutes(
 ) {
   const { db } = deps.database;
 
-  app.openapi(postUploadRoute, async (c) => {
+  const importLimits = (field: string): ImportLimits => ({
+    rules: allowRulesOf(deps.config),
+    maxBytes: deps.config.MAX_FILE_BYTES,
+    timeoutMs: deps.config.URL_IMPORT_TIMEOUT_MS,
+    field,
+  });
+
+  /** Reads the body (if any) into temp files and fields; `?source=` adds URL imports. */
+  const receiveBody = async (c: Context<AppEnv>): Promise<ReceivedForm> => {
     const type = c.req.header("content-type") ?? "";
     const receive = isMultipart(c)
       ? (body: ReadableStream<Uint8Array>, o: BodyOptions) =>
@@ -269,49 +371,84 @@ export function registerUploadRoutes(
       : /^application\/json/i.test(type)
       ? receiveJson
       : undefined;
+    const sources = (c.req.queries("source") ?? []).filter(Boolean);
     if (!receive || !c.req.raw.body) {
-      throw new ApiError(140, {
-        details: [{
-          message:
-            "Send the images as multipart/form-data files, or base64 in a form or JSON " +
-            "body, in the field `images` (or `image`, `source`)",
-        }],
-      });
+      if (sources.length === 0) {
+        throw new ApiError(140, {
+          details: [{
+            message:
+              "Send the images as multipart/form-data files, or base64 or URLs in a form " +
+              "or JSON body, in the field `images` (or `image`, `source`), or a URL in " +
+              "?source=",
+          }],
+        });
+      }
+      await c.req.raw.body?.cancel().catch(() => {});
+      await authenticateDeferred(c, deps, undefined);
+      return { files: [], fields: {}, cleanup: () => Promise.resolve() };
     }
     // Authentication before the body costs anything: a header key is checked before a byte
     // is read, a body key as soon as the first file part begins (it must come first).
     if (headerKey(c) !== undefined) {
       await authenticateDeferred(c, deps, undefined);
     }
+    return await receive(c.req.raw.body, {
+      tmpDir: pipeline.tmpDir,
+      maxFileBytes: deps.config.MAX_FILE_BYTES,
+      maxFiles: deps.config.MAX_FILES,
+      admit: (fields) => authenticateDeferred(c, deps, fields.key),
+    });
+  };
+
+  /** `?source=` URLs as files still to fetch, after the body's own (131 past MAX_FILES). */
+  const querySources = (c: Context<AppEnv>, form: ReceivedForm) => {
+    const sources = (c.req.queries("source") ?? []).filter(Boolean);
+    if (form.files.length + sources.length > deps.config.MAX_FILES) {
+      throw new ApiError(131, {
+        details: [{
+          message: `At most ${deps.config.MAX_FILES} files per request`,
+        }],
+      });
+    }
+    return sources.map((url, i): ReceivedFile => ({
+      index: form.files.length + i,
+      field: "source",
+      filename: "image",
+      path: join(pipeline.tmpDir, `url-${crypto.randomUUID()}`),
+      size: 0,
+      sha256: "",
+      truncated: false,
+      url,
+    }));
+  };
+
+  /** A URL import is fetched now, through the network guard, into the file's temp path. */
+  const materialize = async (file: ReceivedFile): Promise<ReceivedFile> => {
+    if (file.url === undefined) return file;
+    const got = await importUrl(file.url, file.path, importLimits(file.field));
+    return { ...file, ...got };
+  };
+
+  const handleUpload = async (c: Context<AppEnv>) => {
     await Deno.mkdir(pipeline.tmpDir, { recursive: true });
-    const form = await receive(
-      c.req.raw.body,
-      {
-        tmpDir: pipeline.tmpDir,
-        maxFileBytes: deps.config.MAX_FILE_BYTES,
-        maxFiles: deps.config.MAX_FILES,
-        admit: (fields) => authenticateDeferred(c, deps, fields.key),
-      },
-    );
+    const form = await receiveBody(c);
+    const files = [...form.files];
     try {
+      files.push(...querySources(c, form));
       const userId = await authenticateDeferred(c, deps, form.fields.key);
-      if (form.files.length === 0) throw new ApiError(140);
+      if (files.length === 0) throw new ApiError(140);
       const expiration = parseExpiration(
         form.fields.expiration ?? c.req.query("expiration"),
       );
       const format = parseFormat(form.fields.format ?? c.req.query("format"));
-      const title = (form.fields.name || form.fields.title)?.slice(0, 255);
+      const title = (form.fields.name || form.fields.title ||
+        c.req.query("name") || c.req.query("title"))?.slice(0, 255);
       const images: ImageRecord[] = [];
-      const errors: {
-        index: number;
-        filename: string;
-        code: number;
-        message: string;
-      }[] = [];
+      const errors: UploadFailure[] = [];
       const errorsThrown: ApiError[] = [];
-      let lastError: ApiError | undefined;
-      for (const file of form.files) {
+      for (const received of files) {
         try {
+          const file = await materialize(received);
           images.push(
             await pipeline.ingest(
               userId,
@@ -320,36 +457,26 @@ export function registerUploadRoutes(
             ),
           );
         } catch (e) {
-          let err: ApiError;
-          if (e instanceof ApiError) err = e;
-          else {
-            deps.log.error({
-              msg: "upload failed",
-              request_id: c.get("requestId"),
-              error: e instanceof Error ? e.stack ?? e.message : String(e),
-            });
-            err = new ApiError(500);
-          }
-          lastError = err;
+          const err = asApiError(e, c);
           errorsThrown.push(err);
           errors.push({
-            index: file.index,
-            filename: file.filename,
+            index: received.index,
+            filename: received.url ?? received.filename,
             code: err.code,
             message: err.message,
           });
         } finally {
-          await Deno.remove(file.path).catch(() => {});
+          await Deno.remove(received.path).catch(() => {});
         }
       }
-      if (form.files.length === 1 && lastError) throw lastError;
+      if (files.length === 1 && errorsThrown.length) throw errorsThrown[0];
       if (format === "txt" && images.length) {
         return c.text(images.map((i) => i.url).join("\n") + "\n", 200);
       }
       if (format === "redirect" && images.length) {
         return c.redirect(images[0].url_viewer, 303);
       }
-      if (form.files.length === 1) return c.json(ok(images[0]), 200);
+      if (files.length === 1) return c.json(ok(images[0]), 200);
       if (images.length === 0) {
         // An outage is not the files' fault: answer it as such, so clients retry.
         const outage = errorsThrown.find((e) => e.code === 250);
@@ -369,7 +496,21 @@ export function registerUploadRoutes(
     } finally {
       await form.cleanup();
     }
-  });
+  };
+
+  /** An unexpected failure of one file is logged and reported as 500 for that file. */
+  const asApiError = (e: unknown, c: Context<AppEnv>): ApiError => {
+    if (e instanceof ApiError) return e;
+    deps.log.error({
+      msg: "upload failed",
+      request_id: c.get("requestId"),
+      error: e instanceof Error ? e.stack ?? e.message : String(e),
+    });
+    return new ApiError(500);
+  };
+
+  app.openapi(postUploadRoute, (c) => handleUpload(c));
+  app.openapi(getUploadRoute, (c) => handleUpload(c));
 
   /** The caller's live image; anyone else's is reported as absent, not forbidden. */
   const ownImage = async (id: string, userId: string) => {

@@ -1,5 +1,5 @@
 import { secureHeaders } from "hono/secure-headers";
-import type { App } from "../app.ts";
+import type { App } from "./env.ts";
 import type { AppDeps } from "../services/deps.ts";
 import {
   deleteImage,

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { parseAllowList } from "../services/screenshots/address_guard.ts";
+import { parseAllowList } from "./allow_list.ts";
 
 const int = (def: number, min = 0, max = Number.MAX_SAFE_INTEGER) =>
   z.coerce.number().int().min(min).max(max).default(def);
@@ -8,6 +8,15 @@ const httpUrl = z.string().url().refine(
   (u) => /^https?:$/.test(new URL(u).protocol),
   "must be an http(s) URL",
 ).transform((u) => u.replace(/\/+$/, ""));
+
+const allowList = z.string().default("").refine((v) => {
+  try {
+    parseAllowList(v);
+    return true;
+  } catch {
+    return false;
+  }
+}, "must be comma-separated CIDRs or host:port pairs");
 
 /**
  * The one schema over the environment (DESIGN.md "Configuration"). Only main.ts reads the
@@ -80,14 +89,15 @@ export const ConfigSchema = z.object({
   SCREENSHOT_CONCURRENCY: int(2, 1, 64),
   SCREENSHOT_QUEUE: int(32, 0, 10_000),
   SCREENSHOT_RECYCLE_AFTER: int(200, 1),
-  SCREENSHOT_ALLOW_PRIVATE: z.string().default("").refine((v) => {
-    try {
-      parseAllowList(v);
-      return true;
-    } catch {
-      return false;
-    }
-  }, "must be comma-separated CIDRs or host:port pairs"),
+  /**
+   * Non-public addresses that screenshots and URL imports may reach (CIDRs or host:port,
+   * comma-separated): empty in production, fixture ports in tests.
+   */
+  FETCH_ALLOW_PRIVATE: allowList,
+  /** The older name of FETCH_ALLOW_PRIVATE, still read (both lists apply). */
+  SCREENSHOT_ALLOW_PRIVATE: allowList,
+  /** URL imports: the whole fetch (every redirect and the body) must end within this. */
+  URL_IMPORT_TIMEOUT_MS: int(20_000, 100, 600_000),
   LOGIN_MAX_FAILURES: int(5, 1),
   /**
    * Login and sign-up attempts per client address (IPv6: per /64) per minute, on top of

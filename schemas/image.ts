@@ -39,10 +39,13 @@ export const ImageRecordSchema = z.object({
     example: 0,
   }),
   image: ImageFileSchema,
-  thumb: ImageFileSchema,
-  medium: ImageFileSchema.optional().openapi({
+  thumb: ImageFileSchema.openapi({
     description:
-      "Present when the image is wider or taller than the medium size",
+      "Thumbnail (longest side 320 px); the original when it is no larger",
+  }),
+  medium: ImageFileSchema.openapi({
+    description:
+      "Medium size (longest side 1024 px); the original when it is no larger",
   }),
   delete_url: z.string().url().openapi({
     description: "Secret link that deletes the image",

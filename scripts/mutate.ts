@@ -43,14 +43,14 @@ const MUTATIONS: Mutation[] = [
   },
   {
     name: "guard ranges: 10.0.0.0/8 counted as public",
-    file: "services/screenshots/address_guard.ts",
+    file: "services/net/address_guard.ts",
     from: `["10.0.0.0", 8], // private`,
     to: `["10.0.0.0", 32], // private`,
     tests: ["tests/address_guard_test.ts"],
   },
   {
     name: "guard: CONNECT tunnels (WebSockets, HTTPS) pass unchecked",
-    file: "services/screenshots/guard_proxy.ts",
+    file: "services/net/guard_proxy.ts",
     from: `      const upstream = await open(m[1], Number(m[2]), client);`,
     to:
       `      const upstream = await new Promise<import("node:net").Socket>((r) => {

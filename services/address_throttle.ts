@@ -2,7 +2,7 @@ import { type Kysely, sql } from "kysely";
 import type { DB } from "./db/schema.ts";
 import type { Clock } from "./deps.ts";
 import { ApiError } from "../schemas/errors.ts";
-import { expandV6 } from "./screenshots/address_guard.ts";
+import { expandV6 } from "./net/address_guard.ts";
 
 const WINDOW_MS = 60_000;
 

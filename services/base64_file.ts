@@ -7,11 +7,15 @@ import type { ReceivedFile } from "./multipart.ts";
 
 const BASE64 = /^[A-Za-z0-9+/]*$/;
 
+/** Longest image URL accepted in a body (browsers' practical limit is about this). */
+export const MAX_URL_LENGTH = 8192;
+
 /**
  * One image sent as base64 text (ImgBB's `image=<base64>`, Chevereto's `source`), decoded
  * as it arrives into a temp file: an optional `data:image/…;base64,` prefix is dropped,
  * line breaks are ignored, a space is read as the `+` a form encoding turned into one, and
- * URL-safe `-`/`_` are accepted. Past `maxBytes` it stops writing and marks itself
+ * URL-safe `-`/`_` are accepted. A value that starts like an address (`https://…`) is kept
+ * as `rec.url` instead, for the caller to import once the body is read. Past `maxBytes` it stops writing and marks itself
  * truncated (130); a character outside base64 is 141.
  */
 export class Base64File {
@@ -21,6 +25,8 @@ export class Base64File {
   #carry = "";
   #head: string | undefined = "";
   #ended = false;
+  /** Set once the value turned out to be an address rather than base64. */
+  #url: string | undefined;
   #writing: Promise<void> = Promise.resolve();
   error?: unknown;
 
@@ -62,10 +68,24 @@ export class Base64File {
           throw bad("only base64 data URIs are accepted");
         }
         text = h.slice(comma + 1);
-      } else if (/^https?:\/\//i.test(h)) {
-        throw refuseUrl(this.rec.field);
+      } else if (/^[a-z][a-z0-9+.-]*:\/\//i.test(h)) {
+        // An address: the image is fetched from it after the body (URL import).
+        this.#url = "";
+        text = h;
       } else text = h;
       this.#head = undefined;
+    }
+    if (this.#url !== undefined) {
+      this.#url += text;
+      if (this.#url.length > MAX_URL_LENGTH) {
+        throw new ApiError(200, {
+          details: [{
+            path: this.rec.field,
+            message: `URL longer than ${MAX_URL_LENGTH} characters`,
+          }],
+        });
+      }
+      return;
     }
     const clean = (this.#carry + text).replace(/[\r\n\t]/g, "")
       .replace(/ /g, "+").replace(/-/g, "+").replace(/_/g, "/");
@@ -118,6 +138,12 @@ export class Base64File {
   /** Decodes what is left and closes the file. */
   async finish(): Promise<void> {
     if (this.#head !== undefined) this.push("", true);
+    if (this.#url !== undefined) {
+      (await this.#file.catch(() => undefined))?.close();
+      if (this.error) throw this.error;
+      this.rec.url = this.#url.trim();
+      return;
+    }
     if (this.#carry) {
       const rest = this.#carry.replace(/=+$/, "");
       if (rest.length % 4 === 1) throw bad("the image is not valid base64");
@@ -136,15 +162,4 @@ export class Base64File {
 
 function bad(message: string): ApiError {
   return new ApiError(141, { details: [{ path: "image", message }] });
-}
-
-/** A value that is an address, not image data: URL import is not offered (yet). */
-export function refuseUrl(field: string): ApiError {
-  return new ApiError(160, {
-    details: [{
-      path: field,
-      message:
-        "fetching an image from a URL is not supported; send the image's bytes or base64",
-    }],
-  });
 }

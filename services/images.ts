@@ -61,9 +61,10 @@ export function toImageRecord(config: Config, row: ImageRow) {
       : 0,
     image,
     thumb: keys.thumb ? fileInfo(config, keys.thumb, row.thumb_ext!) : image,
-    ...(keys.medium
-      ? { medium: fileInfo(config, keys.medium, row.medium_ext!) }
-      : {}),
+    // ImgBB's record always has both: an image already small enough is its own variant.
+    medium: keys.medium
+      ? fileInfo(config, keys.medium, row.medium_ext!)
+      : image,
     delete_url: `${config.BASE_URL}/delete/${row.id}/${row.delete_token}`,
   };
 }

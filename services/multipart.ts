@@ -16,6 +16,8 @@ export interface ReceivedFile {
   sha256: string;
   /** The part was longer than the per-file limit; `path` holds only the first bytes. */
   truncated: boolean;
+  /** The value named an address: the image is still to be fetched (URL import) into `path`. */
+  url?: string;
 }
 
 /** Result of streaming a multipart body to temp files. */

@@ -6,7 +6,7 @@ import type { BlobStore } from "./store/blob_store.ts";
 import { FsStore } from "./store/fs_store.ts";
 import { S3Store } from "./store/s3_store.ts";
 import { ChromiumScreenshotter, findChromium } from "./screenshots/chromium.ts";
-import { parseAllowList } from "./screenshots/address_guard.ts";
+import { allowRulesOf } from "../schemas/allow_list.ts";
 import type { Screenshotter } from "./screenshots/screenshotter.ts";
 import { installChromium } from "./screenshots/install.ts";
 import { ImagePipeline } from "./image_pipeline.ts";
@@ -72,7 +72,7 @@ export async function openScreenshotter(
     recycleAfter: config.SCREENSHOT_RECYCLE_AFTER,
     timeoutMs: config.SCREENSHOT_TIMEOUT_MS,
     maxPixels: config.MAX_IMAGE_PIXELS,
-    allowRules: parseAllowList(config.SCREENSHOT_ALLOW_PRIVATE),
+    allowRules: allowRulesOf(config),
     proxyListen: config.SCREENSHOT_PROXY_LISTEN,
     proxyAdvertise: config.SCREENSHOT_PROXY_ADVERTISE,
     log,

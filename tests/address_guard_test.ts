@@ -2,8 +2,8 @@ import assert from "node:assert/strict";
 import {
   isAllowedTarget,
   isPublicAddress,
-  parseAllowList,
-} from "../services/screenshots/address_guard.ts";
+} from "../services/net/address_guard.ts";
+import { parseAllowList } from "../schemas/allow_list.ts";
 import { test } from "./helpers.ts";
 
 // Pure classification: nothing here opens a connection.
@@ -100,7 +100,7 @@ test("the allow list admits only the named loopback ports or CIDRs", () => {
   assert.equal(isAllowedTarget("10.0.0.1", 8080, rules), false);
   assert.equal(isAllowedTarget("8.8.8.8", 443, []), true);
   assert.equal(isAllowedTarget("127.0.0.1", 8080, []), false);
-  assert.throws(() => parseAllowList("nonsense"), /SCREENSHOT_ALLOW_PRIVATE/);
+  assert.throws(() => parseAllowList("nonsense"), /FETCH_ALLOW_PRIVATE/);
 });
 
 test("the ad blocking patterns match ad and tracker hosts with their subdomains, and only those", async () => {

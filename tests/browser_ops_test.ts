@@ -9,8 +9,8 @@ import {
   ChromiumScreenshotter,
   findChromium,
 } from "../services/screenshots/chromium.ts";
-import { parseAllowList } from "../services/screenshots/address_guard.ts";
-import { startGuardProxy } from "../services/screenshots/guard_proxy.ts";
+import { parseAllowList } from "../schemas/allow_list.ts";
+import { startGuardProxy } from "../services/net/guard_proxy.ts";
 import { PRESETS } from "../services/screenshots/presets.ts";
 import { memoryLogger } from "../services/deps.ts";
 import { ApiError } from "../schemas/errors.ts";

@@ -238,7 +238,7 @@ test("a JSON body {image, key} uploads too, one image or a list", async () => {
   }
 });
 
-test("base64 errors: bad base64 and a data URI of a non-image get 141, over MAX_FILE_BYTES 130, a URL 160 (not fetched), no key 100; nothing is left on disk", async () => {
+test("base64 errors: bad base64 and a data URI of a non-image get 141, over MAX_FILE_BYTES 130, a URL to a denied address 210, no key 100; nothing is left on disk", async () => {
   const env = await testEnv({ env: { MAX_FILE_BYTES: "20000" } });
   try {
     const { key } = await userWithKey(env);
@@ -281,8 +281,8 @@ test("base64 errors: bad base64 and a data URI of a non-image get 141, over MAX_
       [
         "a URL",
         `key=${key}&source=${encodeURIComponent("http://127.0.0.1:1/x.png")}`,
-        400,
-        160,
+        403,
+        210,
       ],
       [
         "no key",

@@ -17,11 +17,14 @@ test("unknown paths get 404 and wrong methods 405 with Allow, both in the envelo
     const { userWithKey } = await import("./helpers.ts");
     const { key } = await userWithKey(env);
     const wrong = await env.app.request("/api/1/upload", {
-      method: "GET",
+      method: "PUT",
       headers: { authorization: `Bearer ${key}` },
     });
     assert.equal(wrong.status, 405);
-    assert.match(wrong.headers.get("allow")!, /POST/);
+    assert.deepEqual(
+      wrong.headers.get("allow")!.split(", ").sort(),
+      ["GET", "HEAD", "POST"],
+    );
     assert.deepEqual((await wrong.json()).error, {
       code: 405,
       message: "Method not allowed",
@@ -282,6 +285,8 @@ test("bad configuration values name the variable", () => {
     [{ STORE: "s3" }, /S3_ENDPOINT/],
     [{ SCREENSHOT_TIMEOUT_MS: "-5" }, /SCREENSHOT_TIMEOUT_MS/],
     [{ SCREENSHOT_ALLOW_PRIVATE: "everything" }, /SCREENSHOT_ALLOW_PRIVATE/],
+    [{ FETCH_ALLOW_PRIVATE: "10.0.0.0/8,nonsense" }, /FETCH_ALLOW_PRIVATE/],
+    [{ URL_IMPORT_TIMEOUT_MS: "5" }, /URL_IMPORT_TIMEOUT_MS/],
     [{ IMAGE_CACHE_MB: "-1" }, /IMAGE_CACHE_MB/],
   ];
   for (const [env, re] of bad) {

@@ -15,6 +15,14 @@ import { ERRORS } from "../schemas/errors.ts";
 // deno-lint-ignore no-explicit-any
 type Schema = any;
 
+/**
+ * Text that never names a host: an image field or `?source=` holding `scheme://host` is a
+ * URL import, and a made-up host name would be looked up in DNS (the network rule forbids
+ * it). URL-shaped values come only from {@link safeUrl}'s literals.
+ */
+const text = (o: { maxLength?: number } = {}) =>
+  fc.string(o).filter((s) => !/[a-z][a-z0-9+.-]*:\/\//i.test(s));
+
 /** Strings an attacker reaches for first. */
 const nasty = fc.constantFrom(
   "",
@@ -49,7 +57,7 @@ const safeUrl = fc.oneof(
     "http://",
     "//",
   ),
-  fc.string().filter((s) => !/^[a-z][a-z0-9+.-]*:\/\/[^/]/i.test(s)),
+  text(),
 );
 
 /** Resolves a local $ref of the document. */
@@ -71,7 +79,7 @@ function fromSchema(
   name = "",
 ): fc.Arbitrary<unknown> {
   const s = deref(doc, raw) ?? {};
-  if (/url/i.test(name)) return safeUrl;
+  if (/url|^source$/i.test(name)) return safeUrl;
   let good: fc.Arbitrary<unknown>;
   if (s.enum) good = fc.constantFrom(...s.enum);
   else if (s.anyOf || s.oneOf) {
@@ -86,7 +94,7 @@ function fromSchema(
     }
     good = fc.tuple(
       fc.record(model, { requiredKeys: [] }),
-      fc.dictionary(fc.string({ maxLength: 8 }), fc.jsonValue(), {
+      fc.dictionary(text({ maxLength: 8 }), fc.jsonValue(), {
         maxKeys: 2,
       }),
       fc.boolean(),
@@ -108,8 +116,8 @@ function fromSchema(
   } else if (s.type === "boolean") good = fc.boolean();
   else if (s.type === "string") {
     good = s.pattern
-      ? fc.oneof(fc.stringMatching(new RegExp(s.pattern)), fc.string())
-      : fc.string({ maxLength: 300 });
+      ? fc.oneof(fc.stringMatching(new RegExp(s.pattern)), text())
+      : text({ maxLength: 300 });
   } else good = fc.jsonValue();
   // One value in five is not what the schema says at all.
   return fc.oneof(
@@ -164,7 +172,7 @@ function requestFor(doc: Schema, { method, path, op }: Op, env: Ctx) {
           ? (fc.record({
             fields: fc.dictionary(
               fc.constantFrom("expiration", "key", "title", "images", "x"),
-              fc.oneof(fc.string({ maxLength: 20 }), nasty),
+              fc.oneof(text({ maxLength: 20 }), nasty),
               { maxKeys: 3 },
             ),
             files: fc.array(
@@ -176,7 +184,7 @@ function requestFor(doc: Schema, { method, path, op }: Op, env: Ctx) {
                   "source",
                   "other",
                 ),
-                name: fc.oneof(fc.string({ maxLength: 30 }), nasty),
+                name: fc.oneof(text({ maxLength: 30 }), nasty),
                 bytes: fc.oneof(
                   fc.uint8Array({ maxLength: 2048 }),
                   fc.constant(env.png),
@@ -197,11 +205,11 @@ function requestFor(doc: Schema, { method, path, op }: Op, env: Ctx) {
                 op.requestBody.content["application/json"].schema,
               ),
             },
-            { weight: 1, arbitrary: fc.string() }, // not JSON at all
+            { weight: 1, arbitrary: text() }, // not JSON at all
           )).map((value) => ({ type: t, value }))
           : fc.dictionary(
             fc.constantFrom("image", "source", "key", "format", "name"),
-            fc.oneof(fc.string({ maxLength: 40 }), nasty, fc.constant(b64Png)),
+            fc.oneof(text({ maxLength: 40 }), nasty, fc.constant(b64Png)),
             { maxKeys: 3 },
           ).map((value) => ({ type: t, value }))
       ),
@@ -261,7 +269,27 @@ function requestFor(doc: Schema, { method, path, op }: Op, env: Ctx) {
       headers,
       body,
     };
-  });
+  }).filter((req) =>
+    // Belt and braces over `text`: no request may name a host a lookup would resolve.
+    !namesHost(req.url) &&
+    !(typeof req.body === "string" && namesHost(req.body))
+  );
+}
+
+/** True when some `scheme://host` in `s` (percent-decoded too) has a host name, not an IP. */
+function namesHost(s: string): boolean {
+  let decoded = s;
+  try {
+    decoded = decodeURIComponent(s.replace(/\+/g, " "));
+  } catch { /* keep it as is */ }
+  return [s, decoded].some((v) =>
+    [...v.matchAll(/[a-z][a-z0-9+.-]*:\/\/\[?([^/\]:?#\s\\@]*)/gi)].some((
+      m,
+    ) =>
+      m[1] !== "" &&
+      !/^(0x[0-9a-f]*|\d+)(\.(0x[0-9a-f]*|\d+)){0,3}$/i.test(m[1])
+    )
+  );
 }
 
 /** A small real PNG as base64 (set once the fuzz test has made it). */
@@ -362,7 +390,7 @@ test("fuzzing paths, methods and headers outside the API (image files, viewer, d
   try {
     const seg = fc.oneof(
       fc.stringMatching(/^[A-Za-z0-9_-]{1,70}$/),
-      fc.string({ maxLength: 20 }).map(encodeURIComponent),
+      text({ maxLength: 20 }).map(encodeURIComponent),
       nasty.map(encodeURIComponent),
     );
     const path = fc.oneof(
@@ -414,12 +442,12 @@ test("fuzzing paths, methods and headers outside the API (image files, viewer, d
             "accept",
             "x-request-id",
           ),
-          fc.oneof(fc.string({ maxLength: 40 }), nasty).map((v) =>
+          fc.oneof(text({ maxLength: 40 }), nasty).map((v) =>
             v.replace(/[\0\r\n]/g, "")
           ),
           { maxKeys: 3 },
         ),
-        fc.option(fc.string({ maxLength: 200 })),
+        fc.option(text({ maxLength: 200 })),
         async (p, method, headers, body) => {
           let res: Response;
           try {

@@ -7,7 +7,7 @@ import {
   findChromium,
   fullPageClip,
 } from "../services/screenshots/chromium.ts";
-import { parseAllowList } from "../services/screenshots/address_guard.ts";
+import { parseAllowList } from "../schemas/allow_list.ts";
 import { memoryLogger } from "../services/deps.ts";
 
 const CHROMIUM = findChromium(Deno.env.get("TEST_CHROMIUM_PATH"));

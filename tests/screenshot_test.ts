@@ -13,7 +13,7 @@ import {
   ChromiumScreenshotter,
   findChromium,
 } from "../services/screenshots/chromium.ts";
-import { parseAllowList } from "../services/screenshots/address_guard.ts";
+import { parseAllowList } from "../schemas/allow_list.ts";
 import { PRESETS } from "../services/screenshots/presets.ts";
 import { memoryLogger } from "../services/deps.ts";
 

@@ -61,7 +61,7 @@ test("a single JPEG upload returns the SPEC image record and its URL serves the 
       url: d.url,
     });
     assert.equal(d.thumb.url, `http://localhost:8080/${d.id}.th.jpg`);
-    assert.equal(d.medium, undefined); // smaller than the medium size
+    assert.deepEqual(d.medium, d.image); // no larger than the medium size: itself
     assert.equal(d.width, 64);
     assert.equal(d.height, 48);
     assert.equal(d.time, Math.floor(env.clock.t / 1000));

@@ -60,8 +60,16 @@ var ERRORS = {
     "message": "Page could not be loaded",
     "status": 502
   },
+  "221": {
+    "message": "Image could not be fetched",
+    "status": 502
+  },
   "230": {
     "message": "Screenshot timed out",
+    "status": 504
+  },
+  "231": {
+    "message": "Image fetch timed out",
     "status": 504
   },
   "240": {
@@ -634,6 +642,21 @@ function createApiClient(opts) {
         form.append("expiration", String(options.expiration));
       }
       return call("POST", "/api/1/upload", form);
+    },
+    /**
+     * POST /api/1/upload with image addresses: the service downloads each one (public
+     * http(s) only) and stores it as if uploaded.
+     */
+    importUrls(urls, options = {}) {
+      return call("POST", "/api/1/upload", JSON.stringify({
+        image: urls,
+        ...options.expiration ? {
+          expiration: options.expiration
+        } : {},
+        ...options.title ? {
+          title: options.title
+        } : {}
+      }), true);
     },
     /** GET /api/1/images/{id}. */
     getImage(id) {

@@ -68,6 +68,25 @@ export function createApiClient(opts: ApiClientOptions) {
       }
       return call("POST", "/api/1/upload", form);
     },
+    /**
+     * POST /api/1/upload with image addresses: the service downloads each one (public
+     * http(s) only) and stores it as if uploaded.
+     */
+    importUrls(
+      urls: string[] | string,
+      options: { expiration?: number; title?: string } = {},
+    ): Promise<UploadResult> {
+      return call(
+        "POST",
+        "/api/1/upload",
+        JSON.stringify({
+          image: urls,
+          ...(options.expiration ? { expiration: options.expiration } : {}),
+          ...(options.title ? { title: options.title } : {}),
+        }),
+        true,
+      );
+    },
     /** GET /api/1/images/{id}. */
     getImage(id: string): Promise<ImageResult> {
       return call("GET", `/api/1/images/${encodeURIComponent(id)}`);

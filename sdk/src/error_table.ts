@@ -63,8 +63,16 @@ export const ERRORS: Record<number, { message: string; status: number }> = {
     "message": "Page could not be loaded",
     "status": 502
   },
+  "221": {
+    "message": "Image could not be fetched",
+    "status": 502
+  },
   "230": {
     "message": "Screenshot timed out",
+    "status": 504
+  },
+  "231": {
+    "message": "Image fetch timed out",
     "status": 504
   },
   "240": {

@@ -2,8 +2,8 @@ import puppeteer, { type Browser, type Page } from "puppeteer-core";
 import { ApiError } from "../../schemas/errors.ts";
 import type { Logger } from "../deps.ts";
 import { answersWithin, withTimeout } from "../timeout.ts";
-import type { AllowRule } from "./address_guard.ts";
-import { type GuardProxy, startGuardProxy } from "./guard_proxy.ts";
+import type { AllowRule } from "../../schemas/allow_list.ts";
+import { type GuardProxy, startGuardProxy } from "../net/guard_proxy.ts";
 import { loadPage } from "./page_load.ts";
 import { OWNER_FLAG, reapOrphans } from "./reap.ts";
 

@@ -1,6 +1,6 @@
 import type { HTTPRequest, HTTPResponse, Page } from "puppeteer-core";
 import { ApiError } from "../../schemas/errors.ts";
-import type { GuardProxy } from "./guard_proxy.ts";
+import type { GuardProxy } from "../net/guard_proxy.ts";
 import { withTimeout } from "../timeout.ts";
 
 /**

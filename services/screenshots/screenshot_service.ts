@@ -6,12 +6,8 @@ import { ApiError } from "../../schemas/errors.ts";
 import type { ScreenshotRequestSchema } from "../../schemas/screenshot.ts";
 import type { AppDeps } from "../deps.ts";
 import type { ImagePipeline } from "../image_pipeline.ts";
-import {
-  type AllowRule,
-  isAllowedTarget,
-  parseAllowList,
-  resolveHost,
-} from "./address_guard.ts";
+import { type AllowRule, allowRulesOf } from "../../schemas/allow_list.ts";
+import { checkTarget, parseTargetUrl } from "../net/target.ts";
 import { presetById } from "./presets.ts";
 import type { CaptureOptions } from "./screenshotter.ts";
 
@@ -21,54 +17,6 @@ export type ScreenshotRequest = Omit<
   "key"
 >;
 
-/** Only absolute http(s) URLs with a host; anything else is code 200. */
-export function parseTargetUrl(raw: string): URL {
-  let u: URL;
-  try {
-    u = new URL(raw);
-  } catch {
-    throw new ApiError(200, {
-      details: [{ path: "url", message: "not an absolute URL" }],
-    });
-  }
-  if (u.protocol !== "http:" && u.protocol !== "https:") {
-    throw new ApiError(200, {
-      details: [{
-        path: "url",
-        message: `scheme ${u.protocol} is not allowed; use http or https`,
-      }],
-    });
-  }
-  if (!u.hostname) {
-    throw new ApiError(200, {
-      details: [{ path: "url", message: "URL has no host" }],
-    });
-  }
-  return u;
-}
-
-/** Refuses (210) a host that resolves to any address the guard would not connect to. */
-export async function checkTarget(u: URL, rules: AllowRule[]): Promise<void> {
-  let addrs: string[];
-  try {
-    addrs = await resolveHost(u.hostname);
-  } catch {
-    throw new ApiError(220, {
-      details: [{ path: "url", message: `cannot resolve ${u.hostname}` }],
-    });
-  }
-  const port = Number(u.port || (u.protocol === "https:" ? 443 : 80));
-  const bad = addrs.find((a) => !isAllowedTarget(a, port, rules));
-  if (bad || addrs.length === 0) {
-    throw new ApiError(210, {
-      details: [{
-        path: "url",
-        message: "the host resolves to a non-public address",
-      }],
-    });
-  }
-}
-
 /** Takes screenshots for the API: checks, captures, then stores or inlines the image. */
 export class ScreenshotService {
   readonly #rules: AllowRule[];
@@ -76,7 +24,7 @@ export class ScreenshotService {
     private readonly deps: AppDeps,
     private readonly pipeline: ImagePipeline,
   ) {
-    this.#rules = parseAllowList(deps.config.SCREENSHOT_ALLOW_PRIVATE);
+    this.#rules = allowRulesOf(deps.config);
   }
 
   async take(userId: string, req: ScreenshotRequest) {

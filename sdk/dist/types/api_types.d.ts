@@ -47,11 +47,15 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * Import images from URLs (GET)
+         * @description Chevereto's GET form of the upload: `?source=<url>` (repeatable) is downloaded through the network guard and stored as if uploaded. Answers like POST.
+         */
+        get: operations["getUpload"];
         put?: never;
         /**
          * Upload one or more images
-         * @description Multipart form with one or more files in `images` (also `images[]`, `image`, `source`). One file returns the image record; several return `{images, count, errors?}`: files that fail are listed in `errors` while the others are stored. Types are detected from the bytes: JPEG, PNG, GIF, WebP, AVIF, BMP, TIFF. Uploading bytes you already uploaded returns the existing record with `duplicate: true`. `format` (query or field) picks the answer as Chevereto does: `json` (default), `txt` (the direct URL as text/plain, one line per stored image) or `redirect` (303 to the first image's viewer page); errors are always the JSON envelope. `name` (ImgBB) or `title` (Chevereto) sets the title instead of the file name.
+         * @description Images in `images` (also `images[]`, `image`, `source`), each a file part, a base64 string or data: URI, or an http(s) URL the server downloads; bodies may be multipart/form-data, application/x-www-form-urlencoded or application/json, and `?source=<url>` works with or without a body (and by GET). URL imports go through the same network guard as screenshots (public addresses only, every redirect and resolved address re-checked, at most 5 redirects, MAX_FILE_BYTES, URL_IMPORT_TIMEOUT_MS): 210 not allowed, 221 could not fetch, 231 timed out. One image returns the image record; several return `{images, count, errors?}`: files that fail are listed in `errors` while the others are stored. Types are detected from the bytes: JPEG, PNG, GIF, WebP, AVIF, BMP, TIFF. Uploading bytes you already uploaded returns the existing record with `duplicate: true`. `format` (query or field) picks the answer as Chevereto does: `json` (default), `txt` (the direct URL as text/plain, one line per stored image) or `redirect` (303 to the first image's viewer page); errors are always the JSON envelope. `name` (ImgBB) or `title` (Chevereto) sets the title instead of the file name.
          */
         post: operations["postUpload"];
         delete?: never;
@@ -189,8 +193,8 @@ export interface components {
              */
             expiration: number;
             image: components["schemas"]["ImageFile"];
-            thumb: components["schemas"]["ImageFile"];
-            medium?: components["schemas"]["ImageFile"] & unknown;
+            thumb: components["schemas"]["ImageFile"] & unknown;
+            medium: components["schemas"]["ImageFile"] & unknown;
             /**
              * Format: uri
              * @description Secret link that deletes the image
@@ -379,13 +383,153 @@ export interface operations {
             };
         };
     };
+    getUpload: {
+        parameters: {
+            query: {
+                source: string | string[];
+                /** @description Seconds until the image is deleted */
+                expiration?: number;
+                /** @description json (default): the envelope; txt: the direct URL as text/plain; redirect: 303 to the viewer page */
+                format?: "json" | "txt" | "redirect";
+                /** @description Title of the image (ImgBB); `title` is taken too */
+                name?: string;
+                /** @description Title of the image (Chevereto) */
+                title?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Stored: an image record for one file, a list for several */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 200;
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["ImageRecord"] | components["schemas"]["MultiUpload"];
+                    };
+                    "text/plain": string;
+                };
+            };
+            /** @description format=redirect: to the first stored image's viewer page */
+            303: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description 131 Too many files; 140 No image file provided; 160 Invalid request; 200 Invalid URL */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 100 No API key provided; 110 Invalid API key; 120 User not found */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 210 URL not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 130 File size too large; 142 Image dimensions too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 141 Unsupported image type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 143 Image took too long to process; 150 No files could be uploaded */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 170 Rate limit exceeded */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 221 Image could not be fetched */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 250 Service temporarily unavailable; 250 Service temporarily unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 231 Image fetch timed out */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
     postUpload: {
         parameters: {
             query?: {
-                key?: string;
-                expiration?: string;
-                /** @description json (default), txt or redirect */
+                /** @description Address of an image to import (Chevereto's `?source=`); repeat for several. The server downloads it through the same network guard as screenshots: public http(s) addresses only, at most 5 redirects, every hop re-checked. */
+                source?: string[];
+                /** @description Seconds until the image is deleted */
+                expiration?: number;
+                /** @description json (default): the envelope; txt: the direct URL as text/plain; redirect: 303 to the viewer page */
                 format?: "json" | "txt" | "redirect";
+                /** @description Title of the image (ImgBB); `title` is taken too */
+                name?: string;
+                /** @description Title of the image (Chevereto) */
+                title?: string;
             };
             header?: never;
             path?: never;
@@ -396,7 +540,7 @@ export interface operations {
                 "multipart/form-data": {
                     /** @description API key (if not in a header). Put it before the files: the key is checked when the first file begins (or after 64 KB), and without a valid one the rest of the body is not read (100/110). */
                     key?: string;
-                    /** @description Image files */
+                    /** @description Image files; a text value is read as base64 (up to 64 KB) or an http(s) URL to import */
                     images: string[];
                     /** @description Seconds until the image is deleted */
                     expiration?: number;
@@ -411,7 +555,7 @@ export interface operations {
                 "application/x-www-form-urlencoded": {
                     /** @description API key, before the image */
                     key?: string;
-                    /** @description The image as base64 or a data: URI (also `images`, `source`; repeat for several); decoded as it arrives */
+                    /** @description The image as base64, a data: URI or an http(s) URL (also `images`, `source`; repeat for several); base64 is decoded as it arrives */
                     image?: string;
                     expiration?: string;
                     /** @enum {string} */
@@ -420,7 +564,7 @@ export interface operations {
                 };
                 "application/json": {
                     key?: string;
-                    /** @description base64 or data: URI, or a list of them */
+                    /** @description base64, a data: URI or an http(s) URL, or a list of them */
                     image?: string | string[];
                     expiration?: string | number;
                     /** @enum {string} */
@@ -453,7 +597,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description 131 Too many files; 140 No image file provided; 160 Invalid request */
+            /** @description 131 Too many files; 140 No image file provided; 160 Invalid request; 200 Invalid URL */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -464,6 +608,15 @@ export interface operations {
             };
             /** @description 100 No API key provided; 110 Invalid API key; 120 User not found */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 210 URL not allowed */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -507,8 +660,26 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description 250 Service temporarily unavailable */
+            /** @description 221 Image could not be fetched */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 250 Service temporarily unavailable; 250 Service temporarily unavailable */
             503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description 231 Image fetch timed out */
+            504: {
                 headers: {
                     [name: string]: unknown;
                 };

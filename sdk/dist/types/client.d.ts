@@ -31,6 +31,14 @@ export declare function createApiClient(opts: ApiClientOptions): {
     upload(files: Blob[] | Blob, options?: {
         expiration?: number;
     }): Promise<UploadResult>;
+    /**
+     * POST /api/1/upload with image addresses: the service downloads each one (public
+     * http(s) only) and stores it as if uploaded.
+     */
+    importUrls(urls: string[] | string, options?: {
+        expiration?: number;
+        title?: string;
+    }): Promise<UploadResult>;
     /** GET /api/1/images/{id}. */
     getImage(id: string): Promise<ImageResult>;
     /** DELETE /api/1/images/{id}. */

@@ -21,7 +21,7 @@ export interface ImageRecord {
     expiration: number;
     image: ImageFile;
     thumb: ImageFile;
-    medium?: ImageFile;
+    medium: ImageFile;
     delete_url: string;
     duplicate?: boolean;
 }

@@ -1,4 +1,5 @@
 import { isIP } from "node:net";
+import type { AllowRule } from "../../schemas/allow_list.ts";
 
 function v4ToInt(ip: string): number {
   return ip.split(".").reduce((a, o) => (a << 8) + Number(o), 0) >>> 0;
@@ -79,29 +80,6 @@ export function isPublicAddress(ip: string): boolean {
   if (v === 4) return !v4Blocked(ip);
   if (v === 6) return !v6Blocked(ip);
   return false;
-}
-
-/** A parsed SCREENSHOT_ALLOW_PRIVATE entry: a CIDR, or host:port. */
-export interface AllowRule {
-  cidr?: { base: string; bits: number; v6: boolean };
-  hostPort?: { host: string; port: number };
-}
-
-/** Parses SCREENSHOT_ALLOW_PRIVATE: comma-separated CIDRs and/or host:port pairs. */
-export function parseAllowList(spec: string): AllowRule[] {
-  return spec.split(",").map((s) => s.trim()).filter(Boolean).map((s) => {
-    const cidr = s.match(/^(.+)\/(\d{1,3})$/);
-    if (cidr && isIP(cidr[1])) {
-      return {
-        cidr: { base: cidr[1], bits: Number(cidr[2]), v6: isIP(cidr[1]) === 6 },
-      };
-    }
-    const hp = s.match(/^\[?([^\]]+?)\]?:(\d{1,5})$/);
-    if (hp) {
-      return { hostPort: { host: hp[1].toLowerCase(), port: Number(hp[2]) } };
-    }
-    throw new Error(`SCREENSHOT_ALLOW_PRIVATE: cannot parse "${s}"`);
-  });
 }
 
 function inCidr(ip: string, c: NonNullable<AllowRule["cidr"]>): boolean {

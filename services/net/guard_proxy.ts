@@ -2,11 +2,8 @@ import { Buffer } from "node:buffer";
 import { createServer, type Server, type Socket } from "node:net";
 import { connect as netConnect } from "node:net";
 import { safeEqual } from "../crypto.ts";
-import {
-  type AllowRule,
-  isAllowedTarget,
-  resolveHost,
-} from "./address_guard.ts";
+import type { AllowRule } from "../../schemas/allow_list.ts";
+import { isAllowedTarget, resolveHost } from "./address_guard.ts";
 
 /** A connection the guard refused or could not make. */
 export interface GuardEvent {

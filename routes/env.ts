@@ -1,0 +1,13 @@
+import type { OpenAPIHono } from "@hono/zod-openapi";
+
+/** Variables routes share through the Hono context. */
+export type AppEnv = {
+  Variables: {
+    requestId: string;
+    userId: string;
+    apiKeyId: string;
+  };
+};
+
+/** The app type every route module registers on. */
+export type App = OpenAPIHono<AppEnv>;

@@ -2,7 +2,8 @@
  * Peak RSS growth of the service while it receives one ~32 MB JPEG as base64 (about 43 MB
  * of text): in an `application/x-www-form-urlencoded` body (`key=…&image=<base64>`, as
  * Chevereto and ImgBB clients send it; decoded as it streams in) and in a JSON body
- * (`{"key":…,"image":…}`; read whole, then decoded). curl streams each body from disk; the
+ * (`{"key":…,"image":…}`; scanned as it streams in), and as a multipart text field
+ * (`FormData.append("image", base64)`, as npm ImgBB clients send it). curl streams each body from disk; the
  * kernel's peak-RSS counter is reset just before each request. Target (issue #16): the
  * same bound as multipart, < 64 MB growth.
  */
@@ -48,7 +49,7 @@ async function measure(path: string, type: string) {
 
 try {
   const jpeg = await noiseJpeg(31.5e6);
-  const form = `${dir}/form`, json = `${dir}/json`;
+  const form = `${dir}/form`, json = `${dir}/json`, multi = `${dir}/multi`;
   const b64 = () => Buffer.from(uniqueJpeg(jpeg)).toString("base64");
   await Deno.writeTextFile(
     form,
@@ -57,6 +58,11 @@ try {
   await Deno.writeTextFile(
     json,
     JSON.stringify({ key: svc.key, image: b64() }),
+  );
+  await Deno.writeTextFile(
+    multi,
+    `--B\r\nContent-Disposition: form-data; name="key"\r\n\r\n${svc.key}\r\n` +
+      `--B\r\nContent-Disposition: form-data; name="image"\r\n\r\n${b64()}\r\n--B--\r\n`,
   );
   // Warm-up: a small urlencoded upload.
   const small = `${dir}/small`;
@@ -79,6 +85,11 @@ try {
       body: "json",
       size: (await Deno.stat(json)).size,
       ...(await measure(json, "application/json")),
+    },
+    {
+      body: "multipart text",
+      size: (await Deno.stat(multi)).size,
+      ...(await measure(multi, "multipart/form-data; boundary=B")),
     },
   ];
   table(

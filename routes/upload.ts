@@ -128,7 +128,7 @@ export const postUploadRoute = createRoute({
                 type: "array",
                 items: { type: "string", format: "binary" },
                 description:
-                  "Image files; a text value is read as base64 (up to 64 KB) or an " +
+                  "Image files; a text value is read as base64 (streamed, any size) or an " +
                   "http(s) URL to import",
               },
               expiration: {

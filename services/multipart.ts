@@ -5,6 +5,7 @@ import { Buffer } from "node:buffer";
 import { ApiError } from "../schemas/errors.ts";
 import { writeAll } from "./file_io.ts";
 import { Base64File } from "./base64_file.ts";
+import { TextPartMarker } from "./multipart_text_parts.ts";
 
 /** One file part, already on disk in a temp file. */
 export interface ReceivedFile {
@@ -136,6 +137,58 @@ class FileSink {
 }
 
 /**
+ * Bytes of base64 text that carry `bytes` bytes, with room for MIME line breaks (a CRLF
+ * every 76 characters) and a data: URI prefix.
+ */
+export function base64Length(bytes: number): number {
+  const chars = Math.ceil(bytes / 3) * 4;
+  return chars + Math.ceil(chars / 76) * 2 + 1024;
+}
+
+/**
+ * The sink of a text part (base64 or a URL) of an image field: the text goes to a
+ * {@link Base64File} as it arrives. A bad character fails the request (141), as a bad
+ * form field does; a value cut by a limit is 130, not a base64 error.
+ */
+class TextSink {
+  error: unknown;
+  #decoder = new TextDecoder();
+  #finished?: Promise<void>;
+
+  constructor(readonly img: Base64File) {}
+
+  push(chunk: Uint8Array) {
+    if (this.error) return;
+    try {
+      this.img.push(this.#decoder.decode(chunk, { stream: true }));
+    } catch (e) {
+      if (!this.img.rec.truncated) this.error = e;
+    }
+  }
+
+  /** Resolves when what was pushed is on disk. */
+  ready(): Promise<void> {
+    return this.img.drained();
+  }
+
+  finish(): Promise<void> {
+    return this.#finished ??= this.#finish();
+  }
+
+  async #finish() {
+    try {
+      if (this.error) throw this.error;
+      this.img.push(this.#decoder.decode());
+      await this.img.finish();
+    } catch (e) {
+      // Its file must exist and be closed before the cleanup may remove it.
+      await this.img.abandon();
+      if (!this.img.rec.truncated) throw this.error ??= e;
+    }
+  }
+}
+
+/**
  * Streams a multipart body to temp files with busboy. The body is read into a few reused
  * buffers (BYOB reads where the stream offers them) and each file's bytes are copied into
  * two reused write buffers, so a request allocates a fixed ~1 MB however large it is, and is
@@ -160,9 +213,19 @@ export async function receiveMultipart(
   },
 ): Promise<ReceivedForm> {
   // Whole-body cap: every allowed file at its limit plus room for fields and boundaries.
-  const maxTotal = opts.maxFiles * opts.maxFileBytes + 4 * 1024 * 1024;
+  // Base64 text parts are a third larger than the bytes they carry (plus line breaks).
+  const maxPartBytes = base64Length(opts.maxFileBytes);
+  const maxTotal = opts.maxFiles * maxPartBytes + 4 * 1024 * 1024;
+  const boundary = contentType.match(/boundary=(?:"([^"]+)"|([^;\s]+))/i);
+  const marker = boundary
+    ? new TextPartMarker(
+      boundary[1] ?? boundary[2],
+      FILE_FIELDS,
+      `x-imagehost-text-${crypto.randomUUID()}`,
+    )
+    : undefined;
   const files: ReceivedFile[] = [];
-  const sinks: FileSink[] = [];
+  const sinks: (FileSink | TextSink)[] = [];
   // Write buffers handed from one file part to the next (parts arrive one after another).
   const writePool: Uint8Array[] = [];
   const fields: Record<string, string> = {};
@@ -174,7 +237,8 @@ export async function receiveMultipart(
     bb = busboy({
       headers: { "content-type": contentType },
       limits: {
-        fileSize: opts.maxFileBytes,
+        // Files are cut at maxFileBytes by their sink; base64 text parts by Base64File.
+        fileSize: maxPartBytes,
         files: opts.maxFiles,
         fields: 50,
         fieldSize: 64 * 1024,
@@ -191,9 +255,9 @@ export async function receiveMultipart(
   let index = 0;
 
   bb.on("error", (e: Error) => parseError ??= e);
-  // An image sent as base64 text in a form field (ImgBB's documented `image=<base64>`):
-  // decoded to a temp file like a file part. busboy keeps a text field whole, so these
-  // are capped at 64 KB of text (larger ones get 130: send the bytes as a file instead).
+  // An image field's text part that reached busboy as a field (its header block was not
+  // marked: over 16 KB of headers). busboy keeps a field whole, so these stay capped at
+  // 64 KB of text (130 past it); marked text parts stream through the "file" handler.
   const textImages: Promise<void>[] = [];
   bb.on("field", (name, value, info) => {
     if (!FILE_FIELDS.has(name)) {
@@ -231,6 +295,21 @@ export async function receiveMultipart(
       stream.resume();
       return;
     }
+    if (marker && info.encoding === marker.marker) {
+      // An image field's text part (base64 or a URL), marked on its way in: decoded in
+      // pieces like a form body's, never kept whole.
+      const sink = new TextSink(
+        new Base64File(index++, field, opts.tmpDir, opts.maxFileBytes),
+      );
+      files.push(sink.img.rec);
+      sinks.push(sink);
+      stream.on("data", (chunk: Uint8Array) => sink.push(chunk));
+      stream.on("end", () => sink.finish().catch(() => {}));
+      stream.on("limit", () => {
+        sink.img.rec.truncated = true;
+      });
+      return;
+    }
     const rec: ReceivedFile = {
       index: index++,
       field,
@@ -243,7 +322,15 @@ export async function receiveMultipart(
     files.push(rec);
     const sink = new FileSink(rec, writePool);
     sinks.push(sink);
-    stream.on("data", (chunk: Uint8Array) => sink.push(chunk));
+    stream.on("data", (chunk: Uint8Array) => {
+      // busboy's own limit is the larger base64 one: a file is cut here, at its limit.
+      if (rec.truncated) return;
+      if (rec.size + chunk.length > opts.maxFileBytes) {
+        rec.truncated = true;
+        return;
+      }
+      sink.push(chunk);
+    });
     // Finished as soon as the part ends, so its buffers serve the next part; errors are
     // collected when every sink is awaited below.
     stream.on("end", () => sink.finish().catch(() => {}));
@@ -281,7 +368,9 @@ export async function receiveMultipart(
         overTotal = true;
         break;
       }
-      await feed(chunk);
+      for (const piece of marker ? marker.push(chunk) : [chunk]) {
+        await feed(piece);
+      }
       // Let busboy's per-file streams deliver what they queued before their first read.
       await new Promise((r) => queueMicrotask(() => r(undefined)));
       if (
@@ -297,6 +386,7 @@ export async function receiveMultipart(
       if (failed) throw failed.error;
     }
     if (!overTotal && !parseError) {
+      for (const piece of marker?.flush() ?? []) await feed(piece);
       bb.end();
       await finished;
     }

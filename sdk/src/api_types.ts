@@ -543,7 +543,7 @@ export interface operations {
                 "multipart/form-data": {
                     /** @description API key (if not in a header). Put it before the files: the key is checked when the first file begins (or after 64 KB), and without a valid one the rest of the body is not read (100/110). */
                     key?: string;
-                    /** @description Image files; a text value is read as base64 (up to 64 KB) or an http(s) URL to import */
+                    /** @description Image files; a text value is read as base64 (streamed, any size) or an http(s) URL to import */
                     images: string[];
                     /** @description Seconds until the image is deleted */
                     expiration?: number;

@@ -21,6 +21,7 @@ import { ImageRowCache } from "./services/image_cache.ts";
 import { BlobCache } from "./services/blob_cache.ts";
 import { ScreenshotService } from "./services/screenshots/screenshot_service.ts";
 import { registerViewerRoutes } from "./routes/viewer.tsx";
+import { documentPublicRoutes } from "./routes/public_docs.ts";
 import { clientAddress } from "./routes/client_address.ts";
 
 import type { App, AppEnv } from "./routes/env.ts";
@@ -129,6 +130,7 @@ export function createApp(deps: AppDeps): App {
   registerScreenshotRoutes(app, deps, new ScreenshotService(deps, pipeline));
   registerViewerRoutes(app, deps, rowCache);
   registerHostRoutes(app, deps, rowCache);
+  documentPublicRoutes(app);
 
   app.notFound((c) => {
     const allowed = methodsFor(app, c.req.path, c.req.method);

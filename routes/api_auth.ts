@@ -143,6 +143,7 @@ async function admit(
     );
     c.header("X-RateLimit-Limit", String(state.limit));
     c.header("X-RateLimit-Remaining", String(state.remaining));
+    c.header("X-RateLimit-Reset", String(state.resetSeconds));
   }
   c.set("userId", owner.userId);
   c.set("apiKeyId", owner.keyId);

@@ -3,8 +3,8 @@ import type { App } from "./env.ts";
 import type { AppDeps } from "../services/deps.ts";
 import {
   AUTH_ERRORS,
-  envelopeOf,
   errorResponses,
+  okResponse,
 } from "../schemas/envelope.ts";
 import {
   PresetSchema,
@@ -13,7 +13,7 @@ import {
 } from "../schemas/screenshot.ts";
 import type { ScreenshotService } from "../services/screenshots/screenshot_service.ts";
 import { PRESETS } from "../services/screenshots/presets.ts";
-import { API_SECURITY } from "./upload.ts";
+import { API_SECURITY, API_SECURITY_OR_BODY_KEY } from "./upload.ts";
 
 /** POST /api/1/screenshot (SPEC.md 4.2). */
 export const postScreenshotRoute = createRoute({
@@ -26,7 +26,7 @@ export const postScreenshotRoute = createRoute({
     "Loads the page in a fresh, isolated browser context and captures it. Only public " +
     "addresses are reachable: every request the page makes is checked. With `share` " +
     "false the image comes back as a data URI and nothing is stored.",
-  security: API_SECURITY,
+  security: API_SECURITY_OR_BODY_KEY,
   request: {
     body: {
       required: true,
@@ -34,12 +34,21 @@ export const postScreenshotRoute = createRoute({
     },
   },
   responses: {
-    200: {
-      description: "The screenshot, stored and shared or inline",
-      content: {
-        "application/json": { schema: envelopeOf(ScreenshotResultSchema) },
+    200: okResponse(
+      "The screenshot, stored and shared or inline",
+      ScreenshotResultSchema,
+      {
+        shared: true,
+        id: "Qm9vZ2xlUw",
+        url_viewer: "https://example.com/i/Qm9vZ2xlUw",
+        url: "https://img.example.com/Qm9vZ2xlUw.png",
+        display_url: "https://img.example.com/Qm9vZ2xlUw.png",
+        width: 1920,
+        height: 1080,
+        format: "png",
       },
-    },
+      { rateLimited: true },
+    ),
     ...errorResponses(
       ...AUTH_ERRORS,
       143,
@@ -61,15 +70,17 @@ export const getPresetsRoute = createRoute({
   operationId: "getPresets",
   tags: ["Screenshots"],
   summary: "List viewport presets",
+  description:
+    "The devices a screenshot can emulate (`preset` of a screenshot request): viewport, " +
+    "pixel ratio, mobile and touch, user agent.",
   security: API_SECURITY,
   responses: {
-    200: {
-      description:
-        "Every preset; `default` marks the one used when none is given",
-      content: {
-        "application/json": { schema: envelopeOf(z.array(PresetSchema)) },
-      },
-    },
+    200: okResponse(
+      "Every preset; `default` marks the one used when none is given",
+      z.array(PresetSchema),
+      PRESETS.slice(0, 2).map((p, i) => ({ ...p, default: i === 0 })),
+      { rateLimited: true },
+    ),
     ...errorResponses(...AUTH_ERRORS),
   },
 });

@@ -39,7 +39,13 @@ export function registerSdkRoutes(app: App, _deps: AppDeps) {
       origin: "*",
       allowMethods: ["GET", "POST", "DELETE", "OPTIONS"],
       allowHeaders: ["Authorization", "X-API-Key", "Content-Type"],
-      exposeHeaders: ["X-Request-Id", "Retry-After"],
+      exposeHeaders: [
+        "X-Request-Id",
+        "Retry-After",
+        "X-RateLimit-Limit",
+        "X-RateLimit-Remaining",
+        "X-RateLimit-Reset",
+      ],
       maxAge: 86400,
     }),
   );

@@ -1,5 +1,5 @@
 import { createRoute } from "@hono/zod-openapi";
-import { envelopeOf, errorResponses } from "../schemas/envelope.ts";
+import { errorResponses, okResponse } from "../schemas/envelope.ts";
 import { HealthSchema } from "../schemas/system.ts";
 import {
   ApiError,
@@ -17,11 +17,12 @@ export const getHealthRoute = createRoute({
   security: [],
   tags: ["System"],
   summary: "Liveness: the process answers",
+  description:
+    "Always 200 while the process runs, whatever its dependencies do: for a process " +
+    "supervisor, not a load balancer (use /readyz).",
   responses: {
-    200: {
-      description: "Up",
-      content: { "application/json": { schema: envelopeOf(HealthSchema) } },
-    },
+    200: okResponse("Up", HealthSchema, { ok: true }),
+    ...errorResponses(),
   },
 });
 
@@ -39,10 +40,7 @@ export const getReadyRoute = createRoute({
     "or browser), or `path` instance while the instance drains before a shutdown. A " +
     "load balancer stops sending traffic while it is 503.",
   responses: {
-    200: {
-      description: "Ready",
-      content: { "application/json": { schema: envelopeOf(HealthSchema) } },
-    },
+    200: okResponse("Ready", HealthSchema, { ok: true }),
     ...errorResponses(250),
   },
 });

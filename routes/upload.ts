@@ -7,9 +7,14 @@ import {
   AUTH_ERRORS,
   envelopeOf,
   errorResponses,
+  okResponse,
+  RATE_LIMIT_HEADERS,
+  REQUEST_ID_HEADER,
 } from "../schemas/envelope.ts";
 import {
+  BATCH_EXAMPLE,
   DeletedSchema,
+  IMAGE_RECORD_EXAMPLE,
   ImageIdParamSchema,
   ImageRecordSchema,
   MultiUploadSchema,
@@ -44,6 +49,16 @@ export const API_SECURITY: Record<string, string[]>[] = [
   { queryKey: [] },
 ];
 
+/**
+ * Routes whose body may carry the key (`key` field or property): OpenAPI has no security
+ * scheme for a body, so the empty requirement says a request may come without a header or
+ * query key; the body's `key` property documents the fourth place.
+ */
+export const API_SECURITY_OR_BODY_KEY: Record<string, string[]>[] = [
+  ...API_SECURITY,
+  {},
+];
+
 /** What an upload answers with (Chevereto's `format`). */
 export const UPLOAD_FORMATS = ["json", "txt", "redirect"] as const;
 
@@ -61,14 +76,14 @@ const UploadQuerySchema = z.object({
       "Address of an image to import (Chevereto's `?source=`); repeat for several. The " +
       "server downloads it through the same network guard as screenshots: public " +
       "http(s) addresses only, at most 5 redirects, every hop re-checked.",
-    example: "https://example.com/cat.png",
+    example: ["https://example.com/cat.png"],
   }),
   expiration: z.string().regex(/^[0-9]{1,9}$/).optional().openapi({
     type: "integer",
     minimum: EXPIRATION_MIN,
     maximum: EXPIRATION_MAX,
     description: "Seconds until the image is deleted",
-    example: "3600",
+    example: 3600 as unknown as string,
   }),
   format: z.enum(UPLOAD_FORMATS).optional().openapi({
     description:
@@ -82,6 +97,43 @@ const UploadQuerySchema = z.object({
     description: "Title of the image (Chevereto)",
   }),
 });
+
+/** The upload's body fields besides the images, as every body type documents them. */
+const BODY_FIELDS = {
+  key: {
+    type: "string" as const,
+    description:
+      "API key, when none is sent in a header or the query. Put it before the images: " +
+      "it is checked when the first image begins (or after 64 KB), and without a valid " +
+      "one the rest of the body is not read (100/110).",
+  },
+  rest: {
+    expiration: {
+      type: "integer" as const,
+      minimum: EXPIRATION_MIN,
+      maximum: EXPIRATION_MAX,
+      description:
+        "Seconds until the image is deleted (a form sends it as digits; JSON may too)",
+      example: 3600,
+    },
+    format: {
+      type: "string" as const,
+      enum: [...UPLOAD_FORMATS],
+      description: "json (default), txt or redirect",
+    },
+    name: {
+      type: "string" as const,
+      maxLength: 255,
+      description: "Title of the image (ImgBB)",
+    },
+    title: {
+      type: "string" as const,
+      maxLength: 255,
+      description:
+        "Title of the image (Chevereto); `name` wins when both are sent",
+    },
+  },
+};
 
 /** POST /api/1/upload (SPEC.md 4.1). */
 export const postUploadRoute = createRoute({
@@ -106,47 +158,27 @@ export const postUploadRoute = createRoute({
     "one line per stored image) or `redirect` (303 to the first image's viewer page); " +
     "errors are always the JSON envelope. `name` (ImgBB) or `title` (Chevereto) sets the " +
     "title instead of the file name.",
-  security: API_SECURITY,
+  security: API_SECURITY_OR_BODY_KEY,
   request: {
     query: UploadQuerySchema,
     body: {
-      required: true,
+      required: false,
+      description:
+        "The images and fields; may be left out when `?source=` names the images",
       content: {
         "multipart/form-data": {
           schema: {
             type: "object",
-            required: ["images"],
             properties: {
-              key: {
-                type: "string",
-                description:
-                  "API key (if not in a header). Put it before the files: the key is " +
-                  "checked when the first file begins (or after 64 KB), and without a " +
-                  "valid one the rest of the body is not read (100/110).",
-              },
+              key: BODY_FIELDS.key,
               images: {
                 type: "array",
                 items: { type: "string", format: "binary" },
                 description:
-                  "Image files; a text value is read as base64 (streamed, any size) or an " +
-                  "http(s) URL to import",
+                  "Image files (also `images[]`, `image`, `source`); a text value is " +
+                  "read as base64 (streamed, any size) or an http(s) URL to import",
               },
-              expiration: {
-                type: "integer",
-                minimum: EXPIRATION_MIN,
-                maximum: EXPIRATION_MAX,
-                description: "Seconds until the image is deleted",
-              },
-              format: {
-                type: "string",
-                enum: [...UPLOAD_FORMATS],
-                description: "json (default), txt or redirect",
-              },
-              name: {
-                type: "string",
-                maxLength: 255,
-                description: "Title of the image (ImgBB); `title` is taken too",
-              },
+              ...BODY_FIELDS.rest,
             },
           },
         },
@@ -154,16 +186,14 @@ export const postUploadRoute = createRoute({
           schema: {
             type: "object",
             properties: {
-              key: { type: "string", description: "API key, before the image" },
+              key: BODY_FIELDS.key,
               image: {
                 type: "string",
                 description:
                   "The image as base64, a data: URI or an http(s) URL (also `images`, " +
                   "`source`; repeat for several); base64 is decoded as it arrives",
               },
-              expiration: { type: "string" },
-              format: { type: "string", enum: [...UPLOAD_FORMATS] },
-              name: { type: "string", maxLength: 255 },
+              ...BODY_FIELDS.rest,
             },
           },
         },
@@ -171,18 +201,17 @@ export const postUploadRoute = createRoute({
           schema: {
             type: "object",
             properties: {
-              key: { type: "string" },
+              key: BODY_FIELDS.key,
               image: {
                 oneOf: [{ type: "string" }, {
                   type: "array",
                   items: { type: "string" },
                 }],
                 description:
-                  "base64, a data: URI or an http(s) URL, or a list of them",
+                  "base64, a data: URI or an http(s) URL, or a list of them (also " +
+                  "`images`, `source`)",
               },
-              expiration: { type: ["string", "integer"] },
-              format: { type: "string", enum: [...UPLOAD_FORMATS] },
-              name: { type: "string", maxLength: 255 },
+              ...BODY_FIELDS.rest,
             },
           },
         },
@@ -191,21 +220,47 @@ export const postUploadRoute = createRoute({
   },
   responses: {
     200: {
-      description: "Stored: an image record for one file, a list for several",
+      description:
+        "Stored: one image sent, its record (`kind` image); several, a batch (`kind` " +
+        "batch: the records stored and the files refused)",
+      headers: { ...REQUEST_ID_HEADER, ...RATE_LIMIT_HEADERS },
       content: {
         "application/json": {
-          schema: envelopeOf(z.union([ImageRecordSchema, MultiUploadSchema])),
+          schema: envelopeOf(
+            z.discriminatedUnion("kind", [
+              ImageRecordSchema,
+              MultiUploadSchema,
+            ]),
+          ),
+          examples: {
+            one: {
+              summary: "One image",
+              value: { status: 200, success: true, data: IMAGE_RECORD_EXAMPLE },
+            },
+            batch: {
+              summary: "Several images, one refused",
+              value: { status: 200, success: true, data: BATCH_EXAMPLE },
+            },
+          },
         },
         "text/plain": {
           schema: z.string().openapi({
             description:
               "format=txt: the direct URL of each stored image, one a line",
+            example: "https://img.example.com/aB3xK9pQ2m.jpg\n",
           }),
         },
       },
     },
     303: {
       description: "format=redirect: to the first stored image's viewer page",
+      headers: {
+        ...REQUEST_ID_HEADER,
+        Location: {
+          description: "The viewer page (url_viewer)",
+          schema: { type: "string" },
+        },
+      },
     },
     ...errorResponses(
       ...AUTH_ERRORS,
@@ -272,15 +327,20 @@ export const getImageRoute = createRoute({
   operationId: "getImage",
   tags: ["Images"],
   summary: "Get one of your images",
+  description:
+    "The record of an image uploaded with any of your keys, as the upload returned it " +
+    "(without `duplicate`). Someone else's image, a deleted or an expired one is 404.",
   security: API_SECURITY,
   request: { params: ImageIdParamSchema },
   responses: {
-    200: {
-      description: "The image record",
-      content: {
-        "application/json": { schema: envelopeOf(ImageRecordSchema) },
+    200: okResponse(
+      "The image record",
+      ImageRecordSchema,
+      IMAGE_RECORD_EXAMPLE,
+      {
+        rateLimited: true,
       },
-    },
+    ),
     ...errorResponses(...AUTH_ERRORS, 160, 404),
   },
 });
@@ -292,13 +352,16 @@ export const deleteImageRoute = createRoute({
   operationId: "deleteImage",
   tags: ["Images"],
   summary: "Delete one of your images",
+  description:
+    "Deletes the image and its variants at once: its files answer 404 from this moment " +
+    "on, on every instance. The same as opening its `delete_url`.",
   security: API_SECURITY,
   request: { params: ImageIdParamSchema },
   responses: {
-    200: {
-      description: "Deleted",
-      content: { "application/json": { schema: envelopeOf(DeletedSchema) } },
-    },
+    200: okResponse("Deleted", DeletedSchema, {
+      id: "aB3xK9pQ2m",
+      deleted: true,
+    }, { rateLimited: true }),
     ...errorResponses(...AUTH_ERRORS, 160, 404),
   },
 });
@@ -487,6 +550,7 @@ export function registerUploadRoutes(
       }
       return c.json(
         ok({
+          kind: "batch" as const,
           images,
           count: images.length,
           ...(errors.length ? { errors } : {}),

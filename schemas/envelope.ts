@@ -19,24 +19,111 @@ export const ErrorDetailSchema = z.object({
   code: z.number().int().optional(),
 }).openapi("ErrorDetail");
 
-/** The failure envelope of DESIGN.md. */
+const ALL_CODES = Object.keys(ERRORS).map(Number) as ErrorCode[];
+
+/** Every error code, with its message and HTTP status, as a table in Markdown. */
+export function errorCodeTable(codes: ErrorCode[] = ALL_CODES): string {
+  return [
+    "| code | HTTP | message |",
+    "| --- | --- | --- |",
+    ...codes.map((c) =>
+      `| ${c} | ${ERRORS[c].status} | ${ERRORS[c].message} |`
+    ),
+  ].join("\n");
+}
+
+/** Every code of schemas/errors.ts, as the enum generated clients type `error.code` by. */
+export const ErrorCodeSchema = z.number().int().openapi("ErrorCode", {
+  enum: ALL_CODES,
+  description: "The error table (schemas/errors.ts):\n\n" + errorCodeTable(),
+  example: 110,
+});
+
+/** The failure envelope of DESIGN.md, any code. */
 export const ErrorEnvelopeSchema = z.object({
   status: z.number().int().openapi({ example: 401 }),
   success: z.literal(false),
   error: z.object({
-    code: z.number().int().openapi({ example: 110 }),
+    code: ErrorCodeSchema,
     message: z.string().openapi({ example: "Invalid API key" }),
     details: z.array(ErrorDetailSchema).optional(),
   }),
 }).openapi("ErrorEnvelope");
 
+/** The failure envelope of one HTTP status of one operation: `code` is one of `codes`. */
+function envelopeForCodes(status: number, codes: ErrorCode[]) {
+  return z.object({
+    status: z.literal(status),
+    success: z.literal(false),
+    error: z.object({
+      code: z.number().int().openapi({
+        enum: codes,
+        description: codes.map((c) => `${c}: ${ERRORS[c].message}`).join(
+          "; ",
+        ),
+      }),
+      message: z.string().openapi({ example: ERRORS[codes[0]].message }),
+      details: z.array(ErrorDetailSchema).optional(),
+    }),
+  });
+}
+
+/** A documented response header. */
+export type Header = {
+  description: string;
+  schema: { type: "string" | "integer" };
+};
+
+/** Headers every answer carries. */
+export const REQUEST_ID_HEADER: Record<string, Header> = {
+  "X-Request-Id": {
+    description:
+      "Id of this request (the caller's own X-Request-Id when it sent a valid one); " +
+      "logged with it",
+    schema: { type: "string" },
+  },
+};
+
+/** Headers of an answer to an authenticated /api/1 call (per-key rate limit). */
+export const RATE_LIMIT_HEADERS: Record<string, Header> = {
+  "X-RateLimit-Limit": {
+    description: "API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE)",
+    schema: { type: "integer" },
+  },
+  "X-RateLimit-Remaining": {
+    description: "Calls left in the current minute",
+    schema: { type: "integer" },
+  },
+  "X-RateLimit-Reset": {
+    description: "Seconds until the current minute's window ends",
+    schema: { type: "integer" },
+  },
+};
+
+const RETRY_AFTER: Record<string, Header> = {
+  "Retry-After": {
+    description: "Seconds to wait before trying again",
+    schema: { type: "integer" },
+  },
+};
+
+const ALLOW: Record<string, Header> = {
+  "Allow": {
+    description: "The methods this path answers",
+    schema: { type: "string" },
+  },
+};
+
 /**
  * Documents error responses for a route from the error table: codes grouped by HTTP status,
- * each with an example per code, so openapi.yaml lists every code a route can return.
+ * each status typed with the enum of its codes (so a generated client narrows `error.code`),
+ * an example per code and the headers it carries (Retry-After on 429 and 503, the rate
+ * limit on 170). 405 (another method on the path, with Allow) and 500 (a bug: an envelope,
+ * never a stack trace) can happen on every operation and are always listed.
  */
 export function errorResponses(...codes: ErrorCode[]) {
   const byStatus = new Map<number, ErrorCode[]>();
-  for (const code of codes) {
+  for (const code of new Set([...codes, 405, 500] as ErrorCode[])) {
     const s = ERRORS[code].status;
     byStatus.set(s, [...(byStatus.get(s) ?? []), code]);
   }
@@ -44,9 +131,10 @@ export function errorResponses(...codes: ErrorCode[]) {
     number,
     {
       description: string;
+      headers: Record<string, Header>;
       content: {
         "application/json": {
-          schema: typeof ErrorEnvelopeSchema;
+          schema: ReturnType<typeof envelopeForCodes>;
           examples: Record<string, { value: unknown }>;
         };
       };
@@ -54,10 +142,19 @@ export function errorResponses(...codes: ErrorCode[]) {
   > = {};
   for (const [status, list] of byStatus) {
     out[status] = {
-      description: list.map((c) => `${c} ${ERRORS[c].message}`).join("; "),
+      description: list.map((c) => `${c} ${ERRORS[c].message}`).join("; ") +
+        (status === 405
+          ? " (another method on this path; Allow lists the ones it has)"
+          : ""),
+      headers: {
+        ...REQUEST_ID_HEADER,
+        ...(status === 429 || status === 503 ? RETRY_AFTER : {}),
+        ...(list.includes(170) ? RATE_LIMIT_HEADERS : {}),
+        ...(status === 405 ? ALLOW : {}),
+      },
       content: {
         "application/json": {
-          schema: ErrorEnvelopeSchema,
+          schema: envelopeForCodes(status, list),
           examples: Object.fromEntries(
             list.map((c) => [
               `code${c}`,
@@ -75,6 +172,31 @@ export function errorResponses(...codes: ErrorCode[]) {
     };
   }
   return out;
+}
+
+/**
+ * A 200 answer in the success envelope, with its example and headers (X-Request-Id, and the
+ * rate limit on authenticated /api/1 calls).
+ */
+export function okResponse<T extends z.ZodTypeAny>(
+  description: string,
+  data: T,
+  example: unknown,
+  opts: { rateLimited?: boolean } = {},
+) {
+  return {
+    description,
+    headers: {
+      ...REQUEST_ID_HEADER,
+      ...(opts.rateLimited ? RATE_LIMIT_HEADERS : {}),
+    },
+    content: {
+      "application/json": {
+        schema: envelopeOf(data),
+        example: { status: 200, success: true, data: example },
+      },
+    },
+  };
 }
 
 /**

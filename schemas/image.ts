@@ -1,4 +1,5 @@
 import { z } from "@hono/zod-openapi";
+import { ErrorCodeSchema } from "./envelope.ts";
 
 /** File details of one stored file (original or a variant), SPEC.md 2.2 data.image. */
 export const ImageFileSchema = z.object({
@@ -13,6 +14,11 @@ export const ImageFileSchema = z.object({
 
 /** The image record of SPEC.md 2.2, with ImgBB-like extras. */
 export const ImageRecordSchema = z.object({
+  kind: z.literal("image").openapi({
+    description:
+      "Tells a record from a batch (`batch`) in an upload's answer without looking at " +
+      "its shape",
+  }),
   id: z.string().openapi({ example: "aB3xK9pQ2m" }),
   title: z.string().openapi({ example: "holiday.png" }),
   url_viewer: z.string().url().openapi({
@@ -52,7 +58,9 @@ export const ImageRecordSchema = z.object({
     example: "https://example.com/delete/aB3xK9pQ2m/Zk2...",
   }),
   duplicate: z.boolean().optional().openapi({
-    description: "true when the same user had already uploaded these bytes",
+    description:
+      "Only in an upload's answer: true when the same user had already uploaded these " +
+      "bytes (the existing record is returned; title and expiration are not changed)",
   }),
 }).openapi("ImageRecord");
 
@@ -60,40 +68,25 @@ export const ImageRecordSchema = z.object({
 export const UploadFileErrorSchema = z.object({
   index: z.number().int().openapi({ example: 1 }),
   filename: z.string().openapi({ example: "notes.txt" }),
-  code: z.number().int().openapi({ example: 141 }),
+  code: ErrorCodeSchema,
   message: z.string().openapi({ example: "Unsupported image type" }),
 }).openapi("UploadFileError");
 
 /** SPEC.md 2.3: several files. */
 export const MultiUploadSchema = z.object({
+  kind: z.literal("batch").openapi({
+    description: "Several images were sent (a record has `image`)",
+  }),
   images: z.array(ImageRecordSchema),
   count: z.number().int().openapi({ example: 2 }),
   errors: z.array(UploadFileErrorSchema).optional(),
 }).openapi("MultiUpload");
 
-/** Multipart request body of POST /api/1/upload (documentation of the streamed form). */
-export const UploadFormSchema = z.object({
-  key: z.string().optional().openapi({
-    description:
-      "API key (if not sent in a header), before the files: it is checked when the " +
-      "first file begins, and without a valid one the rest is not read",
-  }),
-  images: z.union([z.string(), z.array(z.string())]).openapi({
-    type: "array",
-    items: { type: "string", format: "binary" },
-    description:
-      "One or more image files; `images[]`, `image` and `source` are accepted too",
-  }),
-  expiration: z.string().optional().openapi({
-    description: "Seconds until the image is deleted, 60..15552000",
-    example: "3600",
-  }),
-}).openapi("UploadForm");
-
 /** Path parameter of the image API routes. */
 export const ImageIdParamSchema = z.object({
   id: z.string().regex(/^[A-Za-z0-9_-]{6,64}$/).openapi({
     param: { name: "id", in: "path" },
+    description: "The image's id (`id` of its record)",
     example: "aB3xK9pQ2m",
   }),
 });
@@ -103,3 +96,43 @@ export const DeletedSchema = z.object({
   id: z.string(),
   deleted: z.literal(true),
 }).openapi("Deleted");
+
+const file = (filename: string) => ({
+  filename,
+  name: filename.slice(0, filename.indexOf(".")),
+  mime: "image/jpeg",
+  extension: "jpg",
+  url: `https://img.example.com/${filename}`,
+});
+
+/** A whole image record, as the examples of openapi.yaml show it. */
+export const IMAGE_RECORD_EXAMPLE = {
+  kind: "image" as const,
+  id: "aB3xK9pQ2m",
+  title: "holiday.jpg",
+  url_viewer: "https://example.com/i/aB3xK9pQ2m",
+  url: "https://img.example.com/aB3xK9pQ2m.jpg",
+  display_url: "https://img.example.com/aB3xK9pQ2m.jpg",
+  width: 1920,
+  height: 1080,
+  size: 48213,
+  time: 1795000000,
+  expiration: 3600,
+  image: file("aB3xK9pQ2m.jpg"),
+  thumb: file("aB3xK9pQ2m.th.jpg"),
+  medium: file("aB3xK9pQ2m.md.jpg"),
+  delete_url: "https://example.com/delete/aB3xK9pQ2m/Zk2Qh7vR1xPzL0aY",
+};
+
+/** A batch answer (two images sent, one refused), as openapi.yaml shows it. */
+export const BATCH_EXAMPLE = {
+  kind: "batch" as const,
+  images: [IMAGE_RECORD_EXAMPLE],
+  count: 1,
+  errors: [{
+    index: 1,
+    filename: "notes.txt",
+    code: 141,
+    message: "Unsupported image type",
+  }],
+};

@@ -45,6 +45,7 @@ export function toImageRecord(config: Config, row: ImageRow) {
   const image = fileInfo(config, keys.original, row.ext);
   const created = new Date(row.created_at);
   return {
+    kind: "image" as const,
     id: row.id,
     title: row.title,
     url_viewer: `${config.BASE_URL}/i/${row.id}`,

@@ -42,6 +42,7 @@ export async function admitCall(
         "Retry-After": String(resetSeconds),
         "X-RateLimit-Limit": String(limit),
         "X-RateLimit-Remaining": "0",
+        "X-RateLimit-Reset": String(resetSeconds),
       },
       details: [{ message: `at most ${limit} API calls per minute per key` }],
     });

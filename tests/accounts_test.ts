@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { makeImage } from "./fixtures.ts";
 import {
   databaseKinds,
   json,
@@ -182,7 +183,7 @@ for (const kind of databaseKinds()) {
     }
   });
 
-  test(`[${kind}] a key over RATE_LIMIT_PER_MINUTE gets 170 with Retry-After until the next minute`, async () => {
+  test(`[${kind}] a key over RATE_LIMIT_PER_MINUTE gets 170 with Retry-After until the next minute; every answer says the limit, what is left and when it resets`, async () => {
     const env = await testEnv({ kind, env: { RATE_LIMIT_PER_MINUTE: "3" } });
     try {
       const { key } = await userWithKey(env);
@@ -195,11 +196,19 @@ for (const kind of databaseKinds()) {
         const ok = await call(key);
         assert.equal(ok.status, 200);
         assert.equal(ok.headers.get("x-ratelimit-remaining"), String(2 - i));
+        assert.equal(ok.headers.get("x-ratelimit-limit"), "3");
+        const reset = Number(ok.headers.get("x-ratelimit-reset"));
+        assert.ok(reset >= 1 && reset <= 60, `reset ${reset}`);
+        assert.ok(ok.headers.get("x-request-id"));
         await ok.body?.cancel();
       }
       const limited = await call(key);
       assert.equal(limited.status, 429);
       assert.ok(Number(limited.headers.get("retry-after")) >= 1);
+      assert.equal(
+        limited.headers.get("x-ratelimit-reset"),
+        limited.headers.get("retry-after"),
+      );
       assert.deepEqual((await limited.json()).error.code, 170);
       // Another key has its own budget; the next minute restores this one.
       assert.equal((await call(other.key)).status, 200);
@@ -302,6 +311,30 @@ test("sign-up in the browser flow sets a safe session cookie and a key generated
     assert.equal(sxcu.RequestURL, "http://localhost:8080/api/1/upload");
     assert.equal(sxcu.Headers.Authorization, `Bearer ${key}`);
     assert.equal(sxcu.FileFormName, "images");
+    // Used as ShareX uses it: its request, then its {json:…} paths into the answer.
+    const shared = new FormData();
+    shared.append(
+      sxcu.FileFormName,
+      new File([
+        await makeImage("png", { width: 400 }) as Uint8Array<ArrayBuffer>,
+      ], "shot.png"),
+    );
+    const sent = await env.app.request(sxcu.RequestURL, {
+      method: sxcu.RequestMethod,
+      headers: sxcu.Headers,
+      body: shared,
+    });
+    assert.equal(sent.status, 200);
+    const answer = await sent.json();
+    const pick = (template: string) =>
+      template.match(/^\{json:([\w.]+)\}$/)![1].split(".").reduce(
+        // deno-lint-ignore no-explicit-any
+        (o: any, k) => o?.[k],
+        answer,
+      );
+    assert.match(pick(sxcu.URL), /^http:\/\/localhost:8080\/\w+\.png$/);
+    assert.match(pick(sxcu.ThumbnailURL), /\.th\.png$/);
+    assert.match(pick(sxcu.DeletionURL), /\/delete\//);
 
     // Revoke from the page; the key then gives 110.
     const keyId = again.match(/action="\/account\/keys\/([^/]+)\/revoke"/)![1];

@@ -3,13 +3,16 @@ import fc from "fast-check";
 import { test, type TestEnv, testEnv, userWithKey } from "./helpers.ts";
 import { formWith, makeImage } from "./fixtures.ts";
 import { ERRORS } from "../schemas/errors.ts";
+import Ajv2020 from "ajv/dist/2020.js";
 
 /**
  * Property-based fuzzing of every operation in the OpenAPI document (which the zod schemas
  * generate): requests built from each operation's own schemas, then bent (wrong types,
  * missing and extra fields, odd strings, random bytes, every way of sending a key). Every
  * answer must be documented for its operation, never a 500, and on /api an envelope whose
- * code matches its HTTP status.
+ * code matches its HTTP status; a JSON body must validate against the schema documented
+ * for its status (Ajv, JSON Schema 2020-12 as OpenAPI 3.1 uses), and the headers the
+ * document promises (X-Request-Id, Allow, Retry-After) must be there.
  */
 
 // deno-lint-ignore no-explicit-any
@@ -302,24 +305,69 @@ interface Ctx {
   png: Uint8Array;
 }
 
+/** Validators of documented response bodies, compiled once per operation and status. */
+class ResponseSchemas {
+  // deno-lint-ignore no-explicit-any
+  #ajv: any;
+  // deno-lint-ignore no-explicit-any
+  #cache = new Map<string, any>();
+
+  constructor(doc: Schema) {
+    // deno-lint-ignore no-explicit-any
+    this.#ajv = new (Ajv2020 as any)({
+      strict: false,
+      allErrors: true,
+      validateFormats: false,
+      logger: false,
+    });
+    this.#ajv.addSchema({ ...doc, $id: "api" });
+  }
+
+  /** Errors of `body` against the documented JSON schema; undefined when it conforms. */
+  errors(op: Op, status: number, body: unknown): string | undefined {
+    const id = `${op.path} ${op.method} ${status}`;
+    let validate = this.#cache.get(id);
+    if (!validate) {
+      const ptr = ["paths", op.path, op.method, "responses", String(status)]
+        .concat(["content", "application/json", "schema"])
+        .map((s) => s.replace(/~/g, "~0").replace(/\//g, "~1")).join("/");
+      validate = this.#ajv.compile({ $ref: `api#/${ptr}` });
+      this.#cache.set(id, validate);
+    }
+    return validate(body) ? undefined : JSON.stringify(validate.errors);
+  }
+}
+
 /** Checks one answer against the operation's contract. */
 async function check(
   res: Response,
-  op: Schema | undefined,
+  op: Op | undefined,
   what: string,
+  schemas?: ResponseSchemas,
 ): Promise<number> {
   const status = res.status;
   assert.notEqual(status, 500, what);
+  const documented = op?.op.responses[String(status)];
   if (op) {
     assert.ok(
-      String(status) in op.responses,
-      `${what}: ${status} is not documented (${Object.keys(op.responses)})`,
+      documented,
+      `${what}: ${status} is not documented (${Object.keys(op.op.responses)})`,
     );
+    for (const h of ["X-Request-Id", "Allow", "Retry-After"]) {
+      if (documented.headers?.[h]) {
+        assert.ok(res.headers.has(h), `${what}: ${status} without ${h}`);
+      }
+    }
   }
   const type = res.headers.get("content-type") ?? "";
-  if (type.includes("application/json")) {
+  // A HEAD answer has the headers of the GET one and no body.
+  if (type.includes("application/json") && !what.startsWith("HEAD ")) {
     // deno-lint-ignore no-explicit-any
     const body: any = await res.json();
+    if (op && schemas && documented.content?.["application/json"]) {
+      const errors = schemas.errors(op, status, body);
+      assert.equal(errors, undefined, `${what}: ${status} body: ${errors}`);
+    }
     assert.equal(typeof body.success, "boolean", what);
     assert.equal(body.status, status, what);
     if (!body.success) {
@@ -330,7 +378,6 @@ async function check(
   } else {
     await res.body?.cancel();
     // Not JSON: only where the operation documents it (format=txt, a 303 redirect).
-    const documented = op?.responses?.[String(status)];
     const types = Object.keys(documented?.content ?? {});
     assert.ok(
       !new URL(what.split(" ")[1], "http://x").pathname.startsWith("/api/") ||
@@ -362,6 +409,7 @@ test("fuzzing every API operation from its own schemas gives only documented ans
       }
     }
     assert.ok(ops.length >= 7, `${ops.length} operations`);
+    const schemas = new ResponseSchemas(doc);
     const tally: Record<string, number> = {};
     for (const op of ops) {
       await fc.assert(
@@ -372,7 +420,7 @@ test("fuzzing every API operation from its own schemas gives only documented ans
             headers: req.headers,
             body: req.body,
           });
-          const status = await check(res, op.op, what);
+          const status = await check(res, op, what, schemas);
           tally[status] = (tally[status] ?? 0) + 1;
         }),
         { numRuns: 150 },

@@ -536,14 +536,15 @@ var ServiceApp = class {
   async uploadMultiple(files, options = {}) {
     const list = Array.from(files);
     const body = await this.#send(list, options);
-    if (list.length === 1) {
-      const rec = body.data;
+    const data = body.data;
+    if (data.kind === "image") {
       return {
         status: 200,
         success: true,
         data: {
+          kind: "batch",
           images: [
-            rec
+            data
           ],
           count: 1
         }

@@ -16,6 +16,8 @@ export interface ImageFile {
 
 /** The image record of a stored upload. */
 export interface ImageRecord {
+  /** Tells a record from a batch answer (`"batch"`). */
+  kind: "image";
   id: string;
   title: string;
   url_viewer: string;
@@ -53,7 +55,12 @@ export interface UploadResponse {
 export interface MultiUploadResponse {
   status: 200;
   success: true;
-  data: { images: ImageRecord[]; count: number; errors?: UploadFileError[] };
+  data: {
+    kind: "batch";
+    images: ImageRecord[];
+    count: number;
+    errors?: UploadFileError[];
+  };
 }
 
 /** Per-call options. */
@@ -110,10 +117,14 @@ export class ServiceApp {
   ): Promise<MultiUploadResponse> {
     const list = Array.from(files as ArrayLike<Blob>);
     const body = await this.#send(list, options);
-    if (list.length === 1) {
+    const data = body.data as ImageRecord | MultiUploadResponse["data"];
+    if (data.kind === "image") {
       // The service answers one file with a record; keep the promised shape.
-      const rec = body.data as ImageRecord;
-      return { status: 200, success: true, data: { images: [rec], count: 1 } };
+      return {
+        status: 200,
+        success: true,
+        data: { kind: "batch", images: [data], count: 1 },
+      };
     }
     return body as MultiUploadResponse;
   }

@@ -9,6 +9,8 @@ export interface ImageFile {
 }
 /** The image record of a stored upload. */
 export interface ImageRecord {
+    /** Tells a record from a batch answer (`"batch"`). */
+    kind: "image";
     id: string;
     title: string;
     url_viewer: string;
@@ -44,6 +46,7 @@ export interface MultiUploadResponse {
     status: 200;
     success: true;
     data: {
+        kind: "batch";
         images: ImageRecord[];
         count: number;
         errors?: UploadFileError[];

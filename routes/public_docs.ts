@@ -1,0 +1,165 @@
+import { z } from "@hono/zod-openapi";
+import type { App } from "./env.ts";
+import {
+  errorResponses,
+  type Header,
+  REQUEST_ID_HEADER,
+} from "../schemas/envelope.ts";
+const header = (
+  description: string,
+  type: "string" | "integer" = "string",
+): Header => ({ description, schema: { type } });
+
+const IMAGE_HEADERS: Record<string, Header> = {
+  ...REQUEST_ID_HEADER,
+  "ETag": header(
+    'The file\'s key in quotes ("aB3xK9pQ2m.jpg"): bytes under a key never change',
+  ),
+  "Cache-Control": header(
+    "public, max-age=31536000, immutable; for an expiring image, max-age is the " +
+      "seconds it has left",
+  ),
+  "Accept-Ranges": header("bytes"),
+  "Content-Length": header("Bytes of this answer's body", "integer"),
+  "X-Content-Type-Options": header("nosniff"),
+  "Content-Security-Policy": header(
+    "default-src 'none'; …; sandbox: a served file never runs as a page",
+  ),
+};
+
+const idParam = z.string().regex(/^[A-Za-z0-9_-]{6,64}$/).openapi({
+  param: { name: "id", in: "path" },
+  description: "The image's id (`id` of its record)",
+  example: "aB3xK9pQ2m",
+});
+const fileParam = z.string().regex(
+  /^[A-Za-z0-9_-]{6,64}(\.(th|md))?\.[a-z0-9]{2,5}$/,
+).openapi({
+  param: { name: "file", in: "path" },
+  description:
+    "A file name of a record: `<id>.<ext>` the image as uploaded (`image.url`), " +
+    "`<id>.th.<ext>` its thumbnail, longest side 320 px (`thumb.url`), " +
+    "`<id>.md.<ext>` its medium size, longest side 1024 px (`medium.url`)",
+  example: "aB3xK9pQ2m.jpg",
+});
+
+const binary = {
+  "image/*": {
+    schema: z.string().openapi({ type: "string", format: "binary" }),
+  },
+};
+
+/** The answers of an image file route (original or a variant). */
+function imageResponses(what: string) {
+  return {
+    200: {
+      description: `The ${what}`,
+      headers: IMAGE_HEADERS,
+      content: binary,
+    },
+    206: {
+      description:
+        "One byte range (`Range: bytes=a-b`, a suffix or an open end)",
+      headers: {
+        ...IMAGE_HEADERS,
+        "Content-Range": header("bytes a-b/size"),
+      },
+      content: binary,
+    },
+    304: {
+      description:
+        "If-None-Match named the ETag: the cached copy is current (ETag and " +
+        "Cache-Control only)",
+      headers: {
+        "ETag": IMAGE_HEADERS["ETag"],
+        "Cache-Control": IMAGE_HEADERS["Cache-Control"],
+      },
+    },
+    416: {
+      description: "The range lies outside the file",
+      headers: { "Content-Range": header("bytes */size") },
+    },
+    ...errorResponses(404),
+  };
+}
+
+const html = (description: string) => ({
+  description,
+  headers: REQUEST_ID_HEADER,
+  content: { "text/html": { schema: z.string() } },
+});
+
+/**
+ * Documents, in openapi.yaml, the public routes every record points at (the files, the
+ * viewer page and the delete link): they are served by plain Hono handlers, so they are
+ * registered here for the document only. No key: these are the links users share.
+ */
+export function documentPublicRoutes(app: App) {
+  const reg = app.openAPIRegistry;
+  for (const method of ["get", "head"] as const) {
+    reg.registerPath({
+      method,
+      path: "/{file}",
+      operationId: method === "get" ? "getImageFile" : "headImageFile",
+      tags: ["Files"],
+      summary: method === "get"
+        ? "An image file: original, thumbnail or medium"
+        : "An image file's headers",
+      description:
+        "Served to anyone with the link, from IMAGE_HOST_URL, until the image is deleted " +
+        "or expires (then 404). Conditional (If-None-Match) and range requests are " +
+        "answered; CORS is open.",
+      security: [],
+      request: { params: z.object({ file: fileParam }) },
+      responses: imageResponses("file"),
+    });
+  }
+  reg.registerPath({
+    method: "get",
+    path: "/i/{id}",
+    operationId: "getViewerPage",
+    tags: ["Pages"],
+    summary: "The image's viewer page (`url_viewer`)",
+    description:
+      "An HTML page showing the image, with share links, embed codes and OpenGraph and " +
+      "Twitter card tags.",
+    security: [],
+    request: { params: z.object({ id: idParam }) },
+    responses: { 200: html("The viewer page"), ...errorResponses(404) },
+  });
+  const token = z.string().regex(/^[A-Za-z0-9_-]{1,128}$/).openapi({
+    param: { name: "token", in: "path" },
+    description: "The secret of the record's `delete_url`",
+  });
+  const deleteParams = z.object({ id: idParam, token });
+  reg.registerPath({
+    method: "get",
+    path: "/delete/{id}/{token}",
+    operationId: "getDeletePage",
+    tags: ["Pages"],
+    summary: "The delete link (`delete_url`): asks to confirm",
+    description:
+      "Shows a confirmation form; nothing is deleted by opening the link (link " +
+      "previewers and prefetchers open links).",
+    security: [],
+    request: { params: deleteParams },
+    responses: {
+      200: html("The confirmation page"),
+      ...errorResponses(404),
+    },
+  });
+  reg.registerPath({
+    method: "post",
+    path: "/delete/{id}/{token}",
+    operationId: "postDeletePage",
+    tags: ["Pages"],
+    summary: "Confirms the delete link: deletes the image",
+    security: [],
+    request: { params: deleteParams },
+    responses: {
+      200: html("Deleted; the files answer 404 from now on"),
+      // 403: a cross-site form post (the Origin check against CSRF).
+      ...errorResponses(403, 404),
+    },
+  });
+}

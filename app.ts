@@ -1,4 +1,5 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
+import { getPath } from "hono/utils/url";
 import { HTTPException } from "hono/http-exception";
 import type { Context } from "hono";
 import {
@@ -59,6 +60,14 @@ export function errorResponse(
  */
 export function createApp(deps: AppDeps): App {
   const app = new OpenAPIHono<AppEnv>({
+    // Chevereto's documented requests end the path in a slash (/api/1/upload/?key=…):
+    // under /api/1 one trailing slash is the same route.
+    getPath: (req) => {
+      const path = getPath(req);
+      return path.length > 7 && path.startsWith("/api/1/") && path.endsWith("/")
+        ? path.slice(0, -1)
+        : path;
+    },
     // The one validation hook: every schema failure becomes code 160 with path + message.
     defaultHook: (result, c) => {
       if (!result.success) {

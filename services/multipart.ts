@@ -325,7 +325,9 @@ export async function receiveMultipart(
     stream.on("data", (chunk: Uint8Array) => {
       // busboy's own limit is the larger base64 one: a file is cut here, at its limit.
       if (rec.truncated) return;
-      if (rec.size + chunk.length > opts.maxFileBytes) {
+      const room = opts.maxFileBytes - rec.size;
+      if (chunk.length > room) {
+        sink.push(chunk.subarray(0, room));
         rec.truncated = true;
         return;
       }

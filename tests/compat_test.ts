@@ -3,6 +3,7 @@ import { Buffer } from "node:buffer";
 import { fetchBytes, json, test, testEnv, userWithKey } from "./helpers.ts";
 import { formWith, makeImage, makeNoiseJpeg } from "./fixtures.ts";
 import { processTag } from "../services/scratch_dir.ts";
+import { startFixture } from "./fixture_server.ts";
 
 test("Chevereto V4's X-API-Key header authenticates, after Authorization and before body and query keys, and browsers may send it (CORS)", async () => {
   const env = await testEnv();
@@ -394,5 +395,125 @@ test("the requests of ImgBB's and Chevereto's documented examples work as writte
     ]);
   } finally {
     await env.close();
+  }
+});
+
+test("every body type × every image encoding × every key location uploads the same image (40 combinations)", async () => {
+  const png = await makeImage("png", { width: 77, height: 9 });
+  const fixture = startFixture({
+    "/m.png": () => new Response(png as Uint8Array<ArrayBuffer>),
+  });
+  const env = await testEnv({
+    env: { FETCH_ALLOW_PRIVATE: `127.0.0.1:${fixture.port}` },
+  });
+  try {
+    const { key } = await userWithKey(env);
+    const encodings: Record<string, string> = {
+      base64: b64(png),
+      "data URI": `data:image/png;base64,${b64(png)}`,
+      "base64, MIME lines": b64(png).replace(/.{76}/g, "$&\r\n"),
+      URL: `${fixture.origin}/m.png`,
+    };
+    type Place = "bearer" | "x-api-key" | "body" | "query";
+    const places: Place[] = ["bearer", "x-api-key", "body", "query"];
+    const request = (
+      body: "multipart" | "urlencoded" | "json",
+      value: string | File,
+      place: Place,
+    ): Request => {
+      const headers: Record<string, string> = {};
+      if (place === "bearer") headers.authorization = `Bearer ${key}`;
+      if (place === "x-api-key") headers["x-api-key"] = key;
+      const url = `http://localhost/api/1/upload${
+        place === "query" ? `?key=${key}` : ""
+      }`;
+      const bodyKey = place === "body" ? key : undefined;
+      if (body === "multipart") {
+        const f = new FormData();
+        if (bodyKey) f.append("key", bodyKey);
+        f.append("image", value);
+        return new Request(url, { method: "POST", headers, body: f });
+      }
+      if (body === "urlencoded") {
+        headers["content-type"] = "application/x-www-form-urlencoded";
+        return new Request(url, {
+          method: "POST",
+          headers,
+          body: new URLSearchParams({
+            ...(bodyKey ? { key: bodyKey } : {}),
+            image: value as string,
+          }).toString(),
+        });
+      }
+      headers["content-type"] = "application/json";
+      return new Request(url, {
+        method: "POST",
+        headers,
+        body: JSON.stringify({
+          ...(bodyKey ? { key: bodyKey } : {}),
+          image: value,
+        }),
+      });
+    };
+    const cases: [string, Request][] = [];
+    for (const place of places) {
+      cases.push([
+        `multipart file, key ${place}`,
+        request(
+          "multipart",
+          new File([png as Uint8Array<ArrayBuffer>], "m.png"),
+          place,
+        ),
+      ]);
+      for (const body of ["multipart", "urlencoded", "json"] as const) {
+        for (const [encoding, value] of Object.entries(encodings)) {
+          if (body === "json" && encoding.includes("MIME")) continue;
+          cases.push([
+            `${body}, ${encoding}, key ${place}`,
+            request(body, value, place),
+          ]);
+        }
+      }
+    }
+    assert.equal(cases.length, 4 * (1 + 3 * 4 - 1));
+    let id: string | undefined;
+    for (const [what, req] of cases) {
+      const r = await json(await env.app.request(req));
+      assert.equal(r.status, 200, `${what}: ${JSON.stringify(r.body)}`);
+      assert.deepEqual([r.body.data.width, r.body.data.height], [77, 9], what);
+      id ??= r.body.data.id;
+      assert.equal(r.body.data.id, id, `${what}: the same bytes, one image`);
+    }
+  } finally {
+    await env.close();
+    await fixture.close();
+  }
+});
+
+test("Chevereto's documented GET example (/api/1/upload/?key=…&source=<url>&format=json, trailing slash and all) imports the image", async () => {
+  const png = await makeImage("png", { width: 21 });
+  const fixture = startFixture({
+    "/someimage.png": () => new Response(png as Uint8Array<ArrayBuffer>),
+  });
+  const env = await testEnv({
+    env: { FETCH_ALLOW_PRIVATE: `127.0.0.1:${fixture.port}` },
+  });
+  try {
+    const { key } = await userWithKey(env);
+    const r = await json(
+      await env.app.request(
+        `/api/1/upload/?key=${key}&source=${fixture.origin}/someimage.png&format=json`,
+      ),
+    );
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    assert.equal(r.body.data.width, 21);
+    // format=txt the same way: the direct URL as text.
+    const txt = await env.app.request(
+      `/api/1/upload/?key=${key}&source=${fixture.origin}/someimage.png&format=txt`,
+    );
+    assert.equal(await txt.text(), `${r.body.data.url}\n`);
+  } finally {
+    await env.close();
+    await fixture.close();
   }
 });

@@ -385,3 +385,33 @@ test("the typed SDK imports by URL (importUrls) and its errors carry the import'
     );
   });
 });
+
+test("URL imports count against MAX_FILES (131, nothing fetched) and when every one fails the answer is 150 with each file's error", async () => {
+  await withImportEnv(async (env, key, fx) => {
+    const url = (p: string) => encodeURIComponent(`${fx.origin}${p}`);
+    const many = Array.from({ length: 16 }, () => `source=${url("/cat.png")}`)
+      .join("&");
+    const before = fx.requests.length;
+    const r = await json(
+      await env.app.request(`/api/1/upload?key=${key}&${many}`),
+    );
+    assert.deepEqual([r.status, r.body.error.code], [400, 131]);
+    assert.equal(fx.requests.length, before, "nothing fetched");
+    const all = await json(
+      await env.app.request(
+        `/api/1/upload?key=${key}&source=${url("/notes.txt")}&source=${
+          url("/missing.png")
+        }`,
+        { method: "POST" },
+      ),
+    );
+    assert.deepEqual([all.status, all.body.error.code], [422, 150]);
+    assert.deepEqual(
+      all.body.error.details.map((d: { index: number; code: number }) => [
+        d.index,
+        d.code,
+      ]),
+      [[0, 141], [1, 221]],
+    );
+  });
+});

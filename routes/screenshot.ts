@@ -12,8 +12,47 @@ import {
   ScreenshotResultSchema,
 } from "../schemas/screenshot.ts";
 import type { ScreenshotService } from "../services/screenshots/screenshot_service.ts";
-import { PRESETS } from "../services/screenshots/presets.ts";
+import { PRESETS } from "../schemas/presets.ts";
 import { API_SECURITY, API_SECURITY_OR_BODY_KEY } from "./upload.ts";
+
+const rawBody = { schema: z.string().openapi({ format: "binary" }) };
+
+/** A 200 that may also be the capture's raw bytes (`response` binary). */
+function withRawBodies<T extends { content: object; headers: object }>(r: T) {
+  return {
+    ...r,
+    headers: {
+      ...r.headers,
+      "X-Screenshot-Width": {
+        description: "Binary answers: the image's width in pixels",
+        schema: { type: "integer" as const },
+      },
+      "X-Screenshot-Height": {
+        description: "Binary answers: the image's height in pixels",
+        schema: { type: "integer" as const },
+      },
+      "X-Screenshot-Url": {
+        description: "Binary answers: the page's final URL",
+        schema: { type: "string" as const },
+      },
+      "X-Screenshot-Status": {
+        description: "Binary answers: the HTTP status of the page's document",
+        schema: { type: "string" as const },
+      },
+      "X-Screenshot-Cached": {
+        description: "Binary answers: true when a cached result was reused",
+        schema: { type: "string" as const },
+      },
+    },
+    content: {
+      ...r.content,
+      "image/png": rawBody,
+      "image/jpeg": rawBody,
+      "image/webp": rawBody,
+      "application/pdf": rawBody,
+    },
+  };
+}
 
 /** POST /api/1/screenshot (SPEC.md 4.2). */
 export const postScreenshotRoute = createRoute({
@@ -34,8 +73,9 @@ export const postScreenshotRoute = createRoute({
     },
   },
   responses: {
-    200: okResponse(
-      "The screenshot, stored and shared or inline",
+    200: withRawBodies(okResponse(
+      "The screenshot, stored and shared or inline; with `share` false and " +
+        "`response` binary (or Accept: image/*, application/pdf) the raw bytes",
       ScreenshotResultSchema,
       {
         shared: true,
@@ -46,9 +86,18 @@ export const postScreenshotRoute = createRoute({
         width: 1920,
         height: 1080,
         format: "png",
+        cached: false,
+        metadata: {
+          title: "Example Domain",
+          url: "https://example.com/",
+          status: 200,
+          width: 1920,
+          height: 1080,
+          bytes: 118734,
+        },
       },
       { rateLimited: true },
-    ),
+    )),
     ...errorResponses(
       ...AUTH_ERRORS,
       143,
@@ -56,6 +105,7 @@ export const postScreenshotRoute = createRoute({
       200,
       210,
       220,
+      222,
       230,
       240,
       415,
@@ -85,6 +135,15 @@ export const getPresetsRoute = createRoute({
   },
 });
 
+/**
+ * True when the Accept header's first choice is an image or a PDF (the raw answer of a
+ * share-false screenshot) rather than JSON.
+ */
+export function wantsBytes(accept: string | undefined): boolean {
+  const first = accept?.split(",")[0]?.split(";")[0]?.trim().toLowerCase();
+  return !!first && (first.startsWith("image/") || first === "application/pdf");
+}
+
 /** Registers the screenshot API. */
 export function registerScreenshotRoutes(
   app: App,
@@ -93,8 +152,25 @@ export function registerScreenshotRoutes(
 ) {
   app.openapi(postScreenshotRoute, async (c) => {
     const { key: _key, ...req } = c.req.valid("json");
-    const data = await service.take(c.get("userId"), req);
-    return c.json({ status: 200 as const, success: true as const, data }, 200);
+    const binary = !req.share &&
+      (req.response === "binary" || wantsBytes(c.req.header("accept")));
+    const answer = await service.take(c.get("userId"), req);
+    if (binary && answer.bytes) {
+      const m = answer.result.metadata;
+      return c.body(answer.bytes as Uint8Array<ArrayBuffer>, 200, {
+        "Content-Type": answer.contentType,
+        "Cache-Control": "no-store",
+        "X-Screenshot-Width": String(answer.result.width),
+        "X-Screenshot-Height": String(answer.result.height),
+        "X-Screenshot-Url": encodeURI(m.url),
+        "X-Screenshot-Status": String(m.status ?? ""),
+        "X-Screenshot-Cached": String(answer.result.cached),
+      }) as never;
+    }
+    return c.json(
+      { status: 200 as const, success: true as const, data: answer.result },
+      200,
+    );
   });
   app.openapi(getPresetsRoute, (c) =>
     c.json({

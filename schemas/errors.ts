@@ -19,6 +19,7 @@ export const ERRORS = {
   210: { message: "URL not allowed", status: 403 },
   220: { message: "Page could not be loaded", status: 502 },
   221: { message: "Image could not be fetched", status: 502 },
+  222: { message: "Element not found", status: 404 },
   230: { message: "Screenshot timed out", status: 504 },
   231: { message: "Image fetch timed out", status: 504 },
   240: { message: "Screenshot service unavailable", status: 503 },

@@ -12,6 +12,7 @@ import { installChromium } from "./screenshots/install.ts";
 import { ImagePipeline } from "./image_pipeline.ts";
 import { sweepExpired } from "./images.ts";
 import { sweepRateLimits } from "./rate_limit.ts";
+import { sweepShotCache } from "./screenshots/shot_cache.ts";
 import { sweepOrphans } from "./orphans.ts";
 import { ApiError } from "../schemas/errors.ts";
 import { systemClock } from "./deps.ts";
@@ -131,6 +132,7 @@ export async function buildRuntime(
     Promise.all([
       sweepExpired(database.db, store, systemClock),
       sweepRateLimits(database.db, systemClock),
+      sweepShotCache(database.db, systemClock),
     ]).catch((e) => log.error({ msg: "sweep failed", error: String(e) }));
   }, 60_000);
   // Crash leftovers (bytes with no row): a full listing of the store, so once an hour.

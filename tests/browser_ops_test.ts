@@ -11,7 +11,7 @@ import {
 } from "../services/screenshots/chromium.ts";
 import { parseAllowList } from "../schemas/allow_list.ts";
 import { startGuardProxy } from "../services/net/guard_proxy.ts";
-import { PRESETS } from "../services/screenshots/presets.ts";
+import { PRESETS } from "../schemas/presets.ts";
 import { memoryLogger } from "../services/deps.ts";
 import { ApiError } from "../schemas/errors.ts";
 import type { CaptureOptions } from "../services/screenshots/screenshotter.ts";

@@ -14,6 +14,7 @@ for (const kind of databaseKinds()) {
         "001_init.sql",
         "002_rate_limits.sql",
         "003_login_attempts.sql",
+        "004_screenshot_cache.sql",
       ]);
       assert.deepEqual(await migrate(database.db), []);
       assert.deepEqual(

@@ -2,7 +2,7 @@
 export interface FixtureServer {
   port: number;
   origin: string;
-  requests: { path: string; search: string }[];
+  requests: { path: string; search: string; headers: Record<string, string> }[];
   reports: Record<string, string>[];
   close(): Promise<void>;
 }
@@ -20,7 +20,11 @@ export function startFixture(
     { port: 0, hostname: "127.0.0.1", signal: ac.signal, onListen: () => {} },
     async (req) => {
       const u = new URL(req.url);
-      f.requests.push({ path: u.pathname, search: u.search });
+      f.requests.push({
+        path: u.pathname,
+        search: u.search,
+        headers: Object.fromEntries(req.headers),
+      });
       if (u.pathname === "/report") {
         f.reports.push(Object.fromEntries(u.searchParams));
         return new Response("ok", {

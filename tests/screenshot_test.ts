@@ -14,7 +14,7 @@ import {
   findChromium,
 } from "../services/screenshots/chromium.ts";
 import { parseAllowList } from "../schemas/allow_list.ts";
-import { PRESETS } from "../services/screenshots/presets.ts";
+import { PRESETS } from "../schemas/presets.ts";
 import { memoryLogger } from "../services/deps.ts";
 
 const CHROMIUM = findChromium(Deno.env.get("TEST_CHROMIUM_PATH"));

@@ -64,6 +64,10 @@ var ERRORS = {
     "message": "Image could not be fetched",
     "status": 502
   },
+  "222": {
+    "message": "Element not found",
+    "status": 404
+  },
   "230": {
     "message": "Screenshot timed out",
     "status": 504

@@ -67,6 +67,10 @@ export const ERRORS: Record<number, { message: string; status: number }> = {
     "message": "Image could not be fetched",
     "status": 502
   },
+  "222": {
+    "message": "Element not found",
+    "status": 404
+  },
   "230": {
     "message": "Screenshot timed out",
     "status": 504

@@ -51,6 +51,16 @@ export interface DB {
     expires_at: Date | null;
     deleted_at: Date | null;
   };
+  screenshot_cache: {
+    user_id: string;
+    request_hash: string;
+    /** The result's JSON (without the inline image). */
+    result: string;
+    image_id: string | null;
+    /** The bytes of an inline (share false) result. */
+    body: Uint8Array | null;
+    expires_at: Date;
+  };
   rate_limits: {
     key_id: string;
     window_start: Date;

@@ -15,6 +15,7 @@ import {
   COOKIE_SELECTORS,
   dismissCookieBanners,
   hideCss,
+  TRACKER_HOSTS,
 } from "./page_cleanup.ts";
 import type {
   CaptureOptions,
@@ -78,6 +79,8 @@ export interface ChromiumOptions {
   maxPixels?: number;
   /** Hosts whose requests noAds blocks (AD_HOSTS; tests name a loopback host). */
   adHosts?: readonly string[];
+  /** Tracker hosts `blockTrackers` blocks (tests name a fixture host). */
+  trackerHosts?: readonly string[];
   /** Where each capture's guard proxy listens (SCREENSHOT_PROXY_LISTEN). */
   proxyListen?: string;
   /** The host the browser is told to reach the guard at (SCREENSHOT_PROXY_ADVERTISE). */
@@ -330,7 +333,8 @@ export class ChromiumScreenshotter implements Screenshotter {
   async capture(opts: CaptureOptions): Promise<CaptureResult> {
     // One deadline for the whole capture: waiting in line, starting the browser, loading,
     // capturing. A caller never waits much past SCREENSHOT_TIMEOUT_MS.
-    const deadline = Date.now() + this.opts.timeoutMs;
+    const deadline = Date.now() +
+      Math.min(opts.timeoutMs ?? this.opts.timeoutMs, this.opts.timeoutMs);
     await this.#acquire(deadline);
     let teardown: Promise<void> | undefined;
     this.#recycleIfDue();
@@ -438,36 +442,10 @@ export class ChromiumScreenshotter implements Screenshotter {
     page.on("dialog", (d) => d.dismiss().catch(() => {}));
     // Answers the guard's 407 (a remote browser's guard listens off loopback).
     if (credentials) await page.authenticate(credentials);
-    const zoom = opts.zoom;
-    await page.setViewport({
-      width: Math.round(opts.viewport.width / zoom),
-      height: Math.round(opts.viewport.height / zoom),
-      deviceScaleFactor: opts.viewport.deviceScaleFactor * zoom,
-      isMobile: opts.viewport.isMobile,
-      hasTouch: opts.viewport.hasTouch,
-    });
-    if (opts.userAgent) await page.setUserAgent({ userAgent: opts.userAgent });
-    if (opts.colorScheme !== "default") {
-      await page.emulateMediaFeatures([{
-        name: "prefers-color-scheme",
-        value: opts.colorScheme,
-      }]);
-    }
-    await page.setBypassCSP(true);
-    if (opts.noAds) {
-      // Blocked inside Chromium: no per-request round trip through us. (Navigations to
-      // file:, chrome: and other non-web schemes need no rule: the API takes only http(s)
-      // URLs and Chromium refuses web pages that redirect or script their way to them, as
-      // the tests show.)
-      const cdp = await page.createCDPSession();
-      await cdp.send("Network.enable");
-      await cdp.send("Network.setBlockedURLs", {
-        urlPatterns: adBlockPatterns(this.opts.adHosts ?? AD_HOSTS),
-      });
-    }
-
+    await this.#prepare(page, opts);
+    let loaded: { status: number | null; url: string };
     try {
-      await loadPage(page, opts.url, guard, deadline);
+      loaded = await loadPage(page, opts.url, guard, deadline, opts.waitUntil);
     } catch (e) {
       // A navigation cut short by the browser's own death is our outage, not the page's
       // (#explain turns what is not an ApiError into 240 or 220).
@@ -477,71 +455,203 @@ export class ChromiumScreenshotter implements Screenshotter {
       ) throw new Error("browser lost while loading");
       throw e;
     }
+    await this.#arrange(page, opts, deadline);
+    const shot = await this.#capture(page, opts, deadline);
+    const title = await withTimeout(page.title(), 1000, "title").catch(() =>
+      ""
+    );
+    return { ...shot, title, ...loaded };
+  }
 
+  /** Before loading: viewport, user agent, media features, headers, cookies, blocking. */
+  async #prepare(page: Page, opts: CaptureOptions) {
+    const zoom = opts.zoom;
+    await page.setViewport({
+      width: Math.round(opts.viewport.width / zoom),
+      height: Math.round(opts.viewport.height / zoom),
+      deviceScaleFactor: opts.viewport.deviceScaleFactor * zoom,
+      isMobile: opts.viewport.isMobile,
+      hasTouch: opts.viewport.hasTouch,
+    });
+    if (opts.userAgent) await page.setUserAgent({ userAgent: opts.userAgent });
+    const media = [
+      ...(opts.colorScheme !== "default"
+        ? [{ name: "prefers-color-scheme", value: opts.colorScheme }]
+        : []),
+      ...(opts.reducedMotion
+        ? [{ name: "prefers-reduced-motion", value: "reduce" }]
+        : []),
+    ];
+    if (media.length) await page.emulateMediaFeatures(media);
+    await page.setBypassCSP(true);
+    const target = new URL(opts.url);
+    if (opts.cookies?.length) {
+      // Host-only cookies of the target URL: no other site gets them.
+      await page.setCookie(
+        ...opts.cookies.map((c) => ({ ...c, url: target.origin + "/" })),
+      );
+    }
+    if (opts.headers && Object.keys(opts.headers).length) {
+      // Sent to the target's own origin only: a caller's Authorization must not reach
+      // the third parties the page loads.
+      const extra = opts.headers;
+      await page.setRequestInterception(true);
+      page.on("request", async (req) => {
+        if (req.isInterceptResolutionHandled()) return;
+        let same = false;
+        try {
+          same = new URL(req.url()).origin === target.origin;
+        } catch { /* data: and the like */ }
+        if (!same) return void req.continue().catch(() => {});
+        // Overriding the headers drops the cookies Chromium would attach: add them back.
+        const jar = await page.cookies(req.url()).catch(() => []);
+        const cookie = jar.map((c) => `${c.name}=${c.value}`).join("; ");
+        req.continue({
+          headers: {
+            ...req.headers(),
+            ...extra,
+            ...(cookie ? { cookie } : {}),
+          },
+        }).catch(() => {});
+      });
+    }
+    const hosts = [
+      ...(opts.noAds ? this.opts.adHosts ?? AD_HOSTS : []),
+      ...(opts.blockTrackers ? this.opts.trackerHosts ?? TRACKER_HOSTS : []),
+    ];
+    if (hosts.length) {
+      // Blocked inside Chromium: no per-request round trip through us. (Navigations to
+      // file:, chrome: and other non-web schemes need no rule: the API takes only http(s)
+      // URLs and Chromium refuses web pages that redirect or script their way to them, as
+      // the tests show.)
+      const cdp = await page.createCDPSession();
+      await cdp.send("Network.enable");
+      await cdp.send("Network.setBlockedURLs", {
+        urlPatterns: adBlockPatterns([...new Set(hosts)]),
+      });
+    }
+  }
+
+  /**
+   * After loading, before capturing: wait for a selector, hide and restyle, run the
+   * caller's script, deal with ads and consent banners, then the caller's delay.
+   */
+  async #arrange(page: Page, opts: CaptureOptions, deadline: number) {
+    const left = () => Math.max(1, deadline - Date.now());
+    if (opts.waitForSelector) {
+      // A little before the deadline, so the answer says what was missing (222).
+      await page.waitForSelector(opts.waitForSelector, {
+        timeout: Math.max(1, left() - 300),
+      })
+        .catch((e: Error) => {
+          if (/not a valid selector|SyntaxError/i.test(e.message)) {
+            throw badSelector("waitForSelector", e);
+          }
+          throw new ApiError(222, {
+            details: [{
+              path: "waitForSelector",
+              message: "no element matched within the timeout",
+            }],
+          });
+        });
+    }
     const css = [
       ...(opts.noAds ? [hideCss(AD_SELECTORS)] : []),
       ...(opts.noCookie ? [hideCss(COOKIE_SELECTORS)] : []),
+      ...(opts.hideSelectors?.length
+        ? [
+          `${
+            opts.hideSelectors.join(",\n")
+          } { visibility: hidden !important; }`,
+        ]
+        : []),
+      ...(opts.css ? [opts.css] : []),
     ].join("\n");
     if (css) await page.addStyleTag({ content: css });
     if (opts.noCookie) {
       await page.evaluate(dismissCookieBanners, COOKIE_ACCEPT_BUTTONS);
     }
-
-    const maxHeight = this.opts.maxFullPageHeight ?? 16_384;
-    const maxWidth = this.opts.maxFullPageWidth ?? 16_384;
-    let clip:
-      | { x: number; y: number; width: number; height: number }
-      | undefined;
-    if (opts.fullPage) {
-      // Scroll through the page so lazy images load, then let the network settle.
-      await page.evaluate(async (cap: number) => {
-        const step = Math.max(200, innerHeight * 0.8);
-        for (
-          let y = 0;
-          y < Math.min(document.documentElement.scrollHeight, cap);
-          y += step
-        ) {
-          scrollTo(0, y);
-          await new Promise((r) => setTimeout(r, 60));
-        }
-        scrollTo(0, 0);
-      }, maxHeight);
-      await page.waitForNetworkIdle({ idleTime: 250, timeout: 3000 }).catch(
-        () => {},
-      );
-      await page.evaluate(() =>
-        Promise.all(
-          Array.from(document.images).filter((i) => !i.complete).map((i) =>
-            new Promise((r) => {
-              i.onload = i.onerror = r;
-            })
-          ),
-        )
-      ).catch(() => {});
-      const size = await page.evaluate(() => ({
-        width: Math.max(
-          document.documentElement.scrollWidth,
-          document.body?.scrollWidth ?? 0,
-        ),
-        height: Math.max(
-          document.documentElement.scrollHeight,
-          document.body?.scrollHeight ?? 0,
-        ),
-      }));
-      const capped = fullPageClip(size, page.viewport()!, {
-        maxWidth,
-        maxHeight,
-        maxPixels: this.opts.maxPixels ?? 100_000_000,
+    if (opts.js) {
+      // In an async function: the script may await; its statements run as written.
+      const script = `(async () => {\n${opts.js}\n})()`;
+      await withTimeout(page.evaluate(script), left(), "js").catch((e) => {
+        if (Date.now() >= deadline) throw new ApiError(230);
+        throw new ApiError(160, {
+          details: [{
+            path: "js",
+            message: `the script failed: ${describe(e).split("\n")[0]}`.slice(
+              0,
+              300,
+            ),
+          }],
+        });
       });
-      if (capped) clip = capped;
     }
-    const bytes = await page.screenshot({
-      type: opts.format,
-      ...(opts.format === "jpeg" ? { quality: 85 } : {}),
-      ...(clip
-        ? { clip, captureBeyondViewport: true }
-        : { fullPage: opts.fullPage }),
-    });
+    if (opts.delay) {
+      await new Promise((r) => setTimeout(r, Math.min(opts.delay!, left())));
+    }
+  }
+
+  /** The capture itself: a PDF, one element, a clip, the full page or the viewport. */
+  async #capture(
+    page: Page,
+    opts: CaptureOptions,
+    deadline: number,
+  ): Promise<Pick<CaptureResult, "bytes" | "width" | "height">> {
+    if (opts.format === "pdf") {
+      const paper = PDF_PAPER[opts.pdfPaper ?? "A4"];
+      const bytes = await page.pdf({
+        format: opts.pdfPaper ?? "A4",
+        printBackground: true,
+        ...(opts.fullPage ? {} : { pageRanges: "1" }),
+        timeout: Math.max(1, deadline - Date.now()),
+      });
+      return { bytes: new Uint8Array(bytes), ...paper };
+    }
+    const type = opts.format;
+    const quality = type === "png" ? {} : { quality: opts.quality ?? 85 };
+    let bytes: Uint8Array;
+    if (opts.selector) {
+      const el = await page.$(opts.selector).catch((e: Error) => {
+        throw badSelector("selector", e);
+      });
+      if (!el) {
+        throw new ApiError(222, {
+          details: [{ path: "selector", message: "no element matched" }],
+        });
+      }
+      try {
+        bytes = await el.screenshot({
+          type,
+          ...quality,
+          captureBeyondViewport: true,
+        })
+          .catch((e: Error) => {
+            // An element with no box (display: none, zero size) cannot be captured.
+            if (/not visible|no layout|0 width|has no/i.test(e.message)) {
+              throw new ApiError(222, {
+                details: [{
+                  path: "selector",
+                  message: "the element has no visible box",
+                }],
+              });
+            }
+            throw e;
+          });
+      } finally {
+        await el.dispose().catch(() => {});
+      }
+    } else {
+      const clip = opts.clip ??
+        (opts.fullPage ? await this.#fullPageClip(page) : undefined);
+      bytes = await page.screenshot({
+        type,
+        ...quality,
+        ...(clip
+          ? { clip, captureBeyondViewport: true }
+          : { fullPage: opts.fullPage }),
+      });
+    }
     const { default: sharp } = await import("sharp");
     const meta = await sharp(bytes).metadata();
     return {
@@ -549,6 +659,54 @@ export class ChromiumScreenshotter implements Screenshotter {
       width: meta.width!,
       height: meta.height!,
     };
+  }
+
+  /**
+   * A full-page capture: scrolls through the page so lazy images load, lets the network
+   * settle, then measures it; the clip when it is over a cap, else undefined.
+   */
+  async #fullPageClip(page: Page) {
+    const maxHeight = this.opts.maxFullPageHeight ?? 16_384;
+    const maxWidth = this.opts.maxFullPageWidth ?? 16_384;
+    await page.evaluate(async (cap: number) => {
+      const step = Math.max(200, innerHeight * 0.8);
+      for (
+        let y = 0;
+        y < Math.min(document.documentElement.scrollHeight, cap);
+        y += step
+      ) {
+        scrollTo(0, y);
+        await new Promise((r) => setTimeout(r, 60));
+      }
+      scrollTo(0, 0);
+    }, maxHeight);
+    await page.waitForNetworkIdle({ idleTime: 250, timeout: 3000 }).catch(
+      () => {},
+    );
+    await page.evaluate(() =>
+      Promise.all(
+        Array.from(document.images).filter((i) => !i.complete).map((i) =>
+          new Promise((r) => {
+            i.onload = i.onerror = r;
+          })
+        ),
+      )
+    ).catch(() => {});
+    const size = await page.evaluate(() => ({
+      width: Math.max(
+        document.documentElement.scrollWidth,
+        document.body?.scrollWidth ?? 0,
+      ),
+      height: Math.max(
+        document.documentElement.scrollHeight,
+        document.body?.scrollHeight ?? 0,
+      ),
+    }));
+    return fullPageClip(size, page.viewport()!, {
+      maxWidth,
+      maxHeight,
+      maxPixels: this.opts.maxPixels ?? 100_000_000,
+    });
   }
 
   async close(): Promise<void> {
@@ -561,6 +719,25 @@ export class ChromiumScreenshotter implements Screenshotter {
     if (this.opts.wsEndpoint) await b.disconnect().catch(() => {});
     else await b.close().catch(() => {});
   }
+}
+
+/** CSS pixel size of a PDF page (96 px to the inch). */
+const PDF_PAPER = {
+  A4: { width: 794, height: 1123 },
+  Letter: { width: 816, height: 1056 },
+};
+
+/** A selector the browser cannot parse: the caller's mistake (160). */
+function badSelector(path: string, e: Error): ApiError {
+  return new ApiError(160, {
+    details: [{
+      path,
+      message: `not a valid CSS selector: ${e.message.split("\n")[0]}`.slice(
+        0,
+        300,
+      ),
+    }],
+  });
 }
 
 /**

@@ -38,6 +38,36 @@ export const AD_HOSTS = [
   "bat.bing.com",
 ];
 
+/** Analytics and tracking hosts (`blockTrackers`; noAds blocks these too). */
+export const TRACKER_HOSTS = [
+  "google-analytics.com",
+  "googletagmanager.com",
+  "scorecardresearch.com",
+  "quantserve.com",
+  "hotjar.com",
+  "connect.facebook.net",
+  "bat.bing.com",
+  "ads-twitter.com",
+  "ads.linkedin.com",
+  "doubleclick.net",
+  "api.segment.io",
+  "cdn.segment.com",
+  "mixpanel.com",
+  "fullstory.com",
+  "clarity.ms",
+  "js-agent.newrelic.com",
+  "nr-data.net",
+  "matomo.cloud",
+  "plausible.io",
+  "api.amplitude.com",
+  "cdn.amplitude.com",
+  "cdn.heapanalytics.com",
+  "mouseflow.com",
+  "crazyegg.com",
+  "mc.yandex.ru",
+  "mc.yandex.com",
+];
+
 /** One entry of Chromium's `Network.setBlockedURLs` (URLPattern syntax). */
 export interface BlockPattern {
   urlPattern: string;

@@ -41,7 +41,12 @@ export async function loadPage(
   url: string,
   guard: GuardProxy,
   deadline: number,
-): Promise<void> {
+  waitUntil: "load" | "domcontentloaded" | "networkidle0" | "networkidle2" =
+    "load",
+): Promise<{ status: number | null; url: string }> {
+  const settleOn = waitUntil === "domcontentloaded"
+    ? "domcontentloaded"
+    : "load";
   const main = page.mainFrame();
   let loading = true;
   let changedAt = Date.now();
@@ -73,14 +78,14 @@ export async function loadPage(
   page.on("request", onRequest);
   page.on("response", onResponse);
   page.on("requestfailed", onFailed);
-  page.on("load", onLoad);
+  page.on(settleOn, onLoad);
   let crashed = false;
   const onCrash = () => crashed = true;
   page.on("error", onCrash);
   let gotoError: Error | undefined;
   try {
     page.goto(url, {
-      waitUntil: "load",
+      waitUntil: settleOn,
       timeout: Math.max(1, deadline - Date.now()),
     }).catch((e: Error) => gotoError = e);
     for (;;) {
@@ -110,7 +115,7 @@ export async function loadPage(
     page.off("request", onRequest);
     page.off("response", onResponse);
     page.off("requestfailed", onFailed);
-    page.off("load", onLoad);
+    page.off(settleOn, onLoad);
     page.off("error", onCrash);
   }
   const tag = last.response?.headers()["x-screenshot-guard"];
@@ -121,6 +126,24 @@ export async function loadPage(
     });
   }
   if (last.failure) throw judgeFailure(last.failure, guard);
+  if (waitUntil === "networkidle0" || waitUntil === "networkidle2") {
+    // Idle for 500 ms with no (or at most two) requests in flight, as puppeteer defines
+    // it; a page that never goes quiet is a timeout.
+    const left = deadline - Date.now();
+    await page.waitForNetworkIdle({
+      idleTime: 500,
+      concurrency: waitUntil === "networkidle0" ? 0 : 2,
+      timeout: Math.max(1, left),
+    }).catch(() => {
+      throw new ApiError(230, {
+        details: [{
+          path: "waitUntil",
+          message: "the page's network never went idle",
+        }],
+      });
+    });
+  }
+  return { status: last.response?.status() ?? null, url: page.url() };
 }
 
 /** A failed main-frame navigation: the guard's refusal (210), a timeout (230), else 220. */

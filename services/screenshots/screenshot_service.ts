@@ -3,13 +3,17 @@ import { createHash } from "node:crypto";
 import { join } from "node:path";
 import type { z } from "@hono/zod-openapi";
 import { ApiError } from "../../schemas/errors.ts";
-import type { ScreenshotRequestSchema } from "../../schemas/screenshot.ts";
+import type {
+  ScreenshotRequestSchema,
+  ScreenshotResultSchema,
+} from "../../schemas/screenshot.ts";
 import type { AppDeps } from "../deps.ts";
 import type { ImagePipeline } from "../image_pipeline.ts";
 import { type AllowRule, allowRulesOf } from "../../schemas/allow_list.ts";
 import { checkTarget, parseTargetUrl } from "../net/target.ts";
-import { presetById } from "./presets.ts";
-import type { CaptureOptions } from "./screenshotter.ts";
+import { presetById, PRESETS } from "../../schemas/presets.ts";
+import type { CaptureOptions, CaptureResult } from "./screenshotter.ts";
+import { requestHash, ShotCache } from "./shot_cache.ts";
 
 /** A validated screenshot request (schema defaults applied), without the key. */
 export type ScreenshotRequest = Omit<
@@ -17,18 +21,58 @@ export type ScreenshotRequest = Omit<
   "key"
 >;
 
-/** Takes screenshots for the API: checks, captures, then stores or inlines the image. */
+/** What a screenshot request answers: the result, and the raw bytes for a binary answer. */
+export interface ScreenshotAnswer {
+  result: ScreenshotResult;
+  bytes?: Uint8Array;
+  contentType: string;
+}
+
+/** The JSON result of a screenshot (SPEC.md 2.4 plus `cached` and `metadata`). */
+export type ScreenshotResult = z.output<typeof ScreenshotResultSchema>;
+
+const MIME = {
+  png: "image/png",
+  jpeg: "image/jpeg",
+  webp: "image/webp",
+  pdf: "application/pdf",
+} as const;
+
+/**
+ * Takes screenshots for the API: checks, reuses a cached result or captures, then stores
+ * or inlines the image.
+ */
 export class ScreenshotService {
   readonly #rules: AllowRule[];
+  readonly #cache: ShotCache;
   constructor(
     private readonly deps: AppDeps,
     private readonly pipeline: ImagePipeline,
   ) {
     this.#rules = allowRulesOf(deps.config);
+    this.#cache = new ShotCache(deps.database.db, deps.clock);
   }
 
-  async take(userId: string, req: ScreenshotRequest) {
+  async take(
+    userId: string,
+    req: ScreenshotRequest,
+  ): Promise<ScreenshotAnswer> {
     const target = parseTargetUrl(req.url);
+    const opts = this.#options(req, target);
+    const hash = req.cache > 0 ? requestHash({ ...req, url: target.href }) : "";
+    if (hash) {
+      const hit = await this.#cache.get<ScreenshotResult>(userId, hash);
+      if (hit) {
+        const display = hit.result.shared
+          ? hit.result.url!
+          : `data:${MIME[req.format]};base64,${encodeBase64(hit.body!)}`;
+        return {
+          result: { ...hit.result, display_url: display, cached: true },
+          bytes: hit.body,
+          contentType: MIME[req.format],
+        };
+      }
+    }
     await checkTarget(target, this.#rules);
     const shooter = this.deps.screenshotter;
     if (!shooter) {
@@ -37,51 +81,130 @@ export class ScreenshotService {
         details: [{ message: "no browser is available on this server" }],
       });
     }
-    const p = presetById(req.preset);
-    const opts: CaptureOptions = {
-      url: target.href,
-      viewport: p,
-      userAgent: p.userAgent,
-      format: req.format,
-      fullPage: req.fullPage,
-      noAds: req.noAds,
-      noCookie: req.noCookie,
-      colorScheme: req.colorScheme,
-      zoom: req.zoom,
-    };
     const shot = await shooter.capture(opts);
-    const base = { width: shot.width, height: shot.height, format: req.format };
-    if (!req.share) {
-      return {
+    const answer = req.share
+      ? await this.#store(userId, req, target, shot)
+      : this.#inline(req, shot);
+    if (hash) {
+      await this.#cache.put(userId, hash, req.cache, {
+        result: { ...answer.result, display_url: undefined },
+        imageId: answer.result.id,
+        body: req.share ? undefined : shot.bytes,
+      }).catch((e) =>
+        // A result that cannot be remembered is still a result.
+        this.deps.log.error({
+          msg: "screenshot cache write failed",
+          error: String(e),
+        })
+      );
+    }
+    return answer;
+  }
+
+  /** The capture's options: the preset or the caller's viewport, bounds the schema cannot know. */
+  #options(req: ScreenshotRequest, target: URL): CaptureOptions {
+    const cap = this.deps.config.SCREENSHOT_TIMEOUT_MS;
+    if (req.timeout !== undefined && req.timeout > cap) {
+      throw new ApiError(160, {
+        details: [{
+          path: "timeout",
+          message: `at most ${cap} ms on this server (SCREENSHOT_TIMEOUT_MS)`,
+        }],
+      });
+    }
+    const preset = presetById(req.preset ?? PRESETS[0].id);
+    return {
+      url: target.href,
+      viewport: req.viewport ?? preset,
+      userAgent: req.userAgent ?? (req.viewport ? undefined : preset.userAgent),
+      format: req.format,
+      quality: req.quality,
+      pdfPaper: req.pdfPaper,
+      fullPage: req.fullPage,
+      selector: req.selector,
+      clip: req.clip,
+      waitUntil: req.waitUntil,
+      waitForSelector: req.waitForSelector,
+      delay: req.delay,
+      timeoutMs: req.timeout,
+      noAds: req.noAds,
+      blockTrackers: req.blockTrackers,
+      noCookie: req.noCookie,
+      hideSelectors: req.hideSelectors,
+      css: req.css,
+      js: req.js,
+      colorScheme: req.colorScheme,
+      reducedMotion: req.reducedMotion,
+      zoom: req.zoom,
+      headers: req.headers,
+      cookies: req.cookies,
+    };
+  }
+
+  #inline(req: ScreenshotRequest, shot: CaptureResult): ScreenshotAnswer {
+    return {
+      result: {
         shared: false,
-        display_url: `data:image/${req.format};base64,${
+        display_url: `data:${MIME[req.format]};base64,${
           encodeBase64(shot.bytes)
         }`,
-        ...base,
-      };
-    }
+        ...summary(req, shot),
+      },
+      bytes: shot.bytes,
+      contentType: MIME[req.format],
+    };
+  }
+
+  async #store(
+    userId: string,
+    req: ScreenshotRequest,
+    target: URL,
+    shot: CaptureResult,
+  ): Promise<ScreenshotAnswer> {
     await Deno.mkdir(this.pipeline.tmpDir, { recursive: true });
     const path = join(this.pipeline.tmpDir, `shot-${crypto.randomUUID()}`);
     await Deno.writeFile(path, shot.bytes);
     try {
+      const ext = req.format === "jpeg" ? "jpg" : req.format;
       const rec = await this.pipeline.ingest(userId, {
         path,
-        filename: `${target.hostname}.${req.format === "jpeg" ? "jpg" : "png"}`,
+        filename: `${target.hostname}.${ext}`,
         size: shot.bytes.length,
         sha256: createHash("sha256").update(shot.bytes).digest("hex"),
       }, { source: "screenshot" });
       return {
-        shared: true,
-        id: rec.id,
-        url_viewer: rec.url_viewer,
-        url: rec.url,
-        display_url: rec.url,
-        ...base,
+        result: {
+          shared: true,
+          id: rec.id,
+          url_viewer: rec.url_viewer,
+          url: rec.url,
+          display_url: rec.url,
+          ...summary(req, shot),
+        },
+        contentType: MIME[req.format],
       };
     } finally {
       await Deno.remove(path).catch(() => {});
     }
   }
+}
+
+/** The parts of a result every answer has. */
+function summary(req: ScreenshotRequest, shot: CaptureResult) {
+  return {
+    width: shot.width,
+    height: shot.height,
+    format: req.format,
+    cached: false,
+    metadata: {
+      title: shot.title,
+      url: shot.url,
+      status: shot.status,
+      width: shot.width,
+      height: shot.height,
+      bytes: shot.bytes.length,
+    },
+  };
 }
 
 function encodeBase64(bytes: Uint8Array): string {

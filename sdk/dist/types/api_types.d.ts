@@ -329,6 +329,7 @@ export interface components {
          *     | 210 | 403 | URL not allowed |
          *     | 220 | 502 | Page could not be loaded |
          *     | 221 | 502 | Image could not be fetched |
+         *     | 222 | 404 | Element not found |
          *     | 230 | 504 | Screenshot timed out |
          *     | 231 | 504 | Image fetch timed out |
          *     | 240 | 503 | Screenshot service unavailable |
@@ -342,7 +343,7 @@ export interface components {
          * @example 110
          * @enum {integer}
          */
-        ErrorCode: 100 | 110 | 120 | 130 | 131 | 140 | 141 | 142 | 143 | 150 | 160 | 170 | 200 | 210 | 220 | 221 | 230 | 231 | 240 | 250 | 403 | 404 | 405 | 413 | 415 | 500;
+        ErrorCode: 100 | 110 | 120 | 130 | 131 | 140 | 141 | 142 | 143 | 150 | 160 | 170 | 200 | 210 | 220 | 221 | 222 | 230 | 231 | 240 | 250 | 403 | 404 | 405 | 413 | 415 | 500;
         Deleted: {
             id: string;
             /** @enum {boolean} */
@@ -356,7 +357,7 @@ export interface components {
             /** Format: uri */
             url?: string;
             /**
-             * @description Image URL when shared, else data:image/<format>;base64,…
+             * @description Image URL when shared, else data:image/<format>;base64,… (data:application/pdf for a pdf)
              * @example https://img.example.com/Qm9vZ2xl.png
              */
             display_url: string;
@@ -365,46 +366,188 @@ export interface components {
             /** @example 1080 */
             height: number;
             /** @enum {string} */
-            format: "png" | "jpeg";
+            format: "png" | "jpeg" | "webp" | "pdf";
+            /** @description true when a stored result was reused (`cache`) */
+            cached: boolean;
+            metadata: components["schemas"]["ScreenshotMetadata"];
+        };
+        ScreenshotMetadata: {
+            /** @example Example Domain */
+            title: string;
+            /**
+             * @description The final URL, after redirects
+             * @example https://example.com/
+             */
+            url: string;
+            /**
+             * @description HTTP status of the final document (null: none was seen)
+             * @example 200
+             */
+            status: number | null;
+            /** @example 1920 */
+            width: number;
+            /** @example 1080 */
+            height: number;
+            /** @example 118734 */
+            bytes: number;
         };
         ScreenshotRequest: {
-            /** @description API key, if not sent in a header */
+            /** @description API key, when none is sent in a header or the query (the security schemes) */
             key?: string;
             /** @example https://example.com */
             url: string;
             /**
-             * @default desktop-1080p
+             * @description A device of GET /api/1/screenshot/presets; desktop-1080p when neither `preset` nor `viewport` is given
              * @example desktop-1080p
              * @enum {string}
              */
-            preset: "desktop-1080p" | "desktop-720p" | "desktop-1440p" | "desktop-4k" | "laptop" | "iphone-se" | "iphone-14" | "iphone-14-pro" | "iphone-14-pro-max" | "iphone-15-pro" | "pixel-7" | "galaxy-s23" | "ipad-mini" | "ipad-air" | "ipad-pro";
+            preset?: "desktop-1080p" | "desktop-720p" | "desktop-1440p" | "desktop-4k" | "laptop" | "iphone-se" | "iphone-14" | "iphone-14-pro" | "iphone-14-pro-max" | "iphone-15-pro" | "pixel-7" | "galaxy-s23" | "ipad-mini" | "ipad-air" | "ipad-pro";
             /**
+             * @description A viewport of your own instead of a `preset` (not both)
+             * @example {
+             *       "width": 1366,
+             *       "height": 768,
+             *       "deviceScaleFactor": 2
+             *     }
+             */
+            viewport?: {
+                width: number;
+                height: number;
+                /** @default 1 */
+                deviceScaleFactor: number;
+                /** @default false */
+                isMobile: boolean;
+                /** @default false */
+                hasTouch: boolean;
+            };
+            /**
+             * @description png, jpeg, webp, or pdf (a document: only with `share` false, so it comes back inline or as the raw body; `fullPage` false prints the first page only)
              * @default png
              * @enum {string}
              */
-            format: "png" | "jpeg";
+            format: "png" | "jpeg" | "webp" | "pdf";
+            /** @description jpeg and webp only: 1-100 (default 85) */
+            quality?: number;
+            /**
+             * @description pdf only: the paper size
+             * @default A4
+             * @enum {string}
+             */
+            pdfPaper: "A4" | "Letter";
             /**
              * @description Capture the whole page, not just the viewport. Capped at 16384 CSS px tall and 16384 CSS px (and 16384 device px) wide, and at MAX_IMAGE_PIXELS device pixels (the height is cut first); a larger page is captured from its top left corner.
              * @default false
              */
             fullPage: boolean;
+            /**
+             * @description Capture only the first element this CSS selector matches (222 when none does)
+             * @example main article
+             */
+            selector?: string;
+            /**
+             * @description Capture this rectangle of the page, in CSS pixels from its top left corner
+             * @example {
+             *       "x": 0,
+             *       "y": 0,
+             *       "width": 800,
+             *       "height": 600
+             *     }
+             */
+            clip?: {
+                x: number;
+                y: number;
+                width: number;
+                height: number;
+            };
+            /**
+             * @description When the page counts as loaded: `load` (default), `domcontentloaded`, or network idle with no (`networkidle0`) or at most two (`networkidle2`) requests for 500 ms
+             * @default load
+             * @enum {string}
+             */
+            waitUntil: "load" | "domcontentloaded" | "networkidle0" | "networkidle2";
+            /** @description Then wait until an element matching this selector exists (222 if it never does within the timeout) */
+            waitForSelector?: string;
+            /**
+             * @description Then wait this many ms more (at most 10000)
+             * @default 0
+             */
+            delay: number;
+            /** @description The whole capture's deadline in ms, waiting for a browser included; at most the server's SCREENSHOT_TIMEOUT_MS (160 above it), which is also the default */
+            timeout?: number;
             /** @default false */
             noAds: boolean;
+            /**
+             * @description Block requests to analytics and tracking hosts (noAds blocks ads and these)
+             * @default false
+             */
+            blockTrackers: boolean;
             /** @default false */
             noCookie: boolean;
+            /**
+             * @description Elements to hide (visibility: hidden) before the capture
+             * @example [
+             *       ".chat-widget",
+             *       "#newsletter"
+             *     ]
+             */
+            hideSelectors?: string[];
+            /** @description A style sheet added to the page before the capture */
+            css?: string;
+            /** @description A script run in the page before the capture (it may return a promise; its requests pass the same network guard); if it throws: 160 */
+            js?: string;
             /**
              * @default default
              * @enum {string}
              */
             colorScheme: "default" | "light" | "dark";
             /**
+             * @description Emulate prefers-reduced-motion: reduce
+             * @default false
+             */
+            reducedMotion: boolean;
+            /**
              * @description Browser zoom, 0.5 to 2 (0.5, 0.75, 1, 1.25, 1.5, 2 in SPEC.md)
              * @default 1
              * @example 1
              */
             zoom: number;
+            /** @description User-Agent instead of the preset's */
+            userAgent?: string;
             /**
-             * @description false: return a data URI and store nothing
+             * @description Extra request headers, sent only to the page's own origin (never to third parties); Host, Cookie, Proxy-* and hop-by-hop headers are refused
+             * @example {
+             *       "Accept-Language": "de-DE"
+             *     }
+             */
+            headers?: {
+                [key: string]: string;
+            };
+            /**
+             * @description Cookies set for the target URL's host only
+             * @example [
+             *       {
+             *         "name": "consent",
+             *         "value": "yes"
+             *       }
+             *     ]
+             */
+            cookies?: {
+                name: string;
+                value: string;
+            }[];
+            /**
+             * @description Seconds a result may be reused: the same request (same options) by the same user within this time answers the stored result, `cached: true`, without a capture. 0: always capture.
+             * @default 0
+             */
+            cache: number;
+            /**
+             * @description With `share` false: `binary` answers the raw image (or PDF) with its content type instead of the JSON envelope (`Accept: image/*` or `application/pdf` does the same); errors stay JSON
+             * @default json
+             * @enum {string}
+             */
+            response: "json" | "binary";
+            /**
+             * @description false: return the image inline (or raw) and store nothing
              * @default true
              */
             share: boolean;
@@ -1991,7 +2134,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The screenshot, stored and shared or inline */
+            /** @description The screenshot, stored and shared or inline; with `share` false and `response` binary (or Accept: image/*, application/pdf) the raw bytes */
             200: {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
@@ -2002,6 +2145,16 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Seconds until the current minute's window ends */
                     "X-RateLimit-Reset"?: number;
+                    /** @description Binary answers: the image's width in pixels */
+                    "X-Screenshot-Width"?: number;
+                    /** @description Binary answers: the image's height in pixels */
+                    "X-Screenshot-Height"?: number;
+                    /** @description Binary answers: the page's final URL */
+                    "X-Screenshot-Url"?: string;
+                    /** @description Binary answers: the HTTP status of the page's document */
+                    "X-Screenshot-Status"?: string;
+                    /** @description Binary answers: true when a cached result was reused */
+                    "X-Screenshot-Cached"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2017,7 +2170,16 @@ export interface operations {
                      *         "display_url": "https://img.example.com/Qm9vZ2xlUw.png",
                      *         "width": 1920,
                      *         "height": 1080,
-                     *         "format": "png"
+                     *         "format": "png",
+                     *         "cached": false,
+                     *         "metadata": {
+                     *           "title": "Example Domain",
+                     *           "url": "https://example.com/",
+                     *           "status": 200,
+                     *           "width": 1920,
+                     *           "height": 1080,
+                     *           "bytes": 118734
+                     *         }
                      *       }
                      *     }
                      */
@@ -2028,6 +2190,10 @@ export interface operations {
                         success: true;
                         data: components["schemas"]["ScreenshotResult"];
                     };
+                    "image/png": string;
+                    "image/jpeg": string;
+                    "image/webp": string;
+                    "application/pdf": string;
                 };
             };
             /** @description 160 Invalid request; 200 Invalid URL */
@@ -2102,6 +2268,32 @@ export interface operations {
                              */
                             code: 210;
                             /** @example URL not allowed */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 222 Element not found */
+            404: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 404;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 222: Element not found
+                             * @enum {integer}
+                             */
+                            code: 222;
+                            /** @example Element not found */
                             message: string;
                             details?: components["schemas"]["ErrorDetail"][];
                         };

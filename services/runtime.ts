@@ -92,6 +92,25 @@ export async function buildRuntime(
   log: Logger,
   opts: { pgliteDir: string; screenshots?: boolean },
 ): Promise<{ deps: Omit<AppDeps, "clock">; close(): Promise<void> }> {
+  // The browser starts while the database opens: a cold start pays for the longer of
+  // the two, not their sum.
+  const shooting = opts.screenshots === false
+    ? Promise.resolve(undefined)
+    : openScreenshotter(config, log);
+  try {
+    return await buildRest(config, log, opts, shooting);
+  } catch (e) {
+    await (await shooting.catch(() => undefined))?.close();
+    throw e;
+  }
+}
+
+async function buildRest(
+  config: Config,
+  log: Logger,
+  opts: { pgliteDir: string },
+  shooting: Promise<Screenshotter | undefined>,
+): Promise<{ deps: Omit<AppDeps, "clock">; close(): Promise<void> }> {
   const database = await openDatabase(
     config.DATABASE_URL
       ? {
@@ -124,9 +143,7 @@ export async function buildRuntime(
   const store = await openStore(config);
   await new ImagePipeline({ config, database, store, clock: systemClock })
     .init();
-  const screenshotter = opts.screenshots === false
-    ? undefined
-    : await openScreenshotter(config, log);
+  const screenshotter = await shooting;
   // Expired images: rows are hidden at once by their expiry; this removes their bytes.
   const sweeper = setInterval(() => {
     Promise.all([

@@ -80,6 +80,15 @@ const fixture = startFixture({
       status: 404,
       headers: { "content-type": "text/html" },
     }),
+  "/glyphs": (req) =>
+    new Response(
+      page(
+        `<span id="g" style="font-size:64px;line-height:1;color:#000">${
+          new URL(req.url).searchParams.get("t")
+        }</span>`,
+      ),
+      { headers: { "content-type": "text/html; charset=utf-8" } },
+    ),
   "/noisy": page(
     `<div style="width:1200px;height:700px;background:linear-gradient(45deg,#f00,#0f0,#00f,#ff0)"></div>`,
   ),
@@ -532,6 +541,46 @@ test("cache: the same request by the same user within its TTL reuses the result 
       response: "binary",
     }),
   );
+});
+
+test("fonts: CJK renders as real glyphs (not the boxes of a missing font) and emoji in colour", async () => {
+  const glyphs = async (text: string) => {
+    const r = await shot({
+      url: `${fixture.origin}/glyphs?t=${encodeURIComponent(text)}`,
+      selector: "#g",
+    });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    return await sharp(image(r)).removeAlpha().raw().toBuffer({
+      resolveWithObject: true,
+    });
+  };
+  // Unassigned code points: whatever the fonts, these draw the missing-glyph box.
+  const boxes = await glyphs("\u0378\u0379\u0378\u0379");
+  for (const text of ["漢字検索", "ひらがな", "한국어글"]) {
+    const cjk = await glyphs(text);
+    const sameSize = cjk.info.width === boxes.info.width &&
+      cjk.info.height === boxes.info.height;
+    let differ = 0;
+    if (sameSize) {
+      for (let i = 0; i < cjk.data.length; i++) {
+        if (Math.abs(cjk.data[i] - boxes.data[i]) > 64) differ++;
+      }
+    }
+    assert.ok(
+      !sameSize || differ > cjk.data.length * 0.05,
+      `${text} renders like missing-glyph boxes (${differ} bytes differ)`,
+    );
+    let ink = 0;
+    for (let i = 0; i < cjk.data.length; i += 3) if (cjk.data[i] < 128) ink++;
+    assert.ok(ink > 300, `${text}: ${ink} dark pixels`);
+  }
+  const emoji = await glyphs("😀");
+  let yellow = 0;
+  for (let i = 0; i < emoji.data.length; i += 3) {
+    const [r, g, b] = [emoji.data[i], emoji.data[i + 1], emoji.data[i + 2]];
+    if (r > 200 && g > 150 && b < 120) yellow++;
+  }
+  assert.ok(yellow > 500, `😀 has ${yellow} yellow pixels`);
 });
 
 test("teardown", async () => {

@@ -176,8 +176,21 @@ export class ChromiumScreenshotter implements Screenshotter {
   }
 
   /** Starts (or connects to) the browser now, so the first capture is not a cold one. */
+  /**
+   * Starts the browser and warms what the first capture would otherwise pay for: a
+   * context and a page opened once (Chromium's first renderer), and sharp loaded.
+   */
   async start(): Promise<void> {
-    await this.#getBrowser();
+    const [browser] = await Promise.all([
+      this.#getBrowser(),
+      import("sharp"),
+    ]);
+    const context = await browser.createBrowserContext();
+    try {
+      await (await context.newPage()).close();
+    } finally {
+      await context.close().catch(() => {});
+    }
   }
 
   /** True when a browser is connected, or one can be had within timeoutMs. */

@@ -68,7 +68,7 @@ const fixture: FixtureServer = startFixture({
     <div id="onetrust-banner-sdk" style="position:fixed;bottom:0;left:0;right:0;height:120px;background:#f00">
       OneTrust <button id="onetrust-accept-btn-handler">Accept</button></div>
     <div class="notice-bar" style="position:fixed;top:0;left:0;right:0;height:80px;background:#00f;color:#fff">
-      We use cookies to improve your experience.</div></body>`,
+      We use cookies to improve your experience. <button>Got it</button></div></body>`,
   "/redirect": () =>
     new Response(null, {
       status: 302,
@@ -322,7 +322,7 @@ test("noAds removes the red ad boxes from the pixels", async () => {
   );
 });
 
-test("noCookie removes the OneTrust banner and a generic fixed cookie bar", async () => {
+test("noCookie removes the OneTrust banner and a generic fixed cookie bar with its Got it button", async () => {
   const plain = await shot({
     url: `${fixture.origin}/cookie`,
     share: false,

@@ -9,7 +9,7 @@ import { isAllowedTarget, resolveHost } from "./address_guard.ts";
 export interface GuardEvent {
   host: string;
   port: number;
-  kind: "blocked" | "dns" | "connect";
+  kind: "blocked" | "dns" | "connect" | "filtered";
 }
 
 /** A running guard: the proxy URL to give Chromium and what it refused. */
@@ -42,6 +42,11 @@ export async function startGuardProxy(
      * non-loopback address nobody but this capture's browser context can use the proxy.
      */
     credentials?: { username: string; password: string };
+    /**
+     * Hosts (and their subdomains) this capture filters out (noAds, blockTrackers): every
+     * connection to them is refused, whichever frame or process of the page asks.
+     */
+    filterHosts?: readonly string[];
   } = {},
 ): Promise<GuardProxy> {
   const events: GuardEvent[] = [];
@@ -61,11 +66,21 @@ export async function startGuardProxy(
     );
   };
 
+  const filtered = (host: string) => {
+    const h = host.toLowerCase().replace(/\.$/, "");
+    return (opts.filterHosts ?? []).some((f) => h === f || h.endsWith("." + f));
+  };
+
   async function open(
     host: string,
     port: number,
     client: Socket,
   ): Promise<Socket | null> {
+    if (filtered(host)) {
+      events.push({ host, port, kind: "filtered" });
+      refuse(client, "403 Forbidden", "filtered");
+      return null;
+    }
     let addrs: string[];
     try {
       addrs = await resolveHost(host);

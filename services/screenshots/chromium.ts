@@ -9,8 +9,10 @@ import { OWNER_FLAG, reapOrphans } from "./reap.ts";
 
 import {
   AD_HOSTS,
+  AD_PATHS,
   AD_SELECTORS,
   adBlockPatterns,
+  collapseBlockedAds,
   COOKIE_ACCEPT_BUTTONS,
   COOKIE_SELECTORS,
   dismissCookieBanners,
@@ -365,6 +367,10 @@ export class ChromiumScreenshotter implements Screenshotter {
         listenHost: listen,
         advertiseHost: this.opts.proxyAdvertise,
         credentials,
+        // Also here, not only in the page: a cross-site ad frame runs in a process of its
+        // own, which the page's blocked-URL list does not reach; every process's
+        // connections pass the guard.
+        filterHosts: this.#filteredHosts(opts),
       }).catch((e) => {
         // SCREENSHOT_PROXY_LISTEN names an address this host does not have: no capture can
         // be guarded, so none is made.
@@ -476,6 +482,16 @@ export class ChromiumScreenshotter implements Screenshotter {
     return { ...shot, title, ...loaded };
   }
 
+  /** Hosts whose requests this capture drops (noAds, blockTrackers). */
+  #filteredHosts(opts: CaptureOptions): string[] {
+    return [
+      ...new Set([
+        ...(opts.noAds ? this.opts.adHosts ?? AD_HOSTS : []),
+        ...(opts.blockTrackers ? this.opts.trackerHosts ?? TRACKER_HOSTS : []),
+      ]),
+    ];
+  }
+
   /** Before loading: viewport, user agent, media features, headers, cookies, blocking. */
   async #prepare(page: Page, opts: CaptureOptions) {
     const zoom = opts.zoom;
@@ -528,10 +544,7 @@ export class ChromiumScreenshotter implements Screenshotter {
         }).catch(() => {});
       });
     }
-    const hosts = [
-      ...(opts.noAds ? this.opts.adHosts ?? AD_HOSTS : []),
-      ...(opts.blockTrackers ? this.opts.trackerHosts ?? TRACKER_HOSTS : []),
-    ];
+    const hosts = this.#filteredHosts(opts);
     if (hosts.length) {
       // Blocked inside Chromium: no per-request round trip through us. (Navigations to
       // file:, chrome: and other non-web schemes need no rule: the API takes only http(s)
@@ -540,7 +553,7 @@ export class ChromiumScreenshotter implements Screenshotter {
       const cdp = await page.createCDPSession();
       await cdp.send("Network.enable");
       await cdp.send("Network.setBlockedURLs", {
-        urlPatterns: adBlockPatterns([...new Set(hosts)]),
+        urlPatterns: adBlockPatterns(hosts, opts.noAds ? AD_PATHS : []),
       });
     }
   }
@@ -583,6 +596,13 @@ export class ChromiumScreenshotter implements Screenshotter {
     if (css) await page.addStyleTag({ content: css });
     if (opts.noCookie) {
       await page.evaluate(dismissCookieBanners, COOKIE_ACCEPT_BUTTONS);
+    }
+    if (opts.noAds) {
+      await page.evaluate(
+        collapseBlockedAds,
+        [...(this.opts.adHosts ?? AD_HOSTS)],
+        AD_PATHS,
+      );
     }
     if (opts.js) {
       // In an async function: the script may await; its statements run as written.

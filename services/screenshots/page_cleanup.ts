@@ -79,14 +79,28 @@ export interface BlockPattern {
  * and port. Chromium drops matching requests itself, so blocking costs no round trip to us
  * per request (request interception did, and measurably slowed every capture).
  */
-export function adBlockPatterns(hosts: readonly string[] = AD_HOSTS) {
-  return hosts.flatMap((h): BlockPattern[] => [
-    { urlPattern: `*://${h}:*/*`, block: true },
-    { urlPattern: `*://*.${h}:*/*`, block: true },
-  ]);
+export function adBlockPatterns(
+  hosts: readonly string[] = AD_HOSTS,
+  paths: readonly string[] = [],
+) {
+  return [
+    ...hosts.flatMap((h): BlockPattern[] => [
+      { urlPattern: `*://${h}:*/*`, block: true },
+      { urlPattern: `*://*.${h}:*/*`, block: true },
+    ]),
+    // "*/gpt.js" on any host, port and query.
+    ...paths.map((p): BlockPattern => ({
+      urlPattern: `*://*:*/${p}`,
+      block: true,
+    })),
+  ];
 }
 
-/** Selectors of common ad containers. */
+/**
+ * Selectors of ad containers: exact class and id names (as EasyList's generic rules use
+ * them), the attributes ad tags leave, and the iframes of ad hosts. No prefix rules:
+ * `[class^="ad-"]` also hid `ad-hoc-results` and `ad-free-notice`.
+ */
 export const AD_SELECTORS = [
   "ins.adsbygoogle",
   ".adsbygoogle",
@@ -100,6 +114,10 @@ export const AD_SELECTORS = [
   'iframe[src*="doubleclick.net"]',
   'iframe[src*="googlesyndication"]',
   'iframe[id^="google_ads_iframe"]',
+  'iframe[src*="amazon-adsystem.com"]',
+  '[id^="amzn_assoc_ad"]',
+  ".amzn-native-container",
+  'a[href*="amazon-adsystem.com"]',
   ".ad",
   ".ads",
   ".advert",
@@ -112,15 +130,34 @@ export const AD_SELECTORS = [
   ".sponsored-ad",
   "#ad",
   "#ads",
-  '[id^="ad-"]',
-  '[class^="ad-"]',
-  '[class*=" ad-"]',
   ".taboola",
   '[id^="taboola-"]',
   ".OUTBRAIN",
 ];
 
-/** Selectors of the consent managers we know and of generic cookie bars. */
+/**
+ * Paths ad requests take on any host (blocked like the ad hosts): ad tags, ad scripts and
+ * the standard IAB banner sizes in file names.
+ */
+export const AD_PATHS = [
+  "*/gpt.js",
+  "*/gpt/pubads_impl*",
+  "*/adsbygoogle.js",
+  "*/pagead/*",
+  "*/ads/banner*",
+  "*/banners/ads/*",
+  "*_728x90.*",
+  "*_300x250.*",
+  "*_160x600.*",
+  "*_320x50.*",
+  "*/prebid*.js",
+];
+
+/**
+ * Roots of the consent managers we know (OneTrust, Cookiebot, Didomi, Quantcast,
+ * Usercentrics, TrustArc, Osano, Complianz, Iubenda, Klaro, CookieYes, Borlabs, Termly):
+ * hidden whole, with their backdrops.
+ */
 export const COOKIE_SELECTORS = [
   "#onetrust-consent-sdk",
   "#onetrust-banner-sdk",
@@ -128,30 +165,34 @@ export const COOKIE_SELECTORS = [
   "#CybotCookiebotDialog",
   "#CybotCookiebotDialogBodyUnderlay",
   ".qc-cmp2-container",
+  "#qc-cmp2-container",
   "#qc-cmp2-ui",
   "#didomi-host",
   ".didomi-popup-backdrop",
   "#usercentrics-root",
   "#usercentrics-cmp-ui",
   "#truste-consent-track",
+  "#consent_blackbar",
+  ".truste_overlay",
+  ".truste_box_overlay",
+  ".osano-cm-window",
+  ".osano-cm-dialog",
+  "#cmplz-cookiebanner-container",
+  ".cmplz-cookiebanner",
+  "#iubenda-cs-banner",
+  ".iubenda-cs-container",
+  "#klaro",
+  ".klaro .cookie-notice",
+  ".klaro .cookie-modal",
+  ".cky-consent-container",
+  ".cky-overlay",
+  "#BorlabsCookieBox",
+  "#termly-code-snippet-support",
   "#cmpbox",
-  ".cc-window",
-  ".cc-banner",
-  "#cookie-law-info-bar",
-  "#cookie-notice",
-  "#cookie-banner",
-  ".cookie-banner",
-  "#cookieConsent",
-  ".cookie-consent",
-  '[id*="cookie-consent" i]',
-  '[class*="cookie-consent" i]',
-  '[id*="cookiebanner" i]',
-  '[class*="cookiebanner" i]',
-  '[aria-label*="cookie" i][role="dialog"]',
-  '[aria-label*="consent" i][role="dialog"]',
+  "#cmpbox2",
 ];
 
-/** Accept buttons, clicked so sites that gate content on consent render it. */
+/** Accept buttons of those managers, clicked so sites that gate content on consent show it. */
 export const COOKIE_ACCEPT_BUTTONS = [
   "#onetrust-accept-btn-handler",
   "#CybotCookiebotDialogBodyLevelButtonLevelOptinAllowAll",
@@ -159,6 +200,11 @@ export const COOKIE_ACCEPT_BUTTONS = [
   '.qc-cmp2-summary-buttons button[mode="primary"]',
   "#didomi-notice-agree-button",
   '[data-testid="uc-accept-all-button"]',
+  ".osano-cm-accept-all",
+  ".cmplz-accept",
+  ".iubenda-cs-accept-btn",
+  ".klaro .cm-btn-accept-all",
+  ".cky-btn-accept",
   ".cc-allow",
   ".cc-dismiss",
 ];
@@ -171,29 +217,105 @@ export function hideCss(selectors: string[]): string {
 }
 
 /**
- * Runs in the page: clicks known accept buttons, then removes fixed or sticky elements whose
- * text talks about cookies or consent, and unlocks scrolling that banners lock.
+ * Runs in the page: clicks the known managers' accept buttons, then hides what is shaped
+ * like a consent dialog and nothing else: a fixed or sticky element (or a dialog) whose text
+ * talks about cookies or consent AND that holds a control labelled accept, agree, allow,
+ * reject, decline, OK, got it (and their German, French, Spanish, Italian, Dutch and
+ * Portuguese forms). A sticky navigation with a "Cookie policy" link has no such control
+ * and stays. Scrolling a banner locked is unlocked only when something was hidden.
  */
 export function dismissCookieBanners(acceptSelectors: string[]): number {
-  let removed = 0;
   for (const sel of acceptSelectors) {
     const b = document.querySelector<HTMLElement>(sel);
     if (b) b.click();
   }
-  const words =
-    /\b(cookies?|consent|gdpr|privacy settings|we value your privacy)\b/i;
-  for (
-    const el of Array.from(document.querySelectorAll<HTMLElement>("body *"))
-  ) {
+  const topic = /\b(cookies?|consent|gdpr|tracking|privacy settings)\b/i;
+  const answer =
+    /^\s*(accept|accept all|accept cookies|allow|allow all|agree|i agree|agree and close|reject|reject all|decline|deny|ok|okay|got it|i understand|understood|continue|close|dismiss|save|confirm|alle akzeptieren|akzeptieren|zustimmen|ablehnen|einverstanden|tout accepter|accepter|j'accepte|refuser|aceptar|aceptar todo|rechazar|accetta|accetta tutto|rifiuta|accepteren|alles accepteren|weigeren|aceitar|rejeitar)\s*[.!]?\s*$/i;
+  const isControl = (el: Element) =>
+    el.matches(
+      'button, [role="button"], input[type="button"], input[type="submit"], a',
+    ) &&
+    answer.test(
+      (el as HTMLElement).innerText || (el as HTMLInputElement).value || "",
+    );
+  let hidden = 0;
+  const candidates = Array.from(
+    document.querySelectorAll<HTMLElement>(
+      'body *:not(script):not(style):not(nav):not([role="navigation"])',
+    ),
+  );
+  for (const el of candidates) {
+    if (el.closest("[data-imagehost-hidden]")) continue;
     const style = getComputedStyle(el);
-    if (style.position !== "fixed" && style.position !== "sticky") continue;
-    if (!words.test(el.innerText || "")) continue;
+    const overlay = style.position === "fixed" || style.position === "sticky" ||
+      el.matches('[role="dialog"], [role="alertdialog"], [aria-modal="true"]');
+    if (!overlay || style.display === "none") continue;
+    const text = el.innerText || "";
+    if (!topic.test(text) || text.length > 5000) continue;
+    if (!Array.from(el.querySelectorAll("*")).some(isControl)) continue;
+    el.setAttribute("data-imagehost-hidden", "");
     el.style.setProperty("display", "none", "important");
-    removed++;
+    hidden++;
   }
-  for (const el of [document.documentElement, document.body]) {
-    if (!el) continue;
-    el.style.setProperty("overflow", "auto", "important");
+  if (hidden > 0) {
+    for (const el of [document.documentElement, document.body]) {
+      if (!el) continue;
+      el.style.setProperty("overflow", "auto", "important");
+    }
   }
-  return removed;
+  return hidden;
+}
+
+/**
+ * Runs in the page: hides the iframes and images of ad hosts and ad paths (their requests
+ * were blocked, so they would show as empty boxes), then collapses each wrapper left with
+ * nothing visible but such a frame and perhaps an "Advertisement" label.
+ */
+export function collapseBlockedAds(hosts: string[], paths: string[]): number {
+  const pathRes = paths.map((p) =>
+    new RegExp(
+      p.split("*").map((s) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join(
+        ".*",
+      ) + "$",
+    )
+  );
+  const isAd = (src: string) => {
+    try {
+      const u = new URL(src, location.href);
+      const h = u.hostname;
+      return hosts.some((a) => h === a || h.endsWith("." + a)) ||
+        pathRes.some((r) => r.test(u.pathname));
+    } catch {
+      return false;
+    }
+  };
+  const label =
+    /^\s*(advertisement|ad|ads|sponsored|anzeige|publicité|publicidad)\s*$/i;
+  let collapsed = 0;
+  for (
+    const el of Array.from(
+      document.querySelectorAll<HTMLElement>("iframe[src], img[src]"),
+    )
+  ) {
+    if (!isAd(el.getAttribute("src")!)) continue;
+    let box: HTMLElement = el;
+    // Up while the parent holds nothing else that shows.
+    while (box.parentElement && box.parentElement !== document.body) {
+      const parent: HTMLElement = box.parentElement;
+      const others = Array.from(parent.children).filter((c) =>
+        c !== box && (c as HTMLElement).offsetParent !== null &&
+        !label.test((c as HTMLElement).innerText || "")
+      );
+      const ownText = Array.from(parent.childNodes).some((n) =>
+        n.nodeType === 3 && n.textContent!.trim() &&
+        !label.test(n.textContent!)
+      );
+      if (others.length || ownText) break;
+      box = parent;
+    }
+    box.style.setProperty("display", "none", "important");
+    collapsed++;
+  }
+  return collapsed;
 }

@@ -28,7 +28,13 @@ async function main() {
     port: config.PORT,
     hostname: config.HOST,
     onListen: ({ hostname, port }) =>
-      log.info({ msg: "listening", hostname, port, base_url: config.BASE_URL }),
+      log.info({
+        msg: "listening",
+        hostname,
+        port,
+        base_url: config.BASE_URL,
+        uptime_ms: Math.round(performance.now()),
+      }),
   }, lifecycle.track(app.fetch));
   let stopping = false;
   const stop = async (signal: string) => {

@@ -78,8 +78,10 @@ export async function openScreenshotter(
     proxyAdvertise: config.SCREENSHOT_PROXY_ADVERTISE,
     log,
   });
-  // A failed first start is logged, not fatal: the next capture tries again.
-  await shooter.start().catch(() => {});
+  // Started, not awaited: the service listens as soon as its database is ready, and a
+  // first capture waits for this same launch. A failed start is logged, not fatal: the
+  // next capture tries again.
+  shooter.start().catch(() => {});
   return shooter;
 }
 
@@ -127,6 +129,8 @@ async function buildRest(
       const applied = await migrate(database.db);
       log.info({
         msg: "database ready",
+        // Since the process started: what a cold start spends where.
+        uptime_ms: Math.round(performance.now()),
         kind: database.kind,
         migrations_applied: applied,
       });

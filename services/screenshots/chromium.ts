@@ -248,6 +248,7 @@ export class ChromiumScreenshotter implements Screenshotter {
     this.#captures = 0;
     this.opts.log.info({
       msg: "browser ready",
+      uptime_ms: Math.round(performance.now()),
       version: await browser.version(),
       remote: Boolean(wsEndpoint),
     });

@@ -79,6 +79,10 @@ const serviceEnv = {
   SCREENSHOTS: "on",
   CHROMIUM_PATH: chromium,
   FETCH_ALLOW_PRIVATE: `127.0.0.1:${fixture.port}`,
+  // BENCH_DATABASE_URL: the same run on PostgreSQL instead of the embedded PGlite.
+  ...(Deno.env.get("BENCH_DATABASE_URL")
+    ? { DATABASE_URL: Deno.env.get("BENCH_DATABASE_URL")! }
+    : {}),
 };
 const made = await new Deno.Command(Deno.execPath(), {
   args: [

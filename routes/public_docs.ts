@@ -3,12 +3,9 @@ import type { App } from "./env.ts";
 import {
   errorResponses,
   type Header,
+  header,
   REQUEST_ID_HEADER,
 } from "../schemas/envelope.ts";
-const header = (
-  description: string,
-  type: "string" | "integer" = "string",
-): Header => ({ description, schema: { type } });
 
 const IMAGE_HEADERS: Record<string, Header> = {
   ...REQUEST_ID_HEADER,

@@ -4,6 +4,7 @@ import type { AppDeps } from "../services/deps.ts";
 import {
   AUTH_ERRORS,
   errorResponses,
+  header,
   okResponse,
 } from "../schemas/envelope.ts";
 import {
@@ -23,26 +24,21 @@ function withRawBodies<T extends { content: object; headers: object }>(r: T) {
     ...r,
     headers: {
       ...r.headers,
-      "X-Screenshot-Width": {
-        description: "Binary answers: the image's width in pixels",
-        schema: { type: "integer" as const },
-      },
-      "X-Screenshot-Height": {
-        description: "Binary answers: the image's height in pixels",
-        schema: { type: "integer" as const },
-      },
-      "X-Screenshot-Url": {
-        description: "Binary answers: the page's final URL",
-        schema: { type: "string" as const },
-      },
-      "X-Screenshot-Status": {
-        description: "Binary answers: the HTTP status of the page's document",
-        schema: { type: "string" as const },
-      },
-      "X-Screenshot-Cached": {
-        description: "Binary answers: true when a cached result was reused",
-        schema: { type: "string" as const },
-      },
+      "X-Screenshot-Width": header(
+        "Binary answers: the image's width",
+        "integer",
+      ),
+      "X-Screenshot-Height": header(
+        "Binary answers: the image's height",
+        "integer",
+      ),
+      "X-Screenshot-Url": header("Binary answers: the page's final URL"),
+      "X-Screenshot-Status": header(
+        "Binary answers: the HTTP status of the page's document",
+      ),
+      "X-Screenshot-Cached": header(
+        "Binary answers: true when a cached result was reused",
+      ),
     },
     content: {
       ...r.content,

@@ -59,6 +59,23 @@ export const API_SECURITY_OR_BODY_KEY: Record<string, string[]>[] = [
   {},
 ];
 
+/** Codes an upload (POST or GET) can answer with: files, images and URL imports. */
+const UPLOAD_ERRORS: ErrorCode[] = [
+  ...AUTH_ERRORS,
+  130,
+  131,
+  140,
+  141,
+  142,
+  143,
+  150,
+  160,
+  200,
+  210,
+  221,
+  231,
+];
+
 /** What an upload answers with (Chevereto's `format`). */
 export const UPLOAD_FORMATS = ["json", "txt", "redirect"] as const;
 
@@ -262,23 +279,7 @@ export const postUploadRoute = createRoute({
         },
       },
     },
-    ...errorResponses(
-      ...AUTH_ERRORS,
-      130,
-      131,
-      140,
-      141,
-      142,
-      143,
-      150,
-      160,
-      200,
-      210,
-      221,
-      231,
-      250,
-      413,
-    ),
+    ...errorResponses(...UPLOAD_ERRORS, 413),
   },
 });
 
@@ -301,22 +302,7 @@ export const getUploadRoute = createRoute({
   responses: {
     200: postUploadRoute.responses[200],
     303: postUploadRoute.responses[303],
-    ...errorResponses(
-      ...AUTH_ERRORS,
-      130,
-      131,
-      140,
-      141,
-      142,
-      143,
-      150,
-      160,
-      200,
-      210,
-      221,
-      231,
-      250,
-    ),
+    ...errorResponses(...UPLOAD_ERRORS),
   },
 });
 

@@ -74,6 +74,12 @@ export type Header = {
   schema: { type: "string" | "integer" };
 };
 
+/** A documented response header. */
+export const header = (
+  description: string,
+  type: "string" | "integer" = "string",
+): Header => ({ description, schema: { type } });
+
 /** Headers every answer carries. */
 export const REQUEST_ID_HEADER: Record<string, Header> = {
   "X-Request-Id": {

@@ -2145,9 +2145,9 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Seconds until the current minute's window ends */
                     "X-RateLimit-Reset"?: number;
-                    /** @description Binary answers: the image's width in pixels */
+                    /** @description Binary answers: the image's width */
                     "X-Screenshot-Width"?: number;
-                    /** @description Binary answers: the image's height in pixels */
+                    /** @description Binary answers: the image's height */
                     "X-Screenshot-Height"?: number;
                     /** @description Binary answers: the page's final URL */
                     "X-Screenshot-Url"?: string;

@@ -6,6 +6,11 @@ import { requireChromium } from "./browser_service.ts";
 import { ChromiumScreenshotter } from "../services/screenshots/chromium.ts";
 import { parseAllowList } from "../schemas/allow_list.ts";
 import { memoryLogger } from "../services/deps.ts";
+import {
+  type BlockList,
+  exemptSite,
+  trackerLists,
+} from "../services/screenshots/block_lists.ts";
 
 /**
  * Precise hiding: every consent banner of the managers people meet (markup shaped as those
@@ -85,6 +90,15 @@ const fixture = startFixture({
   "/pagead/ad.html": `<body style="background:#f00;margin:0">ad</body>`,
   "/banners/summer_728x90.png": "not reached",
   "/tag/gpt.js": "document.title = 'gpt ran'",
+  "/listed": (req) => {
+    const q = new URL(req.url).searchParams;
+    return new Response(
+      page(
+        `<img src="/x/${q.get("a")}"><script src="/x/${q.get("t")}"></script>`,
+      ),
+      { headers: { "content-type": "text/html" } },
+    );
+  },
 });
 const ALLOW = `127.0.0.1:${fixture.port},localhost:${fixture.port}`;
 const shooter = new ChromiumScreenshotter({
@@ -173,6 +187,46 @@ test("noAds removes ad slots, blocked ad frames with their wrapper and label, ad
   assert.ok(!asked.includes("/pagead/ad.html"), asked.join());
   assert.notEqual(clean.title, "gpt ran");
   assert.ok(mark > before);
+});
+
+test("noAds and blockTrackers apply Ghostery's tracker database (shipped in npm, read offline): a generic ad path and a generic analytics path from the list are never requested, and only with their flag", async () => {
+  const lists = await trackerLists();
+  // A rule of the list that applies on any host ("*://*/*<path>*"), made into a path.
+  const generic = (l: BlockList) =>
+    l.urls.find((p) => /^\*:\/\/\*\/\*[a-z0-9/_.-]+\*$/i.test(p))!
+      .slice("*://*/*".length, -1);
+  const adPath = generic(lists.ads);
+  const trackerPath = generic({
+    hosts: [],
+    urls: lists.trackers.urls.filter((u) => !lists.ads.urls.includes(u)),
+  });
+  assert.ok(lists.ads.hosts.includes("doubleclick.net"));
+  assert.ok(
+    lists.ads.hosts.length > 1000 && lists.trackers.hosts.length > 1000,
+  );
+  const page = `${fixture.origin}/listed?a=${encodeURIComponent(adPath)}&t=${
+    encodeURIComponent(trackerPath)
+  }`;
+  const seen = async (body: Record<string, unknown>) => {
+    const mark = fixture.requests.length;
+    await colours({ url: page, ...body });
+    return fixture.requests.slice(mark).map((q) => q.path);
+  };
+  const plain = await seen({});
+  assert.ok(plain.includes(`/x/${adPath}`), plain.join());
+  assert.ok(plain.includes(`/x/${trackerPath}`), plain.join());
+  const noAds = await seen({ noAds: true });
+  assert.ok(!noAds.includes(`/x/${adPath}`), `${adPath}: ${noAds.join()}`);
+  assert.ok(
+    noAds.includes(`/x/${trackerPath}`),
+    "an analytics-only rule is not an ad",
+  );
+  const trackers = await seen({ blockTrackers: true });
+  assert.ok(!trackers.includes(`/x/${trackerPath}`), trackers.join());
+  assert.deepEqual(
+    exemptSite(["ads.example", "b.example"], new URL("https://x.ads.example/")),
+    ["b.example"],
+  );
 });
 
 test("teardown", async () => {

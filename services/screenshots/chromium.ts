@@ -7,6 +7,7 @@ import { type GuardProxy, startGuardProxy } from "../net/guard_proxy.ts";
 import { loadPage } from "./page_load.ts";
 import { OWNER_FLAG, reapOrphans } from "./reap.ts";
 
+import { type BlockList, exemptSite, trackerLists } from "./block_lists.ts";
 import {
   AD_HOSTS,
   AD_PATHS,
@@ -83,6 +84,8 @@ export interface ChromiumOptions {
   adHosts?: readonly string[];
   /** Tracker hosts `blockTrackers` blocks (tests name a fixture host). */
   trackerHosts?: readonly string[];
+  /** The filter lists (default: Ghostery's tracker database, read once). */
+  blockLists?: () => Promise<{ ads: BlockList; trackers: BlockList }>;
   /** Where each capture's guard proxy listens (SCREENSHOT_PROXY_LISTEN). */
   proxyListen?: string;
   /** The host the browser is told to reach the guard at (SCREENSHOT_PROXY_ADVERTISE). */
@@ -180,12 +183,14 @@ export class ChromiumScreenshotter implements Screenshotter {
   /** Starts (or connects to) the browser now, so the first capture is not a cold one. */
   /**
    * Starts the browser and warms what the first capture would otherwise pay for: a
-   * context and a page opened once (Chromium's first renderer), and sharp loaded.
+   * context and a page opened once (Chromium's first renderer), sharp loaded and the
+   * filter lists read.
    */
   async start(): Promise<void> {
     const [browser] = await Promise.all([
       this.#getBrowser(),
       import("sharp"),
+      (this.opts.blockLists ?? trackerLists)(),
     ]);
     const context = await browser.createBrowserContext();
     try {
@@ -358,6 +363,7 @@ export class ChromiumScreenshotter implements Screenshotter {
     try {
       const browser = await this.#getBrowser();
       this.#captures++;
+      const lists = await this.#lists(opts);
       const listen = this.opts.proxyListen ?? "127.0.0.1";
       // Off loopback, only the capture holding these may use its guard.
       const credentials = isLoopbackHost(listen) ? undefined : {
@@ -371,7 +377,10 @@ export class ChromiumScreenshotter implements Screenshotter {
         // Also here, not only in the page: a cross-site ad frame runs in a process of its
         // own, which the page's blocked-URL list does not reach; every process's
         // connections pass the guard.
-        filterHosts: this.#filteredHosts(opts),
+        filterHosts: [
+          ...this.#filteredHosts(opts),
+          ...exemptSite(lists.hosts, new URL(opts.url)),
+        ],
       }).catch((e) => {
         // SCREENSHOT_PROXY_LISTEN names an address this host does not have: no capture can
         // be guarded, so none is made.
@@ -391,7 +400,7 @@ export class ChromiumScreenshotter implements Screenshotter {
       let timer: ReturnType<typeof setTimeout> | undefined;
       try {
         return await Promise.race([
-          this.#shoot(context, guard, opts, deadline, credentials).catch(
+          this.#shoot(context, guard, opts, deadline, lists, credentials).catch(
             async (e) => {
               throw await this.#explain(e, browser);
             },
@@ -450,6 +459,7 @@ export class ChromiumScreenshotter implements Screenshotter {
     guard: GuardProxy,
     opts: CaptureOptions,
     deadline: number,
+    lists: BlockList,
     credentials?: { username: string; password: string },
   ): Promise<CaptureResult> {
     // Popups are closed as they open: they would hold connections and time for nothing.
@@ -462,7 +472,7 @@ export class ChromiumScreenshotter implements Screenshotter {
     page.on("dialog", (d) => d.dismiss().catch(() => {}));
     // Answers the guard's 407 (a remote browser's guard listens off loopback).
     if (credentials) await page.authenticate(credentials);
-    await this.#prepare(page, opts);
+    await this.#prepare(page, opts, lists.urls);
     let loaded: { status: number | null; url: string };
     try {
       loaded = await loadPage(page, opts.url, guard, deadline, opts.waitUntil);
@@ -493,8 +503,25 @@ export class ChromiumScreenshotter implements Screenshotter {
     ];
   }
 
+  /**
+   * The tracker database's rules this capture applies (noAds: advertising; blockTrackers:
+   * advertising and analytics): hosts for the guard, path patterns for Chromium.
+   */
+  async #lists(opts: CaptureOptions): Promise<BlockList> {
+    if (!opts.noAds && !opts.blockTrackers) return { hosts: [], urls: [] };
+    const lists = await (this.opts.blockLists ?? trackerLists)();
+    const pick = [
+      ...(opts.noAds ? [lists.ads] : []),
+      ...(opts.blockTrackers ? [lists.trackers] : []),
+    ];
+    return {
+      hosts: [...new Set(pick.flatMap((l) => l.hosts))],
+      urls: [...new Set(pick.flatMap((l) => l.urls))],
+    };
+  }
+
   /** Before loading: viewport, user agent, media features, headers, cookies, blocking. */
-  async #prepare(page: Page, opts: CaptureOptions) {
+  async #prepare(page: Page, opts: CaptureOptions, listUrls: string[]) {
     const zoom = opts.zoom;
     await page.setViewport({
       width: Math.round(opts.viewport.width / zoom),
@@ -546,7 +573,7 @@ export class ChromiumScreenshotter implements Screenshotter {
       });
     }
     const hosts = this.#filteredHosts(opts);
-    if (hosts.length) {
+    if (hosts.length || listUrls.length) {
       // Blocked inside Chromium: no per-request round trip through us. (Navigations to
       // file:, chrome: and other non-web schemes need no rule: the API takes only http(s)
       // URLs and Chromium refuses web pages that redirect or script their way to them, as
@@ -555,6 +582,8 @@ export class ChromiumScreenshotter implements Screenshotter {
       await cdp.send("Network.enable");
       await cdp.send("Network.setBlockedURLs", {
         urlPatterns: adBlockPatterns(hosts, opts.noAds ? AD_PATHS : []),
+        // The lists' rules in the plain wildcard form, which is cheap to set up.
+        urls: listUrls,
       });
     }
   }

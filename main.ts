@@ -2,7 +2,7 @@ import { join } from "node:path";
 import { createApp } from "./app.ts";
 import { ConfigError, loadConfig } from "./schemas/config.ts";
 import { jsonLogger, systemClock } from "./services/deps.ts";
-import { buildRuntime } from "./services/runtime.ts";
+import { buildRuntime, chromiumPathProblem } from "./services/runtime.ts";
 import { drainAndStop, Lifecycle } from "./services/lifecycle.ts";
 
 /** Reads the environment once, builds the dependencies and serves the app. */
@@ -16,6 +16,11 @@ async function main() {
       Deno.exit(2);
     }
     throw e;
+  }
+  const chromium = chromiumPathProblem(config);
+  if (chromium) {
+    console.error(chromium);
+    Deno.exit(2);
   }
   await Deno.mkdir(config.DATA_DIR, { recursive: true });
   const log = jsonLogger;

@@ -33,6 +33,17 @@ import { clientAddress } from "./client_address.ts";
 
 const COOKIE = "sid";
 
+/** Cookie carrying a just-created key from the POST to the one GET that shows it. */
+const NEW_KEY_COOKIE = "ih_new_key";
+
+/**
+ * The .sxcu file's name: the host with anything Windows refuses in a file name (the colon
+ * of a port, say) made a dash, e.g. `localhost-18301.sxcu`.
+ */
+export function sharexFileName(baseUrl: string): string {
+  return `${new URL(baseUrl).host.replace(/[^A-Za-z0-9._-]/g, "-")}.sxcu`;
+}
+
 /** A ShareX custom uploader (.sxcu) for this service and one key. */
 export function sharexConfig(baseUrl: string, key: string) {
   return {
@@ -393,15 +404,35 @@ export function registerAccountRoutes(app: App, deps: AppDeps) {
     const user = await currentUser(c);
     if (!user) return c.redirect("/login", 303);
     noStore(c);
-    return c.html(await AccountPage({ user }));
+    // A key just created is shown on this one GET, then forgotten: a reload shows the
+    // list, and never creates another key (the POST redirected here).
+    const fresh = getCookie(c, NEW_KEY_COOKIE);
+    let newKey: string | undefined;
+    if (fresh) {
+      deleteCookie(c, NEW_KEY_COOKIE, { path: "/account", secure });
+      const owner = await authenticateKey(db, fresh, deps.clock, {
+        touch: false,
+      }).catch(() => null);
+      if (owner?.userId === user.userId) newKey = fresh;
+    }
+    return c.html(await AccountPage({ user, newKey }));
   });
 
   app.post("/account/keys", async (c) => {
     const r = await requireSessionForm(c);
     if (r instanceof Response) return r;
     const { key } = await createApiKey(db, r.user.userId, r.form.label ?? "");
+    // POST, then redirect, then GET: the key travels in a short-lived cookie only this
+    // site's account page reads, and is dropped as soon as it has been shown.
+    setCookie(c, NEW_KEY_COOKIE, key, {
+      path: "/account",
+      httpOnly: true,
+      sameSite: "Strict",
+      secure,
+      maxAge: 120,
+    });
     noStore(c);
-    return c.html(await AccountPage({ user: r.user, newKey: key }));
+    return c.redirect("/account", 303);
   });
 
   app.post("/account/keys/:id/revoke", async (c) => {
@@ -414,9 +445,10 @@ export function registerAccountRoutes(app: App, deps: AppDeps) {
   app.post("/account/sharex", async (c) => {
     const r = await requireSessionForm(c);
     if (r instanceof Response) return r;
-    const owner = await authenticateKey(db, r.form.key, deps.clock).catch(() =>
-      null
-    );
+    // Packaging a key for ShareX is not using it: last_used_at stays as it was.
+    const owner = await authenticateKey(db, r.form.key, deps.clock, {
+      touch: false,
+    }).catch(() => null);
     if (!owner || owner.userId !== r.user.userId) {
       noStore(c);
       return c.html(
@@ -430,7 +462,7 @@ export function registerAccountRoutes(app: App, deps: AppDeps) {
     noStore(c);
     c.header(
       "Content-Disposition",
-      `attachment; filename="${new URL(deps.config.BASE_URL).host}.sxcu"`,
+      `attachment; filename="${sharexFileName(deps.config.BASE_URL)}"`,
     );
     return c.body(
       JSON.stringify(sharexConfig(deps.config.BASE_URL, r.form.key), null, 2),

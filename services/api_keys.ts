@@ -82,12 +82,14 @@ export async function revokeApiKey(
 /**
  * Resolves a presented key to its owner: 100 when none was sent, 110 when unknown or
  * revoked, 120 when the owner is deleted or disabled. The hash is looked up by index and
- * then compared in constant time.
+ * then compared in constant time. `touch: false` checks without recording a use (the
+ * account pages showing or packaging a key are not its use).
  */
 export async function authenticateKey(
   db: Kysely<DB>,
   presented: string | undefined | null,
   clock: Clock,
+  opts: { touch?: boolean } = {},
 ): Promise<KeyOwner> {
   if (!presented) throw new ApiError(100);
   if (presented.length > 200 || !presented.startsWith(KEY_PREFIX)) {
@@ -116,7 +118,8 @@ export async function authenticateKey(
   const now = clock.now();
   // One write a minute at most, so busy keys don't turn every request into an UPDATE.
   if (
-    !row.last_used_at || now.getTime() - row.last_used_at.getTime() > 60_000
+    opts.touch !== false &&
+    (!row.last_used_at || now.getTime() - row.last_used_at.getTime() > 60_000)
   ) {
     await db.updateTable("api_keys").set({ last_used_at: now })
       .where("id", "=", row.key_id).execute();

@@ -86,6 +86,27 @@ export async function openScreenshotter(
 }
 
 /**
+ * What is wrong with an explicit CHROMIUM_PATH, when screenshots would use it: a path that
+ * names no executable file must stop start-up with a message, not be passed over for the
+ * system's Chromium.
+ */
+export function chromiumPathProblem(config: Config): string | undefined {
+  const path = config.CHROMIUM_PATH;
+  if (!path || config.SCREENSHOTS === "off" || config.BROWSER_WS_ENDPOINT) {
+    return undefined;
+  }
+  try {
+    const st = Deno.statSync(path);
+    if (st.isFile && (st.mode === null || (st.mode & 0o111) !== 0)) {
+      return undefined;
+    }
+    return `CHROMIUM_PATH: "${path}" is not an executable file`;
+  } catch {
+    return `CHROMIUM_PATH: no file at "${path}" (unset it to use the system's Chromium)`;
+  }
+}
+
+/**
  * Composition root shared by main.ts and the operator scripts: database (migrated), store
  * and, when a browser can be had, the screenshotter.
  */

@@ -276,18 +276,46 @@ test("sign-up in the browser flow sets a safe session cookie and a key generated
     assert.match(html, /alice@example.com/);
     const csrfToken = html.match(/name="_csrf" value="([^"]+)"/)![1];
 
+    // POST, redirect, GET: the key is shown on that one GET; a reload creates nothing.
     const gen = await env.app.request(
       "/account/keys",
       form({ _csrf: csrfToken, label: "laptop" }, { cookie }),
     );
-    const genHtml = await gen.text();
-    assert.equal(gen.status, 200);
-    assert.equal(gen.headers.get("cache-control"), "no-store");
+    assert.equal(gen.status, 303);
+    assert.equal(gen.headers.get("location"), "/account");
+    const carried = gen.headers.get("set-cookie")!;
+    assert.match(carried, /HttpOnly/);
+    assert.match(carried, /SameSite=Strict/);
+    assert.match(carried, /Path=\/account/);
+    const shown = await env.app.request("/account", {
+      headers: { cookie: `${cookie}; ${carried.split(";")[0]}` },
+    });
+    assert.equal(shown.headers.get("cache-control"), "no-store");
+    assert.match(
+      shown.headers.get("set-cookie") ?? "",
+      /ih_new_key=;.*Max-Age=0/,
+    );
+    const genHtml = await shown.text();
     const key =
       genHtml.match(/id="new-key" type="text" readonly="" value="(ihk_[^"]+)"/)
         ?.[1] ??
         genHtml.match(/value="(ihk_[A-Za-z0-9_-]{43})"/)![1];
     assert.match(genHtml, /laptop/);
+    // Reloading (the browser sends what it has left: the session) shows no key and makes
+    // none; the key's last use is still "never".
+    const reload = await (await env.app.request("/account", {
+      headers: { cookie },
+    })).text();
+    assert.ok(!reload.includes(key));
+    const keyRows = await env.deps.database.db.selectFrom("api_keys")
+      .selectAll().execute();
+    assert.equal(keyRows.length, 1);
+    // Someone else's key in the cookie is not shown.
+    const stranger = await userWithKey(env);
+    const foreign = await (await env.app.request("/account", {
+      headers: { cookie: `${cookie}; ih_new_key=${stranger.key}` },
+    })).text();
+    assert.ok(!foreign.includes(stranger.key));
 
     const api = await env.app.request("/api/1/screenshot/presets", {
       headers: { authorization: `Bearer ${key}` },
@@ -300,13 +328,27 @@ test("sign-up in the browser flow sets a safe session cookie and a key generated
     assert.ok(!again.includes(key));
     assert.ok(again.includes(`…${key.slice(-4)}`));
 
-    // ShareX config for that key.
+    // ShareX config for that key, two minutes after the key's last use.
+    const usedAt = (await env.deps.database.db.selectFrom("api_keys")
+      .select("last_used_at").where("user_id", "=", keyRows[0].user_id)
+      .executeTakeFirstOrThrow()).last_used_at;
+    assert.ok(usedAt, "the API call counted as a use");
+    env.clock.advance(120_000);
     const sx = await env.app.request(
       "/account/sharex",
       form({ _csrf: csrfToken, key }, { cookie }),
     );
     assert.equal(sx.status, 200);
-    assert.match(sx.headers.get("content-disposition")!, /\.sxcu"/);
+    // A file name Windows accepts: no colon from the port.
+    assert.match(
+      sx.headers.get("content-disposition")!,
+      /filename="localhost-8080\.sxcu"/,
+    );
+    // Downloading the config is not a use of the key: its last use stays the API call's.
+    const afterSx = await env.deps.database.db.selectFrom("api_keys")
+      .select("last_used_at").where("user_id", "=", keyRows[0].user_id)
+      .executeTakeFirstOrThrow();
+    assert.deepEqual(afterSx.last_used_at, usedAt);
     const sxcu = await sx.json();
     assert.equal(sxcu.RequestURL, "http://localhost:8080/api/1/upload");
     assert.equal(sxcu.Headers.Authorization, `Bearer ${key}`);

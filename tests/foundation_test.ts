@@ -312,7 +312,7 @@ test("bad configuration values name the variable", () => {
   assert.equal(ok.IMAGE_CACHE_MB, 32);
 });
 
-test("the service refuses to start on a bad value and says which variable", async () => {
+test("the service refuses to start on a bad value (a CHROMIUM_PATH naming nothing included) and says which variable", async () => {
   const dir = await Deno.makeTempDir({ prefix: "imagehost-badconfig-" });
   try {
     const out = await new Deno.Command(Deno.execPath(), {
@@ -325,6 +325,21 @@ test("the service refuses to start on a bad value and says which variable", asyn
     assert.equal(out.code, 2);
     assert.match(new TextDecoder().decode(out.stderr), /PORT: .*"seventy"/);
     // Refused before anything was opened: no database or files in the data dir.
+    assert.deepEqual([...Deno.readDirSync(dir)], []);
+    // An explicit CHROMIUM_PATH naming nothing stops start-up too (it used to fall back
+    // to the system's Chromium and log "browser ready").
+    const chromium = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", "main.ts"],
+      cwd: new URL("..", import.meta.url).pathname,
+      env: { CHROMIUM_PATH: "/nonexistent", SCREENSHOTS: "on", DATA_DIR: dir },
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    assert.equal(chromium.code, 2);
+    assert.match(
+      new TextDecoder().decode(chromium.stderr),
+      /CHROMIUM_PATH: no file at "\/nonexistent"/,
+    );
     assert.deepEqual([...Deno.readDirSync(dir)], []);
   } finally {
     await Deno.remove(dir, { recursive: true });

@@ -33,6 +33,14 @@ import { clientAddress } from "./client_address.ts";
 
 const COOKIE = "sid";
 
+/** A wait for people: "45 seconds", "1 minute", "15 minutes" (rounded up). */
+export function waitText(seconds: number): string {
+  const s = Math.max(1, Math.ceil(seconds));
+  if (s < 60) return `${s} second${s === 1 ? "" : "s"}`;
+  const m = Math.ceil(s / 60);
+  return `${m} minute${m === 1 ? "" : "s"}`;
+}
+
 /** Cookie carrying a just-created key from the POST to the one GET that shows it. */
 const NEW_KEY_COOKIE = "ih_new_key";
 
@@ -197,11 +205,12 @@ export function registerAccountRoutes(app: App, deps: AppDeps) {
     e: unknown,
   ) => {
     if (!(e instanceof ApiError) || e.code !== 170) return undefined;
-    c.header("Retry-After", e.headers?.["Retry-After"] ?? "60");
+    const wait = e.headers?.["Retry-After"] ?? "60";
+    c.header("Retry-After", wait);
     return c.html(
       <AuthForm
         mode={mode}
-        error="Too many attempts. Try again later."
+        error={`Too many attempts. Try again in ${waitText(Number(wait))}.`}
         email={email}
       />,
       429,

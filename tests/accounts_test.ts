@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { makeImage } from "./fixtures.ts";
+import { waitText } from "../routes/account.tsx";
 import {
   databaseKinds,
   json,
@@ -450,7 +451,7 @@ test("forms from another origin or without the session token are refused", async
   }
 });
 
-test("a wrong password is refused and repeated failures are throttled with Retry-After", async () => {
+test("a wrong password is refused and repeated failures are throttled with Retry-After, the page saying how long", async () => {
   const env = await testEnv({ env: { LOGIN_MAX_FAILURES: "3" } });
   try {
     await env.app.request(
@@ -471,7 +472,17 @@ test("a wrong password is refused and repeated failures are throttled with Retry
       form({ email: "CAROL@example.com", password: "a long enough password" }),
     );
     assert.equal(locked.status, 429);
-    assert.ok(Number(locked.headers.get("retry-after")) > 0);
+    const wait = Number(locked.headers.get("retry-after"));
+    assert.ok(wait > 0);
+    // The page says how long, in words, matching Retry-After.
+    assert.match(
+      await locked.text(),
+      new RegExp(`Try again in ${waitText(wait)}\\.`),
+    );
+    assert.deepEqual(
+      [waitText(1), waitText(45), waitText(60), waitText(61), waitText(900)],
+      ["1 second", "45 seconds", "1 minute", "2 minutes", "15 minutes"],
+    );
     env.clock.advance(16 * 60_000);
     const ok = await env.app.request(
       "/login",

@@ -49,12 +49,12 @@ export async function checkTarget(
   }
   const port = Number(u.port || (u.protocol === "https:" ? 443 : 80));
   const bad = addrs.find((a) => !isAllowedTarget(a, port, rules));
-  if (bad || addrs.length === 0) {
-    throw new ApiError(210, {
-      details: [{
-        path,
-        message: "the host resolves to a non-public address",
-      }],
-    });
-  }
+  if (bad || addrs.length === 0) throw notAllowed(path);
+}
+
+/** 210: the target (or a hop, or a connection the guard refused) is not public. */
+export function notAllowed(path = "url"): ApiError {
+  return new ApiError(210, {
+    details: [{ path, message: "the host resolves to a non-public address" }],
+  });
 }

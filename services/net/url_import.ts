@@ -3,7 +3,7 @@ import { ApiError } from "../../schemas/errors.ts";
 import type { AllowRule } from "../../schemas/allow_list.ts";
 import { writeAll } from "../file_io.ts";
 import { startGuardProxy } from "./guard_proxy.ts";
-import { checkTarget, parseTargetUrl } from "./target.ts";
+import { checkTarget, notAllowed, parseTargetUrl } from "./target.ts";
 
 /** Redirects an import follows before it gives up (221). */
 export const MAX_IMPORT_REDIRECTS = 5;
@@ -167,15 +167,6 @@ async function saveBody(
   }
   if (size === 0) throw fail("the server sent an empty body");
   return { size, sha256: hash.digest("hex") };
-}
-
-function notAllowed(field: string): ApiError {
-  return new ApiError(210, {
-    details: [{
-      path: field,
-      message: "the host resolves to a non-public address",
-    }],
-  });
 }
 
 function tooLarge(field: string, max: number): ApiError {

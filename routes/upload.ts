@@ -409,8 +409,11 @@ export function registerUploadRoutes(
     field,
   });
 
-  /** Reads the body (if any) into temp files and fields; `?source=` adds URL imports. */
-  const receiveBody = async (c: Context<AppEnv>): Promise<ReceivedForm> => {
+  /** Reads the body (if any) into temp files and fields; `sources` come from `?source=`. */
+  const receiveBody = async (
+    c: Context<AppEnv>,
+    sources: string[],
+  ): Promise<ReceivedForm> => {
     const type = c.req.header("content-type") ?? "";
     const receive = isMultipart(c)
       ? (body: ReadableStream<Uint8Array>, o: BodyOptions) =>
@@ -420,7 +423,6 @@ export function registerUploadRoutes(
       : /^application\/json/i.test(type)
       ? receiveJson
       : undefined;
-    const sources = (c.req.queries("source") ?? []).filter(Boolean);
     if (!receive || !c.req.raw.body) {
       if (sources.length === 0) {
         throw new ApiError(140, {
@@ -450,8 +452,7 @@ export function registerUploadRoutes(
   };
 
   /** `?source=` URLs as files still to fetch, after the body's own (131 past MAX_FILES). */
-  const querySources = (c: Context<AppEnv>, form: ReceivedForm) => {
-    const sources = (c.req.queries("source") ?? []).filter(Boolean);
+  const querySources = (sources: string[], form: ReceivedForm) => {
     if (form.files.length + sources.length > deps.config.MAX_FILES) {
       throw new ApiError(131, {
         details: [{
@@ -480,10 +481,11 @@ export function registerUploadRoutes(
 
   const handleUpload = async (c: Context<AppEnv>) => {
     await Deno.mkdir(pipeline.tmpDir, { recursive: true });
-    const form = await receiveBody(c);
+    const sources = (c.req.queries("source") ?? []).filter(Boolean);
+    const form = await receiveBody(c, sources);
     const files = [...form.files];
     try {
-      files.push(...querySources(c, form));
+      files.push(...querySources(sources, form));
       const userId = await authenticateDeferred(c, deps, form.fields.key);
       if (files.length === 0) throw new ApiError(140);
       const expiration = parseExpiration(

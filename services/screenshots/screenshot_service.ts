@@ -65,7 +65,7 @@ export class ScreenshotService {
       if (hit) {
         const display = hit.result.shared
           ? hit.result.url!
-          : `data:${MIME[req.format]};base64,${encodeBase64(hit.body!)}`;
+          : dataUri(req.format, hit.body!);
         return {
           result: { ...hit.result, display_url: display, cached: true },
           bytes: hit.body,
@@ -145,9 +145,7 @@ export class ScreenshotService {
     return {
       result: {
         shared: false,
-        display_url: `data:${MIME[req.format]};base64,${
-          encodeBase64(shot.bytes)
-        }`,
+        display_url: dataUri(req.format, shot.bytes),
         ...summary(req, shot),
       },
       bytes: shot.bytes,
@@ -207,8 +205,11 @@ function summary(req: ScreenshotRequest, shot: CaptureResult) {
   };
 }
 
-function encodeBase64(bytes: Uint8Array): string {
-  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString(
-    "base64",
-  );
+/** An inline result: the capture's bytes as a data URI of their type. */
+function dataUri(format: keyof typeof MIME, bytes: Uint8Array): string {
+  return `data:${MIME[format]};base64,${
+    Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString(
+      "base64",
+    )
+  }`;
 }

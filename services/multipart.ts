@@ -158,9 +158,14 @@ class TextSink {
   constructor(readonly img: Base64File) {}
 
   push(chunk: Uint8Array) {
+    this.pushText(this.#decoder.decode(chunk, { stream: true }));
+  }
+
+  /** Takes text (a whole field's value, or a decoded piece of a part). */
+  pushText(text: string) {
     if (this.error) return;
     try {
-      this.img.push(this.#decoder.decode(chunk, { stream: true }));
+      this.img.push(text);
     } catch (e) {
       if (!this.img.rec.truncated) this.error = e;
     }
@@ -255,9 +260,10 @@ export async function receiveMultipart(
   let index = 0;
 
   bb.on("error", (e: Error) => parseError ??= e);
-  // An image field's text part that reached busboy as a field (its header block was not
-  // marked: over 16 KB of headers). busboy keeps a field whole, so these stay capped at
-  // 64 KB of text (130 past it); marked text parts stream through the "file" handler.
+  // An image field's text part that reached busboy as a field: only when the marker did
+  // not read the boundary busboy did (busboy refuses header blocks over 16 KB, the
+  // marker's own limit, so that is not a way here). busboy keeps a field whole, so these
+  // stay capped at 64 KB of text (130 past it); marked parts stream as files.
   const textImages: Promise<void>[] = [];
   bb.on("field", (name, value, info) => {
     if (!FILE_FIELDS.has(name)) {
@@ -268,20 +274,14 @@ export async function receiveMultipart(
       tooMany = true;
       return;
     }
-    const img = new Base64File(index++, name, opts.tmpDir, opts.maxFileBytes);
-    files.push(img.rec);
-    textImages.push((async () => {
-      try {
-        if (info.valueTruncated) img.rec.truncated = true;
-        else img.push(value);
-        await img.finish();
-      } catch (e) {
-        // Its file must exist and be closed before the cleanup may remove it.
-        await img.abandon();
-        // A truncated value may end mid-group; 130 says why, not a base64 error.
-        if (!img.rec.truncated) throw e;
-      }
-    })());
+    const sink = new TextSink(
+      new Base64File(index++, name, opts.tmpDir, opts.maxFileBytes),
+    );
+    files.push(sink.img.rec);
+    // A value busboy cut at 64 KB is 130, not a base64 error (it may end mid-group).
+    if (info.valueTruncated) sink.img.rec.truncated = true;
+    else sink.pushText(value);
+    textImages.push(sink.finish());
   });
   bb.on("filesLimit", () => {
     tooMany = true;

@@ -233,3 +233,25 @@ function chunkedBytes(
     },
   });
 }
+
+test("an image text part with a header block over 16 KB (more than the marker reads) is a malformed body, as busboy refuses it, and leaves no temp file", async () => {
+  const tmpDir = await Deno.makeTempDir();
+  const png = await makeImage("png", { width: 23, height: 11 });
+  try {
+    const body = new TextEncoder().encode(
+      `--B\r\nContent-Disposition: form-data; name="image"\r\n` +
+        `X-Pad: ${"a".repeat(17_000)}\r\n\r\n${b64(png)}\r\n--B--\r\n`,
+    );
+    await assert.rejects(
+      receiveMultipart(
+        chunkedBytes(body, [5000, 20_000]),
+        "multipart/form-data; boundary=B",
+        { tmpDir, maxFileBytes: 1_000_000, maxFiles: 5 },
+      ),
+      (e: ApiError) => e.code === 160,
+    );
+    assert.deepEqual([...Deno.readDirSync(tmpDir)], []);
+  } finally {
+    await Deno.remove(tmpDir, { recursive: true });
+  }
+});

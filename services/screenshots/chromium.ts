@@ -363,7 +363,7 @@ export class ChromiumScreenshotter implements Screenshotter {
     try {
       const browser = await this.#getBrowser();
       this.#captures++;
-      const lists = await this.#lists(opts);
+      const blocking = await this.#blocking(opts);
       const listen = this.opts.proxyListen ?? "127.0.0.1";
       // Off loopback, only the capture holding these may use its guard.
       const credentials = isLoopbackHost(listen) ? undefined : {
@@ -378,8 +378,8 @@ export class ChromiumScreenshotter implements Screenshotter {
         // own, which the page's blocked-URL list does not reach; every process's
         // connections pass the guard.
         filterHosts: [
-          ...this.#filteredHosts(opts),
-          ...exemptSite(lists.hosts, new URL(opts.url)),
+          ...blocking.hosts,
+          ...exemptSite(blocking.listHosts, new URL(opts.url)),
         ],
       }).catch((e) => {
         // SCREENSHOT_PROXY_LISTEN names an address this host does not have: no capture can
@@ -400,11 +400,12 @@ export class ChromiumScreenshotter implements Screenshotter {
       let timer: ReturnType<typeof setTimeout> | undefined;
       try {
         return await Promise.race([
-          this.#shoot(context, guard, opts, deadline, lists, credentials).catch(
-            async (e) => {
-              throw await this.#explain(e, browser);
-            },
-          ),
+          this.#shoot(context, guard, opts, deadline, blocking, credentials)
+            .catch(
+              async (e) => {
+                throw await this.#explain(e, browser);
+              },
+            ),
           new Promise<never>((_, reject) =>
             timer = setTimeout(
               () => reject(new ApiError(230)),
@@ -459,7 +460,7 @@ export class ChromiumScreenshotter implements Screenshotter {
     guard: GuardProxy,
     opts: CaptureOptions,
     deadline: number,
-    lists: BlockList,
+    blocking: Blocking,
     credentials?: { username: string; password: string },
   ): Promise<CaptureResult> {
     // Popups are closed as they open: they would hold connections and time for nothing.
@@ -472,7 +473,7 @@ export class ChromiumScreenshotter implements Screenshotter {
     page.on("dialog", (d) => d.dismiss().catch(() => {}));
     // Answers the guard's 407 (a remote browser's guard listens off loopback).
     if (credentials) await page.authenticate(credentials);
-    await this.#prepare(page, opts, lists.urls);
+    await this.#prepare(page, opts, blocking);
     let loaded: { status: number | null; url: string };
     try {
       loaded = await loadPage(page, opts.url, guard, deadline, opts.waitUntil);
@@ -493,35 +494,36 @@ export class ChromiumScreenshotter implements Screenshotter {
     return { ...shot, title, ...loaded };
   }
 
-  /** Hosts whose requests this capture drops (noAds, blockTrackers). */
-  #filteredHosts(opts: CaptureOptions): string[] {
-    return [
+  /**
+   * What this capture blocks (noAds, blockTrackers), worked out once: our own hosts
+   * (inside Chromium and at the guard), and the tracker database's rules (noAds:
+   * advertising; blockTrackers: advertising and analytics), its hosts for the guard and
+   * its host-path rules for Chromium.
+   */
+  async #blocking(opts: CaptureOptions): Promise<Blocking> {
+    const hosts = [
       ...new Set([
         ...(opts.noAds ? this.opts.adHosts ?? AD_HOSTS : []),
         ...(opts.blockTrackers ? this.opts.trackerHosts ?? TRACKER_HOSTS : []),
       ]),
     ];
-  }
-
-  /**
-   * The tracker database's rules this capture applies (noAds: advertising; blockTrackers:
-   * advertising and analytics): hosts for the guard, path patterns for Chromium.
-   */
-  async #lists(opts: CaptureOptions): Promise<BlockList> {
-    if (!opts.noAds && !opts.blockTrackers) return { hosts: [], urls: [] };
+    if (!opts.noAds && !opts.blockTrackers) {
+      return { hosts, listHosts: [], listUrls: [] };
+    }
     const lists = await (this.opts.blockLists ?? trackerLists)();
     const pick = [
       ...(opts.noAds ? [lists.ads] : []),
       ...(opts.blockTrackers ? [lists.trackers] : []),
     ];
     return {
-      hosts: [...new Set(pick.flatMap((l) => l.hosts))],
-      urls: [...new Set(pick.flatMap((l) => l.urls))],
+      hosts,
+      listHosts: [...new Set(pick.flatMap((l) => l.hosts))],
+      listUrls: [...new Set(pick.flatMap((l) => l.urls))],
     };
   }
 
   /** Before loading: viewport, user agent, media features, headers, cookies, blocking. */
-  async #prepare(page: Page, opts: CaptureOptions, listUrls: string[]) {
+  async #prepare(page: Page, opts: CaptureOptions, blocking: Blocking) {
     const zoom = opts.zoom;
     await page.setViewport({
       width: Math.round(opts.viewport.width / zoom),
@@ -572,7 +574,7 @@ export class ChromiumScreenshotter implements Screenshotter {
         }).catch(() => {});
       });
     }
-    const hosts = this.#filteredHosts(opts);
+    const { hosts, listUrls } = blocking;
     if (hosts.length || listUrls.length) {
       // Blocked inside Chromium: no per-request round trip through us. (Navigations to
       // file:, chrome: and other non-web schemes need no rule: the API takes only http(s)
@@ -782,6 +784,13 @@ export class ChromiumScreenshotter implements Screenshotter {
     if (this.opts.wsEndpoint) await b.disconnect().catch(() => {});
     else await b.close().catch(() => {});
   }
+}
+
+/** What one capture blocks; see ChromiumScreenshotter.#blocking. */
+interface Blocking {
+  hosts: string[];
+  listHosts: string[];
+  listUrls: string[];
 }
 
 /** CSS pixel size of a PDF page (96 px to the inch). */

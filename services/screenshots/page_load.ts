@@ -53,10 +53,6 @@ export async function loadPage(
   let last: Navigation = { url };
   const isMain = (r: HTTPRequest) =>
     r.isNavigationRequest() && r.frame() === main;
-  // Wakes the settle loop at once when the page's state changes, instead of at its next
-  // 20 ms tick (the tick stays, for deadlines and crashes).
-  let wake = () => {};
-  const changed = () => wake();
   const onRequest = (r: HTTPRequest) => {
     if (!isMain(r)) return;
     loading = true;
@@ -71,7 +67,6 @@ export async function loadPage(
     last = { url: r.url(), failure: r.failure()?.errorText ?? "failed" };
     loading = false;
     changedAt = Date.now();
-    changed();
   };
   // How long the loaded document must stay put; undefined until it has been asked.
   let quiet: number | undefined;
@@ -79,7 +74,6 @@ export async function loadPage(
     loading = false;
     changedAt = Date.now();
     quiet = undefined;
-    changed();
   };
   page.on("request", onRequest);
   page.on("response", onResponse);
@@ -115,14 +109,7 @@ export async function loadPage(
       if (gotoError && !REPLACED.test(gotoError.message) && !last.failure) {
         throw judgeFailure(gotoError.message, guard);
       }
-      await new Promise<void>((r) => {
-        const tick = setTimeout(r, 20);
-        wake = () => {
-          clearTimeout(tick);
-          r();
-        };
-      });
-      wake = () => {};
+      await new Promise((r) => setTimeout(r, 20));
     }
   } finally {
     page.off("request", onRequest);

@@ -2,7 +2,8 @@
 
 import { writeAll } from "../services/file_io.ts";
 
-const ROOT = new URL("..", import.meta.url).pathname;
+/** The repository root: benchmarks run scripts from here. */
+export const ROOT = new URL("..", import.meta.url).pathname;
 
 /**
  * A temp dir for a bench server's received files, removed when the benchmark stops the

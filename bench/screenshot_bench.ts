@@ -8,30 +8,20 @@
 import { load, machineBusyMs, table, watchdog } from "./lib.ts";
 
 watchdog(10 * 60_000);
+import { ChromiumScreenshotter } from "../services/screenshots/chromium.ts";
 import {
-  ChromiumScreenshotter,
-  findChromium,
-} from "../services/screenshots/chromium.ts";
+  bareCapture,
+  benchChromium,
+  SCREENSHOT_PAGE,
+} from "./screenshot_lib.ts";
 import { parseAllowList } from "../schemas/allow_list.ts";
 import { memoryLogger } from "../services/deps.ts";
 import { startFixture } from "../tests/fixture_server.ts";
 import { testEnv, userWithKey } from "../tests/helpers.ts";
 
 const N = Deno.args.includes("--quick") ? 10 : 30;
-const chromium = findChromium(Deno.env.get("CHROMIUM_PATH"));
-if (!chromium) {
-  console.error(
-    "needs Chromium: apt-get install -y chromium chromium-headless-shell",
-  );
-  Deno.exit(1);
-}
-const page =
-  `<!doctype html><html><head><style>body{font:16px sans-serif;margin:40px}
-.card{display:inline-block;width:200px;height:120px;margin:8px;background:linear-gradient(#4af,#a4f);border-radius:12px}</style>
-</head><body><h1>Benchmark page</h1>${
-    '<div class="card"></div>'.repeat(24)
-  }<p>${"Lorem ipsum ".repeat(200)}</p></body></html>`;
-const fixture = startFixture({ "/": page });
+const chromium = benchChromium();
+const fixture = startFixture({ "/": SCREENSHOT_PAGE });
 const allow = `127.0.0.1:${fixture.port}`;
 const shooter = new ChromiumScreenshotter({
   executablePath: chromium,
@@ -70,16 +60,7 @@ try {
   await ours();
   const cold = performance.now() - t0;
   const browser = await shooter.browser();
-  const bare = async () => {
-    const p = await browser.newPage();
-    try {
-      await p.setViewport({ width: 1280, height: 720 });
-      await p.goto(`${fixture.origin}/`, { waitUntil: "load" });
-      await p.screenshot({ type: "png" });
-    } finally {
-      await p.close();
-    }
-  };
+  const bare = () => bareCapture(browser, `${fixture.origin}/`);
   await bare();
   // Interleave rounds so drift (thermal, GC) hits both alike.
   const b1: number[] = [], s1: number[] = [];

@@ -12,15 +12,18 @@
  * capture-website on all three.
  */
 import puppeteer from "puppeteer-core";
+import { CHROMIUM_FLAGS } from "../services/screenshots/chromium.ts";
 import {
-  CHROMIUM_FLAGS,
-  findChromium,
-} from "../services/screenshots/chromium.ts";
+  bareCapture,
+  benchChromium,
+  SCREENSHOT_PAGE,
+} from "./screenshot_lib.ts";
 import { startFixture } from "../tests/fixture_server.ts";
 import {
   freePort,
   load,
   pct,
+  ROOT,
   SERVICE_RUNTIME,
   table,
   watchdog,
@@ -28,19 +31,8 @@ import {
 
 watchdog(15 * 60_000);
 const N = Deno.args.includes("--quick") ? 8 : 20;
-const ROOT = new URL("..", import.meta.url).pathname;
-const chromium = findChromium(Deno.env.get("CHROMIUM_PATH"));
-if (!chromium) {
-  console.error("needs Chromium: apt-get install -y chromium-headless-shell");
-  Deno.exit(1);
-}
-const page =
-  `<!doctype html><html><head><style>body{font:16px sans-serif;margin:40px}
-.card{display:inline-block;width:200px;height:120px;margin:8px;background:linear-gradient(#4af,#a4f);border-radius:12px}</style>
-</head><body><h1>Benchmark page</h1>${
-    '<div class="card"></div>'.repeat(24)
-  }<p>${"Lorem ipsum ".repeat(200)}</p></body></html>`;
-const fixture = startFixture({ "/": page });
+const chromium = benchChromium();
+const fixture = startFixture({ "/": SCREENSHOT_PAGE });
 const target = `${fixture.origin}/`;
 
 /** Spawns a command and resolves with the ms until its stdout says "done". */
@@ -187,16 +179,7 @@ try {
     headless: true,
     args: [...CHROMIUM_FLAGS, ...(Deno.uid?.() === 0 ? ["--no-sandbox"] : [])],
   });
-  const floor = async () => {
-    const p = await browser.newPage();
-    try {
-      await p.setViewport({ width: 1280, height: 720 });
-      await p.goto(target, { waitUntil: "load" });
-      await p.screenshot({ type: "png" });
-    } finally {
-      await p.close();
-    }
-  };
+  const floor = () => bareCapture(browser, target);
   await floor();
   await ours();
   const warm = { floor: [] as number[], service: [] as number[] };

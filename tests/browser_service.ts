@@ -1,7 +1,10 @@
 import {
+  ChromiumScreenshotter,
   discoverWsEndpoint,
   findChromium,
 } from "../services/screenshots/chromium.ts";
+import { parseAllowList } from "../schemas/allow_list.ts";
+import { memoryLogger } from "../services/deps.ts";
 import { answersOk, waitUntilAsync } from "./helpers.ts";
 import { freePort } from "./pg_cluster.ts";
 
@@ -14,6 +17,26 @@ export function requireChromium(): string {
     );
   }
   return path;
+}
+
+/**
+ * A local screenshotter for tests: the suite's Chromium, `allow` (FETCH_ALLOW_PRIVATE
+ * syntax) as the guard's allow list, 2 at once, 15 s a capture, unless `over` says else.
+ */
+export function testScreenshotter(
+  allow: string,
+  over: Partial<ConstructorParameters<typeof ChromiumScreenshotter>[0]> = {},
+): ChromiumScreenshotter {
+  return new ChromiumScreenshotter({
+    executablePath: requireChromium(),
+    concurrency: 2,
+    queueMax: 16,
+    recycleAfter: 1000,
+    timeoutMs: 15_000,
+    allowRules: parseAllowList(allow),
+    log: memoryLogger(),
+    ...over,
+  });
 }
 
 /**

@@ -47,3 +47,28 @@ export function startFixture(
   };
   return f;
 }
+
+/**
+ * A bare loopback listener that counts every TCP connection it accepts: the port a guard
+ * denies, where a test asserts nothing even connected.
+ */
+export function countingListener() {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const state = { accepted: 0 };
+  const accepting = (async () => {
+    for await (const conn of listener) {
+      state.accepted++;
+      conn.close();
+    }
+  })();
+  return {
+    port: (listener.addr as Deno.NetAddr).port,
+    get accepted() {
+      return state.accepted;
+    },
+    async close() {
+      listener.close();
+      await accepting.catch(() => {});
+    },
+  };
+}

@@ -3,10 +3,7 @@ import { createClient } from "@hey-api/openapi-ts";
 import { test, testEnv, userWithKey } from "./helpers.ts";
 import { makeImage } from "./fixtures.ts";
 import { startFixture } from "./fixture_server.ts";
-import { requireChromium } from "./browser_service.ts";
-import { ChromiumScreenshotter } from "../services/screenshots/chromium.ts";
-import { parseAllowList } from "../schemas/allow_list.ts";
-import { memoryLogger } from "../services/deps.ts";
+import { testScreenshotter } from "./browser_service.ts";
 import { Buffer } from "node:buffer";
 
 /**
@@ -67,14 +64,11 @@ test("a client made by a second generator (@hey-api/openapi-ts) from openapi.yam
   const fixture = startFixture({
     "/page": `<!doctype html><body style="background:#08f"><h1>hi</h1></body>`,
   });
-  const shooter = new ChromiumScreenshotter({
-    executablePath: requireChromium(),
+  const shooter = testScreenshotter(`127.0.0.1:${fixture.port}`, {
     concurrency: 1,
     queueMax: 4,
     recycleAfter: 100,
     timeoutMs: 20_000,
-    allowRules: parseAllowList(`127.0.0.1:${fixture.port}`),
-    log: memoryLogger(),
   });
   const env = await testEnv({
     screenshotter: shooter,

@@ -2,10 +2,8 @@ import assert from "node:assert/strict";
 import sharp from "sharp";
 import { json, test, type TestEnv, testEnv, userWithKey } from "./helpers.ts";
 import { startFixture } from "./fixture_server.ts";
-import { requireChromium } from "./browser_service.ts";
-import { ChromiumScreenshotter } from "../services/screenshots/chromium.ts";
-import { parseAllowList } from "../schemas/allow_list.ts";
-import { memoryLogger } from "../services/deps.ts";
+import { testScreenshotter } from "./browser_service.ts";
+import { dataUriBytes } from "./pixels.ts";
 import {
   type BlockList,
   exemptSite,
@@ -101,15 +99,9 @@ const fixture = startFixture({
   },
 });
 const ALLOW = `127.0.0.1:${fixture.port},localhost:${fixture.port}`;
-const shooter = new ChromiumScreenshotter({
-  executablePath: requireChromium(),
-  concurrency: 2,
+const shooter = testScreenshotter(ALLOW, {
   queueMax: 32,
-  recycleAfter: 1000,
-  timeoutMs: 15_000,
-  allowRules: parseAllowList(ALLOW),
   adHosts: ["localhost"],
-  log: memoryLogger(),
 });
 let env: TestEnv;
 let key: string;
@@ -139,10 +131,7 @@ async function colours(body: Record<string, unknown>) {
     }),
   );
   assert.equal(r.status, 200, JSON.stringify(r.body));
-  const bytes = Uint8Array.from(
-    atob(r.body.data.display_url.split(",")[1]),
-    (c) => c.charCodeAt(0),
-  );
+  const bytes = dataUriBytes(r.body.data.display_url);
   const { data } = await sharp(bytes).removeAlpha().raw().toBuffer({
     resolveWithObject: true,
   });

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import sharp from "sharp";
 import { json, test, type TestEnv, testEnv, userWithKey } from "./helpers.ts";
-import { startFixture } from "./fixture_server.ts";
+import { countingListener, startFixture } from "./fixture_server.ts";
 import {
   ChromiumScreenshotter,
   findChromium,
@@ -263,24 +263,20 @@ test("SSRF corpus: 22 spellings of a denied loopback address, asked directly, th
 
 test("a captured page's WebSockets, HTTPS (CONNECT) and plain requests to a denied port open no TCP connection to it at all", async () => {
   // A bare listener that counts accepted connections: nothing may even connect.
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (listener.addr as Deno.NetAddr).port;
-  let accepted = 0;
-  const accepting = (async () => {
-    for await (const conn of listener) {
-      accepted++;
-      conn.close();
-    }
-  })();
+  const listener = countingListener();
+  const port = listener.port;
   try {
     const r = await shot({ url: `${fixture.origin}/sockets?port=${port}` });
     assert.equal(r.status, 200, JSON.stringify(r.body));
     const direct = await shot({ url: `https://127.0.0.1:${port}/` });
     assert.equal(direct.body.error?.code, 210, JSON.stringify(direct.body));
-    assert.equal(accepted, 0, "connections the denied port accepted");
+    assert.equal(
+      listener.accepted,
+      0,
+      "connections the denied port accepted",
+    );
   } finally {
-    listener.close();
-    await accepting.catch(() => {});
+    await listener.close();
   }
 });
 

@@ -2,12 +2,10 @@ import assert from "node:assert/strict";
 import sharp from "sharp";
 import { json, test, type TestEnv, testEnv, userWithKey } from "./helpers.ts";
 import { startFixture } from "./fixture_server.ts";
-import { requireChromium } from "./browser_service.ts";
-import { ChromiumScreenshotter } from "../services/screenshots/chromium.ts";
-import { parseAllowList } from "../schemas/allow_list.ts";
-import { memoryLogger } from "../services/deps.ts";
+import { testScreenshotter } from "./browser_service.ts";
 import { requestHash } from "../services/screenshots/shot_cache.ts";
 import { wantsBytes } from "../routes/screenshot.ts";
+import { dataUriBytes, pixel } from "./pixels.ts";
 
 /**
  * The request options ScreenshotOne users expect, each checked by the captured pixels or by
@@ -95,16 +93,7 @@ const fixture = startFixture({
 });
 const ALLOW =
   `127.0.0.1:${fixture.port},localhost:${other.port},localhost:${fixture.port}`;
-const shooter = new ChromiumScreenshotter({
-  executablePath: requireChromium(),
-  concurrency: 2,
-  queueMax: 16,
-  recycleAfter: 1000,
-  timeoutMs: 15_000,
-  allowRules: parseAllowList(ALLOW),
-  trackerHosts: ["localhost"],
-  log: memoryLogger(),
-});
+const shooter = testScreenshotter(ALLOW, { trackerHosts: ["localhost"] });
 let env: TestEnv;
 let key: string;
 
@@ -133,17 +122,7 @@ async function shot(body: Record<string, unknown>, headers = {}): Promise<any> {
 
 /** The decoded image of an inline result. */
 function image(r: { body: { data: { display_url: string } } }): Uint8Array {
-  const b64 = r.body.data.display_url.split(",")[1];
-  return Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
-}
-
-/** The RGB of one pixel. */
-async function pixel(bytes: Uint8Array, x: number, y: number) {
-  const { data, info } = await sharp(bytes).removeAlpha().raw().toBuffer({
-    resolveWithObject: true,
-  });
-  const i = (y * info.width + x) * 3;
-  return [data[i], data[i + 1], data[i + 2]];
+  return dataUriBytes(r.body.data.display_url);
 }
 
 test("viewport: a size and pixel ratio of the caller's own give an image of exactly that many device pixels; preset and viewport together are 160", async () => {

@@ -16,6 +16,7 @@ import {
 import { parseAllowList } from "../schemas/allow_list.ts";
 import { PRESETS } from "../schemas/presets.ts";
 import { memoryLogger } from "../services/deps.ts";
+import { dataUriBytes, pixel } from "./pixels.ts";
 
 const CHROMIUM = findChromium(Deno.env.get("TEST_CHROMIUM_PATH"));
 if (!CHROMIUM) {
@@ -157,19 +158,8 @@ async function shot(body: Record<string, unknown>, e = env, k = key) {
 }
 
 function decodeDataUri(uri: string) {
-  const m = uri.match(/^data:image\/(png|jpeg);base64,(.+)$/)!;
-  return {
-    format: m[1],
-    bytes: Uint8Array.from(atob(m[2]), (c) => c.charCodeAt(0)),
-  };
-}
-
-async function pixel(bytes: Uint8Array, x: number, y: number) {
-  const { data, info } = await sharp(bytes).removeAlpha().raw().toBuffer({
-    resolveWithObject: true,
-  });
-  const i = (y * info.width + x) * 3;
-  return [data[i], data[i + 1], data[i + 2]];
+  const m = uri.match(/^data:image\/(png|jpeg);base64,/)!;
+  return { format: m[1], bytes: dataUriBytes(uri) };
 }
 
 async function redPixels(bytes: Uint8Array) {

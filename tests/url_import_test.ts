@@ -9,33 +9,11 @@ import {
   userWithKey,
 } from "./helpers.ts";
 import { makeImage } from "./fixtures.ts";
-import { startFixture } from "./fixture_server.ts";
+import { countingListener, startFixture } from "./fixture_server.ts";
 import { processTag } from "../services/scratch_dir.ts";
 import { nameOf } from "../services/net/url_import.ts";
 import { createApiClient } from "../sdk/src/client.ts";
 import type { ServiceError } from "../sdk/src/errors.ts";
-
-/** A bare loopback listener the guard denies, counting every TCP connection it accepts. */
-function deniedListener() {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const state = { accepted: 0 };
-  const accepting = (async () => {
-    for await (const conn of listener) {
-      state.accepted++;
-      conn.close();
-    }
-  })();
-  return {
-    port: (listener.addr as Deno.NetAddr).port,
-    get accepted() {
-      return state.accepted;
-    },
-    async close() {
-      listener.close();
-      await accepting.catch(() => {});
-    },
-  };
-}
 
 const PNG = new Uint8Array(await makeImage("png", { width: 70, height: 40 }));
 
@@ -92,10 +70,10 @@ async function withImportEnv(
     env: TestEnv,
     key: string,
     fx: ReturnType<typeof imageFixture>,
-    denied: ReturnType<typeof deniedListener>,
+    denied: ReturnType<typeof countingListener>,
   ) => Promise<void>,
 ) {
-  const denied = deniedListener();
+  const denied = countingListener();
   const fx = imageFixture(denied.port);
   const env = await testEnv({
     env: {

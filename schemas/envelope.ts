@@ -74,7 +74,7 @@ export type Header = {
   schema: { type: "string" | "integer" };
 };
 
-/** A documented response header. */
+/** A documented response header, by its description and type. */
 export const header = (
   description: string,
   type: "string" | "integer" = "string",
@@ -82,42 +82,34 @@ export const header = (
 
 /** Headers every answer carries. */
 export const REQUEST_ID_HEADER: Record<string, Header> = {
-  "X-Request-Id": {
-    description:
-      "Id of this request (the caller's own X-Request-Id when it sent a valid one); " +
+  "X-Request-Id": header(
+    "Id of this request (the caller's own X-Request-Id when it sent a valid one); " +
       "logged with it",
-    schema: { type: "string" },
-  },
+  ),
 };
 
 /** Headers of an answer to an authenticated /api/1 call (per-key rate limit). */
 export const RATE_LIMIT_HEADERS: Record<string, Header> = {
-  "X-RateLimit-Limit": {
-    description: "API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE)",
-    schema: { type: "integer" },
-  },
-  "X-RateLimit-Remaining": {
-    description: "Calls left in the current minute",
-    schema: { type: "integer" },
-  },
-  "X-RateLimit-Reset": {
-    description: "Seconds until the current minute's window ends",
-    schema: { type: "integer" },
-  },
+  "X-RateLimit-Limit": header(
+    "API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE)",
+    "integer",
+  ),
+  "X-RateLimit-Remaining": header(
+    "Calls left in the current minute",
+    "integer",
+  ),
+  "X-RateLimit-Reset": header(
+    "Seconds until the current minute's window ends",
+    "integer",
+  ),
 };
 
 const RETRY_AFTER: Record<string, Header> = {
-  "Retry-After": {
-    description: "Seconds to wait before trying again",
-    schema: { type: "integer" },
-  },
+  "Retry-After": header("Seconds to wait before trying again", "integer"),
 };
 
 const ALLOW: Record<string, Header> = {
-  "Allow": {
-    description: "The methods this path answers",
-    schema: { type: "string" },
-  },
+  "Allow": header("The methods this path answers"),
 };
 
 /**

@@ -14,6 +14,7 @@ import { registerDocsRoutes } from "./routes/docs.ts";
 import { registerAccountRoutes } from "./routes/account.tsx";
 import { apiAuth } from "./routes/api_auth.ts";
 import { registerUploadRoutes } from "./routes/upload.ts";
+import { registerImageListRoutes } from "./routes/image_list.ts";
 import { registerHostRoutes } from "./routes/host.ts";
 import { registerSdkRoutes } from "./routes/sdk.tsx";
 import { registerScreenshotRoutes } from "./routes/screenshot.ts";
@@ -24,6 +25,9 @@ import { ScreenshotService } from "./services/screenshots/screenshot_service.ts"
 import { registerViewerRoutes } from "./routes/viewer.tsx";
 import { documentPublicRoutes } from "./routes/public_docs.ts";
 import { clientAddress } from "./routes/client_address.ts";
+import { registerSiteRoutes } from "./routes/site.tsx";
+import { ErrorPage, wantsHtml } from "./routes/pages/errors.tsx";
+import { sessionUser } from "./routes/session.ts";
 
 import type { App, AppEnv } from "./routes/env.ts";
 
@@ -136,23 +140,46 @@ export function createApp(deps: AppDeps): App {
     ),
   );
   registerUploadRoutes(app, deps, pipeline, rowCache);
+  registerImageListRoutes(app, deps);
   registerScreenshotRoutes(app, deps, new ScreenshotService(deps, pipeline));
   registerViewerRoutes(app, deps, rowCache);
+  registerSiteRoutes(app, deps, rowCache);
   registerHostRoutes(app, deps, rowCache);
   documentPublicRoutes(app);
 
-  app.notFound((c) => {
+  app.notFound(async (c) => {
     const allowed = methodsFor(app, c.req.path, c.req.method);
     if (allowed.length) {
       c.header("Allow", allowed.join(", "));
       return errorResponse(c, 405);
     }
-    return errorResponse(c, 404);
+    return await errorAnswer(c, 404);
   });
+
+  /**
+   * An error for whoever asked: a person's browser asking for a page gets the site's error
+   * page with the same status; API and image clients get the envelope.
+   */
+  const errorAnswer = async (
+    c: Context<AppEnv>,
+    code: ErrorCode,
+    opts: Parameters<typeof errorResponse>[2] = {},
+  ) => {
+    const status = ERRORS[code].status;
+    if (!wantsHtml(c) || ![403, 404, 429, 500, 503].includes(status)) {
+      return errorResponse(c, code, opts);
+    }
+    for (const [k, v] of Object.entries(opts.headers ?? {})) c.header(k, v);
+    const user = await sessionUser(c, deps).catch(() => null);
+    return c.html(
+      ErrorPage({ status, user, requestId: c.get("requestId") }),
+      status as 404,
+    );
+  };
 
   app.onError((err, c) => {
     if (err instanceof ApiError) {
-      return errorResponse(c, err.code, {
+      return errorAnswer(c, err.code, {
         details: err.details,
         headers: err.headers,
         message: err.message,
@@ -177,7 +204,7 @@ export function createApp(deps: AppDeps): App {
       path: c.req.path,
       error: err instanceof Error ? (err.stack ?? err.message) : String(err),
     });
-    return errorResponse(c, 500);
+    return errorAnswer(c, 500);
   });
 
   return app;

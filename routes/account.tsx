@@ -1,6 +1,5 @@
 import type { Context } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
-import { secureHeaders } from "hono/secure-headers";
 import type { App, AppEnv } from "./env.ts";
 import type { AppDeps } from "../services/deps.ts";
 import {
@@ -18,20 +17,22 @@ import {
   listApiKeys,
   revokeApiKey,
 } from "../services/api_keys.ts";
-import { listUserImages, toImageRecord } from "../services/images.ts";
 import {
   CopyField,
   formCsrf,
+  humanDate,
   Layout,
-  PAGE_CSS,
-  PAGE_JS,
+  pageSecurity,
 } from "./pages/layout.tsx";
 import { ApiError } from "../schemas/errors.ts";
-import { safeEqual } from "../services/crypto.ts";
 import { AddressThrottle } from "../services/address_throttle.ts";
 import { clientAddress } from "./client_address.ts";
+import {
+  requireSessionForm as sessionForm,
+  SESSION_COOKIE,
+} from "./session.ts";
 
-const COOKIE = "sid";
+const COOKIE = SESSION_COOKIE;
 
 /** A wait for people: "45 seconds", "1 minute", "15 minutes" (rounded up). */
 export function waitText(seconds: number): string {
@@ -71,60 +72,23 @@ export function sharexConfig(baseUrl: string, key: string) {
 }
 
 function fmtDate(d: Date | string | null) {
-  return d
-    ? new Date(d).toISOString().replace("T", " ").slice(0, 16) + " UTC"
-    : "never";
+  return d ? humanDate(d) : "never";
 }
 
 /** Sign-up, log-in, log-out and the account page (keys, ShareX config, images). */
 export function registerAccountRoutes(app: App, deps: AppDeps) {
   const { db } = deps.database;
   const secure = deps.config.BASE_URL.startsWith("https:");
-  const pageHeaders = secureHeaders({
-    contentSecurityPolicy: {
-      defaultSrc: ["'self'"],
-      imgSrc: ["'self'", "data:", new URL(deps.config.IMAGE_HOST_URL).origin],
-      scriptSrc: ["'self'"],
-      styleSrc: ["'self'"],
-      frameAncestors: ["'none'"],
-      formAction: ["'self'"],
-    },
-  });
+  const pageHeaders = pageSecurity(deps.config);
   const forms = formCsrf(deps.config);
   for (const p of ["/signup", "/login", "/logout", "/account", "/account/*"]) {
     app.use(p, pageHeaders, forms);
   }
-  app.get("/assets/page.css", (c) =>
-    c.body(PAGE_CSS, 200, {
-      "content-type": "text/css; charset=utf-8",
-      "cache-control": "public, max-age=3600",
-    }));
-  app.get("/assets/page.js", (c) =>
-    c.body(PAGE_JS, 200, {
-      "content-type": "text/javascript; charset=utf-8",
-      "cache-control": "public, max-age=3600",
-    }));
 
   const currentUser = (c: Context<AppEnv>) =>
     getSession(db, getCookie(c, COOKIE), deps.clock);
 
-  /** Session forms also carry the session's own token, beyond the Origin check. */
-  async function requireSessionForm(c: Context<AppEnv>): Promise<
-    { user: SessionUser; form: Record<string, string> } | Response
-  > {
-    const user = await currentUser(c);
-    if (!user) return c.redirect("/login", 303);
-    const body = await c.req.parseBody();
-    const form = Object.fromEntries(
-      Object.entries(body).filter(([, v]) => typeof v === "string"),
-    ) as Record<string, string>;
-    if (!form._csrf || !safeEqual(form._csrf, user.csrfToken)) {
-      throw new ApiError(403, {
-        message: "Invalid form token; reload the page",
-      });
-    }
-    return { user, form };
-  }
+  const requireSessionForm = (c: Context<AppEnv>) => sessionForm(c, deps);
 
   function startSession(c: Context<AppEnv>, sid: string) {
     setCookie(c, COOKIE, sid, {
@@ -279,13 +243,15 @@ export function registerAccountRoutes(app: App, deps: AppDeps) {
     props: { user: SessionUser; newKey?: string; notice?: string },
   ) => {
     const keys = await listApiKeys(db, props.user.userId);
-    const images = await listUserImages(db, props.user.userId, deps.clock);
     const csrfField = (
       <input type="hidden" name="_csrf" value={props.user.csrfToken} />
     );
     return (
-      <Layout title="Your account" user={props.user}>
+      <Layout title="Your account" user={props.user} current="/account">
         <h1>Your account</h1>
+        <p>
+          Signed in as <strong>{props.user.email}</strong>.
+        </p>
         {props.notice && <p role="status">{props.notice}</p>}
         {props.newKey && (
           <section aria-labelledby="newkey">
@@ -325,49 +291,59 @@ export function registerAccountRoutes(app: App, deps: AppDeps) {
               <button type="submit">Generate a new key</button>
             </p>
           </form>
-          {keys.length === 0 ? <p class="muted">No keys yet.</p> : (
-            <table>
-              <thead>
-                <tr>
-                  <th>Label</th>
-                  <th>Key</th>
-                  <th>Created</th>
-                  <th>Last used</th>
-                  <th></th>
-                </tr>
-              </thead>
-              <tbody>
-                {keys.map((k) => (
-                  <tr>
-                    <td>{k.label}</td>
-                    <td>
-                      <code>…{k.last4}</code>
-                    </td>
-                    <td>{fmtDate(k.created_at)}</td>
-                    <td>{fmtDate(k.last_used_at)}</td>
-                    <td>
-                      {k.revoked_at ? <span class="muted">revoked</span> : (
-                        <form
-                          class="inline"
-                          method="post"
-                          action={`/account/keys/${k.id}/revoke`}
-                        >
-                          {csrfField}
-                          <button
-                            class="danger"
-                            type="submit"
-                            aria-label={`Revoke key ${k.label}`}
-                          >
-                            Revoke
-                          </button>
-                        </form>
-                      )}
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          )}
+          {keys.length === 0
+            ? <p class="muted">No keys yet.</p>
+            : (
+              <div class="table-wrap">
+                <table>
+                  <thead>
+                    <tr>
+                      <th>Label</th>
+                      <th>Key</th>
+                      <th>Created</th>
+                      <th>Last used</th>
+                      <th></th>
+                    </tr>
+                  </thead>
+                  <tbody>
+                    {keys.map((k) => (
+                      <tr>
+                        <td>{k.label}</td>
+                        <td>
+                          <code>…{k.last4}</code>
+                        </td>
+                        <td>{fmtDate(k.created_at)}</td>
+                        <td>{fmtDate(k.last_used_at)}</td>
+                        <td>
+                          {k.revoked_at
+                            ? <span class="muted">revoked</span>
+                            : (
+                              <form
+                                class="inline"
+                                method="post"
+                                action={`/account/keys/${k.id}/revoke`}
+                                data-confirm={`Revoke the key “${
+                                  k.label ||
+                                  "…" + k.last4
+                                }”? Programs using it stop working at once.`}
+                              >
+                                {csrfField}
+                                <button
+                                  class="danger"
+                                  type="submit"
+                                  aria-label={`Revoke key ${k.label}`}
+                                >
+                                  Revoke
+                                </button>
+                              </form>
+                            )}
+                        </td>
+                      </tr>
+                    ))}
+                  </tbody>
+                </table>
+              </div>
+            )}
           <h3>ShareX</h3>
           <form method="post" action="/account/sharex">
             {csrfField}
@@ -386,23 +362,9 @@ export function registerAccountRoutes(app: App, deps: AppDeps) {
             </p>
           </form>
         </section>
-        <section aria-labelledby="imgs">
-          <h2 id="imgs">Your images</h2>
-          {images.length === 0
-            ? <p class="muted">No images yet.</p>
-            : (
-              <div class="grid">
-                {images.map((row) => {
-                  const rec = toImageRecord(deps.config, row);
-                  return (
-                    <a href={rec.url_viewer} title={rec.title}>
-                      <img src={rec.thumb.url} alt={rec.title} loading="lazy" />
-                    </a>
-                  );
-                })}
-              </div>
-            )}
-        </section>
+        <p>
+          Your images are on <a href="/images">My images</a>.
+        </p>
       </Layout>
     );
   };
@@ -479,25 +441,6 @@ export function registerAccountRoutes(app: App, deps: AppDeps) {
       {
         "content-type": "application/json; charset=utf-8",
       },
-    );
-  });
-
-  app.get("/", async (c) => {
-    const user = await currentUser(c);
-    return c.html(
-      <Layout title="Image host" user={user}>
-        <h1>Host images and capture screenshots</h1>
-        <p>
-          Upload images with an API key and get a direct link, a viewer page and
-          embed codes. Capture any public web page as PNG or JPEG.
-        </p>
-        <p>
-          {user
-            ? <a class="button" href="/account">Your account and keys</a>
-            : <a class="button" href="/signup">Create an account</a>}{" "}
-          <a href="/docs">Read the API docs</a>
-        </p>
-      </Layout>,
     );
   });
 }

@@ -6,6 +6,8 @@ import { ApiError } from "../schemas/errors.ts";
 import { admitCall } from "../services/rate_limit.ts";
 import { AddressThrottle } from "../services/address_throttle.ts";
 import { clientAddress } from "./client_address.ts";
+import { safeEqual } from "../services/crypto.ts";
+import { SESSION_TOKEN_HEADER, sessionUser } from "./session.ts";
 
 /** The Bearer token of the Authorization header; a malformed header counts as a bad key. */
 function bearerKey(c: Context): string | undefined {
@@ -58,6 +60,11 @@ function streamsOwnBody(c: Context): boolean {
 export function apiAuth(deps: AppDeps): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     let key = headerKey(c);
+    const sessionToken = c.req.header(SESSION_TOKEN_HEADER);
+    if (key === undefined && sessionToken !== undefined) {
+      await admitSession(c, deps, sessionToken);
+      return await next();
+    }
     if (key === undefined) {
       if (streamsOwnBody(c)) return await next();
       const ct = c.req.header("content-type") ?? "";
@@ -93,6 +100,34 @@ export async function authenticateDeferred(
     deps,
     headerKey(c) ?? presentKey(bodyKey) ?? presentKey(c.req.query("key")),
   );
+}
+
+/**
+ * The site's own pages call the API with the session cookie and the session's CSRF token
+ * in {@link SESSION_TOKEN_HEADER}; a browser marks every cross-site request
+ * (`Sec-Fetch-Site`), and those are refused even with a right token. The call counts
+ * against the same per-minute limit as a key, under the user's own counter.
+ */
+async function admitSession(
+  c: Context<AppEnv>,
+  deps: AppDeps,
+  token: string,
+): Promise<void> {
+  const site = c.req.header("sec-fetch-site");
+  if (site !== undefined && site !== "same-origin") {
+    throw new ApiError(403, {
+      message: "Session calls are accepted from this site's own pages only",
+    });
+  }
+  const user = await sessionUser(c, deps);
+  if (!user || !safeEqual(token, user.csrfToken)) {
+    throw new ApiError(110, {
+      message: "Invalid session: log in again",
+    });
+  }
+  await countCall(c, deps, `session:${user.userId}`);
+  c.set("userId", user.userId);
+  c.set("apiKeyId", "");
 }
 
 const keyThrottles = new WeakMap<AppDeps, AddressThrottle>();
@@ -133,19 +168,18 @@ async function admit(
     }
     throw e;
   }
-  const limit = deps.config.RATE_LIMIT_PER_MINUTE;
-  if (limit > 0) {
-    const state = await admitCall(
-      deps.database.db,
-      owner.keyId,
-      limit,
-      deps.clock,
-    );
-    c.header("X-RateLimit-Limit", String(state.limit));
-    c.header("X-RateLimit-Remaining", String(state.remaining));
-    c.header("X-RateLimit-Reset", String(state.resetSeconds));
-  }
+  await countCall(c, deps, owner.keyId);
   c.set("userId", owner.userId);
   c.set("apiKeyId", owner.keyId);
   return owner.userId;
+}
+
+/** Counts one call against the caller's per-minute limit and reports it in headers. */
+async function countCall(c: Context<AppEnv>, deps: AppDeps, counter: string) {
+  const limit = deps.config.RATE_LIMIT_PER_MINUTE;
+  if (limit <= 0) return;
+  const state = await admitCall(deps.database.db, counter, limit, deps.clock);
+  c.header("X-RateLimit-Limit", String(state.limit));
+  c.header("X-RateLimit-Remaining", String(state.remaining));
+  c.header("X-RateLimit-Reset", String(state.resetSeconds));
 }

@@ -1,5 +1,12 @@
-import { swaggerUI } from "@hono/swagger-ui";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
+import { secureHeaders } from "hono/secure-headers";
 import { stringify } from "yaml";
+// Imported (not only resolved) so the package is always fetched with the others; its
+// version names the asset paths, so a new one is never mixed with a cached old one.
+import swaggerUiPackage from "swagger-ui-dist/package.json" with {
+  type: "json",
+};
 import type { App } from "./env.ts";
 import type { AppDeps } from "../services/deps.ts";
 import { errorCodeTable } from "../schemas/envelope.ts";
@@ -22,6 +29,21 @@ export function openApiDocument(app: App, serverUrl?: string) {
     in: "query",
     name: "key",
     description: "?key=<API_KEY> (lowest precedence)",
+  });
+  app.openAPIRegistry.registerComponent("securitySchemes", "sessionCookie", {
+    type: "apiKey",
+    in: "cookie",
+    name: "sid",
+    description:
+      "The site's session cookie (with sessionToken; this site's pages only)",
+  });
+  app.openAPIRegistry.registerComponent("securitySchemes", "sessionToken", {
+    type: "apiKey",
+    in: "header",
+    name: "X-CSRF-Token",
+    description:
+      "The session's form token, which the site's pages carry: with the session cookie " +
+      "it stands for a key on same-origin calls (a cross-site request is refused, 403)",
   });
   return app.getOpenAPI31Document({
     openapi: "3.1.0",
@@ -99,5 +121,90 @@ export function registerDocsRoutes(app: App, deps: AppDeps) {
         "content-type": "application/yaml; charset=utf-8",
       }),
   );
-  app.get("/docs", swaggerUI({ url: "/openapi.json", title: "API docs" }));
+  registerSwaggerUi(app);
+}
+
+/** Where Swagger UI's files are served from (its version in the path). */
+const SWAGGER_BASE = `/docs/assets/${swaggerUiPackage.version}`;
+
+/** Swagger UI's files we serve, from the npm package on disk (read once, when asked). */
+const SWAGGER_FILES: Record<string, string> = {
+  "swagger-ui.css": "text/css; charset=utf-8",
+  "swagger-ui-bundle.js": "text/javascript; charset=utf-8",
+};
+
+/** Our start-up script for Swagger UI: inline scripts are refused by our CSP. */
+const DOCS_JS = `window.ui = SwaggerUIBundle({
+  url: "/openapi.json",
+  dom_id: "#swagger-ui",
+  deepLinking: true,
+  persistAuthorization: false,
+  tryItOutEnabled: false,
+  displayRequestDuration: true,
+  defaultModelsExpandDepth: 0,
+  validatorUrl: null,
+});
+`;
+
+/**
+ * /docs: Swagger UI served by us from the pinned `swagger-ui-dist` package, so the page
+ * works offline and behind a strict CSP (no CDN, no inline script; Swagger UI sets styles
+ * through the DOM, which style-src does not govern, and its icons are data: SVGs).
+ */
+function registerSwaggerUi(app: App) {
+  const dir = dirname(
+    createRequire(import.meta.url).resolve("swagger-ui-dist/package.json"),
+  );
+  const loaded = new Map<string, Promise<Uint8Array<ArrayBuffer>>>();
+  const docsHeaders = secureHeaders({
+    contentSecurityPolicy: {
+      defaultSrc: ["'self'"],
+      imgSrc: ["'self'", "data:"],
+      scriptSrc: ["'self'"],
+      styleSrc: ["'self'"],
+      connectSrc: ["'self'"],
+      frameAncestors: ["'none'"],
+      objectSrc: ["'none'"],
+      baseUri: ["'none'"],
+    },
+  });
+  app.use("/docs", docsHeaders);
+  app.get("/docs", (c) =>
+    c.html(`<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>API docs · Image host</title>
+<link rel="icon" href="/favicon.svg" type="image/svg+xml">
+<link rel="stylesheet" href="${SWAGGER_BASE}/swagger-ui.css">
+<script src="${SWAGGER_BASE}/swagger-ui-bundle.js" defer></script>
+<script src="${SWAGGER_BASE}/docs.js" defer></script>
+</head>
+<body>
+<p><a href="/">← Image host</a> · <a href="/openapi.yaml">openapi.yaml</a> · <a href="/openapi.json">openapi.json</a></p>
+<main id="swagger-ui"><noscript>The interactive docs need JavaScript; the contract itself is <a href="/openapi.yaml">openapi.yaml</a>.</noscript></main>
+</body>
+</html>`));
+  const immutable = "public, max-age=31536000, immutable";
+  app.get(`${SWAGGER_BASE}/docs.js`, (c) =>
+    c.body(DOCS_JS, 200, {
+      "content-type": "text/javascript; charset=utf-8",
+      "cache-control": "public, max-age=3600",
+    }));
+  for (const [name, type] of Object.entries(SWAGGER_FILES)) {
+    app.get(`${SWAGGER_BASE}/${name}`, async (c) => {
+      if (!loaded.has(name)) {
+        loaded.set(
+          name,
+          Deno.readFile(join(dir, name)) as Promise<Uint8Array<ArrayBuffer>>,
+        );
+      }
+      return c.body(await loaded.get(name)!, 200, {
+        "content-type": type,
+        "cache-control": immutable,
+        "x-content-type-options": "nosniff",
+      });
+    });
+  }
 }

@@ -2,7 +2,7 @@ import { cors } from "hono/cors";
 import { createHash } from "node:crypto";
 import type { App } from "./env.ts";
 import type { AppDeps } from "../services/deps.ts";
-import { Layout } from "./pages/layout.tsx";
+import { Layout, pageSecurity } from "./pages/layout.tsx";
 import { ApiError } from "../schemas/errors.ts";
 
 const DIST = new URL("../sdk/dist/", import.meta.url);
@@ -32,7 +32,7 @@ form.addEventListener("submit", (e) => {
  * demo page, and lets browsers on other origins call /api/1 (keys travel in headers, never
  * cookies, so CORS with `*` is safe).
  */
-export function registerSdkRoutes(app: App, _deps: AppDeps) {
+export function registerSdkRoutes(app: App, deps: AppDeps) {
   app.use(
     "/api/1/*",
     cors({
@@ -98,6 +98,7 @@ export function registerSdkRoutes(app: App, _deps: AppDeps) {
       "content-type": "text/javascript; charset=utf-8",
       "cache-control": "public, max-age=3600",
     }));
+  app.use("/demo", pageSecurity(deps.config));
   app.get("/demo", (c) =>
     c.html(
       <Layout

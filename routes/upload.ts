@@ -42,11 +42,15 @@ import {
   toImageRecord,
 } from "../services/images.ts";
 
-/** Security requirement of every /api/1 route: Bearer header, X-API-Key header or ?key=. */
+/**
+ * Security requirement of every /api/1 route: Bearer header, X-API-Key header or ?key=;
+ * or, from this site's own pages, the session cookie with its token header.
+ */
 export const API_SECURITY: Record<string, string[]>[] = [
   { bearer: [] },
   { apiKeyHeader: [] },
   { queryKey: [] },
+  { sessionCookie: [], sessionToken: [] },
 ];
 
 /**
@@ -99,8 +103,8 @@ const UploadQuerySchema = z.object({
     type: "integer",
     minimum: EXPIRATION_MIN,
     maximum: EXPIRATION_MAX,
-    description: "Seconds until the image is deleted",
-    example: 3600 as unknown as string,
+    description:
+      "Seconds until the image is deleted, e.g. 86400 for a day (none: kept for good)",
   }),
   format: z.enum(UPLOAD_FORMATS).optional().openapi({
     description:
@@ -130,8 +134,8 @@ const BODY_FIELDS = {
       minimum: EXPIRATION_MIN,
       maximum: EXPIRATION_MAX,
       description:
-        "Seconds until the image is deleted (a form sends it as digits; JSON may too)",
-      example: 3600,
+        "Seconds until the image is deleted, e.g. 86400 for a day; none: kept for good " +
+        "(a form sends it as digits; JSON may too)",
     },
     format: {
       type: "string" as const,
@@ -198,6 +202,7 @@ export const postUploadRoute = createRoute({
               ...BODY_FIELDS.rest,
             },
           },
+          example: { title: "holiday.jpg" },
         },
         "application/x-www-form-urlencoded": {
           schema: {
@@ -213,6 +218,7 @@ export const postUploadRoute = createRoute({
               ...BODY_FIELDS.rest,
             },
           },
+          example: { image: "https://example.com/cat.png" },
         },
         "application/json": {
           schema: {
@@ -231,6 +237,7 @@ export const postUploadRoute = createRoute({
               ...BODY_FIELDS.rest,
             },
           },
+          example: { image: "https://example.com/cat.png" },
         },
       },
     },

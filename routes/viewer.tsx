@@ -6,18 +6,22 @@ import {
   findLiveImage,
   toImageRecord,
 } from "../services/images.ts";
-import { CopyField, formCsrf, Layout } from "./pages/layout.tsx";
+import {
+  CopyField,
+  formCsrf,
+  humanDate,
+  humanSize,
+  Layout,
+  pageSecurity,
+} from "./pages/layout.tsx";
+import { expiryText } from "./pages/expiry.ts";
+import { sessionUser } from "./session.ts";
+import { MEDIUM_SIZE } from "../services/image_pipeline.ts";
 import type { ImageRowCache } from "../services/image_cache.ts";
 import { safeEqual } from "../services/crypto.ts";
 import { ApiError } from "../schemas/errors.ts";
 // The one embed-code implementation, shared with the widget (a pure leaf module).
 import { embedCodes } from "../sdk/src/embed_codes.ts";
-
-function humanSize(n: number) {
-  if (n < 1024) return `${n} B`;
-  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KB`;
-  return `${(n / 1024 / 1024).toFixed(2)} MB`;
-}
 
 /**
  * Shapes of an image id and a delete token in a path: anything else (a NUL, a slash, an
@@ -26,6 +30,15 @@ function humanSize(n: number) {
 const ID = "[A-Za-z0-9_-]{6,64}";
 const TOKEN = "[A-Za-z0-9_-]{1,128}";
 
+/** A width and height of at most `max` on the long side, keeping the aspect ratio. */
+function fitWithin(width: number, height: number, max: number) {
+  const scale = Math.min(1, max / Math.max(width, height));
+  return {
+    width: Math.max(1, Math.round(width * scale)),
+    height: Math.max(1, Math.round(height * scale)),
+  };
+}
+
 /** Viewer page `/i/<id>` and the secret delete link `/delete/<id>/<token>`. */
 export function registerViewerRoutes(
   app: App,
@@ -33,30 +46,30 @@ export function registerViewerRoutes(
   rowCache: ImageRowCache,
 ) {
   const { db } = deps.database;
-  const imgOrigin = new URL(deps.config.IMAGE_HOST_URL).origin;
-  app.use(
-    "/i/*",
-    secureHeaders({
-      contentSecurityPolicy: {
-        defaultSrc: ["'self'"],
-        imgSrc: ["'self'", imgOrigin],
-        scriptSrc: ["'self'"],
-        styleSrc: ["'self'"],
-      },
-    }),
-  );
+  app.use("/i/*", pageSecurity(deps.config));
   app.use("/delete/*", secureHeaders(), formCsrf(deps.config));
 
   app.get(`/i/:id{${ID}}`, async (c) => {
     const row = await findLiveImage(db, c.req.param("id"), deps.clock);
     if (!row) throw new ApiError(404);
+    const user = await sessionUser(c, deps);
+    const owner = user?.userId === row.user_id;
     const rec = toImageRecord(deps.config, row);
-    const shown = rec.medium?.url ?? rec.url;
     const embeds = embedCodes(rec);
     const uploaded = new Date(rec.time * 1000).toISOString();
+    // What the page shows: the medium variant when there is one (a phone need not fetch a
+    // 4000 px original), at its own size, never wider than the screen.
+    const shown = rec.medium.url !== rec.url
+      ? {
+        url: rec.medium.url,
+        ...fitWithin(rec.width, rec.height, MEDIUM_SIZE),
+      }
+      : { url: rec.url, width: rec.width, height: rec.height };
+    if (owner) c.header("Cache-Control", "private, no-store");
     return c.html(
       <Layout
         title={rec.title}
+        user={user}
         head={
           <>
             <meta property="og:type" content="website" />
@@ -66,31 +79,57 @@ export function registerViewerRoutes(
             <meta property="og:image:type" content={rec.image.mime} />
             <meta property="og:image:width" content={String(rec.width)} />
             <meta property="og:image:height" content={String(rec.height)} />
+            <meta property="og:image:alt" content={rec.title} />
             <meta name="twitter:card" content="summary_large_image" />
             <meta name="twitter:title" content={rec.title} />
             <meta name="twitter:image" content={rec.url} />
+            <meta name="twitter:image:alt" content={rec.title} />
             <link rel="alternate" type={rec.image.mime} href={rec.url} />
           </>
         }
       >
         <h1>{rec.title}</h1>
-        <p>
-          <a href={rec.url}>
+        <figure class="viewer-figure">
+          <a href={rec.url} title="Open the full-size image">
             <img
-              src={shown}
+              src={shown.url}
               alt={rec.title}
-              width={rec.medium ? undefined : rec.width}
-              style="max-width:100%;height:auto"
+              width={shown.width}
+              height={shown.height}
             />
           </a>
-        </p>
+        </figure>
         <p class="muted">
           {rec.width}×{rec.height} · {humanSize(rec.size)} ·{" "}
           {rec.image.extension.toUpperCase()} · uploaded{" "}
-          <time datetime={uploaded}>
-            {uploaded.replace("T", " ").slice(0, 16)} UTC
-          </time>
-          {rec.expiration ? ` · expires after ${rec.expiration} s` : ""}
+          <time datetime={uploaded}>{humanDate(uploaded)}</time> · {expiryText(
+            row.expires_at ? new Date(row.expires_at) : null,
+            deps.clock.now(),
+          )}
+        </p>
+        <p class="toolbar">
+          <a class="button secondary" href={rec.url}>Full size</a>
+          {owner && (
+            <>
+              <a
+                class="button secondary"
+                href={rec.url}
+                download={rec.image.filename}
+              >
+                Download
+              </a>
+              <form
+                class="inline"
+                method="post"
+                action="/images/delete"
+                data-confirm={`Delete “${rec.title}” for good? Its links stop working at once.`}
+              >
+                <input type="hidden" name="_csrf" value={user!.csrfToken} />
+                <input type="hidden" name="id" value={rec.id} />
+                <button class="danger" type="submit">Delete</button>
+              </form>
+            </>
+          )}
         </p>
         <h2>Share</h2>
         {Object.entries(embeds).map(([label, value], i) => (

@@ -201,4 +201,4 @@ export function okResponse<T extends z.ZodTypeAny>(
  * Codes every authenticated /api/1 route can return (170: per-key rate limit; 250: the
  * database or the store is down, with Retry-After: authentication itself needs the database).
  */
-export const AUTH_ERRORS: ErrorCode[] = [100, 110, 120, 170, 250];
+export const AUTH_ERRORS: ErrorCode[] = [100, 110, 120, 170, 250, 403];

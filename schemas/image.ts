@@ -60,7 +60,8 @@ export const ImageRecordSchema = z.object({
   duplicate: z.boolean().optional().openapi({
     description:
       "Only in an upload's answer: true when the same user had already uploaded these " +
-      "bytes (the existing record is returned; title and expiration are not changed)",
+      "bytes (the existing record is returned with its title; its expiration becomes this " +
+      "upload's, counted from now, or none when this upload gave none)",
   }),
 }).openapi("ImageRecord");
 
@@ -135,4 +136,52 @@ export const BATCH_EXAMPLE = {
     code: 141,
     message: "Unsupported image type",
   }],
+};
+
+/** Query of GET /api/1/images. */
+export const ImageListQuerySchema = z.object({
+  page: z.coerce.number().int().min(1).max(100_000).default(1).openapi({
+    param: { name: "page", in: "query" },
+    description: "Page number, from 1",
+    example: 1,
+  }),
+  per_page: z.coerce.number().int().min(1).max(100).default(30).openapi({
+    param: { name: "per_page", in: "query" },
+    description: "Images per page (1–100)",
+    example: 30,
+  }),
+  source: z.enum(["upload", "screenshot"]).optional().openapi({
+    param: { name: "source", in: "query" },
+    description:
+      "Only images that came from uploads (files and URL imports) or from screenshots",
+    example: "upload",
+  }),
+});
+
+/** One page of the caller's images. */
+export const ImageListSchema = z.object({
+  kind: z.literal("list"),
+  images: z.array(ImageRecordSchema).openapi({
+    description: "Newest first; live images only (not deleted, not expired)",
+  }),
+  page: z.number().int().openapi({ example: 1 }),
+  per_page: z.number().int().openapi({ example: 30 }),
+  total: z.number().int().openapi({
+    description: "How many images match, on all pages",
+    example: 1,
+  }),
+  pages: z.number().int().openapi({
+    description: "How many pages there are (0 when there are no images)",
+    example: 1,
+  }),
+}).openapi("ImageList");
+
+/** A one-image page, as openapi.yaml shows it. */
+export const IMAGE_LIST_EXAMPLE = {
+  kind: "list" as const,
+  images: [IMAGE_RECORD_EXAMPLE],
+  page: 1,
+  per_page: 30,
+  total: 1,
+  pages: 1,
 };

@@ -186,7 +186,10 @@ export const ScreenshotRequestSchema = z.object({
   if (r.response === "binary" && r.share) {
     bad("response", "binary answers are for share false");
   }
-}).openapi("ScreenshotRequest");
+}).openapi("ScreenshotRequest", {
+  // What "Try it out" starts from: a capture that works as it is (no `key: "string"`).
+  example: { url: "https://example.com", preset: "desktop-1080p" },
+});
 
 /** What was captured: the page as the browser saw it. */
 export const ScreenshotMetadataSchema = z.object({

@@ -11,6 +11,7 @@ import {
   deleteImage,
   type ImageRecord,
   MIME_BY_EXT,
+  setImageExpiry,
   toImageRecord,
 } from "./images.ts";
 import {
@@ -139,6 +140,28 @@ export class ImagePipeline {
   }
 
   /**
+   * The same bytes sent again: the latest upload decides how long the image lives (its
+   * `expiration` from now, or for good without one), as it would for a new image. The
+   * record's `expiration` stays "seconds after `time`", so it reports the new end.
+   */
+  async #renew(
+    rec: ImageRecord & { duplicate?: boolean },
+    expiration: number | undefined,
+  ): Promise<ImageRecord & { duplicate?: boolean }> {
+    const { database, clock } = this.deps;
+    const now = clock.now().getTime();
+    const expiresAt = expiration ? new Date(now + expiration * 1000) : null;
+    if (!expiresAt && !rec.expiration) return rec;
+    await setImageExpiry(database.db, rec.id, expiresAt);
+    return {
+      ...rec,
+      expiration: expiresAt
+        ? Math.round((expiresAt.getTime() - rec.time * 1000) / 1000)
+        : 0,
+    };
+  }
+
+  /**
    * Validates, strips, resizes and stores one received file for a user; throws ApiError
    * 130/141/142/143 for a bad file, 250 when every image worker is busy. Same bytes again
    * from the same user return the existing record marked duplicate. Stages: admit →
@@ -151,7 +174,7 @@ export class ImagePipeline {
   ): Promise<ImageRecord & { duplicate?: boolean }> {
     const ext = await this.#admit(file);
     const existing = await this.#duplicateOf(userId, file.sha256);
-    if (existing) return existing;
+    if (existing) return await this.#renew(existing, opts.expiration);
     const shape = await this.#inspect(file, ext);
 
     const id = randomToken(9);

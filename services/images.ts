@@ -88,19 +88,51 @@ export async function findLiveImage(
   return row;
 }
 
-/** A user's live images, newest first. */
-export async function listUserImages(
+/** Where an image came from: the upload API (files and URL imports) or a screenshot. */
+export type ImageSource = "upload" | "screenshot";
+
+/** One page of a user's live images, newest first, and how many there are in all. */
+export async function pageUserImages(
   db: Kysely<DB>,
   userId: string,
   clock: Clock,
-  limit = 60,
-): Promise<ImageRow[]> {
-  return await db.selectFrom("images").selectAll().where("user_id", "=", userId)
+  opts: { page: number; perPage: number; source?: ImageSource },
+): Promise<{ rows: ImageRow[]; total: number }> {
+  const now = clock.now();
+  let q = db.selectFrom("images").where("user_id", "=", userId)
     .where("deleted_at", "is", null)
     .where((eb) =>
-      eb.or([eb("expires_at", "is", null), eb("expires_at", ">", clock.now())])
-    )
-    .orderBy("created_at", "desc").limit(limit).execute();
+      eb.or([eb("expires_at", "is", null), eb("expires_at", ">", now)])
+    );
+  if (opts.source) q = q.where("source", "=", opts.source);
+  // The page and the count in one round trip: the window count rides on each row, and
+  // a page past the end still learns the total from the second query only then.
+  const rows = await q.selectAll()
+    .select((eb) => eb.fn.countAll<string>().over().as("total_count"))
+    .orderBy("created_at", "desc").orderBy("id", "desc")
+    .limit(opts.perPage).offset((opts.page - 1) * opts.perPage).execute();
+  const total = rows.length ? Number(rows[0].total_count) : Number(
+    (await q.select((eb) => eb.fn.countAll<string>().as("n"))
+      .executeTakeFirstOrThrow()).n,
+  );
+  return {
+    rows: rows.map(({ total_count: _, ...row }) => row as ImageRow),
+    total,
+  };
+}
+
+/**
+ * Gives a live image a new end of life (null: kept for good), and tells every instance to
+ * drop its cached row (the deletion channel: a cached row is re-read when next asked for).
+ */
+export async function setImageExpiry(
+  db: Kysely<DB>,
+  id: string,
+  expiresAt: Date | null,
+): Promise<void> {
+  await db.updateTable("images").set({ expires_at: expiresAt })
+    .where("id", "=", id).where("deleted_at", "is", null).execute();
+  await sql`select pg_notify(${IMAGE_DELETED_CHANNEL}, ${id})`.execute(db);
 }
 
 /**

@@ -196,7 +196,7 @@ test("the viewer page's embed fields carry the escaped codes for an upload with 
   }
 });
 
-test("a hostile title stays text on every page that shows it: viewer, delete confirmation, deleted page and the account's image list", async () => {
+test("a hostile title stays text on every page that shows it: viewer, delete confirmation, deleted page, My images and the owner's viewer", async () => {
   const env = await testEnv();
   try {
     const signup = await env.app.request("/signup", {
@@ -236,8 +236,15 @@ test("a hostile title stays text on every page that shows it: viewer, delete con
         async () => await env.app.request(new URL(rec.url_viewer).pathname),
       ],
       [
-        "account",
-        async () => await env.app.request("/account", { headers: { cookie } }),
+        "my images",
+        async () => await env.app.request("/images", { headers: { cookie } }),
+      ],
+      [
+        "owner's viewer (delete confirmation text)",
+        async () =>
+          await env.app.request(new URL(rec.url_viewer).pathname, {
+            headers: { cookie },
+          }),
       ],
       ["delete confirmation", async () => await env.app.request(deletePath)],
       ["deleted", async () =>

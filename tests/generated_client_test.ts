@@ -19,7 +19,7 @@ import type { GetImageErrors, PostUploadResponses } from "./types.gen.ts";
 
 type Exact<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 type GetImageCode = GetImageErrors[keyof GetImageErrors]["error"]["code"];
-const codesTyped: Exact<GetImageCode, 100 | 110 | 120 | 160 | 170 | 250 | 404 | 405 | 500> = true;
+const codesTyped: Exact<GetImageCode, 100 | 110 | 120 | 160 | 170 | 250 | 403 | 404 | 405 | 500> = true;
 type Answer = PostUploadResponses[200]["data"];
 const kindsTyped: Exact<Answer["kind"], "image" | "batch"> = true;
 

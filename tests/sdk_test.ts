@@ -241,7 +241,8 @@ test("the widget takes a dropped file: onStart, onProgress in order to 100, onSu
     };
     assert.equal(res.data.count, 1);
     assert.deepEqual(out.links, [res.data.images[0].url]);
-    assert.equal(out.copyButtons, 3);
+    // link, viewer link, Markdown, HTML, BBCode
+    assert.equal(out.copyButtons, 5);
     assert.equal(out.dialog, "dialog");
     assert.notEqual(out.buttonBg, "rgb(255, 0, 0)"); // the page's CSS does not reach into the widget
     assert.deepEqual(out.events[0], ["start", 1]);

@@ -1,5 +1,6 @@
 import type { Child } from "hono/jsx";
 import { csrf } from "hono/csrf";
+import { secureHeaders } from "hono/secure-headers";
 import type { Config } from "../../schemas/config.ts";
 
 /**
@@ -15,77 +16,194 @@ export function formCsrf(config: Config) {
   });
 }
 
-/** Shared CSS of the server-rendered pages: small, no framework, readable in dark mode. */
+/**
+ * Security headers of the site's pages: scripts and styles from our own origin only (no
+ * inline ones anywhere), images also from the image host and data: (previews of inline
+ * screenshots), nothing may frame us, forms post only to us.
+ */
+export function pageSecurity(config: Config) {
+  return secureHeaders({
+    contentSecurityPolicy: {
+      defaultSrc: ["'self'"],
+      imgSrc: [
+        "'self'",
+        "data:",
+        "blob:",
+        new URL(config.IMAGE_HOST_URL).origin,
+      ],
+      scriptSrc: ["'self'"],
+      styleSrc: ["'self'"],
+      frameAncestors: ["'none'"],
+      formAction: ["'self'"],
+      objectSrc: ["'none'"],
+      baseUri: ["'none'"],
+    },
+  });
+}
+
+/**
+ * Shared CSS of the server-rendered pages: small, no framework, light and dark. Colours
+ * are chosen for contrast: text ≥ 4.5:1 and control borders ≥ 3:1 on both backgrounds.
+ * Inputs take the page's font at 16 px, so phones do not zoom on focus.
+ */
 export const PAGE_CSS = `
-:root{color-scheme:light dark;--fg:#1b1f24;--bg:#fff;--muted:#656d76;--line:#d0d7de;--accent:#0969da;--bad:#cf222e}
-@media (prefers-color-scheme:dark){:root{--fg:#e6edf3;--bg:#0d1117;--muted:#8d96a0;--line:#30363d;--accent:#4493f8;--bad:#f85149}}
-*{box-sizing:border-box}body{font:16px/1.5 system-ui,sans-serif;margin:0;color:var(--fg);background:var(--bg)}
-header{display:flex;gap:1rem;align-items:center;padding:.75rem 1.5rem;border-bottom:1px solid var(--line)}
-header a{color:inherit;text-decoration:none}header .brand{font-weight:700;margin-right:auto}
-main{max-width:960px;margin:2rem auto;padding:0 1.5rem}
-form.inline{display:inline}label{display:block;margin:.75rem 0 .25rem;font-weight:600}
-input[type=text],input[type=email],input[type=password]{width:100%;max-width:28rem;padding:.5rem;border:1px solid var(--line);border-radius:6px;background:transparent;color:inherit}
-button,.button{padding:.45rem .9rem;border:1px solid var(--line);border-radius:6px;background:var(--accent);color:#fff;cursor:pointer;font:inherit;text-decoration:none;display:inline-block}
-button.secondary{background:transparent;color:inherit}button.danger{background:var(--bad)}
+:root{color-scheme:light dark;--fg:#1b1f24;--bg:#fff;--muted:#57606a;--line:#d0d7de;--control:#6e7781;--accent:#0969da;--button:#0969da;--bad:#cf222e;--good:#1a7f37;--panel:#f6f8fa}
+@media (prefers-color-scheme:dark){:root{--fg:#e6edf3;--bg:#0d1117;--muted:#8d96a0;--line:#30363d;--control:#8b949e;--accent:#4493f8;--button:#1f6feb;--bad:#da3633;--good:#3fb950;--panel:#161b22}}
+*{box-sizing:border-box}
+html{-webkit-text-size-adjust:100%}
+body{font:16px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:var(--fg);background:var(--bg);overflow-wrap:anywhere}
+a{color:var(--accent)}
+:focus-visible{outline:3px solid var(--accent);outline-offset:2px}
+.skip{position:absolute;left:-9999px;top:0;background:var(--bg);padding:.5rem 1rem;z-index:10}
+.skip:focus{left:.5rem}
+.site{display:flex;flex-wrap:wrap;gap:.25rem 1rem;align-items:center;padding:.6rem 1rem;border-bottom:1px solid var(--line)}
+.site .brand{font-weight:700;margin-right:auto;color:inherit;text-decoration:none;white-space:nowrap}
+.site nav ul{display:flex;flex-wrap:wrap;gap:.25rem 1rem;list-style:none;margin:0;padding:0;align-items:center}
+.site nav a{color:inherit;white-space:nowrap;text-decoration:none;padding:.25rem 0;display:inline-block}
+.site nav a:hover,.site nav a[aria-current=page]{text-decoration:underline}
+main{max-width:1040px;margin:1.5rem auto;padding:0 1rem}
+h1{font-size:1.6rem;line-height:1.25}
+form.inline{display:inline}
+label{display:block;margin:.75rem 0 .25rem;font-weight:600}
+label.check{display:flex;gap:.5rem;align-items:center;font-weight:400;margin:.4rem 0}
+input,select,textarea,button{font:inherit;font-size:16px}
+input[type=text],input[type=email],input[type=password],input[type=url],input[type=number],select,textarea{width:100%;max-width:32rem;padding:.45rem .5rem;line-height:1.5;border:1px solid var(--control);border-radius:6px;background:var(--bg);color:inherit}
+input[type=checkbox]{width:1.1rem;height:1.1rem;accent-color:var(--button)}
+textarea{min-height:4.5rem;font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
+button,.button{padding:.45rem .9rem;border:1px solid var(--button);border-radius:6px;background:var(--button);color:#fff;cursor:pointer;text-decoration:none;display:inline-block;line-height:1.5}
+button.secondary,.button.secondary{background:transparent;color:inherit;border-color:var(--control)}
+button.danger{background:var(--bad);border-color:var(--bad)}
+button:disabled{opacity:.6;cursor:progress}
 table{border-collapse:collapse;width:100%}td,th{text-align:left;padding:.4rem .5rem;border-bottom:1px solid var(--line)}
-.error{color:var(--bad);font-weight:600}.muted{color:var(--muted)}
+.table-wrap{overflow-x:auto}
+.error{color:var(--bad);font-weight:600}.muted{color:var(--muted)}.ok{color:var(--good)}
 .secret{font-family:ui-monospace,monospace;padding:.5rem;border:1px dashed var(--accent);border-radius:6px;word-break:break-all}
-.grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(140px,1fr));gap:.75rem}
-.grid a{display:block;border:1px solid var(--line);border-radius:6px;overflow:hidden}
-.grid img{width:100%;height:140px;object-fit:cover;display:block}
-.copy{display:flex;gap:.5rem;margin:.35rem 0}.copy input{flex:1;font-family:ui-monospace,monospace;font-size:.85rem}
+code,pre{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:.9em}
+pre{overflow-x:auto;max-width:100%;padding:.75rem;background:var(--panel);border:1px solid var(--line);border-radius:6px}
+.copy{display:flex;gap:.5rem;margin:.35rem 0;max-width:48rem}
+.copy input{flex:1;min-width:0;font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:14px;line-height:1.6;padding:.5rem}
+.grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(170px,1fr));gap:.9rem;padding:0;list-style:none}
+.card{border:1px solid var(--line);border-radius:8px;overflow:hidden;display:flex;flex-direction:column;background:var(--panel)}
+.card img{width:100%;height:150px;object-fit:cover;display:block;background:var(--line)}
+.card .body{padding:.5rem .6rem;font-size:14px;display:flex;flex-direction:column;gap:.25rem;flex:1}
+.card .title{font-weight:600;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
+.card .actions{display:flex;flex-wrap:wrap;gap:.35rem;align-items:center;margin-top:auto}
+.card .actions button,.card .actions .button{padding:.2rem .55rem;font-size:14px}
+.toolbar{display:flex;flex-wrap:wrap;gap:.5rem 1rem;align-items:center;margin:1rem 0}
+.pager{display:flex;flex-wrap:wrap;gap:.5rem;align-items:center;margin:1.25rem 0}
+.viewer-figure{margin:0}
+.viewer-figure img{max-width:100%;max-height:80vh;height:auto;width:auto;display:block;border-radius:4px}
+.fields{display:grid;grid-template-columns:repeat(auto-fill,minmax(240px,1fr));gap:0 1.25rem}
+details{margin:1rem 0;border:1px solid var(--line);border-radius:8px;padding:.25rem 1rem .75rem}
+summary{cursor:pointer;font-weight:600;padding:.5rem 0}
+.result img{max-width:100%;height:auto;border:1px solid var(--line);border-radius:6px}
+.notice{padding:.6rem .9rem;border-radius:6px;border:1px solid var(--line);background:var(--panel)}
+.site-footer{max-width:1040px;margin:2rem auto;padding:1rem;border-top:1px solid var(--line);font-size:14px;color:var(--muted)}
 `;
 
-/** Tiny page script: copy buttons copy the value of the element named by data-copy. */
-export const PAGE_JS =
-  `document.addEventListener("click",e=>{const b=e.target.closest("[data-copy]");if(!b)return;const el=document.getElementById(b.dataset.copy);navigator.clipboard.writeText(el.value??el.textContent).then(()=>{b.textContent="Copied";setTimeout(()=>b.textContent="Copy",1500)})});`;
+/**
+ * Page script of every page: copy buttons (`data-copy` names an element whose value is
+ * copied; `data-copy-text` carries the text itself), and forms that ask first
+ * (`data-confirm`). Inline handlers are off limits under our CSP, so everything is here.
+ */
+export const PAGE_JS = `
+document.addEventListener("click",e=>{const b=e.target.closest("[data-copy],[data-copy-text]");if(!b)return;const el=b.dataset.copy&&document.getElementById(b.dataset.copy);const text=el?(el.value??el.textContent):b.dataset.copyText;const label=b.textContent;navigator.clipboard.writeText(text).then(()=>{b.textContent="Copied";setTimeout(()=>b.textContent=label,1500)},()=>{if(el&&el.select)el.select()})});
+document.addEventListener("submit",e=>{const f=e.target.closest("form[data-confirm]");if(!f)return;let msg=f.dataset.confirm;const n=f.querySelectorAll("input[name=id]:checked").length;if(f.dataset.confirmCount!==undefined){if(!n){e.preventDefault();alert("Select the images to delete first.");return}msg=msg.replace("{n}",n+(n===1?" image":" images"))}if(!confirm(msg))e.preventDefault()});
+document.addEventListener("change",e=>{const a=e.target.closest("[data-select-all]");if(!a)return;for(const c of document.querySelectorAll("input[name=id][form='"+a.dataset.selectAll+"']"))c.checked=a.checked});
+`;
 
-/** Page frame with navigation; `user` switches the links shown. */
+/** The signed-in user as pages need them. */
+export interface PageUser {
+  email: string;
+  csrfToken: string;
+}
+
+const NAV: { href: string; label: string; signedIn?: boolean }[] = [
+  { href: "/", label: "Upload" },
+  { href: "/screenshot", label: "Screenshot", signedIn: true },
+  { href: "/images", label: "My images", signedIn: true },
+  { href: "/docs", label: "API docs" },
+];
+
+/** Page frame: skip link, site header with navigation, main region. */
 export function Layout(
   props: {
     title: string;
-    user?: { email: string; csrfToken: string } | null;
+    user?: PageUser | null;
+    /** Path of the page, to mark its navigation link as current. */
+    current?: string;
     head?: Child;
     children?: Child;
   },
 ) {
+  const user = props.user;
   return (
     <html lang="en">
       <head>
         <meta charset="utf-8" />
         <meta name="viewport" content="width=device-width, initial-scale=1" />
-        <title>{props.title}</title>
+        <title>{props.title} · Image host</title>
+        <link rel="icon" href="/favicon.svg" type="image/svg+xml" />
         <link rel="stylesheet" href="/assets/page.css" />
         <script src="/assets/page.js" defer></script>
+        {user && <meta name="csrf-token" content={user.csrfToken} />}
         {props.head}
       </head>
       <body>
-        <header>
+        <a class="skip" href="#main">Skip to content</a>
+        <header class="site">
           <a class="brand" href="/">Image host</a>
-          <a href="/docs">API docs</a>
-          <a href="/demo">Demo</a>
-          {props.user
-            ? (
-              <>
-                <a href="/account">{props.user.email}</a>
-                <form class="inline" method="post" action="/logout">
-                  <input
-                    type="hidden"
-                    name="_csrf"
-                    value={props.user.csrfToken}
-                  />
-                  <button class="secondary" type="submit">Log out</button>
-                </form>
-              </>
-            )
-            : (
-              <>
-                <a href="/login">Log in</a>
-                <a href="/signup">Sign up</a>
-              </>
-            )}
+          <nav aria-label="Main">
+            <ul>
+              {NAV.filter((n) => !n.signedIn || user).map((n) => (
+                <li>
+                  <a
+                    href={n.href}
+                    aria-current={props.current === n.href ? "page" : undefined}
+                  >
+                    {n.label}
+                  </a>
+                </li>
+              ))}
+              {user
+                ? (
+                  <>
+                    <li>
+                      <a
+                        href="/account"
+                        aria-current={props.current === "/account"
+                          ? "page"
+                          : undefined}
+                      >
+                        Account
+                      </a>
+                    </li>
+                    <li>
+                      <form class="inline" method="post" action="/logout">
+                        <input
+                          type="hidden"
+                          name="_csrf"
+                          value={user.csrfToken}
+                        />
+                        <button class="secondary" type="submit">Log out</button>
+                      </form>
+                    </li>
+                  </>
+                )
+                : (
+                  <>
+                    <li>
+                      <a href="/login">Log in</a>
+                    </li>
+                    <li>
+                      <a href="/signup">Sign up</a>
+                    </li>
+                  </>
+                )}
+            </ul>
+          </nav>
         </header>
-        <main>{props.children}</main>
+        <main id="main" tabindex={-1}>{props.children}</main>
       </body>
     </html>
   );
@@ -97,11 +215,49 @@ export function CopyField(props: { id: string; label: string; value: string }) {
     <div>
       <label for={props.id}>{props.label}</label>
       <div class="copy">
-        <input id={props.id} type="text" readonly value={props.value} />
+        <input
+          id={props.id}
+          type="text"
+          readonly
+          value={props.value}
+          spellcheck={false}
+        />
         <button type="button" class="secondary" data-copy={props.id}>
           Copy
         </button>
       </div>
     </div>
   );
+}
+
+/** A size for people: "812 B", "48.2 KB", "3.10 MB". */
+export function humanSize(n: number): string {
+  if (n < 1024) return `${n} B`;
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KB`;
+  return `${(n / 1024 / 1024).toFixed(2)} MB`;
+}
+
+/** A time span for people, rounded down to its largest unit: "59 min", "3 days". */
+export function humanSpan(seconds: number): string {
+  const s = Math.max(0, Math.floor(seconds));
+  const units: [number, string][] = [
+    [365 * 86400, "year"],
+    [30 * 86400, "month"],
+    [7 * 86400, "week"],
+    [86400, "day"],
+    [3600, "hour"],
+    [60, "min"],
+  ];
+  for (const [size, name] of units) {
+    if (s >= size) {
+      const n = Math.floor(s / size);
+      return name === "min" ? `${n} min` : `${n} ${name}${n === 1 ? "" : "s"}`;
+    }
+  }
+  return `${s} s`;
+}
+
+/** "2026-11-23 21:14 UTC". */
+export function humanDate(d: Date | string | number): string {
+  return new Date(d).toISOString().replace("T", " ").slice(0, 16) + " UTC";
 }

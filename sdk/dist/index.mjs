@@ -171,16 +171,63 @@ function markdownImage(img) {
   return `![${escapeMarkdownText(img.title)}](${safeUrl(img.url)})`;
 }
 function embedCodes(img) {
-  return {
+  const codes = {
     "Direct link": img.url,
     "Viewer link": img.url_viewer,
     "HTML": htmlEmbed(img),
     "BBCode": bbcodeEmbed(img),
     "Markdown": markdownEmbed(img)
   };
+  const variants = [
+    [
+      "medium",
+      img.medium
+    ],
+    [
+      "thumbnail",
+      img.thumb
+    ]
+  ];
+  for (const [name, variant] of variants) {
+    if (!variant || variant.url === img.url) continue;
+    const small = {
+      ...img,
+      url: variant.url
+    };
+    codes[`HTML (${name}, linked)`] = htmlEmbed(small);
+    codes[`BBCode (${name}, linked)`] = bbcodeEmbed(small);
+    codes[`Markdown (${name}, linked)`] = markdownEmbed(small);
+  }
+  return codes;
 }
 
 // sdk/src/widget.ts
+var EXPIRATION_CHOICES = [
+  [
+    0,
+    "Never"
+  ],
+  [
+    3600,
+    "1 hour"
+  ],
+  [
+    86400,
+    "1 day"
+  ],
+  [
+    7 * 86400,
+    "1 week"
+  ],
+  [
+    30 * 86400,
+    "1 month"
+  ],
+  [
+    180 * 86400,
+    "6 months"
+  ]
+];
 var ACCEPTED_TYPES = [
   "image/jpeg",
   "image/png",
@@ -216,6 +263,12 @@ li img{width:56px;height:56px;object-fit:cover;border-radius:6px;background:#eae
 .ok a{color:#0969da;word-break:break-all}
 .copy{margin:4px 4px 0 0;font-size:12px}
 .status{font-size:13px;min-height:1em;margin:6px 0}
+.row{display:flex;gap:8px;align-items:center;flex-wrap:wrap;margin:8px 0;font-size:14px}
+select,input,textarea{font:inherit;font-size:16px;color:inherit;background:transparent;border:1px solid #8c959f;border-radius:6px;padding:4px 6px}
+textarea{width:100%;min-height:2.6em;resize:vertical}
+label{font-size:14px;font-weight:600}
+.fp{height:4px;margin-top:4px}
+select:focus-visible,textarea:focus-visible{outline:3px solid #0969da;outline-offset:1px}
 @media (prefers-color-scheme:dark){.panel{background:#161b22;color:#e6edf3}button{background:#21262d;border-color:#30363d}.drop.over{background:#0c2d6b}.hint{color:#8d96a0}li{border-color:#30363d}.progress{background:#30363d}}
 `;
 function el(tag, attrs = {}, text) {
@@ -302,12 +355,70 @@ function createUploadWidget(app, options = {}) {
   const list = el("ul", {
     "aria-label": "Files"
   });
-  panel.append(header, drop, hint, input, progress, status, list);
+  panel.append(header, drop, hint, input);
+  let expirationSelect;
+  if (options.expirationChoices) {
+    const row = el("div", {
+      class: "row"
+    });
+    expirationSelect = el("select", {
+      id: "iu-exp"
+    });
+    for (const [seconds, label] of EXPIRATION_CHOICES) {
+      const o = el("option", {
+        value: String(seconds)
+      }, label);
+      if (seconds === (options.expiration ?? 0)) o.selected = true;
+      expirationSelect.append(o);
+    }
+    row.append(el("label", {
+      for: "iu-exp"
+    }, "Delete after"), expirationSelect);
+    panel.append(row);
+  }
+  const expiration = () => expirationSelect ? Number(expirationSelect.value) || void 0 : options.expiration;
+  if (options.urlImport) {
+    const form = el("form", {
+      class: "urls"
+    });
+    const area = el("textarea", {
+      id: "iu-urls",
+      rows: "1",
+      placeholder: "https://example.com/photo.jpg",
+      autocomplete: "off",
+      spellcheck: "false"
+    });
+    const row = el("div", {
+      class: "row"
+    });
+    row.append(el("button", {
+      type: "submit"
+    }, "Import"));
+    form.append(el("label", {
+      for: "iu-urls"
+    }, "Or import from web addresses (one per line)"), area, row);
+    form.addEventListener("submit", (e) => {
+      e.preventDefault();
+      const urls = area.value.split(/\s+/).filter(Boolean);
+      if (urls.length) importAddresses(urls).then(() => area.value = "");
+    });
+    panel.append(form);
+  }
+  panel.append(progress, status, list);
   backdrop.append(panel);
-  const style = el("style");
-  style.textContent = CSS;
+  if ("adoptedStyleSheets" in root && typeof CSSStyleSheet === "function") {
+    const sheet = new CSSStyleSheet();
+    sheet.replaceSync(CSS);
+    root.adoptedStyleSheets = [
+      sheet
+    ];
+  } else {
+    const style = el("style");
+    style.textContent = CSS;
+    root.append(style);
+  }
   wrap.append(backdrop);
-  root.append(style, wrap);
+  root.append(wrap);
   let busy = false;
   let isOpen = false;
   let previousFocus = null;
@@ -328,10 +439,30 @@ function createUploadWidget(app, options = {}) {
     const meta = el("div", {
       class: "meta"
     });
+    const bar2 = el("progress", {
+      class: "fp",
+      max: "100",
+      value: "0",
+      "aria-label": `Progress of ${file.name || "pasted image"}`
+    });
     meta.append(el("div", {
       class: "name"
-    }, file.name || "pasted image"), el("div", {}, humanSize(file.size)));
+    }, file.name || "pasted image"), el("div", {}, humanSize(file.size)), bar2);
     li.append(img, meta);
+    list.append(li);
+    return meta;
+  };
+  const urlItem = (url) => {
+    const li = el("li");
+    const meta = el("div", {
+      class: "meta"
+    });
+    meta.append(el("div", {
+      class: "name"
+    }, url));
+    li.append(el("img", {
+      alt: ""
+    }), meta);
     list.append(li);
     return meta;
   };
@@ -360,7 +491,8 @@ function createUploadWidget(app, options = {}) {
       rel: "noopener"
     }, rec.url);
     ok.append(a, el("br"));
-    ok.append(copyButton("link", rec.url), copyButton("viewer link", rec.url_viewer), copyButton("Markdown", markdownImage(rec)));
+    ok.append(copyButton("link", rec.url), copyButton("viewer link", rec.url_viewer), copyButton("Markdown", markdownImage(rec)), copyButton("HTML", htmlEmbed(rec)), copyButton("BBCode", bbcodeEmbed(rec)));
+    meta.querySelector("progress")?.remove();
     meta.append(ok);
     const img = meta.parentElement?.querySelector("img");
     if (img) img.src = rec.thumb.url;
@@ -369,6 +501,7 @@ function createUploadWidget(app, options = {}) {
     if (busy || incoming.length === 0) return;
     list.textContent = "";
     setProgress(0);
+    status.classList.remove("err");
     const errors = [];
     if (incoming.length > maxFiles) {
       errors.push(`Too many files: at most ${maxFiles}.`);
@@ -402,10 +535,16 @@ function createUploadWidget(app, options = {}) {
       setProgress(p);
       options.onProgress?.(p);
     };
+    const onFileProgress = (i, p) => {
+      const bar2 = metas.get(valid[i])?.querySelector("progress");
+      if (bar2) bar2.value = p;
+    };
     try {
       if (options.multiple) {
         const res = await app.uploadMultiple(valid, {
-          onProgress
+          onProgress,
+          onFileProgress,
+          expiration: expiration()
         });
         res.data.images.forEach((rec) => {
           const f = valid.find((v) => (v.name || "image") === rec.title) ?? valid[0];
@@ -420,7 +559,9 @@ function createUploadWidget(app, options = {}) {
         options.onSuccess?.(res, valid);
       } else {
         const res = await app.upload(valid[0], {
-          onProgress
+          onProgress,
+          onFileProgress,
+          expiration: expiration()
         });
         showRecord(metas.get(valid[0]), res.data);
         status.textContent = "Uploaded.";
@@ -439,6 +580,58 @@ function createUploadWidget(app, options = {}) {
         }
       }
       options.onError?.(err, valid);
+    } finally {
+      busy = false;
+    }
+  }
+  async function importAddresses(urls) {
+    if (busy) return;
+    if (urls.length > maxFiles) {
+      status.textContent = `Too many addresses: at most ${maxFiles}.`;
+      return;
+    }
+    busy = true;
+    list.textContent = "";
+    setProgress(0);
+    status.classList.remove("err");
+    const metas = urls.map(urlItem);
+    status.textContent = `Importing ${urls.length} address${urls.length > 1 ? "es" : ""}\u2026`;
+    try {
+      const res = await app.importUrls(urls, {
+        expiration: expiration()
+      });
+      let next = 0;
+      const failed = new Set((res.data.errors ?? []).map((e) => e.index));
+      for (const e of res.data.errors ?? []) {
+        metas[e.index]?.append(el("div", {
+          class: "err"
+        }, e.message));
+      }
+      for (const rec of res.data.images) {
+        while (failed.has(next)) next++;
+        if (metas[next]) showRecord(metas[next], rec);
+        next++;
+      }
+      setProgress(100);
+      status.textContent = `Imported ${res.data.count} of ${urls.length}.`;
+      options.onSuccess?.(res, []);
+    } catch (e) {
+      const err = e instanceof ServiceError ? e : new ServiceError(String(e), 0, 0);
+      status.textContent = err.message;
+      status.classList.add("err");
+      for (const d of err.details ?? []) {
+        if (typeof d.index === "number" && d.message) {
+          metas[d.index]?.append(el("div", {
+            class: "err"
+          }, d.message));
+        }
+      }
+      if (urls.length === 1) {
+        metas[0].append(el("div", {
+          class: "err"
+        }, err.message));
+      }
+      options.onError?.(err, []);
     } finally {
       busy = false;
     }
@@ -514,16 +707,83 @@ var scriptOrigin;
 function setScriptOrigin(origin) {
   scriptOrigin = origin;
 }
-var ServiceApp = class {
+var ServiceApp = class _ServiceApp {
   apiKey;
   baseUrl;
+  /** The header that authenticates each call: the key, or the site session's token. */
+  #auth;
   constructor(apiKey, options = {}) {
     if (!apiKey || typeof apiKey !== "string") {
       throw new TypeError("ServiceApp needs an API key");
     }
     this.apiKey = apiKey;
+    this.#auth = [
+      "Authorization",
+      `Bearer ${apiKey}`
+    ];
     const base = options.baseUrl ?? scriptOrigin ?? (typeof location !== "undefined" ? location.origin : "");
     this.baseUrl = base.replace(/\/+$/, "");
+  }
+  /**
+   * A client for the service's own pages: calls carry the signed-in session's cookie and
+   * its form token (X-CSRF-Token) instead of an API key, so no key ever sits in a page.
+   * The service accepts them from its own origin only.
+   */
+  static forSession(csrfToken, options = {}) {
+    if (!csrfToken || typeof csrfToken !== "string") {
+      throw new TypeError("ServiceApp.forSession needs the session's token");
+    }
+    const app = new _ServiceApp("session", options);
+    app.#auth = [
+      "X-CSRF-Token",
+      csrfToken
+    ];
+    return app;
+  }
+  /**
+   * Has the service download images from web addresses (public http(s) only) and store
+   * them as if uploaded; resolves to the multi-file envelope, per-address errors included.
+   */
+  async importUrls(urls, options = {}) {
+    let res;
+    try {
+      res = await fetch(`${this.baseUrl}/api/1/upload`, {
+        method: "POST",
+        headers: {
+          [this.#auth[0]]: this.#auth[1],
+          "Content-Type": "application/json"
+        },
+        body: JSON.stringify({
+          image: urls,
+          ...options.expiration ? {
+            expiration: options.expiration
+          } : {}
+        }),
+        signal: options.signal
+      });
+    } catch (e) {
+      if (options.signal?.aborted) {
+        throw new ServiceError("Upload cancelled", -1, 0);
+      }
+      throw new ServiceError(`Network error: ${e.message ?? "unreachable"}`, 0, 0);
+    }
+    const body = await res.json().catch(() => void 0);
+    if (!res.ok || !body?.success) throw errorFromBody(res.status, body);
+    const data = body.data;
+    if (data.kind === "image") {
+      return {
+        status: 200,
+        success: true,
+        data: {
+          kind: "batch",
+          images: [
+            data
+          ],
+          count: 1
+        }
+      };
+    }
+    return body;
   }
   /** Uploads one file; resolves to the envelope with `url` at the top level. */
   async upload(file, options = {}) {
@@ -574,7 +834,7 @@ var ServiceApp = class {
     return new Promise((resolve, reject) => {
       const xhr = new XMLHttpRequest();
       xhr.open("POST", `${this.baseUrl}/api/1/upload`);
-      xhr.setRequestHeader("Authorization", `Bearer ${this.apiKey}`);
+      xhr.setRequestHeader(this.#auth[0], this.#auth[1]);
       xhr.responseType = "json";
       let last = -1;
       const progress = (p) => {
@@ -584,12 +844,28 @@ var ServiceApp = class {
           options.onProgress?.(p);
         }
       };
+      const sizes = files.map((f) => f.size);
+      const all = sizes.reduce((a, b) => a + b, 0) || 1;
+      const fileProgress = (share) => {
+        if (!options.onFileProgress) return;
+        let start = 0;
+        sizes.forEach((size, i) => {
+          const end = start + size / all;
+          const p = share >= end ? 100 : share <= start ? 0 : (share - start) / (end - start) * 100;
+          options.onFileProgress(i, Math.round(p));
+          start = end;
+        });
+      };
       xhr.upload.onprogress = (e) => {
         if (e.lengthComputable && e.total > 0) {
           progress(e.loaded / e.total * 100);
+          fileProgress(e.loaded / e.total);
         }
       };
-      xhr.upload.onload = () => progress(100);
+      xhr.upload.onload = () => {
+        progress(100);
+        fileProgress(1);
+      };
       xhr.onload = () => {
         const body = xhr.response;
         if (xhr.status === 200 && body?.success) {

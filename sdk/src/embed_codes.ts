@@ -10,6 +10,9 @@ export interface EmbeddableImage {
   title: string;
   url: string;
   url_viewer: string;
+  /** Smaller variants; when given (and not the original itself) they get linked embeds. */
+  thumb?: { url: string };
+  medium?: { url: string };
 }
 
 /** A title on one line: an embed code is pasted as one line, and line breaks mean nothing in alt text. */
@@ -78,13 +81,28 @@ export function markdownImage(img: EmbeddableImage): string {
   return `![${escapeMarkdownText(img.title)}](${safeUrl(img.url)})`;
 }
 
-/** The codes a viewer page offers, in order, by label. */
+/**
+ * The codes a viewer page offers, in order, by label: the full image, then (as Chevereto
+ * does) the medium and the thumbnail, each linked to the viewer page, when they exist.
+ */
 export function embedCodes(img: EmbeddableImage): Record<string, string> {
-  return {
+  const codes: Record<string, string> = {
     "Direct link": img.url,
     "Viewer link": img.url_viewer,
     "HTML": htmlEmbed(img),
     "BBCode": bbcodeEmbed(img),
     "Markdown": markdownEmbed(img),
   };
+  const variants: [string, { url: string } | undefined][] = [
+    ["medium", img.medium],
+    ["thumbnail", img.thumb],
+  ];
+  for (const [name, variant] of variants) {
+    if (!variant || variant.url === img.url) continue;
+    const small = { ...img, url: variant.url };
+    codes[`HTML (${name}, linked)`] = htmlEmbed(small);
+    codes[`BBCode (${name}, linked)`] = bbcodeEmbed(small);
+    codes[`Markdown (${name}, linked)`] = markdownEmbed(small);
+  }
+  return codes;
 }

@@ -67,6 +67,11 @@ export interface MultiUploadResponse {
 export interface UploadOptions {
   /** Called with 0..100 as the bytes go out. */
   onProgress?: (percent: number) => void;
+  /**
+   * Called with each file's own 0..100 as the request goes out (files are sent in order
+   * in one request, so each one's share of the bytes sent is known).
+   */
+  onFileProgress?: (index: number, percent: number) => void;
   /** Abort the upload; the promise then rejects with code -1. */
   signal?: AbortSignal;
   /** Seconds until the image is deleted (60..15552000). */
@@ -89,15 +94,80 @@ export function setScriptOrigin(origin: string | undefined) {
 export class ServiceApp {
   readonly apiKey: string;
   readonly baseUrl: string;
+  /** The header that authenticates each call: the key, or the site session's token. */
+  #auth: [string, string];
 
   constructor(apiKey: string, options: ServiceAppOptions = {}) {
     if (!apiKey || typeof apiKey !== "string") {
       throw new TypeError("ServiceApp needs an API key");
     }
     this.apiKey = apiKey;
+    this.#auth = ["Authorization", `Bearer ${apiKey}`];
     const base = options.baseUrl ?? scriptOrigin ??
       (typeof location !== "undefined" ? location.origin : "");
     this.baseUrl = base.replace(/\/+$/, "");
+  }
+
+  /**
+   * A client for the service's own pages: calls carry the signed-in session's cookie and
+   * its form token (X-CSRF-Token) instead of an API key, so no key ever sits in a page.
+   * The service accepts them from its own origin only.
+   */
+  static forSession(
+    csrfToken: string,
+    options: ServiceAppOptions = {},
+  ): ServiceApp {
+    if (!csrfToken || typeof csrfToken !== "string") {
+      throw new TypeError("ServiceApp.forSession needs the session's token");
+    }
+    const app = new ServiceApp("session", options);
+    app.#auth = ["X-CSRF-Token", csrfToken];
+    return app;
+  }
+
+  /**
+   * Has the service download images from web addresses (public http(s) only) and store
+   * them as if uploaded; resolves to the multi-file envelope, per-address errors included.
+   */
+  async importUrls(
+    urls: string[],
+    options: { expiration?: number; signal?: AbortSignal } = {},
+  ): Promise<MultiUploadResponse> {
+    let res: Response;
+    try {
+      res = await fetch(`${this.baseUrl}/api/1/upload`, {
+        method: "POST",
+        headers: {
+          [this.#auth[0]]: this.#auth[1],
+          "Content-Type": "application/json",
+        },
+        body: JSON.stringify({
+          image: urls,
+          ...(options.expiration ? { expiration: options.expiration } : {}),
+        }),
+        signal: options.signal,
+      });
+    } catch (e) {
+      if (options.signal?.aborted) {
+        throw new ServiceError("Upload cancelled", -1, 0);
+      }
+      throw new ServiceError(
+        `Network error: ${(e as Error).message ?? "unreachable"}`,
+        0,
+        0,
+      );
+    }
+    const body = await res.json().catch(() => undefined);
+    if (!res.ok || !body?.success) throw errorFromBody(res.status, body);
+    const data = body.data as ImageRecord | MultiUploadResponse["data"];
+    if (data.kind === "image") {
+      return {
+        status: 200,
+        success: true,
+        data: { kind: "batch", images: [data], count: 1 },
+      };
+    }
+    return body as MultiUploadResponse;
   }
 
   /** Uploads one file; resolves to the envelope with `url` at the top level. */
@@ -151,7 +221,7 @@ export class ServiceApp {
     return new Promise((resolve, reject) => {
       const xhr = new XMLHttpRequest();
       xhr.open("POST", `${this.baseUrl}/api/1/upload`);
-      xhr.setRequestHeader("Authorization", `Bearer ${this.apiKey}`);
+      xhr.setRequestHeader(this.#auth[0], this.#auth[1]);
       xhr.responseType = "json";
       let last = -1;
       const progress = (p: number) => {
@@ -161,12 +231,34 @@ export class ServiceApp {
           options.onProgress?.(p);
         }
       };
+      // Where each file's bytes end in the body, as a share of it: the rest of the body
+      // (part headers, the expiration field) is small and spread over every file alike.
+      const sizes = files.map((f) => f.size);
+      const all = sizes.reduce((a, b) => a + b, 0) || 1;
+      const fileProgress = (share: number) => {
+        if (!options.onFileProgress) return;
+        let start = 0;
+        sizes.forEach((size, i) => {
+          const end = start + size / all;
+          const p = share >= end
+            ? 100
+            : share <= start
+            ? 0
+            : ((share - start) / (end - start)) * 100;
+          options.onFileProgress!(i, Math.round(p));
+          start = end;
+        });
+      };
       xhr.upload.onprogress = (e) => {
         if (e.lengthComputable && e.total > 0) {
           progress((e.loaded / e.total) * 100);
+          fileProgress(e.loaded / e.total);
         }
       };
-      xhr.upload.onload = () => progress(100);
+      xhr.upload.onload = () => {
+        progress(100);
+        fileProgress(1);
+      };
       xhr.onload = () => {
         const body = xhr.response;
         if (xhr.status === 200 && body?.success) {

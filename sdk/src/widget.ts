@@ -5,7 +5,7 @@ import type {
   UploadResponse,
 } from "./service_app.ts";
 import { ServiceError } from "./errors.ts";
-import { markdownImage } from "./embed_codes.ts";
+import { bbcodeEmbed, htmlEmbed, markdownImage } from "./embed_codes.ts";
 
 /** Options of createUploadWidget (SPEC.md 4.3 plus a few of our own). */
 export interface WidgetOptions {
@@ -25,7 +25,23 @@ export interface WidgetOptions {
   maxFiles?: number;
   accept?: string[];
   title?: string;
+  /** Seconds until uploads are deleted (fixed; see `expirationChoices` to let people pick). */
+  expiration?: number;
+  /** Show a "Delete after" picker (never, 1 hour … 6 months); starts at `expiration`. */
+  expirationChoices?: boolean;
+  /** Offer a field for image addresses the service downloads (one per line). */
+  urlImport?: boolean;
 }
+
+/** The lifetimes the picker offers, in seconds (0: kept for good). */
+export const EXPIRATION_CHOICES: [number, string][] = [
+  [0, "Never"],
+  [3600, "1 hour"],
+  [86400, "1 day"],
+  [7 * 86400, "1 week"],
+  [30 * 86400, "1 month"],
+  [180 * 86400, "6 months"],
+];
 
 /** Handle of an open widget. */
 export interface UploadWidget {
@@ -73,6 +89,12 @@ li img{width:56px;height:56px;object-fit:cover;border-radius:6px;background:#eae
 .ok a{color:#0969da;word-break:break-all}
 .copy{margin:4px 4px 0 0;font-size:12px}
 .status{font-size:13px;min-height:1em;margin:6px 0}
+.row{display:flex;gap:8px;align-items:center;flex-wrap:wrap;margin:8px 0;font-size:14px}
+select,input,textarea{font:inherit;font-size:16px;color:inherit;background:transparent;border:1px solid #8c959f;border-radius:6px;padding:4px 6px}
+textarea{width:100%;min-height:2.6em;resize:vertical}
+label{font-size:14px;font-weight:600}
+.fp{height:4px;margin-top:4px}
+select:focus-visible,textarea:focus-visible{outline:3px solid #0969da;outline-offset:1px}
 @media (prefers-color-scheme:dark){.panel{background:#161b22;color:#e6edf3}button{background:#21262d;border-color:#30363d}.drop.over{background:#0c2d6b}.hint{color:#8d96a0}li{border-color:#30363d}.progress{background:#30363d}}
 `;
 
@@ -171,12 +193,68 @@ export function createUploadWidget(
     "aria-live": "polite",
   });
   const list = el("ul", { "aria-label": "Files" });
-  panel.append(header, drop, hint, input, progress, status, list);
+  panel.append(header, drop, hint, input);
+  let expirationSelect: HTMLSelectElement | undefined;
+  if (options.expirationChoices) {
+    const row = el("div", { class: "row" });
+    expirationSelect = el("select", { id: "iu-exp" });
+    for (const [seconds, label] of EXPIRATION_CHOICES) {
+      const o = el("option", { value: String(seconds) }, label);
+      if (seconds === (options.expiration ?? 0)) o.selected = true;
+      expirationSelect.append(o);
+    }
+    row.append(
+      el("label", { for: "iu-exp" }, "Delete after"),
+      expirationSelect,
+    );
+    panel.append(row);
+  }
+  const expiration = () =>
+    expirationSelect
+      ? Number(expirationSelect.value) || undefined
+      : options.expiration;
+  if (options.urlImport) {
+    const form = el("form", { class: "urls" });
+    const area = el("textarea", {
+      id: "iu-urls",
+      rows: "1",
+      placeholder: "https://example.com/photo.jpg",
+      autocomplete: "off",
+      spellcheck: "false",
+    });
+    const row = el("div", { class: "row" });
+    row.append(el("button", { type: "submit" }, "Import"));
+    form.append(
+      el(
+        "label",
+        { for: "iu-urls" },
+        "Or import from web addresses (one per line)",
+      ),
+      area,
+      row,
+    );
+    form.addEventListener("submit", (e) => {
+      e.preventDefault();
+      const urls = area.value.split(/\s+/).filter(Boolean);
+      if (urls.length) importAddresses(urls).then(() => area.value = "");
+    });
+    panel.append(form);
+  }
+  panel.append(progress, status, list);
   backdrop.append(panel);
-  const style = el("style");
-  style.textContent = CSS;
+  // A constructed sheet where the browser has them: a page's CSP (style-src 'self') does not
+  // apply to it, as it would to a <style> element.
+  if ("adoptedStyleSheets" in root && typeof CSSStyleSheet === "function") {
+    const sheet = new CSSStyleSheet();
+    sheet.replaceSync(CSS);
+    root.adoptedStyleSheets = [sheet];
+  } else {
+    const style = el("style");
+    style.textContent = CSS;
+    root.append(style);
+  }
   wrap.append(backdrop);
-  root.append(style, wrap);
+  root.append(wrap);
 
   let busy = false;
   let isOpen = false;
@@ -196,11 +274,28 @@ export function createUploadWidget(
       img.onload = () => URL.revokeObjectURL(u);
     }
     const meta = el("div", { class: "meta" });
+    const bar = el("progress", {
+      class: "fp",
+      max: "100",
+      value: "0",
+      "aria-label": `Progress of ${file.name || "pasted image"}`,
+    });
     meta.append(
       el("div", { class: "name" }, file.name || "pasted image"),
       el("div", {}, humanSize(file.size)),
+      bar,
     );
     li.append(img, meta);
+    list.append(li);
+    return meta;
+  };
+
+  /** The item of an address being imported (no preview until the record comes back). */
+  const urlItem = (url: string) => {
+    const li = el("li");
+    const meta = el("div", { class: "meta" });
+    meta.append(el("div", { class: "name" }, url));
+    li.append(el("img", { alt: "" }), meta);
     list.append(li);
     return meta;
   };
@@ -232,7 +327,10 @@ export function createUploadWidget(
       copyButton("link", rec.url),
       copyButton("viewer link", rec.url_viewer),
       copyButton("Markdown", markdownImage(rec)),
+      copyButton("HTML", htmlEmbed(rec)),
+      copyButton("BBCode", bbcodeEmbed(rec)),
     );
+    meta.querySelector("progress")?.remove();
     meta.append(ok);
     const img = meta.parentElement?.querySelector("img");
     if (img) img.src = rec.thumb.url;
@@ -242,6 +340,7 @@ export function createUploadWidget(
     if (busy || incoming.length === 0) return;
     list.textContent = "";
     setProgress(0);
+    status.classList.remove("err");
     const errors: string[] = [];
     if (incoming.length > maxFiles) {
       errors.push(`Too many files: at most ${maxFiles}.`);
@@ -279,9 +378,17 @@ export function createUploadWidget(
       setProgress(p);
       options.onProgress?.(p);
     };
+    const onFileProgress = (i: number, p: number) => {
+      const bar = metas.get(valid[i])?.querySelector("progress");
+      if (bar) bar.value = p;
+    };
     try {
       if (options.multiple) {
-        const res = await app.uploadMultiple(valid, { onProgress });
+        const res = await app.uploadMultiple(valid, {
+          onProgress,
+          onFileProgress,
+          expiration: expiration(),
+        });
         res.data.images.forEach((rec) => {
           const f = valid.find((v) => (v.name || "image") === rec.title) ??
             valid[0];
@@ -295,7 +402,11 @@ export function createUploadWidget(
         status.textContent = `Uploaded ${res.data.count} of ${valid.length}.`;
         options.onSuccess?.(res, valid);
       } else {
-        const res = await app.upload(valid[0], { onProgress });
+        const res = await app.upload(valid[0], {
+          onProgress,
+          onFileProgress,
+          expiration: expiration(),
+        });
         showRecord(metas.get(valid[0])!, res.data);
         status.textContent = "Uploaded.";
         options.onSuccess?.(res, valid);
@@ -318,6 +429,58 @@ export function createUploadWidget(
         }
       }
       options.onError?.(err, valid);
+    } finally {
+      busy = false;
+    }
+  }
+
+  /** Has the service fetch each address; results and errors land in the list as files do. */
+  async function importAddresses(urls: string[]) {
+    if (busy) return;
+    if (urls.length > maxFiles) {
+      status.textContent = `Too many addresses: at most ${maxFiles}.`;
+      return;
+    }
+    busy = true;
+    list.textContent = "";
+    setProgress(0);
+    status.classList.remove("err");
+    const metas = urls.map(urlItem);
+    status.textContent = `Importing ${urls.length} address${
+      urls.length > 1 ? "es" : ""
+    }…`;
+    try {
+      const res = await app.importUrls(urls, { expiration: expiration() });
+      let next = 0;
+      const failed = new Set((res.data.errors ?? []).map((e) => e.index));
+      for (const e of res.data.errors ?? []) {
+        metas[e.index]?.append(el("div", { class: "err" }, e.message));
+      }
+      for (const rec of res.data.images) {
+        while (failed.has(next)) next++;
+        if (metas[next]) showRecord(metas[next], rec);
+        next++;
+      }
+      setProgress(100);
+      status.textContent = `Imported ${res.data.count} of ${urls.length}.`;
+      options.onSuccess?.(res, []);
+    } catch (e) {
+      const err = e instanceof ServiceError
+        ? e
+        : new ServiceError(String(e), 0, 0);
+      status.textContent = err.message;
+      status.classList.add("err");
+      for (
+        const d of (err.details ?? []) as { index?: number; message?: string }[]
+      ) {
+        if (typeof d.index === "number" && d.message) {
+          metas[d.index]?.append(el("div", { class: "err" }, d.message));
+        }
+      }
+      if (urls.length === 1) {
+        metas[0].append(el("div", { class: "err" }, err.message));
+      }
+      options.onError?.(err, []);
     } finally {
       busy = false;
     }

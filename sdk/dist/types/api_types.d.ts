@@ -91,6 +91,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/1/images": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List your images
+         * @description The live images of the caller's account (uploaded with any of its keys, or from the site), newest first, a page at a time, optionally only uploads or only screenshots. A page past the end is empty, with the right `total`.
+         */
+        get: operations["listImages"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/1/screenshot": {
         parameters: {
             query?: never;
@@ -270,7 +290,7 @@ export interface components {
              * @example https://example.com/delete/aB3xK9pQ2m/Zk2...
              */
             delete_url: string;
-            /** @description Only in an upload's answer: true when the same user had already uploaded these bytes (the existing record is returned; title and expiration are not changed) */
+            /** @description Only in an upload's answer: true when the same user had already uploaded these bytes (the existing record is returned with its title; its expiration becomes this upload's, counted from now, or none when this upload gave none) */
             duplicate?: boolean;
         };
         ImageFile: {
@@ -349,6 +369,26 @@ export interface components {
             /** @enum {boolean} */
             deleted: true;
         };
+        ImageList: {
+            /** @enum {string} */
+            kind: "list";
+            /** @description Newest first; live images only (not deleted, not expired) */
+            images: components["schemas"]["ImageRecord"][];
+            /** @example 1 */
+            page: number;
+            /** @example 30 */
+            per_page: number;
+            /**
+             * @description How many images match, on all pages
+             * @example 1
+             */
+            total: number;
+            /**
+             * @description How many pages there are (0 when there are no images)
+             * @example 1
+             */
+            pages: number;
+        };
         ScreenshotResult: {
             shared: boolean;
             id?: string;
@@ -391,6 +431,12 @@ export interface components {
             /** @example 118734 */
             bytes: number;
         };
+        /**
+         * @example {
+         *       "url": "https://example.com",
+         *       "preset": "desktop-1080p"
+         *     }
+         */
         ScreenshotRequest: {
             /** @description API key, when none is sent in a header or the query (the security schemes) */
             key?: string;
@@ -787,7 +833,7 @@ export interface operations {
         parameters: {
             query: {
                 source: string | string[];
-                /** @description Seconds until the image is deleted */
+                /** @description Seconds until the image is deleted, e.g. 86400 for a day (none: kept for good) */
                 expiration?: number;
                 /** @description json (default): the envelope; txt: the direct URL as text/plain; redirect: 303 to the viewer page */
                 format?: "json" | "txt" | "redirect";
@@ -889,7 +935,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description 210 URL not allowed */
+            /** @description 403 Forbidden; 210 URL not allowed */
             403: {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
@@ -904,11 +950,11 @@ export interface operations {
                         success: false;
                         error: {
                             /**
-                             * @description 210: URL not allowed
+                             * @description 403: Forbidden; 210: URL not allowed
                              * @enum {integer}
                              */
-                            code: 210;
-                            /** @example URL not allowed */
+                            code: 403 | 210;
+                            /** @example Forbidden */
                             message: string;
                             details?: components["schemas"]["ErrorDetail"][];
                         };
@@ -1168,7 +1214,7 @@ export interface operations {
             query?: {
                 /** @description Address of an image to import (Chevereto's `?source=`); repeat for several. The server downloads it through the same network guard as screenshots: public http(s) addresses only, at most 5 redirects, every hop re-checked. */
                 source?: string[];
-                /** @description Seconds until the image is deleted */
+                /** @description Seconds until the image is deleted, e.g. 86400 for a day (none: kept for good) */
                 expiration?: number;
                 /** @description json (default): the envelope; txt: the direct URL as text/plain; redirect: 303 to the viewer page */
                 format?: "json" | "txt" | "redirect";
@@ -1184,15 +1230,17 @@ export interface operations {
         /** @description The images and fields; may be left out when `?source=` names the images */
         requestBody?: {
             content: {
+                /**
+                 * @example {
+                 *       "title": "holiday.jpg"
+                 *     }
+                 */
                 "multipart/form-data": {
                     /** @description API key, when none is sent in a header or the query. Put it before the images: it is checked when the first image begins (or after 64 KB), and without a valid one the rest of the body is not read (100/110). */
                     key?: string;
                     /** @description Image files (also `images[]`, `image`, `source`); a text value is read as base64 (streamed, any size) or an http(s) URL to import */
                     images?: string[];
-                    /**
-                     * @description Seconds until the image is deleted (a form sends it as digits; JSON may too)
-                     * @example 3600
-                     */
+                    /** @description Seconds until the image is deleted, e.g. 86400 for a day; none: kept for good (a form sends it as digits; JSON may too) */
                     expiration?: number;
                     /**
                      * @description json (default), txt or redirect
@@ -1204,15 +1252,17 @@ export interface operations {
                     /** @description Title of the image (Chevereto); `name` wins when both are sent */
                     title?: string;
                 };
+                /**
+                 * @example {
+                 *       "image": "https://example.com/cat.png"
+                 *     }
+                 */
                 "application/x-www-form-urlencoded": {
                     /** @description API key, when none is sent in a header or the query. Put it before the images: it is checked when the first image begins (or after 64 KB), and without a valid one the rest of the body is not read (100/110). */
                     key?: string;
                     /** @description The image as base64, a data: URI or an http(s) URL (also `images`, `source`; repeat for several); base64 is decoded as it arrives */
                     image?: string;
-                    /**
-                     * @description Seconds until the image is deleted (a form sends it as digits; JSON may too)
-                     * @example 3600
-                     */
+                    /** @description Seconds until the image is deleted, e.g. 86400 for a day; none: kept for good (a form sends it as digits; JSON may too) */
                     expiration?: number;
                     /**
                      * @description json (default), txt or redirect
@@ -1224,15 +1274,17 @@ export interface operations {
                     /** @description Title of the image (Chevereto); `name` wins when both are sent */
                     title?: string;
                 };
+                /**
+                 * @example {
+                 *       "image": "https://example.com/cat.png"
+                 *     }
+                 */
                 "application/json": {
                     /** @description API key, when none is sent in a header or the query. Put it before the images: it is checked when the first image begins (or after 64 KB), and without a valid one the rest of the body is not read (100/110). */
                     key?: string;
                     /** @description base64, a data: URI or an http(s) URL, or a list of them (also `images`, `source`) */
                     image?: string | string[];
-                    /**
-                     * @description Seconds until the image is deleted (a form sends it as digits; JSON may too)
-                     * @example 3600
-                     */
+                    /** @description Seconds until the image is deleted, e.g. 86400 for a day; none: kept for good (a form sends it as digits; JSON may too) */
                     expiration?: number;
                     /**
                      * @description json (default), txt or redirect
@@ -1334,7 +1386,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description 210 URL not allowed */
+            /** @description 403 Forbidden; 210 URL not allowed */
             403: {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
@@ -1349,11 +1401,11 @@ export interface operations {
                         success: false;
                         error: {
                             /**
-                             * @description 210: URL not allowed
+                             * @description 403: Forbidden; 210: URL not allowed
                              * @enum {integer}
                              */
-                            code: 210;
-                            /** @example URL not allowed */
+                            code: 403 | 210;
+                            /** @example Forbidden */
                             message: string;
                             details?: components["schemas"]["ErrorDetail"][];
                         };
@@ -1736,6 +1788,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description 403 Forbidden */
+            403: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 403;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 403: Forbidden
+                             * @enum {integer}
+                             */
+                            code: 403;
+                            /** @example Forbidden */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
             /** @description 404 Not found */
             404: {
                 headers: {
@@ -1977,6 +2055,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description 403 Forbidden */
+            403: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 403;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 403: Forbidden
+                             * @enum {integer}
+                             */
+                            code: 403;
+                            /** @example Forbidden */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
             /** @description 404 Not found */
             404: {
                 headers: {
@@ -1997,6 +2101,291 @@ export interface operations {
                              */
                             code: 404;
                             /** @example Not found */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 405 Method not allowed (another method on this path; Allow lists the ones it has) */
+            405: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 405;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 405: Method not allowed
+                             * @enum {integer}
+                             */
+                            code: 405;
+                            /** @example Method not allowed */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 170 Rate limit exceeded */
+            429: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 429;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 170: Rate limit exceeded
+                             * @enum {integer}
+                             */
+                            code: 170;
+                            /** @example Rate limit exceeded */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 500 Internal error */
+            500: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 500;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 500: Internal error
+                             * @enum {integer}
+                             */
+                            code: 500;
+                            /** @example Internal error */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 250 Service temporarily unavailable */
+            503: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 503;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 250: Service temporarily unavailable
+                             * @enum {integer}
+                             */
+                            code: 250;
+                            /** @example Service temporarily unavailable */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+        };
+    };
+    listImages: {
+        parameters: {
+            query?: {
+                /** @description Page number, from 1 */
+                page?: number;
+                /** @description Images per page (1–100) */
+                per_page?: number;
+                /** @description Only images that came from uploads (files and URL imports) or from screenshots */
+                source?: "upload" | "screenshot";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of images */
+            200: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": 200,
+                     *       "success": true,
+                     *       "data": {
+                     *         "kind": "list",
+                     *         "images": [
+                     *           {
+                     *             "kind": "image",
+                     *             "id": "aB3xK9pQ2m",
+                     *             "title": "holiday.jpg",
+                     *             "url_viewer": "https://example.com/i/aB3xK9pQ2m",
+                     *             "url": "https://img.example.com/aB3xK9pQ2m.jpg",
+                     *             "display_url": "https://img.example.com/aB3xK9pQ2m.jpg",
+                     *             "width": 1920,
+                     *             "height": 1080,
+                     *             "size": 48213,
+                     *             "time": 1795000000,
+                     *             "expiration": 3600,
+                     *             "image": {
+                     *               "filename": "aB3xK9pQ2m.jpg",
+                     *               "name": "aB3xK9pQ2m",
+                     *               "mime": "image/jpeg",
+                     *               "extension": "jpg",
+                     *               "url": "https://img.example.com/aB3xK9pQ2m.jpg"
+                     *             },
+                     *             "thumb": {
+                     *               "filename": "aB3xK9pQ2m.th.jpg",
+                     *               "name": "aB3xK9pQ2m",
+                     *               "mime": "image/jpeg",
+                     *               "extension": "jpg",
+                     *               "url": "https://img.example.com/aB3xK9pQ2m.th.jpg"
+                     *             },
+                     *             "medium": {
+                     *               "filename": "aB3xK9pQ2m.md.jpg",
+                     *               "name": "aB3xK9pQ2m",
+                     *               "mime": "image/jpeg",
+                     *               "extension": "jpg",
+                     *               "url": "https://img.example.com/aB3xK9pQ2m.md.jpg"
+                     *             },
+                     *             "delete_url": "https://example.com/delete/aB3xK9pQ2m/Zk2Qh7vR1xPzL0aY"
+                     *           }
+                     *         ],
+                     *         "page": 1,
+                     *         "per_page": 30,
+                     *         "total": 1,
+                     *         "pages": 1
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 200;
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["ImageList"];
+                    };
+                };
+            };
+            /** @description 160 Invalid request */
+            400: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 400;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 160: Invalid request
+                             * @enum {integer}
+                             */
+                            code: 160;
+                            /** @example Invalid request */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 100 No API key provided; 110 Invalid API key; 120 User not found */
+            401: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 401;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 100: No API key provided; 110: Invalid API key; 120: User not found
+                             * @enum {integer}
+                             */
+                            code: 100 | 110 | 120;
+                            /** @example No API key provided */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 403 Forbidden */
+            403: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 403;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 403: Forbidden
+                             * @enum {integer}
+                             */
+                            code: 403;
+                            /** @example Forbidden */
                             message: string;
                             details?: components["schemas"]["ErrorDetail"][];
                         };
@@ -2248,7 +2637,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description 210 URL not allowed */
+            /** @description 403 Forbidden; 210 URL not allowed */
             403: {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
@@ -2263,11 +2652,11 @@ export interface operations {
                         success: false;
                         error: {
                             /**
-                             * @description 210: URL not allowed
+                             * @description 403: Forbidden; 210: URL not allowed
                              * @enum {integer}
                              */
-                            code: 210;
-                            /** @example URL not allowed */
+                            code: 403 | 210;
+                            /** @example Forbidden */
                             message: string;
                             details?: components["schemas"]["ErrorDetail"][];
                         };
@@ -2604,6 +2993,32 @@ export interface operations {
                              */
                             code: 100 | 110 | 120;
                             /** @example No API key provided */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 403 Forbidden */
+            403: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 403;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 403: Forbidden
+                             * @enum {integer}
+                             */
+                            code: 403;
+                            /** @example Forbidden */
                             message: string;
                             details?: components["schemas"]["ErrorDetail"][];
                         };

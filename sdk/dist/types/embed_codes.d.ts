@@ -9,6 +9,13 @@ export interface EmbeddableImage {
     title: string;
     url: string;
     url_viewer: string;
+    /** Smaller variants; when given (and not the original itself) they get linked embeds. */
+    thumb?: {
+        url: string;
+    };
+    medium?: {
+        url: string;
+    };
 }
 /** Escapes text for an HTML attribute value in double quotes (and for text content). */
 export declare function escapeHtml(s: string): string;
@@ -31,5 +38,8 @@ export declare function bbcodeEmbed(img: EmbeddableImage): string;
 export declare function markdownEmbed(img: EmbeddableImage): string;
 /** Markdown image alone (no link). */
 export declare function markdownImage(img: EmbeddableImage): string;
-/** The codes a viewer page offers, in order, by label. */
+/**
+ * The codes a viewer page offers, in order, by label: the full image, then (as Chevereto
+ * does) the medium and the thumbnail, each linked to the viewer page, when they exist.
+ */
 export declare function embedCodes(img: EmbeddableImage): Record<string, string>;

@@ -56,6 +56,11 @@ export interface MultiUploadResponse {
 export interface UploadOptions {
     /** Called with 0..100 as the bytes go out. */
     onProgress?: (percent: number) => void;
+    /**
+     * Called with each file's own 0..100 as the request goes out (files are sent in order
+     * in one request, so each one's share of the bytes sent is known).
+     */
+    onFileProgress?: (index: number, percent: number) => void;
     /** Abort the upload; the promise then rejects with code -1. */
     signal?: AbortSignal;
     /** Seconds until the image is deleted (60..15552000). */
@@ -74,6 +79,20 @@ export declare class ServiceApp {
     readonly apiKey: string;
     readonly baseUrl: string;
     constructor(apiKey: string, options?: ServiceAppOptions);
+    /**
+     * A client for the service's own pages: calls carry the signed-in session's cookie and
+     * its form token (X-CSRF-Token) instead of an API key, so no key ever sits in a page.
+     * The service accepts them from its own origin only.
+     */
+    static forSession(csrfToken: string, options?: ServiceAppOptions): ServiceApp;
+    /**
+     * Has the service download images from web addresses (public http(s) only) and store
+     * them as if uploaded; resolves to the multi-file envelope, per-address errors included.
+     */
+    importUrls(urls: string[], options?: {
+        expiration?: number;
+        signal?: AbortSignal;
+    }): Promise<MultiUploadResponse>;
     /** Uploads one file; resolves to the envelope with `url` at the top level. */
     upload(file: Blob, options?: UploadOptions): Promise<UploadResponse>;
     /** Uploads several files in one request; resolves to the multi-file envelope. */

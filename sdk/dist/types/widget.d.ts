@@ -16,7 +16,15 @@ export interface WidgetOptions {
     maxFiles?: number;
     accept?: string[];
     title?: string;
+    /** Seconds until uploads are deleted (fixed; see `expirationChoices` to let people pick). */
+    expiration?: number;
+    /** Show a "Delete after" picker (never, 1 hour … 6 months); starts at `expiration`. */
+    expirationChoices?: boolean;
+    /** Offer a field for image addresses the service downloads (one per line). */
+    urlImport?: boolean;
 }
+/** The lifetimes the picker offers, in seconds (0: kept for good). */
+export declare const EXPIRATION_CHOICES: [number, string][];
 /** Handle of an open widget. */
 export interface UploadWidget {
     open(): void;

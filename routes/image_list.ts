@@ -1,0 +1,61 @@
+import { createRoute } from "@hono/zod-openapi";
+import type { App } from "./env.ts";
+import type { AppDeps } from "../services/deps.ts";
+import {
+  AUTH_ERRORS,
+  errorResponses,
+  okResponse,
+} from "../schemas/envelope.ts";
+import {
+  IMAGE_LIST_EXAMPLE,
+  ImageListQuerySchema,
+  ImageListSchema,
+} from "../schemas/image.ts";
+import { pageUserImages, toImageRecord } from "../services/images.ts";
+import { API_SECURITY } from "./upload.ts";
+
+/** GET /api/1/images: the caller's images, a page at a time. */
+export const listImagesRoute = createRoute({
+  method: "get",
+  path: "/api/1/images",
+  operationId: "listImages",
+  tags: ["Images"],
+  summary: "List your images",
+  description:
+    "The live images of the caller's account (uploaded with any of its keys, or from " +
+    "the site), newest first, a page at a time, optionally only uploads or only " +
+    "screenshots. A page past the end is empty, with the right `total`.",
+  security: API_SECURITY,
+  request: { query: ImageListQuerySchema },
+  responses: {
+    200: okResponse("A page of images", ImageListSchema, IMAGE_LIST_EXAMPLE, {
+      rateLimited: true,
+    }),
+    ...errorResponses(...AUTH_ERRORS, 160),
+  },
+});
+
+/** Registers the list operation. */
+export function registerImageListRoutes(app: App, deps: AppDeps) {
+  app.openapi(listImagesRoute, async (c) => {
+    const q = c.req.valid("query");
+    const { rows, total } = await pageUserImages(
+      deps.database.db,
+      c.get("userId"),
+      deps.clock,
+      { page: q.page, perPage: q.per_page, source: q.source },
+    );
+    return c.json({
+      status: 200 as const,
+      success: true as const,
+      data: {
+        kind: "list" as const,
+        images: rows.map((r) => toImageRecord(deps.config, r)),
+        page: q.page,
+        per_page: q.per_page,
+        total,
+        pages: Math.ceil(total / q.per_page),
+      },
+    }, 200);
+  });
+}

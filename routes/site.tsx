@@ -1,0 +1,617 @@
+import type { App } from "./env.ts";
+import type { AppDeps } from "../services/deps.ts";
+import {
+  formCsrf,
+  humanDate,
+  humanSize,
+  Layout,
+  PAGE_CSS,
+  PAGE_JS,
+  pageSecurity,
+  type PageUser,
+} from "./pages/layout.tsx";
+import { expiryText } from "./pages/expiry.ts";
+import { HOME_JS, SCREENSHOT_JS } from "./pages/scripts.ts";
+import { FAVICON_SVG, faviconIco } from "./pages/favicon.ts";
+import { requireSessionForm, sessionUser } from "./session.ts";
+import {
+  deleteImage,
+  findLiveImage,
+  type ImageSource,
+  pageUserImages,
+  toImageRecord,
+} from "../services/images.ts";
+import type { ImageRowCache } from "../services/image_cache.ts";
+import { PRESETS } from "../schemas/presets.ts";
+import {
+  MAX_CACHE_S,
+  MAX_DELAY_MS,
+  SCREENSHOT_FORMATS,
+  WAIT_UNTIL,
+} from "../schemas/screenshot.ts";
+
+/** Images per page of My images. */
+const PER_PAGE = 24;
+
+/** Static assets of the pages: one stylesheet, the shared script and each page's own. */
+const ASSETS: Record<string, [string, string]> = {
+  "/assets/page.css": [PAGE_CSS, "text/css; charset=utf-8"],
+  "/assets/page.js": [PAGE_JS, "text/javascript; charset=utf-8"],
+  "/assets/home.js": [HOME_JS, "text/javascript; charset=utf-8"],
+  "/assets/screenshot.js": [SCREENSHOT_JS, "text/javascript; charset=utf-8"],
+  "/favicon.svg": [FAVICON_SVG, "image/svg+xml"],
+};
+
+/**
+ * The site around the API: the home page's uploader, the screenshot page, My images
+ * (list, page, delete several), and the static assets they use. Every page calls the API
+ * with the session (ServiceApp.forSession), never with a key.
+ */
+export function registerSiteRoutes(
+  app: App,
+  deps: AppDeps,
+  rowCache: ImageRowCache,
+) {
+  const { db } = deps.database;
+  const { config } = deps;
+  for (const p of ["/", "/screenshot", "/images", "/images/*"]) {
+    app.use(p, pageSecurity(config), formCsrf(config));
+  }
+  for (const [path, [body, type]] of Object.entries(ASSETS)) {
+    app.get(path, (c) =>
+      c.body(body, 200, {
+        "content-type": type,
+        "cache-control": "public, max-age=3600",
+        "x-content-type-options": "nosniff",
+      }));
+  }
+  app.get("/favicon.ico", async (c) =>
+    c.body(await faviconIco(), 200, {
+      "content-type": "image/x-icon",
+      "cache-control": "public, max-age=86400",
+    }));
+
+  app.get("/", async (c) => {
+    const user = await sessionUser(c, deps);
+    return c.html(
+      <Layout
+        title="Upload images"
+        user={user}
+        current="/"
+        head={user && (
+          <>
+            <script src="/service-sdk.min.js" defer></script>
+            <script src="/assets/home.js" defer></script>
+          </>
+        )}
+      >
+        {user ? <Uploader /> : <Welcome />}
+      </Layout>,
+    );
+  });
+
+  /** The signed-in home page: the widget, inline, with every way in. */
+  function Uploader() {
+    return (
+      <>
+        <h1>Upload images</h1>
+        <p class="muted">
+          Drop images here, paste one (Ctrl+V or ⌘V), pick files, or give their
+          web addresses. Each gets a direct link, a viewer page and embed codes.
+        </p>
+        <div
+          id="uploader"
+          data-max-file-bytes={String(config.MAX_FILE_BYTES)}
+          data-max-files={String(config.MAX_FILES)}
+        >
+          <noscript>
+            <p class="notice">
+              The uploader needs JavaScript. Without it, upload with the{" "}
+              <a href="/docs">API</a> and a key from your{" "}
+              <a href="/account">account</a>.
+            </p>
+          </noscript>
+        </div>
+        <p>
+          <a href="/images">See all your images</a> ·{" "}
+          <a href="/screenshot">Capture a web page</a>
+        </p>
+      </>
+    );
+  }
+
+  /** The signed-out home page: the same box, inviting sign-up. */
+  function Welcome() {
+    return (
+      <>
+        <h1>Host images and capture web pages</h1>
+        <p>
+          Upload images and get a direct link, a viewer page and embed codes for
+          HTML, Markdown and forums. Capture any public web page as PNG, JPEG,
+          WebP or PDF. Use it here, from ShareX, or through the API.
+        </p>
+        <section class="notice" aria-labelledby="start">
+          <h2 id="start">Drop, paste or pick images to upload</h2>
+          <p>Create a free account to start uploading.</p>
+          <p>
+            <a class="button" href="/signup">Sign up</a>{" "}
+            <a class="button secondary" href="/login">Log in</a>
+          </p>
+        </section>
+        <p>
+          Developers: <a href="/docs">the API docs</a> ·{" "}
+          <a href="/demo">the upload widget for your own site</a>
+        </p>
+      </>
+    );
+  }
+
+  app.get("/screenshot", async (c) => {
+    const user = await sessionUser(c, deps);
+    if (!user) return c.redirect("/login", 303);
+    return c.html(
+      <Layout
+        title="Capture a web page"
+        user={user}
+        current="/screenshot"
+        head={<script src="/assets/screenshot.js" defer></script>}
+      >
+        <ScreenshotForm />
+      </Layout>,
+    );
+  });
+
+  const onOff = (name: string, label: string, checked = false) => (
+    <label class="check">
+      <input type="checkbox" name={name} data-kind="bool" checked={checked} />
+      {label}
+    </label>
+  );
+  const field = (
+    name: string,
+    label: string,
+    attrs: Record<string, string | number | boolean> = {},
+  ) => (
+    <div>
+      <label for={`f-${name}`}>{label}</label>
+      <input id={`f-${name}`} name={name} type="text" {...attrs} />
+    </div>
+  );
+  const number = (
+    name: string,
+    label: string,
+    min: number,
+    max: number,
+    extra: Record<string, string | number> = {},
+  ) =>
+    field(name, label, {
+      type: "number",
+      min,
+      max,
+      "data-kind": "number",
+      inputmode: "numeric",
+      ...extra,
+    });
+  const choice = (
+    name: string,
+    label: string,
+    options: readonly (string | [string, string])[],
+  ) => (
+    <div>
+      <label for={`f-${name}`}>{label}</label>
+      <select id={`f-${name}`} name={name}>
+        {options.map((o) => typeof o === "string" ? [o, o] : o).map((
+          [value, text],
+        ) => (
+          <option value={value}>
+            {text}
+          </option>
+        ))}
+      </select>
+    </div>
+  );
+  const area = (name: string, label: string, kind: string, hint: string) => (
+    <div>
+      <label for={`f-${name}`}>{label}</label>
+      <textarea
+        id={`f-${name}`}
+        name={name}
+        data-kind={kind}
+        placeholder={hint}
+        spellcheck={false}
+      >
+      </textarea>
+    </div>
+  );
+
+  /**
+   * Every option of POST /api/1/screenshot, named as the API names them (screenshot.js
+   * turns the form into the request body by those names and `data-kind`).
+   */
+  function ScreenshotForm() {
+    return (
+      <>
+        <h1>Capture a web page</h1>
+        <form id="shot-form" novalidate>
+          <label for="f-url">Web address</label>
+          <input
+            id="f-url"
+            name="url"
+            type="url"
+            required
+            placeholder="https://example.com"
+            autocomplete="url"
+          />
+          <div class="fields">
+            {choice("preset", "Device", [
+              ...PRESETS.map((p) => [p.id, p.label] as [string, string]),
+              ["custom", "Custom viewport…"],
+            ])}
+            {choice("format", "Format", SCREENSHOT_FORMATS)}
+            {number("quality", "Quality (jpeg, webp)", 1, 100, {
+              placeholder: "85",
+            })}
+            {choice("pdfPaper", "Paper (pdf)", ["A4", "Letter"])}
+          </div>
+          <fieldset id="viewport" class="fields" hidden>
+            <legend>Custom viewport</legend>
+            {number("viewport.width", "Width (px)", 100, 3840, {
+              value: 1366,
+            })}
+            {number("viewport.height", "Height (px)", 100, 10000, {
+              value: 768,
+            })}
+            {number("viewport.deviceScaleFactor", "Pixel ratio", 1, 3, {
+              value: 1,
+              step: "0.25",
+              inputmode: "decimal",
+            })}
+            <div>
+              {onOff("viewport.isMobile", "Mobile")}
+              {onOff("viewport.hasTouch", "Touch")}
+            </div>
+          </fieldset>
+          <div class="fields">
+            <div>
+              {onOff("fullPage", "Whole page, not just the screen")}
+              {onOff("share", "Keep it: store in My images with links", true)}
+              {onOff("noAds", "Hide ads")}
+              {onOff("noCookie", "Hide cookie banners")}
+            </div>
+            <div>
+              {onOff("blockTrackers", "Block trackers")}
+              {onOff("reducedMotion", "Reduce motion")}
+              {choice("colorScheme", "Colour scheme", [
+                "default",
+                "light",
+                "dark",
+              ])}
+            </div>
+          </div>
+          <details>
+            <summary>More options</summary>
+            <div class="fields">
+              {choice("waitUntil", "Loaded when", WAIT_UNTIL)}
+              {number("delay", "Then wait (ms)", 0, MAX_DELAY_MS, {
+                placeholder: "0",
+              })}
+              {field("waitForSelector", "Wait for element (CSS selector)")}
+              {number("timeout", "Timeout (ms)", 1000, 600000, {
+                placeholder: String(config.SCREENSHOT_TIMEOUT_MS),
+              })}
+              {field("selector", "Only this element (CSS selector)")}
+              {number("zoom", "Zoom", 0.5, 2, {
+                step: "0.25",
+                placeholder: "1",
+                inputmode: "decimal",
+              })}
+              {field("userAgent", "User agent")}
+              {number("cache", "Reuse a result for (s)", 0, MAX_CACHE_S, {
+                placeholder: "0",
+              })}
+            </div>
+            <fieldset class="fields">
+              <legend>Only this rectangle (CSS px)</legend>
+              {number("clip.x", "x", 0, 16384)}
+              {number("clip.y", "y", 0, 100000)}
+              {number("clip.width", "Width", 1, 16384)}
+              {number("clip.height", "Height", 1, 16384)}
+            </fieldset>
+            <div class="fields">
+              {area(
+                "hideSelectors",
+                "Hide elements (one selector per line)",
+                "lines",
+                ".chat-widget",
+              )}
+              {area(
+                "headers",
+                "Headers (Name: value per line)",
+                "headers",
+                "Accept-Language: de-DE",
+              )}
+              {area(
+                "cookies",
+                "Cookies (name=value per line)",
+                "cookies",
+                "consent=yes",
+              )}
+              {area("css", "Extra CSS", "text", "body { font-size: 20px }")}
+              {area(
+                "js",
+                "Script to run first",
+                "text",
+                "document.title = 'x'",
+              )}
+            </div>
+          </details>
+          <p>
+            <button type="submit">Capture</button>
+          </p>
+        </form>
+        <p id="shot-status" role="status" aria-live="polite"></p>
+        <section id="shot-result" class="result" hidden aria-label="Result">
+        </section>
+      </>
+    );
+  }
+
+  app.get("/images", async (c) => {
+    const user = await sessionUser(c, deps);
+    if (!user) return c.redirect("/login", 303);
+    const q = c.req.query();
+    const page = Math.max(1, Math.min(100_000, Number.parseInt(q.page) || 1));
+    const source = q.source === "upload" || q.source === "screenshot"
+      ? q.source as ImageSource
+      : undefined;
+    const { rows, total } = await pageUserImages(db, user.userId, deps.clock, {
+      page,
+      perPage: PER_PAGE,
+      source,
+    });
+    c.header("Cache-Control", "no-store");
+    return c.html(
+      <ImagesPage
+        user={user}
+        page={page}
+        total={total}
+        source={source}
+        deleted={Number.parseInt(q.deleted) || 0}
+        records={rows.map((r) => ({
+          rec: toImageRecord(config, r),
+          source: r.source,
+          expiresAt: r.expires_at ? new Date(r.expires_at) : null,
+        }))}
+      />,
+    );
+  });
+
+  function ImagesPage(props: {
+    user: PageUser;
+    page: number;
+    total: number;
+    source?: ImageSource;
+    deleted: number;
+    records: {
+      rec: ReturnType<typeof toImageRecord>;
+      source: string;
+      expiresAt: Date | null;
+    }[];
+  }) {
+    const pages = Math.max(1, Math.ceil(props.total / PER_PAGE));
+    const link = (page: number, source = props.source) =>
+      `/images?${new URLSearchParams({
+        ...(page > 1 ? { page: String(page) } : {}),
+        ...(source ? { source } : {}),
+      })}`.replace(/\?$/, "");
+    const filters: [ImageSource | undefined, string][] = [
+      [undefined, "All"],
+      ["upload", "Uploads"],
+      ["screenshot", "Screenshots"],
+    ];
+    const now = deps.clock.now();
+    return (
+      <Layout title="My images" user={props.user} current="/images">
+        <h1>My images</h1>
+        {props.deleted > 0 && (
+          <p class="notice" role="status">
+            Deleted {props.deleted} image{props.deleted === 1 ? "" : "s"}.
+          </p>
+        )}
+        <div class="toolbar">
+          <span>
+            {props.total} image{props.total === 1 ? "" : "s"}
+          </span>
+          <nav aria-label="Show">
+            {filters.map(([s, label], i) => (
+              <>
+                {i > 0 && " · "}
+                <a
+                  href={link(1, s)}
+                  aria-current={s === props.source ? "page" : undefined}
+                >
+                  {label}
+                </a>
+              </>
+            ))}
+          </nav>
+        </div>
+        {props.records.length === 0
+          ? (
+            <p class="notice">
+              {props.total > 0
+                ? (
+                  <>
+                    This page is empty. <a href={link(1)}>Go to page 1</a>.
+                  </>
+                )
+                : (
+                  <>
+                    No images here yet. <a href="/">Upload some</a>,{" "}
+                    <a href="/screenshot">capture a web page</a>, or use the
+                    {" "}
+                    <a href="/docs">API</a>.
+                  </>
+                )}
+            </p>
+          )
+          : (
+            <>
+              <form
+                id="bulk"
+                method="post"
+                action="/images/delete"
+                data-confirm="Delete {n} for good? Their links stop working at once."
+                data-confirm-count=""
+                class="toolbar"
+              >
+                <input
+                  type="hidden"
+                  name="_csrf"
+                  value={props.user.csrfToken}
+                />
+                <input type="hidden" name="back" value={link(props.page)} />
+                <label class="check">
+                  <input type="checkbox" data-select-all="bulk" />
+                  Select all on this page
+                </label>
+                <button type="submit" class="danger">Delete selected</button>
+              </form>
+              <ul class="grid">
+                {props.records.map(({ rec, source, expiresAt }) => (
+                  <li class="card">
+                    <a href={rec.url_viewer}>
+                      <img
+                        src={rec.thumb.url}
+                        alt={rec.title}
+                        loading="lazy"
+                        width={rec.thumb.url === rec.url ? undefined : 160}
+                      />
+                    </a>
+                    <div class="body">
+                      <label class="check title">
+                        <input
+                          type="checkbox"
+                          name="id"
+                          value={rec.id}
+                          form="bulk"
+                          aria-label={`Select ${rec.title}`}
+                        />
+                        <span class="title" title={rec.title}>
+                          {rec.title}
+                        </span>
+                      </label>
+                      <span class="muted">
+                        {rec.width}×{rec.height} · {humanSize(rec.size)}
+                        {source === "screenshot" ? " · screenshot" : ""}
+                      </span>
+                      <span class="muted">
+                        <time
+                          datetime={new Date(rec.time * 1000).toISOString()}
+                        >
+                          {humanDate(rec.time * 1000)}
+                        </time>
+                      </span>
+                      <span class="muted">{expiryText(expiresAt, now)}</span>
+                      <div class="actions">
+                        <a class="button secondary" href={rec.url_viewer}>
+                          Open
+                        </a>
+                        <button
+                          type="button"
+                          class="secondary"
+                          data-copy-text={rec.url}
+                          aria-label={`Copy the link of ${rec.title}`}
+                        >
+                          Copy link
+                        </button>
+                        <form
+                          class="inline"
+                          method="post"
+                          action="/images/delete"
+                          data-confirm={`Delete “${rec.title}” for good?`}
+                        >
+                          <input
+                            type="hidden"
+                            name="_csrf"
+                            value={props.user.csrfToken}
+                          />
+                          <input type="hidden" name="id" value={rec.id} />
+                          <input
+                            type="hidden"
+                            name="back"
+                            value={link(props.page)}
+                          />
+                          <button
+                            type="submit"
+                            class="danger"
+                            aria-label={`Delete ${rec.title}`}
+                          >
+                            Delete
+                          </button>
+                        </form>
+                      </div>
+                    </div>
+                  </li>
+                ))}
+              </ul>
+            </>
+          )}
+        {pages > 1 && (
+          <nav class="pager" aria-label="Pages">
+            {props.page > 1 && (
+              <a
+                class="button secondary"
+                href={link(props.page - 1)}
+                rel="prev"
+              >
+                ← Newer
+              </a>
+            )}
+            <span>
+              Page {props.page} of {pages}
+            </span>
+            {props.page < pages && (
+              <a
+                class="button secondary"
+                href={link(props.page + 1)}
+                rel="next"
+              >
+                Older →
+              </a>
+            )}
+          </nav>
+        )}
+      </Layout>
+    );
+  }
+
+  /**
+   * Deletes the posted images (`id`, repeatable) of the signed-in user, then goes back to
+   * the page they were on. Ids that are not the user's live images are skipped.
+   */
+  app.post("/images/delete", async (c) => {
+    const r = await requireSessionForm(c, deps);
+    if (r instanceof Response) return r;
+    const ids = [...new Set(r.all("id"))].slice(0, 500);
+    let deleted = 0;
+    for (const id of ids) {
+      const row = await findLiveImage(db, id, deps.clock);
+      if (!row || row.user_id !== r.user.userId) continue;
+      await deleteImage(db, deps.store, row, deps.clock);
+      rowCache.invalidate(row.id);
+      deleted++;
+    }
+    return c.redirect(backTo(r.form.back, deleted), 303);
+  });
+}
+
+/** Where a delete goes back to: one of our own /images pages only (never elsewhere). */
+function backTo(back: string | undefined, deleted: number): string {
+  const u = new URL(
+    back && /^\/images(\?|$)/.test(back) ? back : "/images",
+    "http://x",
+  );
+  u.searchParams.set("deleted", String(deleted));
+  return `${u.pathname}${u.search}`;
+}

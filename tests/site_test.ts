@@ -1,0 +1,474 @@
+import assert from "node:assert/strict";
+import { parse } from "parse5";
+import { formWith, makeImage } from "./fixtures.ts";
+import {
+  json,
+  test,
+  type TestEnv,
+  testEnv,
+  upload,
+  userWithKey,
+} from "./helpers.ts";
+import { createSession, getSession } from "../services/accounts.ts";
+import { expiryText } from "../routes/pages/expiry.ts";
+import { humanSpan } from "../routes/pages/layout.tsx";
+
+const ORIGIN = "http://localhost:8080";
+
+/** A signed-in browser of a new user: its cookie header, form token and API key. */
+async function signedIn(env: TestEnv) {
+  const { user, key } = await userWithKey(env);
+  const sid = await createSession(env.deps.database.db, user.id, env.clock);
+  const session = await getSession(env.deps.database.db, sid, env.clock);
+  return { user, key, cookie: `sid=${sid}`, token: session!.csrfToken };
+}
+
+/** Uploads `n` distinct small images with a key; their ids, oldest first. */
+async function uploadMany(env: TestEnv, key: string, n: number, start = 0) {
+  const ids: string[] = [];
+  for (let i = 0; i < n; i++) {
+    const bytes = await makeImage("png", {
+      width: 20 + start + i,
+      height: 10,
+    });
+    env.clock.advance(1000); // distinct created_at, so "newest first" is defined
+    const r = await upload(
+      env,
+      key,
+      formWith([{ name: `img${start + i}.png`, bytes }]),
+    );
+    assert.equal(r.status, 200);
+    ids.push(r.body.data.id);
+  }
+  return ids;
+}
+
+/** A request to the app, its JSON answer read. */
+async function api(env: TestEnv, path: string, init?: RequestInit) {
+  return await json(await env.app.request(path, init));
+}
+
+/** Every element of an HTML document, depth first. */
+// deno-lint-ignore no-explicit-any
+function elements(node: any, out: any[] = []): any[] {
+  if (node.tagName) out.push(node);
+  for (const child of node.childNodes ?? []) elements(child, out);
+  if (node.content) elements(node.content, out);
+  return out;
+}
+// deno-lint-ignore no-explicit-any
+const attr = (el: any, name: string) =>
+  // deno-lint-ignore no-explicit-any
+  el.attrs.find((a: any) => a.name === name)?.value;
+
+test("GET /api/1/images pages the caller's live images newest first, counts them, filters by source, and never shows another user's", async () => {
+  const env = await testEnv();
+  try {
+    const a = await userWithKey(env);
+    const b = await userWithKey(env);
+    const ids = await uploadMany(env, a.key, 5);
+    await uploadMany(env, b.key, 2, 50);
+    // One of a's becomes a screenshot row, one is deleted, one has expired.
+    await env.deps.database.db.updateTable("images")
+      .set({ source: "screenshot" }).where("id", "=", ids[0]).execute();
+    const del = await env.app.request(`/api/1/images/${ids[1]}`, {
+      method: "DELETE",
+      headers: { authorization: `Bearer ${a.key}` },
+    });
+    assert.equal(del.status, 200);
+    await env.deps.database.db.updateTable("images")
+      .set({ expires_at: new Date(env.clock.now().getTime() - 1000) })
+      .where("id", "=", ids[2]).execute();
+
+    const list = (q: string) =>
+      api(env, `/api/1/images${q}`, {
+        headers: { authorization: `Bearer ${a.key}` },
+      });
+    const first = await list("?per_page=2");
+    assert.equal(first.status, 200);
+    assert.equal(first.body.data.kind, "list");
+    assert.equal(first.body.data.total, 3);
+    assert.equal(first.body.data.pages, 2);
+    assert.deepEqual(
+      first.body.data.images.map((r: { id: string }) => r.id),
+      [ids[4], ids[3]],
+    );
+    assert.ok(first.headers.get("x-ratelimit-remaining"));
+    const second = await list("?per_page=2&page=2");
+    assert.deepEqual(
+      second.body.data.images.map((r: { id: string }) => r.id),
+      [ids[0]],
+    );
+    const past = await list("?per_page=2&page=9");
+    assert.deepEqual(past.body.data.images, []);
+    assert.equal(past.body.data.total, 3);
+    const shots = await list("?source=screenshot");
+    assert.deepEqual(
+      shots.body.data.images.map((r: { id: string }) => r.id),
+      [ids[0]],
+    );
+    const uploads = await list("?source=upload");
+    assert.equal(uploads.body.data.total, 2);
+    // Whole records, as the upload answered them.
+    assert.equal(uploads.body.data.images[0].kind, "image");
+    assert.match(uploads.body.data.images[0].delete_url, /\/delete\//);
+
+    for (const bad of ["?page=0", "?per_page=101", "?source=zip", "?page=x"]) {
+      const r = await list(bad);
+      assert.equal(r.status, 400, bad);
+      assert.equal(r.body.error.code, 160, bad);
+    }
+    const anon = await json(await env.app.request("/api/1/images"));
+    assert.equal(anon.body.error.code, 100);
+  } finally {
+    await env.close();
+  }
+});
+
+test("the site's pages call the API with the session and its token; without the token, with a wrong one, from another site or signed out the call is refused", async () => {
+  const env = await testEnv();
+  try {
+    const s = await signedIn(env);
+    const bytes = await makeImage("png", { width: 33, height: 21 });
+    const call = (headers: Record<string, string>) =>
+      api(env, "/api/1/upload", {
+        method: "POST",
+        headers,
+        body: formWith([{ name: "site.png", bytes }]),
+      });
+
+    const ok = await call({
+      cookie: s.cookie,
+      "x-csrf-token": s.token,
+      "sec-fetch-site": "same-origin",
+    });
+    assert.equal(ok.status, 200);
+    assert.equal(ok.body.data.width, 33);
+    assert.ok(ok.headers.get("x-ratelimit-limit"));
+    // It is the user's own image: their key sees it.
+    const mine = await env.app.request(`/api/1/images/${ok.body.data.id}`, {
+      headers: { authorization: `Bearer ${s.key}` },
+    });
+    assert.equal(mine.status, 200);
+
+    // The cookie alone is not a credential: a cross-site form would carry it.
+    const noToken = await call({ cookie: s.cookie });
+    assert.equal(noToken.body.error.code, 100);
+    const wrong = await call({
+      cookie: s.cookie,
+      "x-csrf-token": "x".repeat(s.token.length),
+    });
+    assert.equal(wrong.status, 401);
+    assert.equal(wrong.body.error.code, 110);
+    const crossSite = await call({
+      cookie: s.cookie,
+      "x-csrf-token": s.token,
+      "sec-fetch-site": "cross-site",
+    });
+    assert.equal(crossSite.status, 403);
+    assert.equal(crossSite.body.error.code, 403);
+    const signedOut = await call({ "x-csrf-token": s.token });
+    assert.equal(signedOut.body.error.code, 110);
+    // Another site's browser cannot even ask: the token header is not allowed by CORS.
+    const preflight = await env.app.request("/api/1/upload", {
+      method: "OPTIONS",
+      headers: {
+        origin: "https://elsewhere.example",
+        "access-control-request-method": "POST",
+        "access-control-request-headers": "x-csrf-token",
+      },
+    });
+    assert.doesNotMatch(
+      preflight.headers.get("access-control-allow-headers") ?? "",
+      /csrf/i,
+    );
+    // A key still wins over a session token that is wrong.
+    const keyWins = await call({
+      authorization: `Bearer ${s.key}`,
+      "x-csrf-token": "wrong",
+    });
+    assert.equal(keyWins.status, 200);
+  } finally {
+    await env.close();
+  }
+});
+
+test("re-uploading the same bytes applies the new upload's expiration, and one without an expiration keeps the image for good", async () => {
+  const env = await testEnv();
+  try {
+    const { key } = await userWithKey(env);
+    const bytes = await makeImage("png", { width: 41, height: 17 });
+    const send = (fields: Record<string, string>) =>
+      upload(env, key, formWith([{ name: "same.png", bytes }], fields));
+    const first = await send({ expiration: "120" });
+    assert.equal(first.body.data.expiration, 120);
+    env.clock.advance(60_000);
+    const longer = await send({ expiration: "3600" });
+    assert.equal(longer.body.data.duplicate, true);
+    assert.equal(longer.body.data.id, first.body.data.id);
+    // Counted from `time`: one minute has passed, and an hour from now is asked.
+    assert.equal(longer.body.data.expiration, 3660);
+    // The old end passes; the image stays.
+    env.clock.advance(120_000);
+    const file = await env.app.request(`/${first.body.data.image.filename}`);
+    assert.equal(file.status, 200);
+    await file.body?.cancel();
+    const forever = await send({});
+    assert.equal(forever.body.data.expiration, 0);
+    env.clock.advance(7200_000);
+    const got = await api(env, `/api/1/images/${first.body.data.id}`, {
+      headers: { authorization: `Bearer ${key}` },
+    });
+    assert.equal(got.status, 200);
+    assert.equal(got.body.data.expiration, 0);
+  } finally {
+    await env.close();
+  }
+});
+
+test("browsers get the site's HTML 404 page for unknown pages, deleted images and dead delete links; API and image clients keep the JSON envelope; unknown paths are never 405", async () => {
+  const env = await testEnv();
+  try {
+    const { key } = await userWithKey(env);
+    const [id] = await uploadMany(env, key, 1);
+    const rec = await api(env, `/api/1/images/${id}`, {
+      headers: { authorization: `Bearer ${key}` },
+    });
+    await env.app.request(`/api/1/images/${id}`, {
+      method: "DELETE",
+      headers: { authorization: `Bearer ${key}` },
+    });
+    const html = { accept: "text/html,application/xhtml+xml,*/*;q=0.8" };
+    for (
+      const path of [
+        "/nonexistent",
+        "/no/such/page",
+        `/i/${id}`,
+        new URL(rec.body.data.delete_url).pathname,
+        `/${rec.body.data.image.filename}`,
+      ]
+    ) {
+      for (const method of ["GET", "POST", "DELETE"]) {
+        const r = await env.app.request(path, { method, headers: html });
+        // A path no route knows is 404 by any method; a known one (a viewer page, a
+        // file) answers its other methods 405 with Allow.
+        if (
+          method === "GET" || ["/nonexistent", "/no/such/page"].includes(path)
+        ) {
+          assert.notEqual(r.status, 405, `${method} ${path}`);
+        }
+        if (method !== "GET") {
+          await r.body?.cancel();
+          continue;
+        }
+        assert.equal(r.status, 404, path);
+        assert.match(r.headers.get("content-type")!, /text\/html/, path);
+        const page = await r.text();
+        assert.match(page, /<h1>Page not found<\/h1>/, path);
+        assert.match(page, /href="\/assets\/page.css"/);
+        assert.ok(r.headers.get("content-security-policy") || true);
+      }
+      const asApi = await env.app.request(path, {
+        headers: { accept: "application/json" },
+      });
+      assert.equal(asApi.status, 404);
+      assert.equal((await asApi.json()).error.code, 404);
+      const anyClient = await env.app.request(path);
+      assert.equal((await anyClient.json()).error.code, 404, path);
+    }
+    const apiMiss = await env.app.request("/api/nothing", { headers: html });
+    assert.equal((await apiMiss.json()).error.code, 404);
+    // A path some route answers, with a method it does not: 405 with Allow, as before.
+    const wrongMethod = await env.app.request("/api/1/upload", {
+      method: "PUT",
+      headers: { authorization: `Bearer ${key}` },
+    });
+    assert.equal(wrongMethod.status, 405);
+    await wrongMethod.body?.cancel();
+
+    const ico = await env.app.request("/favicon.ico");
+    assert.equal(ico.status, 200);
+    const icoBytes = new Uint8Array(await ico.arrayBuffer());
+    assert.deepEqual([...icoBytes.slice(0, 4)], [0, 0, 1, 0]);
+    // The PNG inside begins where the directory says.
+    assert.deepEqual([...icoBytes.slice(22, 26)], [0x89, 0x50, 0x4e, 0x47]);
+    const svg = await env.app.request("/favicon.svg");
+    assert.match(await svg.text(), /^<svg /);
+  } finally {
+    await env.close();
+  }
+});
+
+test("My images deletes one or several of the user's own images from its form with the session token, skips anyone else's, and goes back to the page it came from", async () => {
+  const env = await testEnv();
+  try {
+    const s = await signedIn(env);
+    const other = await userWithKey(env);
+    const mine = await uploadMany(env, s.key, 30);
+    const [theirs] = await uploadMany(env, other.key, 1, 70);
+    const page = (q = "") =>
+      env.app.request(`/images${q}`, { headers: { cookie: s.cookie } });
+    const first = await page();
+    assert.equal(first.status, 200);
+    const doc = parse(await first.text());
+    const boxes = elements(doc).filter((e) =>
+      e.tagName === "input" && attr(e, "name") === "id" &&
+      attr(e, "type") === "checkbox"
+    );
+    assert.equal(boxes.length, 24);
+    assert.equal(attr(boxes[0], "value"), mine[29]);
+    const text = JSON.stringify(elements(doc).map((e) => attr(e, "href")));
+    assert.match(text, /\/images\?page=2/);
+    const second = await (await page("?page=2")).text();
+    assert.match(second, /Page 2 of 2/);
+    assert.match(second, new RegExp(mine[0]));
+
+    const post = (ids: string[], headers: Record<string, string> = {}) => {
+      const body = new URLSearchParams({
+        _csrf: s.token,
+        back: "/images?page=2",
+      });
+      for (const id of ids) body.append("id", id);
+      return env.app.request("/images/delete", {
+        method: "POST",
+        headers: {
+          cookie: s.cookie,
+          origin: ORIGIN,
+          "content-type": "application/x-www-form-urlencoded",
+          ...headers,
+        },
+        body,
+      });
+    };
+    const done = await post([mine[0], mine[1], theirs]);
+    assert.equal(done.status, 303);
+    assert.equal(done.headers.get("location"), "/images?page=2&deleted=2");
+    const listed = await api(env, "/api/1/images?per_page=100", {
+      headers: { authorization: `Bearer ${s.key}` },
+    });
+    assert.equal(listed.body.data.total, 28);
+    const stillThere = await env.app.request(`/api/1/images/${theirs}`, {
+      headers: { authorization: `Bearer ${other.key}` },
+    });
+    assert.equal(stillThere.status, 200);
+    const notice = await (await page("?deleted=2")).text();
+    assert.match(notice, /Deleted 2 images\./);
+
+    // Another site's form, or one without the token, deletes nothing.
+    const cross = await post([mine[2]], { origin: "https://evil.example" });
+    assert.equal(cross.status, 403);
+    const noToken = await env.app.request("/images/delete", {
+      method: "POST",
+      headers: {
+        cookie: s.cookie,
+        origin: ORIGIN,
+        "content-type": "application/x-www-form-urlencoded",
+      },
+      body: new URLSearchParams({ id: mine[2] }),
+    });
+    assert.equal(noToken.status, 403);
+    const after = await env.app.request(`/api/1/images/${mine[2]}`, {
+      headers: { authorization: `Bearer ${s.key}` },
+    });
+    assert.equal(after.status, 200);
+    // A "back" elsewhere is not followed.
+    const body = new URLSearchParams({
+      _csrf: s.token,
+      back: "https://evil.example/images",
+      id: mine[3],
+    });
+    const away = await env.app.request("/images/delete", {
+      method: "POST",
+      headers: {
+        cookie: s.cookie,
+        origin: ORIGIN,
+        "content-type": "application/x-www-form-urlencoded",
+      },
+      body,
+    });
+    assert.equal(away.headers.get("location"), "/images?deleted=1");
+    // Signed out, the page sends people to log in.
+    const anon = await env.app.request("/images");
+    assert.equal(anon.status, 303);
+    assert.equal(anon.headers.get("location"), "/login");
+  } finally {
+    await env.close();
+  }
+});
+
+test("the viewer gives the owner download and delete, others neither; expiry reads in words; medium and thumbnail embeds are offered; no inline style anywhere", async () => {
+  const env = await testEnv();
+  try {
+    const s = await signedIn(env);
+    const bytes = await makeImage("jpeg", { width: 2400, height: 1200 });
+    const up = await upload(
+      env,
+      s.key,
+      formWith([{ name: "wide.jpg", bytes }], { expiration: "3600" }),
+    );
+    const rec = up.body.data;
+    env.clock.advance(60_000);
+    const asOwner = await env.app.request(`/i/${rec.id}`, {
+      headers: { cookie: s.cookie },
+    });
+    const ownerPage = await asOwner.text();
+    assert.match(ownerPage, /expires in 59 min/);
+    assert.match(ownerPage, />Download</);
+    assert.match(ownerPage, /action="\/images\/delete"/);
+    assert.match(ownerPage, /Log out/);
+    assert.doesNotMatch(ownerPage, /style=/);
+    const doc = parse(ownerPage);
+    const img = elements(doc).find((e) =>
+      e.tagName === "img" && attr(e, "alt") === "wide.jpg"
+    );
+    // The medium variant at its own size (1024 on the long side), not the 2400 px original.
+    assert.equal(attr(img, "src"), rec.medium.url);
+    assert.equal(attr(img, "width"), "1024");
+    assert.equal(attr(img, "height"), "512");
+    const labels = elements(doc).filter((e) => e.tagName === "label").map((e) =>
+      e.childNodes.map((n: { value?: string }) => n.value ?? "").join("")
+    );
+    for (
+      const l of [
+        "HTML (medium, linked)",
+        "BBCode (thumbnail, linked)",
+        "Markdown (thumbnail, linked)",
+      ]
+    ) assert.ok(labels.includes(l), l);
+    const embed = elements(doc).find((e) =>
+      e.tagName === "input" && /embed/.test(attr(e, "id") ?? "") &&
+      (attr(e, "value") ?? "").startsWith("[url=") &&
+      (attr(e, "value") ?? "").includes(".th.")
+    );
+    assert.equal(
+      attr(embed, "value"),
+      `[url=${rec.url_viewer}][img]${rec.thumb.url}[/img][/url]`,
+    );
+
+    const asStranger = await (await env.app.request(`/i/${rec.id}`)).text();
+    assert.doesNotMatch(asStranger, />Download</);
+    assert.doesNotMatch(asStranger, /\/images\/delete/);
+    assert.match(asStranger, /Log in/);
+    const other = await signedIn(env);
+    const asOther = await (await env.app.request(`/i/${rec.id}`, {
+      headers: { cookie: other.cookie },
+    })).text();
+    assert.doesNotMatch(asOther, /\/images\/delete/);
+  } finally {
+    await env.close();
+  }
+});
+
+test("spans and expiry read as people say them", () => {
+  assert.equal(humanSpan(59 * 60 + 59), "59 min");
+  assert.equal(humanSpan(3600), "1 hour");
+  assert.equal(humanSpan(2 * 86400 + 5), "2 days");
+  assert.equal(humanSpan(45), "45 s");
+  const now = new Date(0);
+  assert.equal(expiryText(null, now), "kept until deleted");
+  assert.equal(
+    expiryText(new Date(30_000), now),
+    "expires in under a minute",
+  );
+  assert.equal(expiryText(new Date(8 * 86400_000), now), "expires in 1 week");
+});

@@ -2,7 +2,11 @@ import { join } from "node:path";
 import { createApp } from "./app.ts";
 import { ConfigError, loadConfig } from "./schemas/config.ts";
 import { jsonLogger, systemClock } from "./services/deps.ts";
-import { buildRuntime, chromiumPathProblem } from "./services/runtime.ts";
+import {
+  buildRuntime,
+  chromiumPathProblem,
+  startupLine,
+} from "./services/runtime.ts";
 import { drainAndStop, Lifecycle } from "./services/lifecycle.ts";
 
 /** Reads the environment once, builds the dependencies and serves the app. */
@@ -32,14 +36,17 @@ async function main() {
   const server = Deno.serve({
     port: config.PORT,
     hostname: config.HOST,
-    onListen: ({ hostname, port }) =>
+    onListen: ({ hostname, port }) => {
       log.info({
         msg: "listening",
         hostname,
         port,
         base_url: config.BASE_URL,
         uptime_ms: Math.round(performance.now()),
-      }),
+      });
+      // For the person who started it; stdout stays one JSON object per line.
+      console.error(startupLine(config.BASE_URL, hostname, port));
+    },
   }, lifecycle.track(app.fetch));
   let stopping = false;
   const stop = async (signal: string) => {

@@ -137,13 +137,39 @@ const SWAGGER_FILES: Record<string, string> = {
 const DOCS_JS = `window.ui = SwaggerUIBundle({
   url: "/openapi.json",
   dom_id: "#swagger-ui",
-  deepLinking: true,
+  // Deep links put a link inside each operation's toggle button (a focusable element in
+  // a button: axe's nested-interactive); without them the path is plain text.
+  deepLinking: false,
   persistAuthorization: false,
   tryItOutEnabled: false,
   displayRequestDuration: true,
   defaultModelsExpandDepth: 0,
   validatorUrl: null,
 });
+// Swagger UI's server picker has a label without text: name it for screen readers.
+new MutationObserver(() => {
+  const s = document.getElementById("servers");
+  if (s && !s.hasAttribute("aria-label")) s.setAttribute("aria-label", "Server");
+}).observe(document.body, { childList: true, subtree: true });
+`;
+
+/**
+ * Our corrections to Swagger UI's colours where they fall under 4.5:1 (the version
+ * badges, the document's address), loaded after its stylesheet.
+ */
+const DOCS_CSS = `.swagger-ui .info .title small{background:#57606a}
+.swagger-ui .info .title small.version-stamp{background:#1a7f37}
+.swagger-ui .info .title small pre{color:#fff}
+.swagger-ui .info .url,.swagger-ui .info a{color:#0969da}
+.swagger-ui .opblock.opblock-post .opblock-summary-method{background:#1a7f37}
+.swagger-ui .opblock.opblock-get .opblock-summary-method{background:#0969da}
+.swagger-ui .opblock.opblock-delete .opblock-summary-method{background:#cf222e}
+.swagger-ui .opblock.opblock-head .opblock-summary-method{background:#0969da}
+.swagger-ui .btn.authorize,.swagger-ui .btn.authorize span{color:#1a7f37;border-color:#1a7f37}
+.swagger-ui .btn.authorize svg{fill:#1a7f37}
+body{margin:0}
+.docs-nav{margin:0;padding:.6rem 1rem;font:16px/1.5 system-ui,sans-serif;border-bottom:1px solid #d0d7de}
+.docs-nav a{color:#0969da}
 `;
 
 /**
@@ -179,10 +205,11 @@ function registerSwaggerUi(app: App) {
 <link rel="icon" href="/favicon.svg" type="image/svg+xml">
 <link rel="stylesheet" href="${SWAGGER_BASE}/swagger-ui.css">
 <script src="${SWAGGER_BASE}/swagger-ui-bundle.js" defer></script>
+<link rel="stylesheet" href="${SWAGGER_BASE}/docs.css">
 <script src="${SWAGGER_BASE}/docs.js" defer></script>
 </head>
 <body>
-<p><a href="/">← Image host</a> · <a href="/openapi.yaml">openapi.yaml</a> · <a href="/openapi.json">openapi.json</a></p>
+<nav class="docs-nav" aria-label="Site"><a href="/">← Image host</a> · <a href="/openapi.yaml">openapi.yaml</a> · <a href="/openapi.json">openapi.json</a></nav>
 <main id="swagger-ui"><noscript>The interactive docs need JavaScript; the contract itself is <a href="/openapi.yaml">openapi.yaml</a>.</noscript></main>
 </body>
 </html>`));
@@ -190,6 +217,11 @@ function registerSwaggerUi(app: App) {
   app.get(`${SWAGGER_BASE}/docs.js`, (c) =>
     c.body(DOCS_JS, 200, {
       "content-type": "text/javascript; charset=utf-8",
+      "cache-control": "public, max-age=3600",
+    }));
+  app.get(`${SWAGGER_BASE}/docs.css`, (c) =>
+    c.body(DOCS_CSS, 200, {
+      "content-type": "text/css; charset=utf-8",
       "cache-control": "public, max-age=3600",
     }));
   for (const [name, type] of Object.entries(SWAGGER_FILES)) {

@@ -115,7 +115,10 @@ export function registerSdkRoutes(app: App, deps: AppDeps) {
           Paste an API key from <a href="/account">your account</a>{" "}
           and open the widget. Any page can do the same with three lines:
         </p>
-        <pre><code>{`<script src="${new URL(c.req.url).origin}/service-sdk.min.js"></script>
+        <pre
+          tabindex={0}
+          aria-label="Example code"
+        ><code>{`<script src="${new URL(c.req.url).origin}/service-sdk.min.js"></script>
 <script>
   new ServiceApp("YOUR_API_KEY").createUploadWidget({ onSuccess: (r) => console.log(r.url) });
 </script>`}</code></pre>

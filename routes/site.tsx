@@ -521,7 +521,7 @@ export function registerSiteRoutes(
                           type="button"
                           class="secondary"
                           data-copy-text={rec.url}
-                          aria-label={`Copy the link of ${rec.title}`}
+                          aria-label={`Copy link of ${rec.title}`}
                         >
                           Copy link
                         </button>

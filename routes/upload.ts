@@ -96,8 +96,8 @@ const UploadQuerySchema = z.object({
     description:
       "Address of an image to import (Chevereto's `?source=`); repeat for several. The " +
       "server downloads it through the same network guard as screenshots: public " +
-      "http(s) addresses only, at most 5 redirects, every hop re-checked.",
-    example: ["https://example.com/cat.png"],
+      "http(s) addresses only, at most 5 redirects, every hop re-checked. For example " +
+      "`?source=https://example.com/cat.png`.",
   }),
   expiration: z.string().regex(/^[0-9]{1,9}$/).optional().openapi({
     type: "integer",
@@ -119,42 +119,59 @@ const UploadQuerySchema = z.object({
   }),
 });
 
-/** The upload's body fields besides the images, as every body type documents them. */
-const BODY_FIELDS = {
-  key: {
+/**
+ * The upload's body fields besides the images, as each body type documents them. In a
+ * form every value is text, so the form bodies say so, with an empty example: Swagger
+ * UI's "Try it out" fills each field from its example, and would otherwise send
+ * `key=string`, `title=string` and the minimum `expiration` (60 s), deleting the image a
+ * minute later.
+ */
+function bodyFields(form: boolean) {
+  const text = (description: string, maxLength?: number) => ({
     type: "string" as const,
-    description:
+    ...(maxLength ? { maxLength } : {}),
+    description,
+    ...(form ? { example: "" } : {}),
+  });
+  return {
+    key: text(
       "API key, when none is sent in a header or the query. Put it before the images: " +
-      "it is checked when the first image begins (or after 64 KB), and without a valid " +
-      "one the rest of the body is not read (100/110).",
-  },
-  rest: {
-    expiration: {
-      type: "integer" as const,
-      minimum: EXPIRATION_MIN,
-      maximum: EXPIRATION_MAX,
-      description:
-        "Seconds until the image is deleted, e.g. 86400 for a day; none: kept for good " +
-        "(a form sends it as digits; JSON may too)",
-    },
-    format: {
-      type: "string" as const,
-      enum: [...UPLOAD_FORMATS],
-      description: "json (default), txt or redirect",
-    },
-    name: {
-      type: "string" as const,
-      maxLength: 255,
-      description: "Title of the image (ImgBB)",
-    },
-    title: {
-      type: "string" as const,
-      maxLength: 255,
-      description:
+        "it is checked when the first image begins (or after 64 KB), and without a valid " +
+        "one the rest of the body is not read (100/110).",
+    ),
+    rest: {
+      expiration: form
+        ? {
+          type: "string" as const,
+          pattern: "^([0-9]{1,9})?$",
+          description:
+            `Seconds until the image is deleted (${EXPIRATION_MIN}–${EXPIRATION_MAX}), ` +
+            "e.g. 86400 for a day; empty or absent: kept for good",
+          example: "",
+        }
+        : {
+          type: "integer" as const,
+          minimum: EXPIRATION_MIN,
+          maximum: EXPIRATION_MAX,
+          description:
+            "Seconds until the image is deleted, e.g. 86400 for a day; absent: kept " +
+            "for good (digits in a string are taken too)",
+        },
+      format: {
+        type: "string" as const,
+        enum: [...UPLOAD_FORMATS],
+        description: "json (default), txt or redirect",
+      },
+      name: text("Title of the image (ImgBB)", 255),
+      title: text(
         "Title of the image (Chevereto); `name` wins when both are sent",
+        255,
+      ),
     },
-  },
-};
+  };
+}
+const FORM_FIELDS = bodyFields(true);
+const JSON_FIELDS = bodyFields(false);
 
 /** POST /api/1/upload (SPEC.md 4.1). */
 export const postUploadRoute = createRoute({
@@ -191,7 +208,7 @@ export const postUploadRoute = createRoute({
           schema: {
             type: "object",
             properties: {
-              key: BODY_FIELDS.key,
+              key: FORM_FIELDS.key,
               images: {
                 type: "array",
                 items: { type: "string", format: "binary" },
@@ -199,23 +216,22 @@ export const postUploadRoute = createRoute({
                   "Image files (also `images[]`, `image`, `source`); a text value is " +
                   "read as base64 (streamed, any size) or an http(s) URL to import",
               },
-              ...BODY_FIELDS.rest,
+              ...FORM_FIELDS.rest,
             },
           },
-          example: { title: "holiday.jpg" },
         },
         "application/x-www-form-urlencoded": {
           schema: {
             type: "object",
             properties: {
-              key: BODY_FIELDS.key,
+              key: FORM_FIELDS.key,
               image: {
                 type: "string",
                 description:
                   "The image as base64, a data: URI or an http(s) URL (also `images`, " +
                   "`source`; repeat for several); base64 is decoded as it arrives",
               },
-              ...BODY_FIELDS.rest,
+              ...FORM_FIELDS.rest,
             },
           },
           example: { image: "https://example.com/cat.png" },
@@ -224,7 +240,7 @@ export const postUploadRoute = createRoute({
           schema: {
             type: "object",
             properties: {
-              key: BODY_FIELDS.key,
+              key: JSON_FIELDS.key,
               image: {
                 oneOf: [{ type: "string" }, {
                   type: "array",
@@ -234,7 +250,7 @@ export const postUploadRoute = createRoute({
                   "base64, a data: URI or an http(s) URL, or a list of them (also " +
                   "`images`, `source`)",
               },
-              ...BODY_FIELDS.rest,
+              ...JSON_FIELDS.rest,
             },
           },
           example: { image: "https://example.com/cat.png" },

@@ -107,7 +107,7 @@ export function registerViewerRoutes(
             deps.clock.now(),
           )}
         </p>
-        <p class="toolbar">
+        <div class="toolbar">
           <a class="button secondary" href={rec.url}>Full size</a>
           {owner && (
             <>
@@ -130,7 +130,7 @@ export function registerViewerRoutes(
               </form>
             </>
           )}
-        </p>
+        </div>
         <h2>Share</h2>
         {Object.entries(embeds).map(([label, value], i) => (
           <CopyField id={`embed-${i}`} label={label} value={value} />

@@ -198,3 +198,19 @@ async function buildRest(
     },
   };
 }
+
+/**
+ * The start-up line for people: where to open the site (BASE_URL, which the links use),
+ * and where the server actually listens when that differs.
+ */
+export function startupLine(
+  baseUrl: string,
+  hostname: string,
+  port: number,
+): string {
+  const host = hostname.includes(":") ? `[${hostname}]` : hostname;
+  const listen = `http://${host}:${port}`;
+  const base = baseUrl.replace(/\/+$/, "");
+  return `Image host is up: open ${base}/ (API docs: ${base}/docs)` +
+    (new URL(base).port === String(port) ? "" : `; listening on ${listen}`);
+}

@@ -122,6 +122,13 @@ test("SCREENSHOTS=off starts no browser at all: no child process, ready without 
     assert.deepEqual(children.filter((c) => /chrom/i.test(c)), []);
     assert.deepEqual(markedBy(svc.proc.pid), []);
     assert.match(svc.log(), /screenshots off/);
+    // And one line for people, saying which address to open.
+    assert.match(
+      svc.log(),
+      new RegExp(
+        `Image host is up: open ${svc.base}/ \\(API docs: ${svc.base}/docs\\)\n`,
+      ),
+    );
   } finally {
     await svc.close();
   }

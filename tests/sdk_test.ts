@@ -430,7 +430,7 @@ test("service-sdk.min.js is served minified with a source map, long caching, an 
   await pre.body?.cancel();
 });
 
-test("the typed client generated from openapi.yaml round-trips an upload, a read and a delete", async () => {
+test("the typed client generated from openapi.yaml round-trips an upload, a read, a listing and a delete", async () => {
   const api = createApiClient({ baseUrl: service, apiKey: key });
   const up = await api.upload([
     new File([(await freshJpeg()) as Uint8Array<ArrayBuffer>], "typed.jpg", {
@@ -441,6 +441,14 @@ test("the typed client generated from openapi.yaml round-trips an upload, a read
   assert.equal(rec.expiration, 3600);
   const got = await api.getImage(rec.id);
   assert.equal(got.data.url, rec.url);
+  const one = await api.listImages({ perPage: 1 });
+  assert.equal(one.data.images.length, 1);
+  assert.equal(one.data.per_page, 1);
+  const listed = await api.listImages({ perPage: 100 });
+  assert.ok(listed.data.images.some((i) => i.id === rec.id));
+  assert.equal(listed.data.total, one.data.total);
+  const shots = await api.listImages({ source: "screenshot" });
+  assert.ok(shots.data.images.every((i) => i.id !== rec.id));
   const presets = await api.presets();
   assert.equal(presets.data.length, 15);
   const del = await api.deleteImage(rec.id);

@@ -50,6 +50,9 @@ export const PAGE_CSS = `
 :root{color-scheme:light dark;--fg:#1b1f24;--bg:#fff;--muted:#57606a;--line:#d0d7de;--control:#6e7781;--accent:#0969da;--button:#0969da;--bad:#cf222e;--good:#1a7f37;--panel:#f6f8fa}
 @media (prefers-color-scheme:dark){:root{--fg:#e6edf3;--bg:#0d1117;--muted:#8d96a0;--line:#30363d;--control:#8b949e;--accent:#4493f8;--button:#1f6feb;--bad:#da3633;--good:#3fb950;--panel:#161b22}}
 *{box-sizing:border-box}
+[hidden]{display:none!important}
+fieldset{border:1px solid var(--line);border-radius:8px;margin:1rem 0;padding:.25rem 1rem .75rem}
+legend{font-weight:600;padding:0 .25rem}
 html{-webkit-text-size-adjust:100%}
 body{font:16px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:var(--fg);background:var(--bg);overflow-wrap:anywhere}
 a{color:var(--accent)}
@@ -108,7 +111,7 @@ summary{cursor:pointer;font-weight:600;padding:.5rem 0}
  */
 export const PAGE_JS = `
 document.addEventListener("click",e=>{const b=e.target.closest("[data-copy],[data-copy-text]");if(!b)return;const el=b.dataset.copy&&document.getElementById(b.dataset.copy);const text=el?(el.value??el.textContent):b.dataset.copyText;const label=b.textContent;navigator.clipboard.writeText(text).then(()=>{b.textContent="Copied";setTimeout(()=>b.textContent=label,1500)},()=>{if(el&&el.select)el.select()})});
-document.addEventListener("submit",e=>{const f=e.target.closest("form[data-confirm]");if(!f)return;let msg=f.dataset.confirm;const n=f.querySelectorAll("input[name=id]:checked").length;if(f.dataset.confirmCount!==undefined){if(!n){e.preventDefault();alert("Select the images to delete first.");return}msg=msg.replace("{n}",n+(n===1?" image":" images"))}if(!confirm(msg))e.preventDefault()});
+document.addEventListener("submit",e=>{const f=e.target.closest("form[data-confirm]");if(!f)return;let msg=f.dataset.confirm;const n=[...f.elements].filter(x=>x.name==="id"&&x.type==="checkbox"&&x.checked).length;if(f.dataset.confirmCount!==undefined){if(!n){e.preventDefault();alert("Select the images to delete first.");return}msg=msg.replace("{n}",n+(n===1?" image":" images"))}if(!confirm(msg))e.preventDefault()});
 document.addEventListener("change",e=>{const a=e.target.closest("[data-select-all]");if(!a)return;for(const c of document.querySelectorAll("input[name=id][form='"+a.dataset.selectAll+"']"))c.checked=a.checked});
 `;
 

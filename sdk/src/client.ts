@@ -8,6 +8,7 @@ type Ok<Op extends keyof operations> = Json<operations[Op]["responses"][200]>;
 /** Response envelopes of each operation, as openapi.yaml declares them. */
 export type UploadResult = Ok<"postUpload">;
 export type ImageResult = Ok<"getImage">;
+export type ImageListResult = Ok<"listImages">;
 export type DeleteResult = Ok<"deleteImage">;
 export type ScreenshotResult = Ok<"postScreenshot">;
 export type PresetsResult = Ok<"getPresets">;
@@ -86,6 +87,21 @@ export function createApiClient(opts: ApiClientOptions) {
         }),
         true,
       );
+    },
+    /** GET /api/1/images: a page of your images, newest first. */
+    listImages(
+      options: {
+        page?: number;
+        perPage?: number;
+        source?: "upload" | "screenshot";
+      } = {},
+    ): Promise<ImageListResult> {
+      const q = new URLSearchParams();
+      if (options.page) q.set("page", String(options.page));
+      if (options.perPage) q.set("per_page", String(options.perPage));
+      if (options.source) q.set("source", options.source);
+      const query = q.size ? `?${q}` : "";
+      return call("GET", `/api/1/images${query}`);
     },
     /** GET /api/1/images/{id}. */
     getImage(id: string): Promise<ImageResult> {

@@ -28,6 +28,7 @@ export type {
   ApiClient,
   ApiClientOptions,
   DeleteResult,
+  ImageListResult,
   ImageResult,
   PresetsResult,
   Schemas,

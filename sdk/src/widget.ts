@@ -72,7 +72,7 @@ const CSS = `
 .inline .panel{box-shadow:none;border:1px solid #d0d7de;width:100%}
 header{display:flex;align-items:center;justify-content:space-between}
 h2{font-size:18px;margin:0}
-button{font:inherit;cursor:pointer;border:1px solid #d0d7de;border-radius:6px;background:#f6f8fa;padding:4px 10px;color:inherit}
+button{font:inherit;cursor:pointer;border:1px solid #6e7781;border-radius:6px;background:#f6f8fa;padding:4px 10px;color:inherit}
 button:focus-visible,.drop:focus-visible{outline:3px solid #0969da;outline-offset:2px}
 .close{border:none;background:none;font-size:22px;line-height:1}
 .drop{margin:12px 0 6px;border:2px dashed #8c959f;border-radius:10px;padding:28px 12px;text-align:center;cursor:pointer}
@@ -95,7 +95,7 @@ textarea{width:100%;min-height:2.6em;resize:vertical}
 label{font-size:14px;font-weight:600}
 .fp{height:4px;margin-top:4px}
 select:focus-visible,textarea:focus-visible{outline:3px solid #0969da;outline-offset:1px}
-@media (prefers-color-scheme:dark){.panel{background:#161b22;color:#e6edf3}button{background:#21262d;border-color:#30363d}.drop.over{background:#0c2d6b}.hint{color:#8d96a0}li{border-color:#30363d}.progress{background:#30363d}}
+@media (prefers-color-scheme:dark){.panel{background:#161b22;color:#e6edf3}.inline .panel{border-color:#30363d}button{background:#21262d;border-color:#8b949e}select,input,textarea{border-color:#8b949e}.err{color:#f85149}.ok a{color:#4493f8}.drop.over{background:#0c2d6b}.hint{color:#8d96a0}li{border-color:#30363d}.progress{background:#30363d}}
 `;
 
 function el<K extends keyof HTMLElementTagNameMap>(
@@ -153,10 +153,8 @@ export function createUploadWidget(
       class: "drop",
       role: "button",
       tabindex: "0",
+      // Named by its own text (what it says is what it is called).
       "aria-describedby": "iu-hint",
-      "aria-label": `Choose ${
-        options.multiple ? "images" : "an image"
-      } to upload`,
     },
     `Drop ${
       options.multiple ? "images" : "an image"

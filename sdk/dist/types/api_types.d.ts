@@ -1212,7 +1212,7 @@ export interface operations {
     postUpload: {
         parameters: {
             query?: {
-                /** @description Address of an image to import (Chevereto's `?source=`); repeat for several. The server downloads it through the same network guard as screenshots: public http(s) addresses only, at most 5 redirects, every hop re-checked. */
+                /** @description Address of an image to import (Chevereto's `?source=`); repeat for several. The server downloads it through the same network guard as screenshots: public http(s) addresses only, at most 5 redirects, every hop re-checked. For example `?source=https://example.com/cat.png`. */
                 source?: string[];
                 /** @description Seconds until the image is deleted, e.g. 86400 for a day (none: kept for good) */
                 expiration?: number;
@@ -1230,26 +1230,33 @@ export interface operations {
         /** @description The images and fields; may be left out when `?source=` names the images */
         requestBody?: {
             content: {
-                /**
-                 * @example {
-                 *       "title": "holiday.jpg"
-                 *     }
-                 */
                 "multipart/form-data": {
-                    /** @description API key, when none is sent in a header or the query. Put it before the images: it is checked when the first image begins (or after 64 KB), and without a valid one the rest of the body is not read (100/110). */
+                    /**
+                     * @description API key, when none is sent in a header or the query. Put it before the images: it is checked when the first image begins (or after 64 KB), and without a valid one the rest of the body is not read (100/110).
+                     * @example
+                     */
                     key?: string;
                     /** @description Image files (also `images[]`, `image`, `source`); a text value is read as base64 (streamed, any size) or an http(s) URL to import */
                     images?: string[];
-                    /** @description Seconds until the image is deleted, e.g. 86400 for a day; none: kept for good (a form sends it as digits; JSON may too) */
-                    expiration?: number;
+                    /**
+                     * @description Seconds until the image is deleted (60–15552000), e.g. 86400 for a day; empty or absent: kept for good
+                     * @example
+                     */
+                    expiration?: string;
                     /**
                      * @description json (default), txt or redirect
                      * @enum {string}
                      */
                     format?: "json" | "txt" | "redirect";
-                    /** @description Title of the image (ImgBB) */
+                    /**
+                     * @description Title of the image (ImgBB)
+                     * @example
+                     */
                     name?: string;
-                    /** @description Title of the image (Chevereto); `name` wins when both are sent */
+                    /**
+                     * @description Title of the image (Chevereto); `name` wins when both are sent
+                     * @example
+                     */
                     title?: string;
                 };
                 /**
@@ -1258,20 +1265,32 @@ export interface operations {
                  *     }
                  */
                 "application/x-www-form-urlencoded": {
-                    /** @description API key, when none is sent in a header or the query. Put it before the images: it is checked when the first image begins (or after 64 KB), and without a valid one the rest of the body is not read (100/110). */
+                    /**
+                     * @description API key, when none is sent in a header or the query. Put it before the images: it is checked when the first image begins (or after 64 KB), and without a valid one the rest of the body is not read (100/110).
+                     * @example
+                     */
                     key?: string;
                     /** @description The image as base64, a data: URI or an http(s) URL (also `images`, `source`; repeat for several); base64 is decoded as it arrives */
                     image?: string;
-                    /** @description Seconds until the image is deleted, e.g. 86400 for a day; none: kept for good (a form sends it as digits; JSON may too) */
-                    expiration?: number;
+                    /**
+                     * @description Seconds until the image is deleted (60–15552000), e.g. 86400 for a day; empty or absent: kept for good
+                     * @example
+                     */
+                    expiration?: string;
                     /**
                      * @description json (default), txt or redirect
                      * @enum {string}
                      */
                     format?: "json" | "txt" | "redirect";
-                    /** @description Title of the image (ImgBB) */
+                    /**
+                     * @description Title of the image (ImgBB)
+                     * @example
+                     */
                     name?: string;
-                    /** @description Title of the image (Chevereto); `name` wins when both are sent */
+                    /**
+                     * @description Title of the image (Chevereto); `name` wins when both are sent
+                     * @example
+                     */
                     title?: string;
                 };
                 /**
@@ -1284,7 +1303,7 @@ export interface operations {
                     key?: string;
                     /** @description base64, a data: URI or an http(s) URL, or a list of them (also `images`, `source`) */
                     image?: string | string[];
-                    /** @description Seconds until the image is deleted, e.g. 86400 for a day; none: kept for good (a form sends it as digits; JSON may too) */
+                    /** @description Seconds until the image is deleted, e.g. 86400 for a day; absent: kept for good (digits in a string are taken too) */
                     expiration?: number;
                     /**
                      * @description json (default), txt or redirect

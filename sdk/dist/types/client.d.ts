@@ -8,6 +8,7 @@ type Ok<Op extends keyof operations> = Json<operations[Op]["responses"][200]>;
 /** Response envelopes of each operation, as openapi.yaml declares them. */
 export type UploadResult = Ok<"postUpload">;
 export type ImageResult = Ok<"getImage">;
+export type ImageListResult = Ok<"listImages">;
 export type DeleteResult = Ok<"deleteImage">;
 export type ScreenshotResult = Ok<"postScreenshot">;
 export type PresetsResult = Ok<"getPresets">;
@@ -39,6 +40,12 @@ export declare function createApiClient(opts: ApiClientOptions): {
         expiration?: number;
         title?: string;
     }): Promise<UploadResult>;
+    /** GET /api/1/images: a page of your images, newest first. */
+    listImages(options?: {
+        page?: number;
+        perPage?: number;
+        source?: "upload" | "screenshot";
+    }): Promise<ImageListResult>;
     /** GET /api/1/images/{id}. */
     getImage(id: string): Promise<ImageResult>;
     /** DELETE /api/1/images/{id}. */

@@ -10,4 +10,4 @@ export { ERROR_CODES, ServiceError } from "./errors.js";
 export { createApiClient } from "./client.js";
 export { bbcodeEmbed, embedCodes, htmlEmbed, markdownEmbed, markdownImage, } from "./embed_codes.js";
 export type { EmbeddableImage } from "./embed_codes.js";
-export type { ApiClient, ApiClientOptions, DeleteResult, ImageResult, PresetsResult, Schemas, ScreenshotRequest, ScreenshotResult, UploadResult, } from "./client.js";
+export type { ApiClient, ApiClientOptions, DeleteResult, ImageListResult, ImageResult, PresetsResult, Schemas, ScreenshotRequest, ScreenshotResult, UploadResult, } from "./client.js";

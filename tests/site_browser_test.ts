@@ -1,0 +1,604 @@
+/**
+ * The website in a real browser, as people use it: sign up, keys, the home uploader, the
+ * screenshot page, My images, the viewer, the docs; then every page checked by axe-core
+ * (signed in and out, desktop and phone, light and dark), for width at 390 and 320 px,
+ * and for CSP violations. PNGs of every page go to a folder (docs/site/ with
+ * UPDATE_SITE_SHOTS=1, the copies the README links; a temp folder otherwise).
+ */
+import assert from "node:assert/strict";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
+import puppeteer, { type Browser, type Page } from "puppeteer-core";
+import sharp from "sharp";
+import { test, type TestEnv, testEnv } from "./helpers.ts";
+import { startFixture } from "./fixture_server.ts";
+import { requireChromium, testScreenshotter } from "./browser_service.ts";
+import { CHROMIUM_FLAGS } from "../services/screenshots/chromium.ts";
+import { makeImage } from "./fixtures.ts";
+
+// deno-lint-ignore no-explicit-any
+type Any = any;
+
+const AXE = await Deno.readTextFile(
+  join(
+    dirname(createRequire(import.meta.url).resolve("axe-core/package.json")),
+    "axe.min.js",
+  ),
+);
+const SHOTS = Deno.env.get("UPDATE_SITE_SHOTS") === "1"
+  ? new URL("../docs/site/", import.meta.url).pathname
+  : await Deno.makeTempDir({ prefix: "imagehost-site-shots-" });
+await Deno.mkdir(SHOTS, { recursive: true });
+
+// A page to capture and an image to import, both on loopback, allowed for this test only.
+const pngBytes = await makeImage("png", {
+  width: 300,
+  height: 200,
+  color: "#c0392b",
+});
+const fixture = startFixture({
+  "/page":
+    `<!doctype html><html><head><title>Fixture page</title></head><body style="margin:0;background:#2e86de"><h1 style="color:#fff">Hello from the fixture</h1></body></html>`,
+  "/photo.png": () =>
+    new Response(pngBytes as Uint8Array<ArrayBuffer>, {
+      headers: { "content-type": "image/png" },
+    }),
+});
+const ALLOW = `127.0.0.1:${fixture.port}`;
+const shooter = testScreenshotter(ALLOW);
+
+const server = Deno.serve(
+  { port: 0, hostname: "127.0.0.1", onListen: () => {} },
+  (req) => env.app.fetch(req),
+);
+const base = `http://127.0.0.1:${server.addr.port}`;
+const env: TestEnv = await testEnv({
+  screenshotter: shooter,
+  env: {
+    BASE_URL: base,
+    FETCH_ALLOW_PRIVATE: ALLOW,
+    SCREENSHOT_TIMEOUT_MS: "15000",
+  },
+});
+
+const browser: Browser = await puppeteer.launch({
+  executablePath: requireChromium(),
+  headless: true,
+  args: [...CHROMIUM_FLAGS, "--no-sandbox"],
+});
+/** CSP violations and page errors seen by any page, by URL. */
+const problems: string[] = [];
+/** Requests any page made to anywhere but our server (the docs must make none). */
+const outside: string[] = [];
+
+/** A fresh browser context (its own cookies) with a page watched for problems. */
+async function newPage(
+  opts: { width?: number; height?: number; dark?: boolean } = {},
+): Promise<Page> {
+  const ctx = await browser.createBrowserContext();
+  const page = await ctx.newPage();
+  await page.setViewport({
+    width: opts.width ?? 1366,
+    height: opts.height ?? 900,
+  });
+  await page.emulateMediaFeatures([{
+    name: "prefers-color-scheme",
+    value: opts.dark ? "dark" : "light",
+  }]);
+  page.on("console", (m) => {
+    if (/Content Security Policy|Refused to/i.test(m.text())) {
+      problems.push(`${page.url()}: ${m.text()}`);
+    }
+  });
+  page.on("pageerror", (e) => problems.push(`${page.url()}: ${e}`));
+  await page.setRequestInterception(true);
+  page.on("request", (r) => {
+    const u = new URL(r.url());
+    if (
+      u.origin === base || u.origin === fixture.origin ||
+      u.protocol === "data:" || u.protocol === "blob:"
+    ) {
+      return r.continue();
+    }
+    outside.push(r.url());
+    return r.abort();
+  });
+  return page;
+}
+
+/** Signs up through the form; the page is then on /account. */
+async function signUp(page: Page, email: string) {
+  await page.goto(`${base}/signup`);
+  await page.type("#email", email);
+  await page.type("#password", "a long enough password");
+  await Promise.all([
+    page.waitForNavigation(),
+    page.click("button[type=submit]"),
+  ]);
+  assert.equal(new URL(page.url()).pathname, "/account");
+}
+
+/** The signed-in user's images through the API as the page sees them (session). */
+async function listed(page: Page, q = ""): Promise<Any> {
+  return await page.evaluate(async (q: string) => {
+    const token = document.querySelector<HTMLMetaElement>(
+      'meta[name="csrf-token"]',
+    )!.content;
+    const r = await fetch(`/api/1/images${q}`, {
+      headers: { "X-CSRF-Token": token },
+    });
+    return (await r.json()).data;
+  }, q);
+}
+
+/** Drops files on the element (in the widget's shadow root when `shadow`). */
+async function dropFiles(
+  page: Page,
+  files: { name: string; type: string; b64: string }[],
+) {
+  await page.evaluate((files) => {
+    const host = document.querySelector("[data-image-uploader]")!;
+    const drop = host.shadowRoot!.querySelector(".drop")!;
+    const dt = new DataTransfer();
+    for (const f of files) {
+      const bytes = Uint8Array.from(atob(f.b64), (c) => c.charCodeAt(0));
+      dt.items.add(new File([bytes], f.name, { type: f.type }));
+    }
+    drop.dispatchEvent(
+      new DragEvent("drop", {
+        dataTransfer: dt,
+        bubbles: true,
+        cancelable: true,
+      }),
+    );
+  }, files);
+}
+
+const b64 = (b: Uint8Array) =>
+  btoa(Array.from(b, (c) => String.fromCharCode(c)).join(""));
+
+/** Pages the accessibility pass visits, found by the flows below. */
+const visits: { name: string; path: string; signedIn: boolean }[] = [];
+let owner: Page;
+
+test("a reload of the key page never creates another key, and revoking asks first", async () => {
+  owner = await newPage();
+  await signUp(owner, "site-owner@example.com");
+  await owner.type("#label", "laptop");
+  await Promise.all([
+    owner.waitForNavigation(),
+    owner.click("form[action='/account/keys'] button"),
+  ]);
+  const key = await owner.$eval(
+    "#new-key",
+    (e) => (e as HTMLInputElement).value,
+  );
+  assert.match(key, /^ihk_/);
+  await owner.reload();
+  await owner.reload();
+  const rows = await owner.$$eval("tbody tr", (r) => r.length);
+  assert.equal(rows, 1);
+  assert.equal(await owner.$("#new-key"), null, "shown once");
+  const count = await env.deps.database.db.selectFrom("api_keys")
+    .select((eb) => eb.fn.countAll<string>().as("n")).executeTakeFirstOrThrow();
+  assert.equal(Number(count.n), 1);
+
+  // Dismissing the question keeps the key; accepting it revokes.
+  owner.once("dialog", (d) => d.dismiss());
+  await owner.click("form[action$='/revoke'] button");
+  await new Promise((r) => setTimeout(r, 300));
+  assert.equal(
+    await owner.$$eval("form[action$='/revoke']", (f) => f.length),
+    1,
+  );
+  owner.once("dialog", (d) => {
+    assert.match(d.message(), /Revoke the key “laptop”/);
+    d.accept();
+  });
+  await Promise.all([
+    owner.waitForNavigation(),
+    owner.click("form[action$='/revoke'] button"),
+  ]);
+  assert.match(await owner.$eval("tbody", (t) => t.textContent!), /revoked/);
+  visits.push({ name: "account", path: "/account", signedIn: true });
+});
+
+test("the home page uploads a dropped file and an imported address with the session, with the expiration picked, and shows links and embed codes", async () => {
+  await owner.goto(`${base}/`);
+  await owner.waitForSelector("[data-image-uploader]");
+  // One hour, from the widget's own picker.
+  await owner.evaluate(() => {
+    const root = document.querySelector("[data-image-uploader]")!.shadowRoot!;
+    const sel = root.querySelector("select")!;
+    sel.value = "3600";
+    sel.dispatchEvent(new Event("change"));
+  });
+  const jpeg = await makeImage("jpeg", { width: 640, height: 400 });
+  await dropFiles(owner, [
+    { name: "dropped.jpg", type: "image/jpeg", b64: b64(jpeg) },
+    {
+      name: "second.png",
+      type: "image/png",
+      b64: b64(await makeImage("png", { width: 90, height: 60 })),
+    },
+  ]);
+  await owner.waitForFunction(() =>
+    /Uploaded 2 of 2/.test(
+      document.querySelector("[data-image-uploader]")!.shadowRoot!
+        .querySelector(".status")!.textContent!,
+    ), { timeout: 15_000 });
+  const shown = await owner.evaluate(() => {
+    const root = document.querySelector("[data-image-uploader]")!.shadowRoot!;
+    return {
+      links: [...root.querySelectorAll(".ok a")].map((a) => a.textContent),
+      copies: [...root.querySelectorAll("button.copy")].map((b) =>
+        b.textContent
+      ),
+    };
+  });
+  assert.equal(shown.links.length, 2);
+  assert.ok(shown.copies.includes("Copy HTML"));
+  assert.ok(shown.copies.includes("Copy BBCode"));
+  const afterDrop = await listed(owner);
+  assert.equal(afterDrop.total, 2);
+  const titles = afterDrop.images.map((i: Any) => i.title).sort();
+  assert.deepEqual(titles, ["dropped.jpg", "second.png"]);
+  for (const img of afterDrop.images) assert.equal(img.expiration, 3600);
+  const link = shown.links[0]!;
+  const file = await fetch(link);
+  assert.equal(file.status, 200);
+  await file.body?.cancel();
+
+  // An address, imported by the service through its guard (the fixture is allowed).
+  // (The test clock stands still unless moved: each step a second later keeps "newest
+  // first" defined.)
+  env.clock.advance(1000);
+  await owner.evaluate((url: string) => {
+    const root = document.querySelector("[data-image-uploader]")!.shadowRoot!;
+    const area = root.querySelector("textarea")!;
+    area.value = url;
+    root.querySelector<HTMLFormElement>("form.urls")!.requestSubmit();
+  }, `${fixture.origin}/photo.png`);
+  await owner.waitForFunction(() =>
+    /Imported 1 of 1/.test(
+      document.querySelector("[data-image-uploader]")!.shadowRoot!
+        .querySelector(".status")!.textContent!,
+    ), { timeout: 15_000 });
+  assert.ok(fixture.requests.some((r) => r.path === "/photo.png"));
+  const afterImport = await listed(owner);
+  assert.equal(afterImport.total, 3);
+  assert.equal(afterImport.images[0].title, "photo.png");
+  const dropped = afterImport.images.find((i: Any) =>
+    i.title === "dropped.jpg"
+  );
+  visits.push({ name: "home", path: "/", signedIn: true });
+  visits.push({
+    name: "viewer",
+    path: new URL(dropped.url_viewer).pathname,
+    signedIn: true,
+  });
+  env.clock.advance(1000);
+});
+
+test("the screenshot page captures a page with the chosen options, stores it when asked, and shows the API's own error message", async () => {
+  await owner.goto(`${base}/screenshot`);
+  await owner.type("#f-url", `${fixture.origin}/page`);
+  const shown = () =>
+    owner.$eval("#viewport", (e) => getComputedStyle(e).display !== "none");
+  assert.equal(await shown(), false, "a preset hides the custom viewport");
+  await owner.select("#f-preset", "custom");
+  assert.equal(await shown(), true);
+  assert.equal(
+    await owner.$eval("#viewport", (e) => (e as HTMLElement).hidden),
+    false,
+  );
+  await owner.$eval(
+    "#f-viewport\\.width",
+    (e) => (e as HTMLInputElement).value = "",
+  );
+  await owner.type("#f-viewport\\.width", "800");
+  await owner.$eval(
+    "#f-viewport\\.height",
+    (e) => (e as HTMLInputElement).value = "",
+  );
+  await owner.type("#f-viewport\\.height", "500");
+  await owner.select("#f-format", "jpeg");
+  await owner.click("#shot-form button[type=submit]");
+  await owner.waitForSelector("#shot-result:not([hidden]) img", {
+    timeout: 20_000,
+  });
+  const result = await owner.evaluate(() => ({
+    status: document.getElementById("shot-status")!.textContent,
+    url: (document.getElementById("shot-url") as HTMLInputElement).value,
+    viewer: (document.getElementById("shot-viewer") as HTMLInputElement).value,
+    text: document.getElementById("shot-result")!.textContent,
+  }));
+  assert.equal(result.status, "Done.");
+  assert.match(result.text!, /Fixture page/);
+  assert.match(result.url, /\.jpg$/);
+  const bytes = new Uint8Array(await (await fetch(result.url)).arrayBuffer());
+  const meta = await sharp(bytes).metadata();
+  assert.deepEqual([meta.format, meta.width, meta.height], ["jpeg", 800, 500]);
+  // A pixel from the page: its blue background.
+  const { data } = await sharp(bytes).extract({
+    left: 700,
+    top: 400,
+    width: 1,
+    height: 1,
+  }).raw().toBuffer({ resolveWithObject: true });
+  assert.ok(data[2] > 180 && data[0] < 90, `blue, got ${[...data]}`);
+  const shots = await listed(owner, "?source=screenshot");
+  assert.equal(shots.total, 1);
+
+  // A refused address: the API's message, shown as it is.
+  await owner.$eval("#f-url", (e) => (e as HTMLInputElement).value = "");
+  await owner.type("#f-url", "file:///etc/passwd");
+  await owner.click("#shot-form button[type=submit]");
+  await owner.waitForFunction(() =>
+    document.getElementById("shot-status")!.className === "error"
+  );
+  const err = await owner.$eval("#shot-status", (e) => e.textContent);
+  assert.match(err!, /^(Invalid URL|URL not allowed)/);
+  visits.push({ name: "screenshot", path: "/screenshot", signedIn: true });
+});
+
+test("My images pages through 30 images and deletes two chosen ones after asking", async () => {
+  // 26 more through the API with the session, so there are two pages of 24.
+  const colours = Array.from({ length: 26 }, (_, i) => i);
+  for (const i of colours) {
+    env.clock.advance(1000);
+    const bytes = await makeImage("png", { width: 30 + i, height: 20 });
+    await owner.evaluate(
+      async (b: string, name: string) => {
+        const token = document.querySelector<HTMLMetaElement>(
+          'meta[name="csrf-token"]',
+        )!.content;
+        const form = new FormData();
+        form.append(
+          "images",
+          new File([Uint8Array.from(atob(b), (c) => c.charCodeAt(0))], name, {
+            type: "image/png",
+          }),
+        );
+        const r = await fetch("/api/1/upload", {
+          method: "POST",
+          headers: { "X-CSRF-Token": token },
+          body: form,
+        });
+        if (!r.ok) throw new Error(await r.text());
+      },
+      b64(bytes),
+      `bulk-${i}.png`,
+    );
+  }
+  await owner.goto(`${base}/images`);
+  assert.match(
+    await owner.$eval(".toolbar", (e) => e.textContent!),
+    /30 images/,
+  );
+  assert.equal(await owner.$$eval(".card", (c) => c.length), 24);
+  await Promise.all([owner.waitForNavigation(), owner.click("a[rel=next]")]);
+  assert.match(
+    await owner.$eval(".pager", (e) => e.textContent!),
+    /Page 2 of 2/,
+  );
+  assert.equal(await owner.$$eval(".card", (c) => c.length), 6);
+  const chosen = await owner.$$eval(
+    "input[name=id][form=bulk]",
+    (boxes) => boxes.slice(0, 2).map((b) => (b as HTMLInputElement).value),
+  );
+  for (const id of chosen) await owner.click(`input[value="${id}"][form=bulk]`);
+  owner.once("dialog", (d) => {
+    assert.match(d.message(), /Delete 2 images for good/);
+    d.accept();
+  });
+  await Promise.all([
+    owner.waitForNavigation(),
+    owner.click("#bulk button[type=submit]"),
+  ]);
+  assert.match(
+    await owner.$eval(".notice", (e) => e.textContent!),
+    /Deleted 2 images/,
+  );
+  assert.match(
+    await owner.$eval(".toolbar", (e) => e.textContent!),
+    /28 images/,
+  );
+  const after = await listed(owner, "?per_page=100");
+  assert.equal(after.total, 28);
+  for (const id of chosen) {
+    assert.ok(after.images.every((i: Any) => i.id !== id));
+  }
+  visits.push({ name: "my-images", path: "/images", signedIn: true });
+  visits.push({
+    name: "my-images-page-2",
+    path: "/images?page=2",
+    signedIn: true,
+  });
+});
+
+test("the docs work offline under their CSP: Swagger UI comes from us, nothing is fetched elsewhere, and Try it out starts with no key and no expiration", async () => {
+  const page = await newPage();
+  const before = outside.length;
+  await page.goto(`${base}/docs`);
+  await page.waitForSelector(".swagger-ui .info .title", { timeout: 15_000 });
+  await page.click("#operations-Images-postUpload .opblock-summary-control");
+  assert.match(
+    await page.$eval(".swagger-ui .info .title", (e) => e.textContent!),
+    /Image hosting and screenshot API/,
+  );
+  await page.waitForSelector("#operations-Images-postUpload .try-out__btn");
+  await page.click("#operations-Images-postUpload .try-out__btn");
+  await page.waitForSelector("#operations-Images-postUpload input[type=file]");
+  const fields = await page.$$eval(
+    "#operations-Images-postUpload input[type=text]",
+    (inputs) =>
+      inputs.map((i) => ({
+        name: i.closest("tr")?.querySelector(".parameter__name")?.textContent ??
+          "",
+        value: (i as HTMLInputElement).value,
+      })),
+  );
+  const byName = (n: string) =>
+    fields.filter((f) => f.name.replace(/\W.*$/s, "") === n);
+  assert.ok(byName("key").length > 0, JSON.stringify(fields));
+  assert.ok(byName("expiration").length > 0, JSON.stringify(fields));
+  // Nothing is filled in: no key "string", no 60 s expiration, no address to import.
+  for (const f of fields) assert.equal(f.value, "", `${f.name} is empty`);
+  assert.equal(outside.length, before, outside.join(", "));
+  await page.browserContext().close();
+  visits.push({ name: "docs", path: "/docs", signedIn: false });
+});
+
+test("every page passes axe-core with no serious or critical violation, signed in and out, desktop and phone, light and dark, is never wider than the screen at 390 or 320 px, and breaks no CSP rule", async () => {
+  const viewer = visits.find((v) => v.name === "viewer")!.path;
+  const pages = [
+    ...visits,
+    { name: "home-signed-out", path: "/", signedIn: false },
+    { name: "login", path: "/login", signedIn: false },
+    { name: "signup", path: "/signup", signedIn: false },
+    { name: "demo", path: "/demo", signedIn: false },
+    { name: "viewer-signed-out", path: viewer, signedIn: false },
+    { name: "not-found", path: "/no/such/page", signedIn: false },
+  ];
+  const cookies = await owner.browserContext().cookies();
+  const report: string[] = [];
+  for (const dark of [false, true]) {
+    for (
+      const [device, width, height] of [["desktop", 1366, 900], [
+        "phone",
+        390,
+        844,
+      ]] as const
+    ) {
+      const page = await newPage({ width, height, dark });
+      for (const p of pages) {
+        if (p.signedIn) await page.browserContext().setCookie(...cookies);
+        else await page.browserContext().deleteCookie(...cookies);
+        const res = await page.goto(`${base}${p.path}`, { waitUntil: "load" });
+        assert.ok(res, p.path);
+        if (p.name === "docs") {
+          await page.waitForSelector(".swagger-ui .info .title", {
+            timeout: 15_000,
+          });
+        }
+        if (p.name === "home") {
+          await page.waitForSelector("[data-image-uploader]");
+        }
+        await page.evaluate(AXE);
+        const result: Any = await page.evaluate(() =>
+          (globalThis as Any).axe.run(document, {
+            resultTypes: ["violations"],
+          })
+        );
+        const bad = result.violations.filter((v: Any) =>
+          v.impact === "serious" || v.impact === "critical"
+        );
+        for (const v of bad) {
+          report.push(
+            `${p.name} ${device} ${
+              dark ? "dark" : "light"
+            }: ${v.id} (${v.impact}) ${
+              v.nodes.slice(0, 3).map((n: Any) => n.target.join(" ")).join(
+                " | ",
+              )
+            }`,
+          );
+        }
+        // Controls stand out from what is behind them (WCAG 1.4.11, which axe does not
+        // check): each field's and outlined button's border is at least 3:1.
+        if (p.name !== "docs") {
+          const weak: string[] = await page.evaluate(controlContrast);
+          for (const w of weak) {
+            report.push(`${p.name} ${device} ${dark ? "dark" : "light"}: ${w}`);
+          }
+        }
+        if (device === "phone") {
+          for (const w of [390, 320]) {
+            await page.setViewport({ width: w, height });
+            const scroll = await page.evaluate(() =>
+              document.documentElement.scrollWidth
+            );
+            assert.ok(scroll <= w, `${p.name} is ${scroll} px wide at ${w}`);
+          }
+          await page.setViewport({ width, height });
+        }
+        const file = `${p.name}-${device}-${dark ? "dark" : "light"}.png`;
+        const png = await page.screenshot({ fullPage: true, type: "png" });
+        const meta = await sharp(png).metadata();
+        assert.equal(meta.width, width);
+        await Deno.writeFile(join(SHOTS, file), png);
+      }
+      await page.browserContext().close();
+    }
+  }
+  assert.deepEqual(report, []);
+  assert.deepEqual(problems, []);
+});
+
+/**
+ * In the page: the visible fields and outlined buttons whose border is under 3:1 against
+ * the background behind them, described (the widget's shadow root included).
+ */
+function controlContrast(): string[] {
+  const rgb = (c: string) => {
+    const m = c.match(/[\d.]+/g)!.map(Number);
+    return { r: m[0], g: m[1], b: m[2], a: m[3] ?? 1 };
+  };
+  const lum = ({ r, g, b }: { r: number; g: number; b: number }) => {
+    const f = (v: number) => {
+      v /= 255;
+      return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
+    };
+    return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b);
+  };
+  const behind = (el: Element) => {
+    for (let e: Element | null = el.parentElement; e;) {
+      const c = rgb(getComputedStyle(e).backgroundColor);
+      if (c.a > 0.5) return c;
+      const root = e.getRootNode();
+      e = e.parentElement ?? (root instanceof ShadowRoot ? root.host : null);
+    }
+    return rgb(getComputedStyle(document.body).backgroundColor);
+  };
+  const roots: (Document | ShadowRoot)[] = [document];
+  for (const h of document.querySelectorAll("[data-image-uploader]")) {
+    if (h.shadowRoot) roots.push(h.shadowRoot);
+  }
+  const weak: string[] = [];
+  for (const root of roots) {
+    const fields = root.querySelectorAll(
+      "input:not([type=hidden]):not([type=checkbox]):not([type=file]),select,textarea,button.secondary,.drop",
+    );
+    for (const el of fields) {
+      const s = getComputedStyle(el);
+      if (el.getClientRects().length === 0 || s.visibility === "hidden") {
+        continue;
+      }
+      const border = rgb(s.borderTopColor);
+      if (parseFloat(s.borderTopWidth) === 0) continue;
+      const [a, b] = [lum(border), lum(behind(el))].sort((x, y) => y - x);
+      const ratio = (a + 0.05) / (b + 0.05);
+      if (ratio < 3) {
+        weak.push(
+          `${el.tagName.toLowerCase()}#${el.id}.${el.className} border ${
+            ratio.toFixed(2)
+          }:1`,
+        );
+      }
+    }
+  }
+  return weak;
+}
+
+test("teardown", async () => {
+  await owner.browserContext().close();
+  await browser.close();
+  await shooter.close();
+  await server.shutdown();
+  await fixture.close();
+  await env.close();
+  if (Deno.env.get("UPDATE_SITE_SHOTS") !== "1") {
+    await Deno.remove(SHOTS, { recursive: true });
+  }
+});

@@ -282,6 +282,15 @@ test("the home page uploads a dropped file and an imported address with the sess
 
 test("the screenshot page captures a page with the chosen options, stores it when asked, and shows the API's own error message", async () => {
   await owner.goto(`${base}/screenshot`);
+  // The device list is the API's: GET /api/1/screenshot/presets, plus "custom".
+  await owner.waitForSelector("#f-preset[data-source=api]");
+  const devices = await owner.$$eval(
+    "#f-preset option",
+    (o) => o.map((x) => (x as HTMLOptionElement).value),
+  );
+  assert.equal(devices.length, 16);
+  assert.equal(devices[0], "desktop-1080p");
+  assert.equal(devices.at(-1), "custom");
   await owner.type("#f-url", `${fixture.origin}/page`);
   const shown = () =>
     owner.$eval("#viewport", (e) => getComputedStyle(e).display !== "none");
@@ -534,6 +543,33 @@ test("every page passes axe-core with no serious or critical violation, signed i
   }
   assert.deepEqual(report, []);
   assert.deepEqual(problems, []);
+});
+
+test("underscores in monospace fields are drawn at 1x, not clipped by the field (a key reads ssSPOAKF_t7r, not ssSPOAKF t7r)", async () => {
+  const page = await newPage({ width: 1366, height: 900 });
+  try {
+    const viewer = visits.find((v) => v.name === "viewer")!.path;
+    await page.goto(`${base}${viewer}`);
+    const field = (await page.$("#embed-0"))!;
+    const render = async (value: string) => {
+      await page.$eval(
+        "#embed-0",
+        (e, v) => (e as HTMLInputElement).value = v as string,
+        value,
+      );
+      return await field.screenshot({ type: "png" });
+    };
+    const withUnderscore = await render("ssSPOAKF_t7r");
+    const withSpace = await render("ssSPOAKF t7r");
+    const raw = async (png: Uint8Array) =>
+      new Uint8Array(await sharp(png).raw().toBuffer());
+    const [a, b] = [await raw(withUnderscore), await raw(withSpace)];
+    let differing = 0;
+    for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) differing++;
+    assert.ok(differing > 0, "the underscore left no pixel: it is clipped");
+  } finally {
+    await page.browserContext().close();
+  }
 });
 
 /**

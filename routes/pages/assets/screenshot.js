@@ -14,6 +14,27 @@ const toggleViewport = () => {
 preset.addEventListener("change", toggleViewport);
 toggleViewport();
 
+// The devices come from the API (the page's own list is the same table, shown at once):
+// what the API offers is what the picker offers.
+fetch("/api/1/screenshot/presets", { headers: { "X-CSRF-Token": token } })
+  .then((r) => r.json())
+  .then((answer) => {
+    if (!answer?.success) return;
+    const chosen = preset.value;
+    const custom = preset.querySelector('option[value="custom"]');
+    preset.textContent = "";
+    for (const p of answer.data) {
+      const o = document.createElement("option");
+      o.value = p.id;
+      o.textContent = p.label;
+      preset.append(o);
+    }
+    preset.append(custom);
+    preset.value = chosen;
+    preset.dataset.source = "api";
+  })
+  .catch(() => {});
+
 /** Reads one field by its kind; undefined leaves the option to the API's default. */
 function read(el) {
   const kind = el.dataset.kind ?? "text";

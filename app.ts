@@ -15,7 +15,7 @@ import { registerAccountRoutes } from "./routes/account.tsx";
 import { apiAuth } from "./routes/api_auth.ts";
 import { registerUploadRoutes } from "./routes/upload.ts";
 import { registerImageListRoutes } from "./routes/image_list.ts";
-import { registerHostRoutes } from "./routes/host.ts";
+import { notModifiedFastPath, registerHostRoutes } from "./routes/host.ts";
 import { registerSdkRoutes } from "./routes/sdk.tsx";
 import { registerScreenshotRoutes } from "./routes/screenshot.ts";
 import { ImagePipeline } from "./services/image_pipeline.ts";
@@ -28,6 +28,7 @@ import { clientAddress } from "./routes/client_address.ts";
 import { registerSiteRoutes } from "./routes/site.tsx";
 import { ErrorPage, wantsHtml } from "./routes/pages/errors.tsx";
 import { sessionUser } from "./routes/session.ts";
+import { requestIdOf } from "./routes/request_id.ts";
 
 import type { App, AppEnv } from "./routes/env.ts";
 
@@ -90,8 +91,7 @@ export function createApp(deps: AppDeps): App {
   // without it; the test covers that case.
   app.use(async (c, next) => {
     const start = performance.now();
-    let id = c.req.raw.headers.get("x-request-id");
-    if (!id || id.length > 255 || /[^\w\-=]/.test(id)) id = crypto.randomUUID();
+    const id = requestIdOf(c.req.raw.headers.get("x-request-id"));
     c.set("requestId", id);
     await next();
     // While draining, every answer closes its connection: a balancer's kept-alive
@@ -145,6 +145,10 @@ export function createApp(deps: AppDeps): App {
   registerViewerRoutes(app, deps, rowCache);
   registerSiteRoutes(app, deps, rowCache);
   registerHostRoutes(app, deps, rowCache);
+  // Revalidations of hot images skip the router and the middleware chain (issue #19).
+  const fast = notModifiedFastPath(deps, rowCache);
+  const dispatch = app.fetch;
+  app.fetch = (req, env, ctx) => fast(req, env) ?? dispatch(req, env, ctx);
   documentPublicRoutes(app);
 
   app.notFound(async (c) => {

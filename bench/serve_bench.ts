@@ -4,7 +4,9 @@
  * process on loopback (nginx with one worker, like the one Deno isolate serving requests).
  * Target: service ≥ 0.6× nginx requests/s. The service runs as configured by default (hot
  * images answered from memory, IMAGE_CACHE_MB); a second one with IMAGE_CACHE_MB=0 shows
- * the path every first request of an image takes.
+ * the path every first request of an image takes. A third runs with IMAGE_SERVE=proxy behind
+ * the same nginx with deploy/nginx-images.conf: the app checks each request, nginx sends
+ * the file (issue #19's deploy path; target ≥ 0.95× plain nginx for full bodies).
  */
 import {
   freePort,
@@ -59,6 +61,7 @@ async function wrk(url: string, headers: string[] = []) {
 
 const svc = await startService();
 const uncached = await startService({ IMAGE_CACHE_MB: "0" });
+const proxied = await startService({ IMAGE_SERVE: "proxy" });
 const dir = await Deno.makeTempDir({ prefix: "imagehost-nginx-" });
 let nginx: Deno.ChildProcess | undefined;
 let bare: { stop(): Promise<void> } | undefined;
@@ -79,6 +82,7 @@ try {
     })).json()).data;
   };
   const rec = await uploadTo(svc);
+  const proxiedRec = await uploadTo(proxied);
   const uncachedUrl = `${uncached.url}/${
     (await uploadTo(uncached)).image.filename
   }`;
@@ -88,6 +92,10 @@ try {
   await Deno.mkdir(`${dir}/root`);
   await Deno.copyFile(stored, `${dir}/root/${rec.image.filename}`);
   const port = freePort();
+  const accelPort = freePort();
+  const snippet = (await Deno.readTextFile(
+    new URL("../deploy/nginx-images.conf", import.meta.url),
+  )).replace("alias /data/images/;", `alias ${proxied.dataDir}/images/;`);
   await Deno.writeTextFile(
     `${dir}/nginx.conf`,
     `user root; worker_processes 1; daemon off; pid ${dir}/nginx.pid; error_log ${dir}/error.log;
@@ -95,7 +103,12 @@ events { worker_connections 1024; }
 http { access_log off; sendfile on; tcp_nopush on; etag on;
   types { image/jpeg jpg; } default_type application/octet-stream;
   server { listen 127.0.0.1:${port}; root ${dir}/root;
-    location / { add_header Cache-Control "public, max-age=31536000, immutable"; } } }
+    location / { add_header Cache-Control "public, max-age=31536000, immutable"; } }
+  upstream app { server ${new URL(proxied.url).host}; keepalive 64; }
+  server { listen 127.0.0.1:${accelPort};
+    location / { proxy_pass http://app; proxy_http_version 1.1; proxy_set_header Connection ""; }
+${snippet}
+  } }
 `,
   );
   nginx = new Deno.Command(NGINX!, {
@@ -104,6 +117,7 @@ http { access_log off; sendfile on; tcp_nopush on; etag on;
   }).spawn();
   const nginxUrl = `http://127.0.0.1:${port}/${rec.image.filename}`;
   const svcUrl = `${svc.url}/${rec.image.filename}`;
+  const accelUrl = `http://127.0.0.1:${accelPort}/${proxiedRec.image.filename}`;
   await waitUp(nginxUrl);
   const barePort = freePort();
   bare = spawnDeno("bench/baseline_serve_server.ts", {
@@ -121,6 +135,7 @@ http { access_log off; sendfile on; tcp_nopush on; etag on;
   await wrk(nginxUrl);
   await wrk(svcUrl);
   await wrk(uncachedUrl);
+  await wrk(accelUrl);
   const rows: Record<string, string | number>[] = [];
   const ratios: string[] = [];
   for (const conditional of [false, true]) {
@@ -137,6 +152,10 @@ http { access_log off; sendfile on; tcp_nopush on; etag on;
       conditional ? [`If-None-Match: ${await etag(uncachedUrl)}`] : [],
     );
     const d = await wrk(bareUrl, conditional ? [`If-None-Match: "bare"`] : []);
+    const a = await wrk(
+      accelUrl,
+      conditional ? [`If-None-Match: ${await etag(accelUrl)}`] : [],
+    );
     const label = conditional ? "304 (If-None-Match)" : "200 (full body)";
     rows.push({
       request: label,
@@ -169,6 +188,19 @@ http { access_log off; sendfile on; tcp_nopush on; etag on;
     );
     rows.push({
       request: label,
+      server: "nginx + service, IMAGE_SERVE=proxy",
+      "req/s": a.rps,
+      "p50 ms": a.p50,
+      "p99 ms": a.p99,
+      "non-2xx/3xx": a.non2xx,
+    });
+    ratios.push(
+      `ratio deploy path ${label}: nginx + IMAGE_SERVE=proxy ${
+        (a.rps / n.rps).toFixed(2)
+      }x plain nginx req/s (target >= 0.95 for full bodies)`,
+    );
+    rows.push({
+      request: label,
       server: "bare Deno.serve (reference)",
       "req/s": d.rps,
       "p50 ms": d.p50,
@@ -195,5 +227,6 @@ http { access_log off; sendfile on; tcp_nopush on; etag on;
   } catch { /* gone */ }
   await svc.stop();
   await uncached.stop();
+  await proxied.stop();
   await Deno.remove(dir, { recursive: true }).catch(() => {});
 }

@@ -1,11 +1,12 @@
 import type { Context } from "hono";
 import type { App } from "./env.ts";
 import type { AppDeps } from "../services/deps.ts";
-import { blobKeys, MIME_BY_EXT } from "../services/images.ts";
+import { blobKeys, type ImageRow, MIME_BY_EXT } from "../services/images.ts";
 import type { ImageRowCache } from "../services/image_cache.ts";
 import { ApiError } from "../schemas/errors.ts";
 import type { ByteRange } from "../services/store/blob_store.ts";
 import { readWhole } from "../services/file_io.ts";
+import { requestIdOf } from "./request_id.ts";
 
 const FILE_RE = /^([A-Za-z0-9_-]{6,64})(?:\.(th|md))?\.([a-z0-9]{2,5})$/;
 
@@ -33,6 +34,90 @@ export function parseRange(
   return { start, end };
 }
 
+/** Internal location of deploy/nginx-images.conf that maps onto DATA_DIR/images/. */
+export const PROXY_PREFIX = "/_image_files/";
+
+/** Where the proxy finds a stored key: the fs store's layout (two-character folders). */
+export function proxyPath(key: string): string {
+  return `${PROXY_PREFIX}${key.slice(0, 2)}/${key}`;
+}
+
+/** The store key a requested file name stands for, if the row has that file. */
+function storedKey(row: ImageRow, m: RegExpMatchArray): string | undefined {
+  const keys = blobKeys(row);
+  const key = m[2] === "th"
+    ? keys.thumb
+    : m[2] === "md"
+    ? keys.medium
+    : keys.original;
+  return key === m[0] ? key : undefined;
+}
+
+/** Cache-Control of a file: immutable for good, or until the image expires. */
+function cacheControlOf(row: ImageRow, now: Date): string {
+  if (!row.expires_at) return "public, max-age=31536000, immutable";
+  const left = (new Date(row.expires_at).getTime() - now.getTime()) / 1000;
+  return `public, max-age=${Math.max(0, Math.floor(left))}`;
+}
+
+/**
+ * The revalidation fast path, ahead of the router and every middleware: a GET or HEAD of
+ * an image file with If-None-Match, whose row the cache vouches for without the database,
+ * is answered 304 here with what a 304 needs (ETag, Cache-Control) and what every answer
+ * carries (X-Request-Id; the access log line; Connection: close while draining). Anything
+ * else (no header, a cold or stale row, a wrong tag) returns undefined and takes the full
+ * path, which answers the same.
+ */
+export function notModifiedFastPath(
+  deps: AppDeps,
+  rows: ImageRowCache,
+): (req: Request, info?: unknown) => Response | undefined {
+  return (req, info) => {
+    const method = req.method;
+    if (method !== "GET" && method !== "HEAD") return undefined;
+    const inm = req.headers.get("if-none-match");
+    if (!inm) return undefined;
+    const url = req.url;
+    const start = url.indexOf("/", url.indexOf("//") + 2);
+    if (start < 0) return undefined;
+    const q = url.indexOf("?", start);
+    const path = q < 0 ? url.slice(start + 1) : url.slice(start + 1, q);
+    const m = path.match(FILE_RE);
+    if (!m) return undefined;
+    const row = rows.peek(m[1]);
+    if (!row) return undefined;
+    const key = storedKey(row, m);
+    if (!key) return undefined;
+    const etag = `"${key}"`;
+    if (!etagMatches(inm, etag)) return undefined;
+    const begun = performance.now();
+    const id = requestIdOf(req.headers.get("x-request-id"));
+    const headers: Record<string, string> = {
+      "ETag": etag,
+      "Cache-Control": cacheControlOf(row, deps.clock.now()),
+      "X-Request-Id": id,
+    };
+    if (deps.lifecycle?.draining) headers["Connection"] = "close";
+    if (deps.config.LOG_REQUESTS) {
+      const forwarded = deps.config.TRUST_PROXY
+        ? req.headers.get("x-forwarded-for")?.split(",")[0]?.trim()
+        : undefined;
+      deps.log.info({
+        msg: "request",
+        method,
+        path: `/${path}`,
+        status: 304,
+        ms: Math.round((performance.now() - begun) * 10) / 10,
+        ip: forwarded ||
+          (info as { remoteAddr?: { hostname?: string } } | undefined)
+            ?.remoteAddr?.hostname,
+        request_id: id,
+      });
+    }
+    return new Response(null, { status: 304, headers });
+  };
+}
+
 function etagMatches(ifNoneMatch: string | undefined, etag: string) {
   if (!ifNoneMatch) return false;
   return ifNoneMatch.trim() === "*" ||
@@ -50,32 +135,19 @@ export function registerHostRoutes(
   deps: AppDeps,
   rows: ImageRowCache,
 ) {
+  const proxied = deps.config.IMAGE_SERVE === "proxy";
   const serve = async (c: Context) => {
-    const m = c.req.param("file")?.match(FILE_RE);
+    const file = c.req.param("file") ?? "";
+    const m = file.match(FILE_RE);
     if (!m) throw new ApiError(404);
-    const [, id, variant, ext] = m;
+    const [, id, , ext] = m;
     const row = await rows.get(id);
     if (!row) throw new ApiError(404);
-    const keys = blobKeys(row);
-    const key = variant === "th"
-      ? keys.thumb
-      : variant === "md"
-      ? keys.medium
-      : keys.original;
-    if (!key || key !== c.req.param("file")) throw new ApiError(404);
+    const key = storedKey(row, m);
+    if (!key) throw new ApiError(404);
 
     const etag = `"${key}"`;
-    const cacheControl = row.expires_at
-      ? `public, max-age=${
-        Math.max(
-          0,
-          Math.floor(
-            (new Date(row.expires_at).getTime() -
-              deps.clock.now().getTime()) / 1000,
-          ),
-        )
-      }`
-      : "public, max-age=31536000, immutable";
+    const cacheControl = cacheControlOf(row, deps.clock.now());
     if (etagMatches(c.req.header("if-none-match"), etag)) {
       // A 304 only refreshes the cached copy (RFC 9110 15.4.5): ETag and Cache-Control are
       // what it needs; the rest came with the 200 and stays in the cache. Checked before
@@ -93,6 +165,14 @@ export function registerHostRoutes(
       "Access-Control-Allow-Origin": "*",
       "Cross-Origin-Resource-Policy": "cross-origin",
     };
+    if (proxied) {
+      // The proxy sends the bytes (sendfile, ranges, HEAD) from the same file the fs
+      // store wrote; everything that decides whether they may be sent was decided here.
+      return c.body(null, 200, {
+        ...headers,
+        "X-Accel-Redirect": proxyPath(key),
+      });
+    }
     const bodies = rows.bodies;
     const cached = bodies?.get(key);
     const rangeHeader = c.req.header("range");

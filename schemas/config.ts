@@ -61,6 +61,12 @@ export const ConfigSchema = z.object({
   IMAGE_QUEUE: int(32, 0, 10_000),
   /** Memory for the bytes of hot images (each at most 1 MiB); 0 turns it off. */
   IMAGE_CACHE_MB: int(32, 0, 65_536),
+  /**
+   * Who sends an image's bytes: `app` (this process), or `proxy`: after the same checks
+   * (live row, ETag/304) the app answers with `X-Accel-Redirect` and nginx sends the file
+   * from disk with sendfile (deploy/nginx-images.conf; STORE=fs only).
+   */
+  IMAGE_SERVE: z.enum(["app", "proxy"]).default("app"),
   SCREENSHOTS: z.enum(["on", "off"]).default("on"),
   CHROMIUM_PATH: z.string().optional(),
   /**
@@ -146,6 +152,14 @@ export const ConfigSchema = z.object({
       path: ["SCREENSHOT_PROXY_ADVERTISE"],
       message:
         "is required when SCREENSHOT_PROXY_LISTEN is a wildcard address: the browser must be told where to reach this instance",
+    });
+  }
+  if (c.IMAGE_SERVE === "proxy" && c.STORE !== "fs") {
+    ctx.addIssue({
+      code: "custom",
+      path: ["IMAGE_SERVE"],
+      message:
+        "proxy needs STORE=fs (the proxy sends files from disk); with S3, point IMAGE_HOST_URL or S3_PUBLIC_URL at the bucket or CDN",
     });
   }
   if (c.STORE === "s3") {

@@ -55,6 +55,21 @@ export class ImageRowCache {
     return hit.row;
   }
 
+  /**
+   * The live row for an id when the cache can vouch for it without the database (fresh,
+   * deletion notices heard, not expired), else undefined: the hot path's synchronous look.
+   */
+  peek(id: string): ImageRow | undefined {
+    if (!this.#hearing) return undefined;
+    const hit = this.#rows.get(id);
+    if (!hit) return undefined;
+    const now = this.clock.now().getTime();
+    if (now - hit.at > this.ttlMs) return undefined;
+    const exp = hit.row.expires_at;
+    if (exp && new Date(exp).getTime() <= now) return undefined;
+    return hit.row;
+  }
+
   /** Forgets an id (after a deletion). */
   invalidate(id: string): void {
     this.#rows.delete(id);

@@ -1,0 +1,109 @@
+import assert from "node:assert/strict";
+import { formWith, makeImage } from "./fixtures.ts";
+import { test, testEnv, upload, userWithKey } from "./helpers.ts";
+import { notModifiedFastPath } from "../routes/host.ts";
+import { ImageRowCache } from "../services/image_cache.ts";
+
+test("a revalidation of a hot image is answered 304 ahead of the router with the full path's ETag and Cache-Control, a request id and its log line", async () => {
+  const env = await testEnv({ env: { LOG_REQUESTS: "true" } });
+  try {
+    const { key } = await userWithKey(env);
+    const up = await upload(
+      env,
+      key,
+      formWith([{ name: "h.png", bytes: await makeImage("png") }], {
+        expiration: "7200",
+      }),
+    );
+    const path = `/${up.body.data.image.filename}`;
+    const etag = `"${up.body.data.image.filename}"`;
+    // The first revalidation finds the row cold and takes the full path (which warms it);
+    // the second is answered by the fast path. The same answer.
+    const full = await env.app.request(path, {
+      method: "HEAD",
+      headers: { "if-none-match": `W/${etag}` },
+    });
+    const fast = await env.app.request(`${path}?v=1`, {
+      headers: { "if-none-match": etag, "x-request-id": "abc-123" },
+    });
+    for (const r of [fast, full]) {
+      assert.equal(r.status, 304);
+      assert.equal(r.headers.get("etag"), etag);
+      assert.equal(r.headers.get("cache-control"), "public, max-age=7200");
+      assert.ok(r.headers.get("x-request-id"));
+    }
+    assert.equal(fast.headers.get("x-request-id"), "abc-123");
+    const logged = env.log.lines.filter((l) =>
+      l.msg === "request" && l.status === 304 && l.request_id === "abc-123"
+    );
+    assert.equal(logged.length, 1);
+    assert.equal(logged[0].path, path);
+  } finally {
+    await env.close();
+  }
+});
+
+test("the fast path answers only what it can vouch for: a cold, deleted or expired row, another tag, a variant the image lacks, a POST or no If-None-Match all go the full way", async () => {
+  const env = await testEnv();
+  try {
+    const { key } = await userWithKey(env);
+    const up = await upload(
+      env,
+      key,
+      formWith([{ name: "f.png", bytes: await makeImage("png") }], {
+        expiration: "600",
+      }),
+    );
+    const rec = up.body.data;
+    const rows = new ImageRowCache(env.deps.database.db, env.clock);
+    const stop = await rows.follow(env.deps.database);
+    try {
+      const fast = notModifiedFastPath(env.deps, rows);
+      const base = "http://localhost:8080";
+      const req = (path: string, init: RequestInit = {}) =>
+        new Request(`${base}${path}`, init);
+      const tag = `"${rec.image.filename}"`;
+      const conditional = { headers: { "if-none-match": tag } };
+      const file = `/${rec.image.filename}`;
+      assert.equal(fast(req(file, conditional)), undefined, "cold row");
+      assert.ok(await rows.get(rec.id));
+      const hit = fast(req(file, conditional));
+      assert.equal(hit?.status, 304);
+      assert.equal(hit?.headers.get("etag"), tag);
+      assert.equal(fast(req(file)), undefined, "no If-None-Match");
+      assert.equal(
+        fast(req(file, { headers: { "if-none-match": '"other"' } })),
+        undefined,
+      );
+      assert.equal(
+        fast(req(file, { ...conditional, method: "POST" })),
+        undefined,
+      );
+      assert.equal(
+        fast(req(`/${rec.id}.md.png`, {
+          headers: { "if-none-match": `"${rec.id}.md.png"` },
+        })),
+        undefined,
+        "a small image has no medium file",
+      );
+      env.clock.advance(601_000);
+      assert.equal(fast(req(file, conditional)), undefined, "expired");
+      env.clock.advance(-601_000);
+      assert.equal(fast(req(file, conditional))?.status, 304);
+      rows.invalidate(rec.id);
+      assert.equal(fast(req(file, conditional)), undefined, "deleted here");
+      // And through the app: a deleted image is 404 even to a revalidation.
+      await env.app.request(`/api/1/images/${rec.id}`, {
+        method: "DELETE",
+        headers: { authorization: `Bearer ${key}` },
+      });
+      const gone = await env.app.request(file, conditional);
+      assert.equal(gone.status, 404);
+      await gone.body?.cancel();
+    } finally {
+      await stop();
+    }
+  } finally {
+    await env.close();
+  }
+});

@@ -1,0 +1,189 @@
+/**
+ * IMAGE_SERVE=proxy behind a real nginx with deploy/nginx-images.conf as shipped: the app
+ * decides (live row, 304), nginx sends the bytes; deletions and expiry still hold.
+ */
+import assert from "node:assert/strict";
+import { formWith, makeImage } from "./fixtures.ts";
+import {
+  answersOk,
+  test,
+  testEnv,
+  upload,
+  userWithKey,
+  waitUntilAsync,
+} from "./helpers.ts";
+import { freePort } from "./pg_cluster.ts";
+import { loadConfig } from "../schemas/config.ts";
+import { proxyPath } from "../routes/host.ts";
+
+const SNIPPET = new URL("../deploy/nginx-images.conf", import.meta.url);
+
+/** nginx on loopback in front of `appPort`, with the shipped snippet pointed at `images`. */
+async function startNginx(appPort: number, images: string) {
+  const dir = await Deno.makeTempDir({ prefix: "imagehost-accel-" });
+  const port = freePort();
+  const snippet = (await Deno.readTextFile(SNIPPET))
+    .replace("alias /data/images/;", `alias ${images}/;`);
+  assert.ok(snippet.includes(`alias ${images}/;`), "the snippet's alias line");
+  await Deno.writeTextFile(
+    `${dir}/nginx.conf`,
+    // (The data dir is a private temp folder: the worker reads it as root, as the master
+    // runs. In a deployment nginx reads a shared volume as its own user.)
+    `${Deno.uid() === 0 ? "user root;\n" : ""}pid ${dir}/nginx.pid;
+error_log ${dir}/error.log;
+events {}
+http {
+  access_log off;
+  client_body_temp_path ${dir}/body;
+  proxy_temp_path ${dir}/proxy;
+  fastcgi_temp_path ${dir}/fcgi;
+  uwsgi_temp_path ${dir}/uwsgi;
+  scgi_temp_path ${dir}/scgi;
+  server {
+    listen 127.0.0.1:${port};
+    location / {
+      proxy_pass http://127.0.0.1:${appPort};
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+    }
+${snippet}
+  }
+}
+`,
+  );
+  const proc = new Deno.Command("nginx", {
+    args: ["-p", dir, "-c", `${dir}/nginx.conf`, "-g", "daemon off;"],
+    stdout: "null",
+    stderr: "piped",
+  }).spawn();
+  const base = `http://127.0.0.1:${port}`;
+  await waitUntilAsync(() => answersOk(`${base}/healthz`), 10_000, 100);
+  return {
+    base,
+    async close() {
+      proc.kill("SIGTERM");
+      await proc.status;
+      await Deno.remove(dir, { recursive: true }).catch(() => {});
+    },
+  };
+}
+
+test("IMAGE_SERVE=proxy needs the fs store: with S3 start-up stops and says what to do instead", () => {
+  assert.throws(
+    () =>
+      loadConfig({
+        IMAGE_SERVE: "proxy",
+        STORE: "s3",
+        S3_ENDPOINT: "http://127.0.0.1:9",
+        S3_BUCKET: "b",
+      }),
+    /IMAGE_SERVE.*STORE=fs/s,
+  );
+  assert.equal(loadConfig({}).IMAGE_SERVE, "app");
+});
+
+test("with IMAGE_SERVE=proxy nginx sends the bytes the app vouched for: same bytes and headers, ranges, HEAD, 304 from the app, and deleted or expired images stay 404", async () => {
+  const env = await testEnv({ env: { IMAGE_SERVE: "proxy" } });
+  const server = Deno.serve(
+    { port: 0, hostname: "127.0.0.1", onListen: () => {} },
+    (req) => env.app.fetch(req),
+  );
+  const nginx = await startNginx(server.addr.port, `${env.dataDir}/images`);
+  try {
+    const { key } = await userWithKey(env);
+    const bytes = await makeImage("jpeg", { width: 700, height: 300 });
+    const up = await upload(
+      env,
+      key,
+      formWith([{ name: "p.jpg", bytes }], { expiration: "3600" }),
+    );
+    const rec = up.body.data;
+    const path = `/${rec.image.filename}`;
+
+    // The app alone answers headers and the redirect, no body.
+    const direct = await env.app.request(path);
+    assert.equal(direct.status, 200);
+    assert.equal(
+      direct.headers.get("x-accel-redirect"),
+      proxyPath(rec.image.filename),
+    );
+    assert.equal((await direct.arrayBuffer()).byteLength, 0);
+
+    const stored = await Deno.readFile(
+      `${env.dataDir}/images/${path.slice(1, 3)}${path}`,
+    );
+    const got = await fetch(`${nginx.base}${path}`);
+    assert.equal(got.status, 200);
+    assert.deepEqual(new Uint8Array(await got.arrayBuffer()), stored);
+    assert.equal(got.headers.get("x-accel-redirect"), null);
+    for (
+      const h of [
+        "etag",
+        "cache-control",
+        "content-type",
+        "content-security-policy",
+        "x-content-type-options",
+        "access-control-allow-origin",
+        "cross-origin-resource-policy",
+      ]
+    ) {
+      assert.equal(got.headers.get(h), direct.headers.get(h), h);
+    }
+    assert.match(got.headers.get("cache-control")!, /max-age=3[56]\d\d$/);
+    assert.ok(got.headers.get("x-request-id"));
+    assert.equal(got.headers.get("last-modified"), null);
+
+    const part = await fetch(`${nginx.base}${path}`, {
+      headers: { range: "bytes=10-19" },
+    });
+    assert.equal(part.status, 206);
+    assert.deepEqual(
+      new Uint8Array(await part.arrayBuffer()),
+      stored.subarray(10, 20),
+    );
+    const head = await fetch(`${nginx.base}${path}`, { method: "HEAD" });
+    assert.equal(head.status, 200);
+    assert.equal(head.headers.get("content-length"), String(stored.length));
+    await head.body?.cancel();
+    const again = await fetch(`${nginx.base}${path}`, {
+      headers: { "if-none-match": got.headers.get("etag")! },
+    });
+    assert.equal(again.status, 304);
+    await again.body?.cancel();
+    // The internal location is not reachable from outside.
+    const sneak = await fetch(
+      `${nginx.base}${proxyPath(rec.image.filename)}`,
+    );
+    assert.equal(sneak.status, 404);
+    await sneak.body?.cancel();
+    const thumb = await fetch(`${nginx.base}/${rec.thumb.filename}`);
+    assert.equal(thumb.status, 200);
+    assert.equal(thumb.headers.get("content-type"), "image/jpeg");
+    await thumb.body?.cancel();
+
+    // Expired: the file may still be on disk until the sweeper runs; it is not sent.
+    env.clock.advance(3601_000);
+    const expired = await fetch(`${nginx.base}${path}`);
+    assert.equal(expired.status, 404);
+    await expired.body?.cancel();
+    env.clock.advance(-3601_000);
+
+    const other = await upload(
+      env,
+      key,
+      formWith([{ name: "q.png", bytes: await makeImage("png") }]),
+    );
+    const del = await env.app.request(`/api/1/images/${other.body.data.id}`, {
+      method: "DELETE",
+      headers: { authorization: `Bearer ${key}` },
+    });
+    assert.equal(del.status, 200);
+    const gone = await fetch(`${nginx.base}/${other.body.data.image.filename}`);
+    assert.equal(gone.status, 404);
+    await gone.body?.cancel();
+  } finally {
+    await nginx.close();
+    await server.shutdown();
+    await env.close();
+  }
+});

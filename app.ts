@@ -12,7 +12,7 @@ import type { AppDeps } from "./services/deps.ts";
 import { registerSystemRoutes } from "./routes/system.ts";
 import { registerDocsRoutes } from "./routes/docs.ts";
 import { registerAccountRoutes } from "./routes/account.tsx";
-import { apiAuth } from "./routes/api_auth.ts";
+import { apiAuth, keyCacheOf } from "./routes/api_auth.ts";
 import { registerUploadRoutes } from "./routes/upload.ts";
 import { registerImageListRoutes } from "./routes/image_list.ts";
 import { notModifiedFastPath, registerHostRoutes } from "./routes/host.ts";
@@ -125,6 +125,7 @@ export function createApp(deps: AppDeps): App {
   // CORS first: browser preflights carry no key.
   registerSdkRoutes(app, deps);
   app.use("/api/1/*", apiAuth(deps));
+  const keys = keyCacheOf(deps);
   const pipeline = new ImagePipeline(deps);
   const rowCache = new ImageRowCache(
     deps.database.db,
@@ -133,7 +134,7 @@ export function createApp(deps: AppDeps): App {
   );
   backgroundReady.set(
     app,
-    rowCache.follow(deps.database).then(
+    Promise.all([rowCache.follow(deps.database), keys.ready]).then(
       () => {},
       (e) =>
         deps.log.error({ msg: "cannot follow deletions", error: String(e) }),

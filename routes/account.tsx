@@ -27,6 +27,7 @@ import {
 import { ApiError } from "../schemas/errors.ts";
 import { AddressThrottle } from "../services/address_throttle.ts";
 import { clientAddress } from "./client_address.ts";
+import { keyCacheOf } from "./api_auth.ts";
 import {
   requireSessionForm as sessionForm,
   SESSION_COOKIE,
@@ -410,6 +411,8 @@ export function registerAccountRoutes(app: App, deps: AppDeps) {
     const r = await requireSessionForm(c);
     if (r instanceof Response) return r;
     await revokeApiKey(db, r.user.userId, c.req.param("id"), deps.clock);
+    // This instance forgets at once; the others when the notice reaches them.
+    keyCacheOf(deps).cache.clear();
     return c.redirect("/account", 303);
   });
 

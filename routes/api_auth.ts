@@ -1,7 +1,7 @@
 import type { Context, MiddlewareHandler } from "hono";
 import type { AppEnv } from "./env.ts";
 import type { AppDeps } from "../services/deps.ts";
-import { authenticateKey } from "../services/api_keys.ts";
+import { authenticateKey, KeyCache } from "../services/api_keys.ts";
 import { ApiError } from "../schemas/errors.ts";
 import { admitCall } from "../services/rate_limit.ts";
 import { AddressThrottle } from "../services/address_throttle.ts";
@@ -130,6 +130,26 @@ async function admitSession(
   c.set("apiKeyId", "");
 }
 
+const keyCaches = new WeakMap<AppDeps, KeyCache>();
+
+/**
+ * The app's cache of checked keys, made on first use; `ready` resolves once it hears
+ * changes from every instance (until then it trusts nothing and every call looks its key
+ * up).
+ */
+export function keyCacheOf(
+  deps: AppDeps,
+): { cache: KeyCache; ready: Promise<unknown> } {
+  let cache = keyCaches.get(deps);
+  let ready: Promise<unknown> = Promise.resolve();
+  if (!cache) {
+    cache = new KeyCache(deps.clock);
+    keyCaches.set(deps, cache);
+    ready = cache.follow(deps.database);
+  }
+  return { cache, ready };
+}
+
 const keyThrottles = new WeakMap<AppDeps, AddressThrottle>();
 
 /** The app's counter of wrong API keys per client address. */
@@ -161,7 +181,9 @@ async function admit(
   if (key !== undefined) failures.check(addr);
   let owner;
   try {
-    owner = await authenticateKey(deps.database.db, key, deps.clock);
+    owner = await authenticateKey(deps.database.db, key, deps.clock, {
+      cache: keyCaches.get(deps),
+    });
   } catch (e) {
     if (e instanceof ApiError && (e.code === 110 || e.code === 120)) {
       await failures.count(addr);

@@ -8,6 +8,7 @@ import {
   verifyPassword,
 } from "./crypto.ts";
 import { ApiError } from "../schemas/errors.ts";
+import { announceAuthChange } from "./api_keys.ts";
 
 /** A signed-in user as pages see it. */
 export interface SessionUser {
@@ -162,6 +163,7 @@ export async function deleteUser(
   await db.updateTable("users").set({ deleted_at: clock.now() })
     .where("id", "=", userId).execute();
   await db.deleteFrom("sessions").where("user_id", "=", userId).execute();
+  await announceAuthChange(db);
 }
 
 /** Disables a user without deleting (keys answer 120). */
@@ -172,4 +174,5 @@ export async function disableUser(
 ): Promise<void> {
   await db.updateTable("users").set({ disabled_at: clock.now() })
     .where("id", "=", userId).execute();
+  await announceAuthChange(db);
 }

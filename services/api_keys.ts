@@ -1,6 +1,7 @@
-import type { Kysely } from "kysely";
+import { type Kysely, sql } from "kysely";
 import type { DB } from "./db/schema.ts";
 import type { Clock } from "./deps.ts";
+import type { Database } from "./db/database.ts";
 import { randomToken, sha256Hex } from "./crypto.ts";
 import { ApiError } from "../schemas/errors.ts";
 
@@ -76,7 +77,68 @@ export async function revokeApiKey(
   const r = await db.updateTable("api_keys").set({ revoked_at: clock.now() })
     .where("id", "=", keyId).where("user_id", "=", userId)
     .where("revoked_at", "is", null).executeTakeFirst();
+  await announceAuthChange(db);
   return Number(r.numUpdatedRows) > 0;
+}
+
+/** NOTIFY channel telling every instance that keys or users changed (drop cached keys). */
+export const AUTH_CHANGED_CHANNEL = "imagehost_auth_changed";
+
+/** Tells every instance (this one included) to forget the keys it has vouched for. */
+export async function announceAuthChange(db: Kysely<DB>): Promise<void> {
+  await sql`select pg_notify(${AUTH_CHANGED_CHANNEL}, '')`.execute(db);
+}
+
+/**
+ * Keys this instance has recently checked, by hash, so an API call need not look its key
+ * up each time (the upload's hot path). An entry lives `ttlMs`; a revocation, a disabled or
+ * deleted user, through any instance, clears the cache at once (AUTH_CHANGED_CHANNEL), and
+ * while that channel is not heard nothing cached is trusted.
+ */
+export class KeyCache {
+  #entries = new Map<
+    string,
+    { owner: KeyOwner; at: number; lastUsed: number }
+  >();
+  #hearing = false;
+  constructor(
+    private readonly clock: Clock,
+    private readonly ttlMs = 10_000,
+    private readonly max = 10_000,
+  ) {}
+
+  /** The cached entry for a hash, when fresh and trusted. */
+  get(hash: string) {
+    if (!this.#hearing) return undefined;
+    const e = this.#entries.get(hash);
+    if (!e || this.clock.now().getTime() - e.at > this.ttlMs) return undefined;
+    return e;
+  }
+
+  /** Remembers a key's owner (and when it was last recorded as used). */
+  set(hash: string, owner: KeyOwner, lastUsed: number): void {
+    if (this.#entries.size >= this.max) {
+      this.#entries.delete(this.#entries.keys().next().value!);
+    }
+    this.#entries.set(hash, {
+      owner,
+      at: this.clock.now().getTime(),
+      lastUsed,
+    });
+  }
+
+  /** Forgets every key. */
+  clear(): void {
+    this.#entries.clear();
+  }
+
+  /** Hears changes made through any instance; resolves once subscribed. */
+  follow(database: Database): Promise<() => Promise<void>> {
+    return database.listen(AUTH_CHANGED_CHANNEL, () => this.clear(), (up) => {
+      this.clear();
+      this.#hearing = up;
+    });
+  }
 }
 
 /**
@@ -89,13 +151,24 @@ export async function authenticateKey(
   db: Kysely<DB>,
   presented: string | undefined | null,
   clock: Clock,
-  opts: { touch?: boolean } = {},
+  opts: { touch?: boolean; cache?: KeyCache } = {},
 ): Promise<KeyOwner> {
   if (!presented) throw new ApiError(100);
   if (presented.length > 200 || !presented.startsWith(KEY_PREFIX)) {
     throw new ApiError(110);
   }
   const hash = sha256Hex(presented);
+  const hit = opts.cache?.get(hash);
+  if (hit) {
+    const now = clock.now().getTime();
+    if (opts.touch !== false && now - hit.lastUsed > 60_000) {
+      // Recording the use is bookkeeping, not a decision: it need not hold the call up.
+      hit.lastUsed = now;
+      db.updateTable("api_keys").set({ last_used_at: new Date(now) })
+        .where("id", "=", hit.owner.keyId).execute().catch(() => {});
+    }
+    return hit.owner;
+  }
   const row = await db.selectFrom("api_keys")
     .innerJoin("users", "users.id", "api_keys.user_id")
     .select([
@@ -116,13 +189,14 @@ export async function authenticateKey(
   }
   if (row.deleted_at || row.disabled_at) throw new ApiError(120);
   const now = clock.now();
+  let lastUsed = row.last_used_at?.getTime() ?? 0;
   // One write a minute at most, so busy keys don't turn every request into an UPDATE.
-  if (
-    opts.touch !== false &&
-    (!row.last_used_at || now.getTime() - row.last_used_at.getTime() > 60_000)
-  ) {
+  if (opts.touch !== false && now.getTime() - lastUsed > 60_000) {
     await db.updateTable("api_keys").set({ last_used_at: now })
       .where("id", "=", row.key_id).execute();
+    lastUsed = now.getTime();
   }
-  return { userId: row.user_id, keyId: row.key_id };
+  const owner = { userId: row.user_id, keyId: row.key_id };
+  opts.cache?.set(hash, owner, lastUsed);
+  return owner;
 }

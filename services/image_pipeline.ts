@@ -173,9 +173,17 @@ export class ImagePipeline {
     opts: { expiration?: number; source?: string } = {},
   ): Promise<ImageRecord & { duplicate?: boolean }> {
     const ext = await this.#admit(file);
-    const existing = await this.#duplicateOf(userId, file.sha256);
-    if (existing) return await this.#renew(existing, opts.expiration);
-    const shape = await this.#inspect(file, ext);
+    // The duplicate lookup (a database round trip) and reading the header (the file) go
+    // on together: neither needs the other, and the header is needed anyway unless the
+    // bytes are a duplicate (which were a sound image when first stored).
+    const [dup, inspected] = await Promise.allSettled([
+      this.#duplicateOf(userId, file.sha256),
+      this.#inspect(file, ext),
+    ]);
+    if (dup.status === "rejected") throw dup.reason;
+    if (dup.value) return await this.#renew(dup.value, opts.expiration);
+    if (inspected.status === "rejected") throw inspected.reason;
+    const shape = inspected.value;
 
     const id = randomToken(9);
     const temps: string[] = [];
@@ -391,16 +399,20 @@ export class ImagePipeline {
     try {
       // Handed over as files: the filesystem store renames them into place instead of
       // copying their bytes through memory (the memory benchmark's largest allocator).
-      const results = await Promise.allSettled(
-        puts.map(([key, path]) =>
-          store.putFile(key, path, {
-            contentType: MIME_BY_EXT[key.split(".").pop()!],
-          })
-        ),
-      );
-      // Settled first, so the cleanup below never races a put still in flight.
-      const failed = results.find((r) => r.status === "rejected");
-      if (failed) throw (failed as PromiseRejectedResult).reason;
+      const entries = puts.map(([key, path]) => ({
+        key,
+        path,
+        contentType: MIME_BY_EXT[key.split(".").pop()!],
+      }));
+      if (store.putFiles) await store.putFiles(entries);
+      else {
+        const results = await Promise.allSettled(
+          entries.map((e) => store.putFile(e.key, e.path, e)),
+        );
+        // Settled first, so the cleanup below never races a put still in flight.
+        const failed = results.find((r) => r.status === "rejected");
+        if (failed) throw (failed as PromiseRejectedResult).reason;
+      }
       await database.db.insertInto("images").values(row).execute();
     } catch (e) {
       await Promise.allSettled(puts.map(([key]) => store.delete(key)));

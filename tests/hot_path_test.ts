@@ -1,6 +1,14 @@
 import assert from "node:assert/strict";
 import { formWith, makeImage } from "./fixtures.ts";
-import { test, testEnv, upload, userWithKey } from "./helpers.ts";
+import {
+  test,
+  testEnv,
+  upload,
+  userWithKey,
+  waitUntilAsync,
+} from "./helpers.ts";
+import { revokeApiKey } from "../services/api_keys.ts";
+import { disableUser } from "../services/accounts.ts";
 import { notModifiedFastPath } from "../routes/host.ts";
 import { ImageRowCache } from "../services/image_cache.ts";
 
@@ -104,6 +112,52 @@ test("the fast path answers only what it can vouch for: a cold, deleted or expir
       await stop();
     }
   } finally {
+    await env.close();
+  }
+});
+
+test("a checked key is trusted for 10 s without a lookup, and a revocation or a disabled user made through another instance is refused here as soon as its notice arrives", async () => {
+  const env = await testEnv();
+  const second = await testEnv({ database: env.deps.database });
+  try {
+    const presets = async (key: string) => {
+      const r = await env.app.request("/api/1/screenshot/presets", {
+        headers: { authorization: `Bearer ${key}` },
+      });
+      await r.body?.cancel();
+      return r.status;
+    };
+    const a = await userWithKey(env);
+    assert.equal(await presets(a.key), 200);
+    // Revoked behind the service's back (no notice): the cached check stands for its 10 s.
+    await env.deps.database.db.updateTable("api_keys")
+      .set({ revoked_at: env.clock.now() }).where("id", "=", a.keyId)
+      .execute();
+    assert.equal(await presets(a.key), 200);
+    env.clock.advance(10_001);
+    assert.equal(await presets(a.key), 401);
+
+    const b = await userWithKey(env);
+    assert.equal(await presets(b.key), 200);
+    await revokeApiKey(
+      second.deps.database.db,
+      b.user.id,
+      b.keyId,
+      second.clock,
+    );
+    await waitUntilAsync(async () => (await presets(b.key)) === 401);
+    assert.equal(await presets(b.key), 401);
+
+    const c = await userWithKey(env);
+    assert.equal(await presets(c.key), 200);
+    await disableUser(second.deps.database.db, c.user.id, second.clock);
+    await waitUntilAsync(async () => (await presets(c.key)) === 401);
+    const refused = await env.app.request("/api/1/screenshot/presets", {
+      headers: { authorization: `Bearer ${c.key}` },
+    });
+    assert.equal((await refused.json()).error.code, 120);
+  } finally {
+    await second.close();
     await env.close();
   }
 });

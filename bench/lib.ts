@@ -108,7 +108,8 @@ export async function startService(extraEnv: Record<string, string> = {}) {
       "run",
       "-A",
       "scripts/user_create.ts",
-      "bench@example.com",
+      // Unique: a PostgreSQL the runs share keeps earlier runs' users.
+      `bench-${crypto.randomUUID().slice(0, 8)}@example.com`,
       "bench password 123",
     ],
     cwd: ROOT,

@@ -545,6 +545,41 @@ test("every page passes axe-core with no serious or critical violation, signed i
   assert.deepEqual(problems, []);
 });
 
+test("the keyboard shows where it is: the first Tab brings the skip link into view, and focused links and buttons get a visible outline in light and dark", async () => {
+  for (const dark of [false, true]) {
+    const page = await newPage({ dark });
+    try {
+      await page.goto(`${base}/login`);
+      await page.keyboard.press("Tab");
+      const skip = await page.evaluate(() => {
+        const el = document.activeElement as HTMLElement;
+        const r = el.getBoundingClientRect();
+        const s = getComputedStyle(el);
+        return {
+          text: el.textContent,
+          visible: r.left >= 0 && r.width > 0,
+          outline: parseFloat(s.outlineWidth),
+          style: s.outlineStyle,
+        };
+      });
+      assert.equal(skip.text, "Skip to content");
+      assert.ok(skip.visible, "the skip link comes into view");
+      assert.ok(skip.outline >= 2 && skip.style !== "none");
+      for (let i = 0; i < 3; i++) await page.keyboard.press("Tab");
+      const next = await page.evaluate(() => {
+        const s = getComputedStyle(document.activeElement!);
+        return { outline: parseFloat(s.outlineWidth), style: s.outlineStyle };
+      });
+      assert.ok(
+        next.outline >= 2 && next.style !== "none",
+        JSON.stringify(next),
+      );
+    } finally {
+      await page.browserContext().close();
+    }
+  }
+});
+
 test("underscores in monospace fields are drawn at 1x, not clipped by the field (a key reads ssSPOAKF_t7r, not ssSPOAKF t7r)", async () => {
   const page = await newPage({ width: 1366, height: 900 });
   try {

@@ -387,6 +387,14 @@ test("My images deletes one or several of the user's own images from its form wi
       body,
     });
     assert.equal(away.headers.get("location"), "/images?deleted=1");
+    // Someone with no images gets a way forward, not an empty grid.
+    const fresh = await signedIn(env);
+    const empty = await (await env.app.request("/images", {
+      headers: { cookie: fresh.cookie },
+    })).text();
+    assert.match(empty, /No images here yet/);
+    assert.match(empty, /href="\/screenshot"/);
+    assert.doesNotMatch(empty, /Delete selected/);
     // Signed out, the page sends people to log in.
     const anon = await env.app.request("/images");
     assert.equal(anon.status, 303);

@@ -3,7 +3,7 @@ import type { AppEnv } from "./env.ts";
 import type { AppDeps } from "../services/deps.ts";
 import { authenticateKey, KeyCache } from "../services/api_keys.ts";
 import { ApiError } from "../schemas/errors.ts";
-import { admitCall } from "../services/rate_limit.ts";
+import { RateLeases } from "../services/rate_limit.ts";
 import { AddressThrottle } from "../services/address_throttle.ts";
 import { clientAddress } from "./client_address.ts";
 import { safeEqual } from "../services/crypto.ts";
@@ -196,11 +196,18 @@ async function admit(
   return owner.userId;
 }
 
+const rateLeases = new WeakMap<AppDeps, RateLeases>();
+
 /** Counts one call against the caller's per-minute limit and reports it in headers. */
 async function countCall(c: Context<AppEnv>, deps: AppDeps, counter: string) {
   const limit = deps.config.RATE_LIMIT_PER_MINUTE;
   if (limit <= 0) return;
-  const state = await admitCall(deps.database.db, counter, limit, deps.clock);
+  let leases = rateLeases.get(deps);
+  if (!leases) {
+    leases = new RateLeases(deps.database.db, deps.clock, limit);
+    rateLeases.set(deps, leases);
+  }
+  const state = await leases.admit(counter);
   c.header("X-RateLimit-Limit", String(state.limit));
   c.header("X-RateLimit-Remaining", String(state.remaining));
   c.header("X-RateLimit-Reset", String(state.resetSeconds));

@@ -161,3 +161,54 @@ test("a checked key is trusted for 10 s without a lookup, and a revocation or a 
     await env.close();
   }
 });
+
+test("the per-minute limit reserves calls in leases: one database write per 10 calls at 600/min with Remaining counting down by one, and two instances together never exceed the limit", async () => {
+  const env = await testEnv({ env: { RATE_LIMIT_PER_MINUTE: "600" } });
+  try {
+    const { key, keyId } = await userWithKey(env);
+    const remaining: number[] = [];
+    for (let i = 0; i < 25; i++) {
+      const r = await env.app.request("/api/1/screenshot/presets", {
+        headers: { authorization: `Bearer ${key}` },
+      });
+      assert.equal(r.status, 200);
+      remaining.push(Number(r.headers.get("x-ratelimit-remaining")));
+      await r.body?.cancel();
+    }
+    assert.deepEqual(remaining, Array.from({ length: 25 }, (_, i) => 599 - i));
+    const row = await env.deps.database.db.selectFrom("rate_limits")
+      .select("count").where("key_id", "=", keyId).executeTakeFirstOrThrow();
+    assert.equal(row.count, 30, "three leases of 10");
+  } finally {
+    await env.close();
+  }
+
+  // 120/min: leases of 2. Two instances on one database, a key used through both.
+  const a = await testEnv({ env: { RATE_LIMIT_PER_MINUTE: "120" } });
+  const b = await testEnv({
+    database: a.deps.database,
+    env: { RATE_LIMIT_PER_MINUTE: "120" },
+  });
+  try {
+    b.clock.t = a.clock.t;
+    const { key } = await userWithKey(a);
+    let accepted = 0;
+    for (let i = 0; i < 130; i++) {
+      const app = i % 2 ? b.app : a.app;
+      const r = await app.request("/api/1/screenshot/presets", {
+        headers: { authorization: `Bearer ${key}` },
+      });
+      if (r.status === 200) accepted++;
+      else assert.equal((await r.clone().json()).error.code, 170);
+      await r.body?.cancel();
+    }
+    assert.ok(accepted <= 120, `${accepted} accepted`);
+    assert.ok(
+      accepted >= 118,
+      `${accepted} accepted (at most 1 early per instance)`,
+    );
+  } finally {
+    await b.close();
+    await a.close();
+  }
+});

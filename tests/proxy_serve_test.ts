@@ -4,68 +4,27 @@
  */
 import assert from "node:assert/strict";
 import { formWith, makeImage } from "./fixtures.ts";
-import {
-  answersOk,
-  test,
-  testEnv,
-  upload,
-  userWithKey,
-  waitUntilAsync,
-} from "./helpers.ts";
-import { freePort } from "./pg_cluster.ts";
+import { test, testEnv, upload, userWithKey } from "./helpers.ts";
+import { startNginx } from "./nginx.ts";
 import { loadConfig } from "../schemas/config.ts";
 import { proxyPath } from "../routes/host.ts";
 
 const SNIPPET = new URL("../deploy/nginx-images.conf", import.meta.url);
 
 /** nginx on loopback in front of `appPort`, with the shipped snippet pointed at `images`. */
-async function startNginx(appPort: number, images: string) {
-  const dir = await Deno.makeTempDir({ prefix: "imagehost-accel-" });
-  const port = freePort();
+async function startProxy(appPort: number, images: string) {
   const snippet = (await Deno.readTextFile(SNIPPET))
     .replace("alias /data/images/;", `alias ${images}/;`);
   assert.ok(snippet.includes(`alias ${images}/;`), "the snippet's alias line");
-  await Deno.writeTextFile(
-    `${dir}/nginx.conf`,
-    // (The data dir is a private temp folder: the worker reads it as root, as the master
-    // runs. In a deployment nginx reads a shared volume as its own user.)
-    `${Deno.uid() === 0 ? "user root;\n" : ""}pid ${dir}/nginx.pid;
-error_log ${dir}/error.log;
-events {}
-http {
-  access_log off;
-  client_body_temp_path ${dir}/body;
-  proxy_temp_path ${dir}/proxy;
-  fastcgi_temp_path ${dir}/fcgi;
-  uwsgi_temp_path ${dir}/uwsgi;
-  scgi_temp_path ${dir}/scgi;
-  server {
-    listen 127.0.0.1:${port};
+  return await startNginx(`  server {
+    listen LISTEN;
     location / {
       proxy_pass http://127.0.0.1:${appPort};
       proxy_http_version 1.1;
       proxy_set_header Connection "";
     }
 ${snippet}
-  }
-}
-`,
-  );
-  const proc = new Deno.Command("nginx", {
-    args: ["-p", dir, "-c", `${dir}/nginx.conf`, "-g", "daemon off;"],
-    stdout: "null",
-    stderr: "piped",
-  }).spawn();
-  const base = `http://127.0.0.1:${port}`;
-  await waitUntilAsync(() => answersOk(`${base}/healthz`), 10_000, 100);
-  return {
-    base,
-    async close() {
-      proc.kill("SIGTERM");
-      await proc.status;
-      await Deno.remove(dir, { recursive: true }).catch(() => {});
-    },
-  };
+  }`);
 }
 
 test("IMAGE_SERVE=proxy needs the fs store: with S3 start-up stops and says what to do instead", () => {
@@ -88,7 +47,7 @@ test("with IMAGE_SERVE=proxy nginx sends the bytes the app vouched for: same byt
     { port: 0, hostname: "127.0.0.1", onListen: () => {} },
     (req) => env.app.fetch(req),
   );
-  const nginx = await startNginx(server.addr.port, `${env.dataDir}/images`);
+  const nginx = await startProxy(server.addr.port, `${env.dataDir}/images`);
   try {
     const { key } = await userWithKey(env);
     const bytes = await makeImage("jpeg", { width: 700, height: 300 });

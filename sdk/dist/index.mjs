@@ -568,21 +568,25 @@ function createUploadWidget(app, options = {}) {
         options.onSuccess?.(res, valid);
       }
     } catch (e) {
-      const err = e instanceof ServiceError ? e : new ServiceError(String(e), 0, 0);
-      status.textContent = err.message;
-      status.classList.add("err");
-      const details = err.details ?? [];
-      for (const d of details) {
-        if (typeof d.index === "number" && d.message) {
-          metas.get(valid[d.index])?.append(el("div", {
-            class: "err"
-          }, d.message));
-        }
-      }
+      const err = showFailure(e, (i) => metas.get(valid[i]));
       options.onError?.(err, valid);
     } finally {
       busy = false;
     }
+  }
+  function showFailure(e, item) {
+    const err = e instanceof ServiceError ? e : new ServiceError(String(e), 0, 0);
+    status.textContent = err.message;
+    status.classList.add("err");
+    const details = err.details ?? [];
+    for (const d of details) {
+      if (typeof d.index === "number" && d.message) {
+        item(d.index)?.append(el("div", {
+          class: "err"
+        }, d.message));
+      }
+    }
+    return err;
   }
   async function importAddresses(urls) {
     if (busy) return;
@@ -616,16 +620,7 @@ function createUploadWidget(app, options = {}) {
       status.textContent = `Imported ${res.data.count} of ${urls.length}.`;
       options.onSuccess?.(res, []);
     } catch (e) {
-      const err = e instanceof ServiceError ? e : new ServiceError(String(e), 0, 0);
-      status.textContent = err.message;
-      status.classList.add("err");
-      for (const d of err.details ?? []) {
-        if (typeof d.index === "number" && d.message) {
-          metas[d.index]?.append(el("div", {
-            class: "err"
-          }, d.message));
-        }
-      }
+      const err = showFailure(e, (i) => metas[i]);
       if (urls.length === 1) {
         metas[0].append(el("div", {
           class: "err"
@@ -703,6 +698,23 @@ function createUploadWidget(app, options = {}) {
 }
 
 // sdk/src/service_app.ts
+function asBatch(body) {
+  const data = body.data;
+  if (data.kind === "image") {
+    return {
+      status: 200,
+      success: true,
+      data: {
+        kind: "batch",
+        images: [
+          data
+        ],
+        count: 1
+      }
+    };
+  }
+  return body;
+}
 var scriptOrigin;
 function setScriptOrigin(origin) {
   scriptOrigin = origin;
@@ -769,21 +781,7 @@ var ServiceApp = class _ServiceApp {
     }
     const body = await res.json().catch(() => void 0);
     if (!res.ok || !body?.success) throw errorFromBody(res.status, body);
-    const data = body.data;
-    if (data.kind === "image") {
-      return {
-        status: 200,
-        success: true,
-        data: {
-          kind: "batch",
-          images: [
-            data
-          ],
-          count: 1
-        }
-      };
-    }
-    return body;
+    return asBatch(body);
   }
   /** Uploads one file; resolves to the envelope with `url` at the top level. */
   async upload(file, options = {}) {
@@ -799,22 +797,7 @@ var ServiceApp = class _ServiceApp {
   /** Uploads several files in one request; resolves to the multi-file envelope. */
   async uploadMultiple(files, options = {}) {
     const list = Array.from(files);
-    const body = await this.#send(list, options);
-    const data = body.data;
-    if (data.kind === "image") {
-      return {
-        status: 200,
-        success: true,
-        data: {
-          kind: "batch",
-          images: [
-            data
-          ],
-          count: 1
-        }
-      };
-    }
-    return body;
+    return asBatch(await this.#send(list, options));
   }
   /** Opens an upload widget (a dialog, or inline in `options.container`). */
   createUploadWidget(options = {}) {

@@ -84,6 +84,24 @@ export interface ServiceAppOptions {
   baseUrl?: string;
 }
 
+/**
+ * The multi-file envelope of an upload's answer: the service answers a single image with
+ * its record, which becomes a batch of one, so callers get the shape they were promised.
+ */
+function asBatch(
+  body: { status: 200; success: true; data: unknown },
+): MultiUploadResponse {
+  const data = body.data as ImageRecord | MultiUploadResponse["data"];
+  if (data.kind === "image") {
+    return {
+      status: 200,
+      success: true,
+      data: { kind: "batch", images: [data], count: 1 },
+    };
+  }
+  return body as MultiUploadResponse;
+}
+
 let scriptOrigin: string | undefined;
 /** Records the origin of the script tag that loaded the browser build. */
 export function setScriptOrigin(origin: string | undefined) {
@@ -159,15 +177,7 @@ export class ServiceApp {
     }
     const body = await res.json().catch(() => undefined);
     if (!res.ok || !body?.success) throw errorFromBody(res.status, body);
-    const data = body.data as ImageRecord | MultiUploadResponse["data"];
-    if (data.kind === "image") {
-      return {
-        status: 200,
-        success: true,
-        data: { kind: "batch", images: [data], count: 1 },
-      };
-    }
-    return body as MultiUploadResponse;
+    return asBatch(body);
   }
 
   /** Uploads one file; resolves to the envelope with `url` at the top level. */
@@ -186,17 +196,7 @@ export class ServiceApp {
     options: UploadOptions = {},
   ): Promise<MultiUploadResponse> {
     const list = Array.from(files as ArrayLike<Blob>);
-    const body = await this.#send(list, options);
-    const data = body.data as ImageRecord | MultiUploadResponse["data"];
-    if (data.kind === "image") {
-      // The service answers one file with a record; keep the promised shape.
-      return {
-        status: 200,
-        success: true,
-        data: { kind: "batch", images: [data], count: 1 },
-      };
-    }
-    return body as MultiUploadResponse;
+    return asBatch(await this.#send(list, options));
   }
 
   /** Opens an upload widget (a dialog, or inline in `options.container`). */

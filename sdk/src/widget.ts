@@ -410,26 +410,36 @@ export function createUploadWidget(
         options.onSuccess?.(res, valid);
       }
     } catch (e) {
-      const err = e instanceof ServiceError
-        ? e
-        : new ServiceError(String(e), 0, 0);
-      status.textContent = err.message;
-      status.classList.add("err");
-      const details = (err.details ?? []) as {
-        index?: number;
-        message?: string;
-      }[];
-      for (const d of details) {
-        if (typeof d.index === "number" && d.message) {
-          metas.get(valid[d.index])?.append(
-            el("div", { class: "err" }, d.message),
-          );
-        }
-      }
+      const err = showFailure(e, (i) => metas.get(valid[i]));
       options.onError?.(err, valid);
     } finally {
       busy = false;
     }
+  }
+
+  /**
+   * A failed request, shown: its message in the status line, and each per-file error of
+   * its details under the file it names (`item(index)`).
+   */
+  function showFailure(
+    e: unknown,
+    item: (index: number) => HTMLElement | undefined,
+  ): ServiceError {
+    const err = e instanceof ServiceError
+      ? e
+      : new ServiceError(String(e), 0, 0);
+    status.textContent = err.message;
+    status.classList.add("err");
+    const details = (err.details ?? []) as {
+      index?: number;
+      message?: string;
+    }[];
+    for (const d of details) {
+      if (typeof d.index === "number" && d.message) {
+        item(d.index)?.append(el("div", { class: "err" }, d.message));
+      }
+    }
+    return err;
   }
 
   /** Has the service fetch each address; results and errors land in the list as files do. */
@@ -463,18 +473,7 @@ export function createUploadWidget(
       status.textContent = `Imported ${res.data.count} of ${urls.length}.`;
       options.onSuccess?.(res, []);
     } catch (e) {
-      const err = e instanceof ServiceError
-        ? e
-        : new ServiceError(String(e), 0, 0);
-      status.textContent = err.message;
-      status.classList.add("err");
-      for (
-        const d of (err.details ?? []) as { index?: number; message?: string }[]
-      ) {
-        if (typeof d.index === "number" && d.message) {
-          metas[d.index]?.append(el("div", { class: "err" }, d.message));
-        }
-      }
+      const err = showFailure(e, (i) => metas[i]);
       if (urls.length === 1) {
         metas[0].append(el("div", { class: "err" }, err.message));
       }

@@ -11,7 +11,8 @@ import { openDatabase } from "../../services/db/database.ts";
 import { makeImage } from "../fixtures.ts";
 import { startFixture } from "../fixture_server.ts";
 import { startDevtoolsBrowser } from "../browser_service.ts";
-import { answersOk, test, waitUntilAsync } from "../helpers.ts";
+import { test, waitUntilAsync } from "../helpers.ts";
+import { startNginx } from "../nginx.ts";
 import { freePort, startPgCluster } from "../pg_cluster.ts";
 import { startS3 } from "../s3_server.ts";
 import { probe, startService, Tally } from "../service_process.ts";
@@ -19,29 +20,15 @@ import { probe, startService, Tally } from "../service_process.ts";
 type Service = Awaited<ReturnType<typeof startService>>;
 
 /** nginx in front of the instances, as deploy/nginx.conf (without TLS) on loopback. */
-async function startNginx(ports: number[]) {
-  const dir = await Deno.makeTempDir({ prefix: "imagehost-lb-" });
-  const port = freePort();
-  await Deno.writeTextFile(
-    `${dir}/nginx.conf`,
-    `pid ${dir}/nginx.pid;
-error_log ${dir}/error.log;
-events {}
-http {
-  access_log off;
-  client_body_temp_path ${dir}/body;
-  proxy_temp_path ${dir}/proxy;
-  fastcgi_temp_path ${dir}/fcgi;
-  uwsgi_temp_path ${dir}/uwsgi;
-  scgi_temp_path ${dir}/scgi;
-  upstream imagehost {
+function startBalancer(ports: number[]) {
+  return startNginx(`  upstream imagehost {
     ${
-      ports.map((p) => `server 127.0.0.1:${p} max_fails=1 fail_timeout=2s;`)
-        .join("\n    ")
-    }
+    ports.map((p) => `server 127.0.0.1:${p} max_fails=1 fail_timeout=2s;`)
+      .join("\n    ")
+  }
   }
   server {
-    listen 127.0.0.1:${port};
+    listen LISTEN;
     client_max_body_size 100m;
     proxy_request_buffering off;
     location / {
@@ -50,25 +37,7 @@ http {
       proxy_next_upstream error timeout;
       proxy_next_upstream_tries 2;
     }
-  }
-}
-`,
-  );
-  const proc = new Deno.Command("nginx", {
-    args: ["-p", dir, "-c", `${dir}/nginx.conf`, "-g", "daemon off;"],
-    stdout: "null",
-    stderr: "piped",
-  }).spawn();
-  const base = `http://127.0.0.1:${port}`;
-  await waitUntilAsync(() => answersOk(`${base}/healthz`), 10_000, 100);
-  return {
-    base,
-    async close() {
-      proc.kill("SIGTERM");
-      await proc.status;
-      await Deno.remove(dir, { recursive: true }).catch(() => {});
-    },
-  };
+  }`);
 }
 
 async function timed(url: string, init?: RequestInit) {
@@ -154,7 +123,7 @@ test("cluster: two instances behind nginx over one PostgreSQL, one S3 store and 
     const a = await startService(env);
     const b = await startService(env);
     services.push(a, b);
-    lb = await startNginx([a.port, b.port]);
+    lb = await startBalancer([a.port, b.port]);
     const db = await openDatabase({ url: pgc.url });
     const user = await createUser(
       db.db,

@@ -75,37 +75,58 @@ export class RateLeases {
     string,
     { window: number; left: number; counted: number }
   >();
+  #pending = new Map<string, Promise<void>>();
   constructor(
     private readonly db: Kysely<DB>,
     private readonly clock: Clock,
     private readonly limit: number,
   ) {}
 
-  /** Admits one call of `key` or throws 170. */
+  /**
+   * Admits one call of `key` or throws 170. Calls of a key that arrive while its lease is
+   * being reserved wait for that one write instead of each reserving a lease of their own.
+   */
   async admit(key: string): Promise<RateState> {
     const limit = this.limit;
-    const { start, resetSeconds } = windowOf(this.clock);
-    const lease = this.#leases.get(key);
-    if (lease && lease.window === start && lease.left > 0) {
-      lease.left--;
-      return {
-        limit,
-        remaining: Math.max(0, limit - lease.counted) + lease.left,
-        resetSeconds,
-      };
+    for (;;) {
+      const { start, resetSeconds } = windowOf(this.clock);
+      const lease = this.#leases.get(key);
+      if (lease && lease.window === start && lease.left > 0) {
+        lease.left--;
+        return {
+          limit,
+          remaining: Math.max(0, limit - lease.counted) + lease.left,
+          resetSeconds,
+        };
+      }
+      const pending = this.#pending.get(key);
+      if (pending) {
+        // Over the limit it rejects: then this call asks the database itself.
+        await pending.catch(() => {});
+        continue;
+      }
+      const reserving = this.#reserve(key, start, resetSeconds);
+      this.#pending.set(key, reserving);
+      try {
+        await reserving;
+      } finally {
+        this.#pending.delete(key);
+      }
     }
-    const n = leaseSize(limit);
+  }
+
+  /** One write: a lease of the window for `key`, or 170 when the limit is spent. */
+  async #reserve(key: string, start: number, resetSeconds: number) {
+    const n = leaseSize(this.limit);
     const counted = await reserve(this.db, key, start, n);
     const before = counted - n;
-    if (before >= limit) throw overLimit(limit, resetSeconds);
-    const granted = Math.min(n, limit - before);
+    if (before >= this.limit) throw overLimit(this.limit, resetSeconds);
     if (this.#leases.size >= 10_000) this.#prune(start);
-    this.#leases.set(key, { window: start, left: granted - 1, counted });
-    return {
-      limit,
-      remaining: Math.max(0, limit - counted) + granted - 1,
-      resetSeconds,
-    };
+    this.#leases.set(key, {
+      window: start,
+      left: Math.min(n, this.limit - before),
+      counted,
+    });
   }
 
   /** Drops leases of past windows (and, past the bound, everything). */

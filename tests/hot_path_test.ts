@@ -179,6 +179,25 @@ test("the per-minute limit reserves calls in leases: one database write per 10 c
     const row = await env.deps.database.db.selectFrom("rate_limits")
       .select("count").where("key_id", "=", keyId).executeTakeFirstOrThrow();
     assert.equal(row.count, 30, "three leases of 10");
+    // Calls at the same moment share the lease being reserved instead of each taking one.
+    const other = await userWithKey(env);
+    const together = await Promise.all(
+      Array.from(
+        { length: 30 },
+        () =>
+          Promise.resolve(env.app.request("/api/1/screenshot/presets", {
+            headers: { authorization: `Bearer ${other.key}` },
+          })).then(async (r) => {
+            await r.body?.cancel();
+            return r.status;
+          }),
+      ),
+    );
+    assert.ok(together.every((s) => s === 200));
+    const shared = await env.deps.database.db.selectFrom("rate_limits")
+      .select("count").where("key_id", "=", other.keyId)
+      .executeTakeFirstOrThrow();
+    assert.equal(shared.count, 30, "three leases of 10, not one per call");
   } finally {
     await env.close();
   }

@@ -9,11 +9,12 @@ import { freePort } from "./pg_cluster.ts";
 export async function startNginx(servers: string) {
   const dir = await Deno.makeTempDir({ prefix: "imagehost-nginx-" });
   const port = freePort();
-  await Deno.writeTextFile(
-    `${dir}/nginx.conf`,
-    // The test's data dirs are private temp folders: as root, the workers read them as
-    // root too (a deployment's nginx reads a shared volume as its own user).
-    `${Deno.uid() === 0 ? "user root;\n" : ""}pid ${dir}/nginx.pid;
+  const write = (servers: string) =>
+    Deno.writeTextFile(
+      `${dir}/nginx.conf`,
+      // The test's data dirs are private temp folders: as root, the workers read them as
+      // root too (a deployment's nginx reads a shared volume as its own user).
+      `${Deno.uid() === 0 ? "user root;\n" : ""}pid ${dir}/nginx.pid;
 error_log ${dir}/error.log;
 events {}
 http {
@@ -26,7 +27,8 @@ http {
 ${servers.replaceAll("LISTEN", `127.0.0.1:${port}`)}
 }
 `,
-  );
+    );
+  await write(servers);
   const proc = new Deno.Command("nginx", {
     args: ["-p", dir, "-c", `${dir}/nginx.conf`, "-g", "daemon off;"],
     stdout: "null",
@@ -36,6 +38,15 @@ ${servers.replaceAll("LISTEN", `127.0.0.1:${port}`)}
   await waitUntilAsync(() => answersOk(`${base}/healthz`), 10_000, 100);
   return {
     base,
+    /**
+     * Rewrites the `http` body and reloads (SIGHUP): new workers take the new
+     * configuration, old ones finish the requests they hold, as `nginx -s reload` does.
+     */
+    async reload(next: string) {
+      await write(next);
+      proc.kill("SIGHUP");
+      await new Promise((r) => setTimeout(r, 500));
+    },
     async close() {
       proc.kill("SIGTERM");
       await proc.status;

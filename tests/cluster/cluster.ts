@@ -6,6 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { createApiKey } from "../../services/api_keys.ts";
+import { leaseSize } from "../../services/rate_limit.ts";
 import { createUser } from "../../services/accounts.ts";
 import { openDatabase } from "../../services/db/database.ts";
 import { makeImage } from "../fixtures.ts";
@@ -21,10 +22,18 @@ type Service = Awaited<ReturnType<typeof startService>>;
 
 /** nginx in front of the instances, as deploy/nginx.conf (without TLS) on loopback. */
 function startBalancer(ports: number[]) {
-  return startNginx(`  upstream imagehost {
+  return startNginx(balancerConfig(ports));
+}
+
+/** The balancer's `http` body; instances on `down` ports are out of rotation. */
+function balancerConfig(ports: number[], down: number[] = []) {
+  return `  upstream imagehost {
     ${
-    ports.map((p) => `server 127.0.0.1:${p} max_fails=1 fail_timeout=2s;`)
-      .join("\n    ")
+    ports.map((p) =>
+      `server 127.0.0.1:${p} max_fails=1 fail_timeout=2s${
+        down.includes(p) ? " down" : ""
+      };`
+    ).join("\n    ")
   }
   }
   server {
@@ -37,7 +46,7 @@ function startBalancer(ports: number[]) {
       proxy_next_upstream error timeout;
       proxy_next_upstream_tries 2;
     }
-  }`);
+  }`;
 }
 
 async function timed(url: string, init?: RequestInit) {
@@ -189,8 +198,10 @@ test("cluster: two instances behind nginx over one PostgreSQL, one S3 store and 
       performance.now() - t0,
     );
 
-    // 3. One rate limit over both instances: a key limited to 1000 a minute has used some;
-    // the rest, alternating A and B, are admitted exactly up to the limit.
+    // 3. One rate limit over both instances: a key limited to 1000 a minute, used through
+    // both alternately. The instances reserve calls in leases (1000/min: 16 a write), so
+    // the shared counter covers every admitted call and exceeds them by at most each
+    // instance's unspent lease.
     const limited = Array.from(
       { length: 30 },
       (_, i) =>
@@ -200,8 +211,6 @@ test("cluster: two instances behind nginx over one PostgreSQL, one S3 store and 
     );
     const got = await Promise.all(limited);
     assert.ok(got.every((s) => s === 404), String(got));
-    const used = 30;
-    // Read the counter both instances share, through each.
     const ra = await fetch(`${a.base}/api/1/images/nonexist1`, {
       headers: auth(5),
     });
@@ -210,14 +219,26 @@ test("cluster: two instances behind nginx over one PostgreSQL, one S3 store and 
     });
     await ra.body?.cancel();
     await rb.body?.cancel();
-    assert.deepEqual(
-      [
-        ra.headers.get("x-ratelimit-remaining"),
-        rb.headers.get("x-ratelimit-remaining"),
-      ]
-        .map(Number).sort((x, y) => y - x),
-      [1000 - used - 1, 1000 - used - 2],
+    const used = 32;
+    const lease = leaseSize(1000);
+    const shared = await openDatabase({ url: pgc.url });
+    const counted = (await shared.db.selectFrom("rate_limits").select("count")
+      .where("key_id", "=", keys[5].info.id).execute())
+      .reduce((sum, r) => sum + r.count, 0);
+    await shared.close();
+    assert.ok(
+      counted >= used && counted <= used + 2 * (lease - 1),
+      `shared counter ${counted} for ${used} calls`,
     );
+    // Each instance's Remaining is never below what the shared counter leaves, and never
+    // above the limit less the 16 calls that instance itself admitted.
+    for (const r of [ra, rb]) {
+      const remaining = Number(r.headers.get("x-ratelimit-remaining"));
+      assert.ok(
+        remaining >= 1000 - counted && remaining <= 1000 - used / 2,
+        `remaining ${remaining} with the counter at ${counted}`,
+      );
+    }
 
     // Four clients uploading through the balancer while `disrupt` runs; afterwards every
     // acknowledged upload is read back through the balancer.
@@ -265,16 +286,23 @@ test("cluster: two instances behind nginx over one PostgreSQL, one S3 store and 
     assert.ok(acked.length > 20, `uploads went on: ${acked.length}`);
     assert.ok(killed.tally.only("200", "502"), JSON.stringify(killed.tally));
 
-    // 4b. A rolling restart of A (SIGTERM, then a new process) under the same load: A
-    // drains, the balancer retries refused connections on B, and no request fails.
+    // 4b. A rolling restart of A as the README's Deploy section says to do it behind
+    // nginx's open-source build (which has no active health checks): A is taken out of
+    // rotation (reload), sent SIGTERM, restarted, and put back. A finishes what it holds
+    // and exits 0, and no request fails. (SIGTERM without taking A out first left one
+    // upload in 240 answered 502 in about one run in five, at the start of this session
+    // and after: one that reached A as its listener closed, already sent, so nginx could
+    // not retry it.)
     const rolled = await uploadsWhile(async () => {
       await new Promise((r) => setTimeout(r, 1000));
+      await lb!.reload(balancerConfig([a.port, b.port], [a.port]));
       services[0].proc.kill("SIGTERM");
       assert.equal(await services[0].exitWithin(8000), 0);
       services[0] = await startService(env, {
         dataDir: a.dataDir,
         port: a.port,
       });
+      await lb!.reload(balancerConfig([a.port, b.port]));
       await new Promise((r) => setTimeout(r, 1000));
     });
     figures.rolling_restart_uploads = {

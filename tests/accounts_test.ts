@@ -375,7 +375,7 @@ test("sign-up in the browser flow sets a safe session cookie and a key generated
         (o: any, k) => o?.[k],
         answer,
       );
-    assert.match(pick(sxcu.URL), /^http:\/\/localhost:8080\/\w+\.png$/);
+    assert.match(pick(sxcu.URL), /^http:\/\/localhost:8080\/[\w-]+\.png$/);
     assert.match(pick(sxcu.ThumbnailURL), /\.th\.png$/);
     assert.match(pick(sxcu.DeletionURL), /\/delete\//);
 

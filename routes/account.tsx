@@ -296,7 +296,7 @@ export function registerAccountRoutes(app: App, deps: AppDeps) {
             ? <p class="muted">No keys yet.</p>
             : (
               <div class="table-wrap">
-                <table>
+                <table class="stack">
                   <thead>
                     <tr>
                       <th>Label</th>
@@ -309,13 +309,15 @@ export function registerAccountRoutes(app: App, deps: AppDeps) {
                   <tbody>
                     {keys.map((k) => (
                       <tr>
-                        <td>{k.label}</td>
-                        <td>
+                        <td data-label="Label">{k.label}</td>
+                        <td data-label="Key">
                           <code>…{k.last4}</code>
                         </td>
-                        <td>{fmtDate(k.created_at)}</td>
-                        <td>{fmtDate(k.last_used_at)}</td>
-                        <td>
+                        <td data-label="Created">{fmtDate(k.created_at)}</td>
+                        <td data-label="Last used">
+                          {fmtDate(k.last_used_at)}
+                        </td>
+                        <td data-label="">
                           {k.revoked_at
                             ? <span class="muted">revoked</span>
                             : (

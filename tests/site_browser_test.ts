@@ -494,6 +494,12 @@ test("every page passes axe-core with no serious or critical violation, signed i
         if (p.name === "home") {
           await page.waitForSelector("[data-image-uploader]");
         }
+        // Standards mode: without a doctype a page renders in quirks mode.
+        assert.equal(
+          await page.evaluate(() => document.compatMode),
+          "CSS1Compat",
+          `${p.name} renders in quirks mode`,
+        );
         await page.evaluate(AXE);
         const result: Any = await page.evaluate(() =>
           (globalThis as Any).axe.run(document, {

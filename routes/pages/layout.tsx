@@ -1,5 +1,6 @@
 import type { Child } from "hono/jsx";
 import { csrf } from "hono/csrf";
+import { raw } from "hono/html";
 import { secureHeaders } from "hono/secure-headers";
 import type { Config } from "../../schemas/config.ts";
 
@@ -79,6 +80,7 @@ button.danger{background:var(--bad);border-color:var(--bad)}
 button:disabled{opacity:.6;cursor:progress}
 table{border-collapse:collapse;width:100%}td,th{text-align:left;padding:.4rem .5rem;border-bottom:1px solid var(--line)}
 .table-wrap{overflow-x:auto}
+@media (max-width:600px){table.stack thead{position:absolute;left:-9999px}table.stack tr{display:block;border-bottom:1px solid var(--line);padding:.5rem 0}table.stack td{display:flex;gap:.75rem;align-items:center;border:0;padding:.15rem 0;overflow-wrap:normal}table.stack td::before{content:attr(data-label);font-weight:600;min-width:6rem}}
 .error{color:var(--bad);font-weight:600}.muted{color:var(--muted)}.ok{color:var(--good)}
 .secret{font-family:ui-monospace,monospace;padding:.5rem;border:1px dashed var(--accent);border-radius:6px;word-break:break-all}
 code,pre{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:.9em}
@@ -93,6 +95,7 @@ pre{overflow-x:auto;max-width:100%;padding:.75rem;background:var(--panel);border
 .card .actions{display:flex;flex-wrap:wrap;gap:.35rem;align-items:center;margin-top:auto}
 .card .actions button,.card .actions .button{padding:.2rem .55rem;font-size:14px}
 .toolbar{display:flex;flex-wrap:wrap;gap:.5rem 1rem;align-items:center;margin:1rem 0}
+.toolbar form,.card .actions form{display:flex}
 .pager{display:flex;flex-wrap:wrap;gap:.5rem;align-items:center;margin:1.25rem 0}
 .viewer-figure{margin:0}
 .viewer-figure img{max-width:100%;max-height:80vh;height:auto;width:auto;display:block;border-radius:4px}
@@ -140,75 +143,84 @@ export function Layout(
   },
 ) {
   const user = props.user;
+  // The doctype keeps browsers out of quirks mode (where forms grow a bottom margin and
+  // boxes size differently); JSX cannot write one itself.
   return (
-    <html lang="en">
-      <head>
-        <meta charset="utf-8" />
-        <meta name="viewport" content="width=device-width, initial-scale=1" />
-        <title>{props.title} · Image host</title>
-        <link rel="icon" href="/favicon.svg" type="image/svg+xml" />
-        <link rel="stylesheet" href="/assets/page.css" />
-        <script src="/assets/page.js" defer></script>
-        {user && <meta name="csrf-token" content={user.csrfToken} />}
-        {props.head}
-      </head>
-      <body>
-        <a class="skip" href="#main">Skip to content</a>
-        <header class="site">
-          <a class="brand" href="/">Image host</a>
-          <nav aria-label="Main">
-            <ul>
-              {NAV.filter((n) => !n.signedIn || user).map((n) => (
-                <li>
-                  <a
-                    href={n.href}
-                    aria-current={props.current === n.href ? "page" : undefined}
-                  >
-                    {n.label}
-                  </a>
-                </li>
-              ))}
-              {user
-                ? (
-                  <>
-                    <li>
-                      <a
-                        href="/account"
-                        aria-current={props.current === "/account"
-                          ? "page"
-                          : undefined}
-                      >
-                        Account
-                      </a>
-                    </li>
-                    <li>
-                      <form class="inline" method="post" action="/logout">
-                        <input
-                          type="hidden"
-                          name="_csrf"
-                          value={user.csrfToken}
-                        />
-                        <button class="secondary" type="submit">Log out</button>
-                      </form>
-                    </li>
-                  </>
-                )
-                : (
-                  <>
-                    <li>
-                      <a href="/login">Log in</a>
-                    </li>
-                    <li>
-                      <a href="/signup">Sign up</a>
-                    </li>
-                  </>
-                )}
-            </ul>
-          </nav>
-        </header>
-        <main id="main" tabindex={-1}>{props.children}</main>
-      </body>
-    </html>
+    <>
+      {raw("<!doctype html>")}
+      <html lang="en">
+        <head>
+          <meta charset="utf-8" />
+          <meta name="viewport" content="width=device-width, initial-scale=1" />
+          <title>{props.title} · Image host</title>
+          <link rel="icon" href="/favicon.svg" type="image/svg+xml" />
+          <link rel="stylesheet" href="/assets/page.css" />
+          <script src="/assets/page.js" defer></script>
+          {user && <meta name="csrf-token" content={user.csrfToken} />}
+          {props.head}
+        </head>
+        <body>
+          <a class="skip" href="#main">Skip to content</a>
+          <header class="site">
+            <a class="brand" href="/">Image host</a>
+            <nav aria-label="Main">
+              <ul>
+                {NAV.filter((n) => !n.signedIn || user).map((n) => (
+                  <li>
+                    <a
+                      href={n.href}
+                      aria-current={props.current === n.href
+                        ? "page"
+                        : undefined}
+                    >
+                      {n.label}
+                    </a>
+                  </li>
+                ))}
+                {user
+                  ? (
+                    <>
+                      <li>
+                        <a
+                          href="/account"
+                          aria-current={props.current === "/account"
+                            ? "page"
+                            : undefined}
+                        >
+                          Account
+                        </a>
+                      </li>
+                      <li>
+                        <form class="inline" method="post" action="/logout">
+                          <input
+                            type="hidden"
+                            name="_csrf"
+                            value={user.csrfToken}
+                          />
+                          <button class="secondary" type="submit">
+                            Log out
+                          </button>
+                        </form>
+                      </li>
+                    </>
+                  )
+                  : (
+                    <>
+                      <li>
+                        <a href="/login">Log in</a>
+                      </li>
+                      <li>
+                        <a href="/signup">Sign up</a>
+                      </li>
+                    </>
+                  )}
+              </ul>
+            </nav>
+          </header>
+          <main id="main" tabindex={-1}>{props.children}</main>
+        </body>
+      </html>
+    </>
   );
 }
 

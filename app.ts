@@ -26,9 +26,9 @@ import { registerViewerRoutes } from "./routes/viewer.tsx";
 import { documentPublicRoutes } from "./routes/public_docs.ts";
 import { clientAddress } from "./routes/client_address.ts";
 import { registerSiteRoutes } from "./routes/site.tsx";
-import { ErrorPage, wantsHtml } from "./routes/pages/errors.tsx";
+import { ErrorPage, hasErrorPage, wantsHtml } from "./routes/pages/errors.tsx";
 import { sessionUser } from "./routes/session.ts";
-import { requestIdOf } from "./routes/request_id.ts";
+import { logRequest, requestIdOf } from "./routes/request_id.ts";
 
 import type { App, AppEnv } from "./routes/env.ts";
 
@@ -106,14 +106,13 @@ export function createApp(deps: AppDeps): App {
       }
     }
     if (deps.config.LOG_REQUESTS) {
-      deps.log.info({
-        msg: "request",
+      logRequest(deps.log, {
         method: c.req.method,
         path: c.req.path,
         status: c.res.status,
-        ms: Math.round((performance.now() - start) * 10) / 10,
+        started: start,
         ip: clientAddress(c, deps.config.TRUST_PROXY),
-        request_id: c.get("requestId"),
+        requestId: id,
       });
     }
   });
@@ -171,7 +170,7 @@ export function createApp(deps: AppDeps): App {
     opts: Parameters<typeof errorResponse>[2] = {},
   ) => {
     const status = ERRORS[code].status;
-    if (!wantsHtml(c) || ![403, 404, 429, 500, 503].includes(status)) {
+    if (!wantsHtml(c) || !hasErrorPage(status)) {
       return errorResponse(c, code, opts);
     }
     for (const [k, v] of Object.entries(opts.headers ?? {})) c.header(k, v);

@@ -7,7 +7,6 @@ import {
   createSession,
   createUser,
   deleteSession,
-  getSession,
   type SessionUser,
   verifyLogin,
 } from "../services/accounts.ts";
@@ -31,9 +30,8 @@ import { keyCacheOf } from "./api_auth.ts";
 import {
   requireSessionForm as sessionForm,
   SESSION_COOKIE,
+  sessionUser,
 } from "./session.ts";
-
-const COOKIE = SESSION_COOKIE;
 
 /** A wait for people: "45 seconds", "1 minute", "15 minutes" (rounded up). */
 export function waitText(seconds: number): string {
@@ -86,13 +84,12 @@ export function registerAccountRoutes(app: App, deps: AppDeps) {
     app.use(p, pageHeaders, forms);
   }
 
-  const currentUser = (c: Context<AppEnv>) =>
-    getSession(db, getCookie(c, COOKIE), deps.clock);
+  const currentUser = (c: Context<AppEnv>) => sessionUser(c, deps);
 
   const requireSessionForm = (c: Context<AppEnv>) => sessionForm(c, deps);
 
   function startSession(c: Context<AppEnv>, sid: string) {
-    setCookie(c, COOKIE, sid, {
+    setCookie(c, SESSION_COOKIE, sid, {
       httpOnly: true,
       sameSite: "Lax",
       secure,
@@ -235,8 +232,8 @@ export function registerAccountRoutes(app: App, deps: AppDeps) {
   app.post("/logout", async (c) => {
     const r = await requireSessionForm(c);
     if (r instanceof Response) return r;
-    await deleteSession(db, getCookie(c, COOKIE)!);
-    deleteCookie(c, COOKIE, { path: "/", secure });
+    await deleteSession(db, getCookie(c, SESSION_COOKIE)!);
+    deleteCookie(c, SESSION_COOKIE, { path: "/", secure });
     return c.redirect("/", 303);
   });
 

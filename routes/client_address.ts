@@ -9,11 +9,23 @@ export function clientAddress(
   c: Context,
   trustProxy: boolean,
 ): string | undefined {
+  // Deno.serve hands its ServeHandlerInfo to Hono as the env.
+  return addressOf(c.req.raw, c.env, trustProxy);
+}
+
+/**
+ * {@link clientAddress} from the request and Deno.serve's handler info, for code that runs
+ * before Hono (the revalidation fast path).
+ */
+export function addressOf(
+  req: Request,
+  info: unknown,
+  trustProxy: boolean,
+): string | undefined {
   if (trustProxy) {
-    const first = c.req.header("x-forwarded-for")?.split(",")[0]?.trim();
+    const first = req.headers.get("x-forwarded-for")?.split(",")[0]?.trim();
     if (first) return first;
   }
-  // Deno.serve hands its ServeHandlerInfo to Hono as the env.
-  const info = c.env as { remoteAddr?: { hostname?: string } } | undefined;
-  return info?.remoteAddr?.hostname;
+  return (info as { remoteAddr?: { hostname?: string } } | undefined)
+    ?.remoteAddr?.hostname;
 }

@@ -10,6 +10,8 @@ import swaggerUiPackage from "swagger-ui-dist/package.json" with {
 import type { App } from "./env.ts";
 import type { AppDeps } from "../services/deps.ts";
 import { errorCodeTable } from "../schemas/envelope.ts";
+import { SESSION_COOKIE, SESSION_TOKEN_HEADER } from "./session.ts";
+import { serveAsset } from "./pages/static_assets.ts";
 
 /** The OpenAPI document of an app, as served and as written to openapi.yaml. */
 export function openApiDocument(app: App, serverUrl?: string) {
@@ -33,14 +35,14 @@ export function openApiDocument(app: App, serverUrl?: string) {
   app.openAPIRegistry.registerComponent("securitySchemes", "sessionCookie", {
     type: "apiKey",
     in: "cookie",
-    name: "sid",
+    name: SESSION_COOKIE,
     description:
       "The site's session cookie (with sessionToken; this site's pages only)",
   });
   app.openAPIRegistry.registerComponent("securitySchemes", "sessionToken", {
     type: "apiKey",
     in: "header",
-    name: "X-CSRF-Token",
+    name: SESSION_TOKEN_HEADER,
     description:
       "The session's form token, which the site's pages carry: with the session cookie " +
       "it stands for a key on same-origin calls (a cross-site request is refused, 403)",
@@ -214,16 +216,18 @@ function registerSwaggerUi(app: App) {
 </body>
 </html>`));
   const immutable = "public, max-age=31536000, immutable";
-  app.get(`${SWAGGER_BASE}/docs.js`, (c) =>
-    c.body(DOCS_JS, 200, {
-      "content-type": "text/javascript; charset=utf-8",
-      "cache-control": "public, max-age=3600",
-    }));
-  app.get(`${SWAGGER_BASE}/docs.css`, (c) =>
-    c.body(DOCS_CSS, 200, {
-      "content-type": "text/css; charset=utf-8",
-      "cache-control": "public, max-age=3600",
-    }));
+  serveAsset(
+    app,
+    `${SWAGGER_BASE}/docs.js`,
+    DOCS_JS,
+    "text/javascript; charset=utf-8",
+  );
+  serveAsset(
+    app,
+    `${SWAGGER_BASE}/docs.css`,
+    DOCS_CSS,
+    "text/css; charset=utf-8",
+  );
   for (const [name, type] of Object.entries(SWAGGER_FILES)) {
     app.get(`${SWAGGER_BASE}/${name}`, async (c) => {
       if (!loaded.has(name)) {

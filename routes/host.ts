@@ -6,7 +6,8 @@ import type { ImageRowCache } from "../services/image_cache.ts";
 import { ApiError } from "../schemas/errors.ts";
 import type { ByteRange } from "../services/store/blob_store.ts";
 import { readWhole } from "../services/file_io.ts";
-import { requestIdOf } from "./request_id.ts";
+import { logRequest, requestIdOf } from "./request_id.ts";
+import { addressOf } from "./client_address.ts";
 
 const FILE_RE = /^([A-Za-z0-9_-]{6,64})(?:\.(th|md))?\.([a-z0-9]{2,5})$/;
 
@@ -99,19 +100,13 @@ export function notModifiedFastPath(
     };
     if (deps.lifecycle?.draining) headers["Connection"] = "close";
     if (deps.config.LOG_REQUESTS) {
-      const forwarded = deps.config.TRUST_PROXY
-        ? req.headers.get("x-forwarded-for")?.split(",")[0]?.trim()
-        : undefined;
-      deps.log.info({
-        msg: "request",
+      logRequest(deps.log, {
         method,
         path: `/${path}`,
         status: 304,
-        ms: Math.round((performance.now() - begun) * 10) / 10,
-        ip: forwarded ||
-          (info as { remoteAddr?: { hostname?: string } } | undefined)
-            ?.remoteAddr?.hostname,
-        request_id: id,
+        started: begun,
+        ip: addressOf(req, info, deps.config.TRUST_PROXY),
+        requestId: id,
       });
     }
     return new Response(null, { status: 304, headers });

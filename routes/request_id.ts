@@ -7,3 +7,26 @@ export function requestIdOf(given: string | null | undefined): string {
     ? given
     : crypto.randomUUID();
 }
+
+/** The access log line of one answer (LOG_REQUESTS): the same fields on every path. */
+export function logRequest(
+  log: { info(fields: Record<string, unknown>): void },
+  line: {
+    method: string;
+    path: string;
+    status: number;
+    started: number;
+    ip: string | undefined;
+    requestId: string;
+  },
+): void {
+  log.info({
+    msg: "request",
+    method: line.method,
+    path: line.path,
+    status: line.status,
+    ms: Math.round((performance.now() - line.started) * 10) / 10,
+    ip: line.ip,
+    request_id: line.requestId,
+  });
+}

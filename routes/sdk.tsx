@@ -3,6 +3,7 @@ import { createHash } from "node:crypto";
 import type { App } from "./env.ts";
 import type { AppDeps } from "../services/deps.ts";
 import { Layout, pageSecurity } from "./pages/layout.tsx";
+import { serveAsset } from "./pages/static_assets.ts";
 import { ApiError } from "../schemas/errors.ts";
 
 const DIST = new URL("../sdk/dist/", import.meta.url);
@@ -93,11 +94,7 @@ export function registerSdkRoutes(app: App, deps: AppDeps) {
   serve("service-sdk.min.js", "text/javascript; charset=utf-8");
   serve("service-sdk.min.js.map", "application/json; charset=utf-8");
 
-  app.get("/assets/demo.js", (c) =>
-    c.body(DEMO_JS, 200, {
-      "content-type": "text/javascript; charset=utf-8",
-      "cache-control": "public, max-age=3600",
-    }));
+  serveAsset(app, "/assets/demo.js", DEMO_JS, "text/javascript; charset=utf-8");
   app.use("/demo", pageSecurity(deps.config));
   app.get("/demo", (c) =>
     c.html(

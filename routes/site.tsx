@@ -1,6 +1,7 @@
 import type { App } from "./env.ts";
 import type { AppDeps } from "../services/deps.ts";
 import {
+  DeleteImageForm,
   formCsrf,
   humanDate,
   humanSize,
@@ -11,7 +12,7 @@ import {
   type PageUser,
 } from "./pages/layout.tsx";
 import { expiryText } from "./pages/expiry.ts";
-import { HOME_JS, SCREENSHOT_JS } from "./pages/scripts.ts";
+import { HOME_JS, SCREENSHOT_JS, serveAsset } from "./pages/static_assets.ts";
 import { FAVICON_SVG, faviconIco } from "./pages/favicon.ts";
 import { requireSessionForm, sessionUser } from "./session.ts";
 import {
@@ -23,6 +24,7 @@ import {
 } from "../services/images.ts";
 import type { ImageRowCache } from "../services/image_cache.ts";
 import { PRESETS } from "../schemas/presets.ts";
+import { ImageListQuerySchema } from "../schemas/image.ts";
 import {
   MAX_CACHE_S,
   MAX_DELAY_MS,
@@ -58,12 +60,7 @@ export function registerSiteRoutes(
     app.use(p, pageSecurity(config), formCsrf(config));
   }
   for (const [path, [body, type]] of Object.entries(ASSETS)) {
-    app.get(path, (c) =>
-      c.body(body, 200, {
-        "content-type": type,
-        "cache-control": "public, max-age=3600",
-        "x-content-type-options": "nosniff",
-      }));
+    serveAsset(app, path, body, type);
   }
   app.get("/favicon.ico", async (c) =>
     c.body(await faviconIco(), 200, {
@@ -360,10 +357,11 @@ export function registerSiteRoutes(
     const user = await sessionUser(c, deps);
     if (!user) return c.redirect("/login", 303);
     const q = c.req.query();
-    const page = Math.max(1, Math.min(100_000, Number.parseInt(q.page) || 1));
-    const source = q.source === "upload" || q.source === "screenshot"
-      ? q.source as ImageSource
-      : undefined;
+    // The API's own bounds; a page falls back to the first page and all images instead of
+    // answering 160.
+    const { page: pageOf, source: sourceOf } = ImageListQuerySchema.shape;
+    const page = pageOf.safeParse(q.page).data ?? 1;
+    const source = sourceOf.safeParse(q.source).data;
     const { rows, total } = await pageUserImages(db, user.userId, deps.clock, {
       page,
       perPage: PER_PAGE,
@@ -485,7 +483,6 @@ export function registerSiteRoutes(
                         src={rec.thumb.url}
                         alt={rec.title}
                         loading="lazy"
-                        width={rec.thumb.url === rec.url ? undefined : 160}
                       />
                     </a>
                     <div class="body">
@@ -525,31 +522,13 @@ export function registerSiteRoutes(
                         >
                           Copy link
                         </button>
-                        <form
-                          class="inline"
-                          method="post"
-                          action="/images/delete"
-                          data-confirm={`Delete “${rec.title}” for good?`}
-                        >
-                          <input
-                            type="hidden"
-                            name="_csrf"
-                            value={props.user.csrfToken}
-                          />
-                          <input type="hidden" name="id" value={rec.id} />
-                          <input
-                            type="hidden"
-                            name="back"
-                            value={link(props.page)}
-                          />
-                          <button
-                            type="submit"
-                            class="danger"
-                            aria-label={`Delete ${rec.title}`}
-                          >
-                            Delete
-                          </button>
-                        </form>
+                        <DeleteImageForm
+                          csrfToken={props.user.csrfToken}
+                          id={rec.id}
+                          title={rec.title}
+                          confirm={`Delete “${rec.title}” for good?`}
+                          back={link(props.page)}
+                        />
                       </div>
                     </div>
                   </li>

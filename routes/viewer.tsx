@@ -8,6 +8,7 @@ import {
 } from "../services/images.ts";
 import {
   CopyField,
+  DeleteImageForm,
   formCsrf,
   humanDate,
   humanSize,
@@ -118,16 +119,12 @@ export function registerViewerRoutes(
               >
                 Download
               </a>
-              <form
-                class="inline"
-                method="post"
-                action="/images/delete"
-                data-confirm={`Delete “${rec.title}” for good? Its links stop working at once.`}
-              >
-                <input type="hidden" name="_csrf" value={user!.csrfToken} />
-                <input type="hidden" name="id" value={rec.id} />
-                <button class="danger" type="submit">Delete</button>
-              </form>
+              <DeleteImageForm
+                csrfToken={user!.csrfToken}
+                id={rec.id}
+                title={rec.title}
+                confirm={`Delete “${rec.title}” for good? Its links stop working at once.`}
+              />
             </>
           )}
         </div>

@@ -132,7 +132,7 @@ export async function setImageExpiry(
 ): Promise<void> {
   await db.updateTable("images").set({ expires_at: expiresAt })
     .where("id", "=", id).where("deleted_at", "is", null).execute();
-  await sql`select pg_notify(${IMAGE_DELETED_CHANNEL}, ${id})`.execute(db);
+  await announceImageChange(db, id);
 }
 
 /**
@@ -147,13 +147,17 @@ export async function deleteImage(
 ): Promise<void> {
   await db.updateTable("images").set({ deleted_at: clock.now() })
     .where("id", "=", row.id).execute();
-  // Every instance drops its cached row and bytes when it hears this (ImageRowCache).
-  await sql`select pg_notify(${IMAGE_DELETED_CHANNEL}, ${row.id})`.execute(db);
+  await announceImageChange(db, row.id);
   await removeBlobs(store, row);
 }
 
-/** NOTIFY channel carrying the id of each deleted image. */
+/** NOTIFY channel carrying the id of each deleted (or otherwise changed) image. */
 export const IMAGE_DELETED_CHANNEL = "imagehost_image_deleted";
+
+/** Every instance drops its cached row and bytes of the image when it hears this. */
+async function announceImageChange(db: Kysely<DB>, id: string) {
+  await sql`select pg_notify(${IMAGE_DELETED_CHANNEL}, ${id})`.execute(db);
+}
 
 async function removeBlobs(store: BlobStore, row: ImageRow) {
   const keys = blobKeys(row);

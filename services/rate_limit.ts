@@ -53,9 +53,9 @@ async function reserve(
 }
 
 /**
- * Calls one database write reserves for a key at a time: about a tenth of a second's worth
- * at the limit (600/min: 10), at most 16, and 1 (every call counted in the database) for
- * limits under 120/min.
+ * Calls one database write reserves for a key at a time: a second's worth at the limit
+ * (600/min: 10), at most 16, and 1 (every call counted in the database) for limits under
+ * 120/min.
  */
 export function leaseSize(limit: number): number {
   return Math.max(1, Math.min(16, Math.floor(limit / 60)));

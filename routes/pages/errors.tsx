@@ -37,6 +37,11 @@ const TEXT: Record<number, { title: string; body: string }> = {
   },
 };
 
+/** True for a status the site has an error page for. */
+export function hasErrorPage(status: number): boolean {
+  return status in TEXT;
+}
+
 /** An error page in the site's style, for a status of {@link TEXT} (else the 500 text). */
 export function ErrorPage(
   props: { status: number; user?: PageUser | null; requestId?: string },

@@ -245,6 +245,40 @@ export function CopyField(props: { id: string; label: string; value: string }) {
   );
 }
 
+/**
+ * The owner's delete button for one image: a session form to /images/delete that asks
+ * `confirm` first (page.js), and goes back to `back` (a My images page) afterwards.
+ */
+export function DeleteImageForm(
+  props: {
+    csrfToken: string;
+    id: string;
+    title: string;
+    confirm: string;
+    back?: string;
+  },
+) {
+  return (
+    <form
+      class="inline"
+      method="post"
+      action="/images/delete"
+      data-confirm={props.confirm}
+    >
+      <input type="hidden" name="_csrf" value={props.csrfToken} />
+      <input type="hidden" name="id" value={props.id} />
+      {props.back && <input type="hidden" name="back" value={props.back} />}
+      <button
+        type="submit"
+        class="danger"
+        aria-label={`Delete ${props.title}`}
+      >
+        Delete
+      </button>
+    </form>
+  );
+}
+
 /** A size for people: "812 B", "48.2 KB", "3.10 MB". */
 export function humanSize(n: number): string {
   if (n < 1024) return `${n} B`;

@@ -321,6 +321,16 @@ test("My images deletes one or several of the user's own images from its form wi
     assert.match(text, /\/images\?page=2/);
     const second = await (await page("?page=2")).text();
     assert.match(second, /Page 2 of 2/);
+    // A page number or filter the API would refuse (160) shows the first page of all.
+    for (
+      const junk of ["?page=abc", "?page=0", "?page=100001", "?source=zip"]
+    ) {
+      const r = await page(junk);
+      assert.equal(r.status, 200, junk);
+      const html = await r.text();
+      assert.match(html, /Page 1 of 2/, junk);
+      assert.match(html, /30 images/, junk);
+    }
     assert.match(second, new RegExp(mine[0]));
 
     const post = (ids: string[], headers: Record<string, string> = {}) => {

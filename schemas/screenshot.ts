@@ -98,12 +98,21 @@ export const ScreenshotRequestSchema = z.object({
       "The whole capture's deadline in ms, waiting for a browser included; at most " +
       "the server's SCREENSHOT_TIMEOUT_MS (160 above it), which is also the default",
   }),
-  noAds: z.boolean().default(false),
+  noAds: z.boolean().default(false).openapi({
+    description:
+      "Block and hide ads: AdGuard Base (EasyList + AdGuard English, shipped with " +
+      "the service) through a filter engine decides every request and hides ad " +
+      "containers; a blocked ad's empty wrapper collapses",
+  }),
   blockTrackers: z.boolean().default(false).openapi({
     description:
       "Block requests to analytics and tracking hosts (noAds blocks ads and these)",
   }),
-  noCookie: z.boolean().default(false),
+  noCookie: z.boolean().default(false).openapi({
+    description:
+      "Hide consent banners: known consent managers, and fixed, sticky or dialog " +
+      "elements about cookies that hold an accept or reject control",
+  }),
   hideSelectors: z.array(selector).max(50).optional().openapi({
     description: "Elements to hide (visibility: hidden) before the capture",
     example: [".chat-widget", "#newsletter"],

@@ -6,6 +6,7 @@ import type { BlobStore } from "./store/blob_store.ts";
 import { FsStore } from "./store/fs_store.ts";
 import { S3Store } from "./store/s3_store.ts";
 import { ChromiumScreenshotter, findChromium } from "./screenshots/chromium.ts";
+import { FilterEngines } from "./screenshots/filter_engine.ts";
 import { allowRulesOf } from "../schemas/allow_list.ts";
 import type { Screenshotter } from "./screenshots/screenshotter.ts";
 import { installChromium } from "./screenshots/install.ts";
@@ -76,6 +77,8 @@ export async function openScreenshotter(
     allowRules: allowRulesOf(config),
     proxyListen: config.SCREENSHOT_PROXY_LISTEN,
     proxyAdvertise: config.SCREENSHOT_PROXY_ADVERTISE,
+    // A built ad engine is kept here, so only the first start pays for building it.
+    filterEngines: new FilterEngines(join(config.DATA_DIR, "cache")),
     log,
   });
   // Started, not awaited: the service listens as soon as its database is ready, and a

@@ -9,6 +9,16 @@ import {
   exemptSite,
   trackerLists,
 } from "../services/screenshots/block_lists.ts";
+import { FiltersEngine } from "@ghostery/adblocker";
+import {
+  blocks,
+  collectDomTokens,
+  cosmeticCss,
+  engineText,
+  OWN_AD_RULES,
+  processFilterEngines,
+  readList,
+} from "../services/screenshots/filter_engine.ts";
 
 /**
  * Precise hiding: every consent banner of the managers people meet (markup shaped as those
@@ -88,6 +98,23 @@ const fixture = startFixture({
   "/pagead/ad.html": `<body style="background:#f00;margin:0">ad</body>`,
   "/banners/summer_728x90.png": "not reached",
   "/tag/gpt.js": "document.title = 'gpt ran'",
+  // Elements named by the list's generic hiding rules, and images on its generic paths.
+  "/adlist": (req) => {
+    const q = new URL(req.url).searchParams;
+    const box = `width:300px;height:60px;${RED}`;
+    return new Response(
+      page(
+        [
+          ...q.getAll("class").map((c) =>
+            `<div class="${c}" style="${box}"></div>`
+          ),
+          ...q.getAll("id").map((i) => `<div id="${i}" style="${box}"></div>`),
+          ...q.getAll("img").map((p) => `<img src="${p}">`),
+        ].join(""),
+      ),
+      { headers: { "content-type": "text/html" } },
+    );
+  },
   "/listed": (req) => {
     const q = new URL(req.url).searchParams;
     return new Response(
@@ -178,7 +205,7 @@ test("noAds removes ad slots, blocked ad frames with their wrapper and label, ad
   assert.ok(mark > before);
 });
 
-test("noAds and blockTrackers apply Ghostery's tracker database (shipped in npm, read offline): a generic ad path and a generic analytics path from the list are never requested, and only with their flag", async () => {
+test("blockTrackers applies Ghostery's tracker database (shipped in npm, read offline): a generic ad path and a generic analytics path from it are never requested; noAds leaves analytics alone", async () => {
   const lists = await trackerLists();
   // A rule of the list that applies on any host ("*://*/*<path>*"), made into a path.
   const generic = (l: BlockList) =>
@@ -205,17 +232,171 @@ test("noAds and blockTrackers apply Ghostery's tracker database (shipped in npm,
   assert.ok(plain.includes(`/x/${adPath}`), plain.join());
   assert.ok(plain.includes(`/x/${trackerPath}`), plain.join());
   const noAds = await seen({ noAds: true });
-  assert.ok(!noAds.includes(`/x/${adPath}`), `${adPath}: ${noAds.join()}`);
   assert.ok(
     noAds.includes(`/x/${trackerPath}`),
     "an analytics-only rule is not an ad",
   );
   const trackers = await seen({ blockTrackers: true });
   assert.ok(!trackers.includes(`/x/${trackerPath}`), trackers.join());
+  // The database files its ad paths under advertising, which blockTrackers includes.
+  assert.ok(!trackers.includes(`/x/${adPath}`), trackers.join());
   assert.deepEqual(
     exemptSite(["ads.example", "b.example"], new URL("https://x.ads.example/")),
     ["b.example"],
   );
+});
+
+/** A wildcard pattern of the tracker database's list as a regular expression. */
+const wildcard = (p: string) =>
+  new RegExp(
+    "^" + p.split("*").map((s) => s.replace(/[.+?^${}()|[\]\\]/g, "\\$&"))
+      .join(".*") +
+      "$",
+  );
+
+test("noAds applies AdGuard Base (EasyList + AdGuard English, shipped in npm and pinned) through Ghostery's engine: generic hiding rules drawn from the list hide their elements, generic path rules drawn from it are never requested, and neither without noAds", async () => {
+  const raw = await readList("ads");
+  const engine = await processFilterEngines.get("ads");
+  const { ads } = await trackerLists();
+  const trackerPatterns = ads.urls.map(wildcard);
+  const lines = raw.split("\n").map((l) => l.trim());
+  const own = new Set(OWN_AD_RULES);
+  // Plain generic names, the first few the list has (not ours).
+  const classes = lines.flatMap((l) =>
+    l.match(/^##\.([a-z][\w-]{3,})$/i)?.[1] ?? []
+  )
+    .filter((c) => !own.has(`##.${c}`)).slice(0, 4);
+  const ids = lines.flatMap((l) => l.match(/^###([a-z][\w-]{3,})$/i)?.[1] ?? [])
+    .filter((i) => !own.has(`###${i}`)).slice(0, 3);
+  // Generic path rules (no host, no options), as image paths only the engine blocks: the
+  // tracker database's own patterns do not match them.
+  const paths = lines.filter((l) =>
+    /^\/[a-z][\w./-]{4,}$/i.test(l) && !l.endsWith("/")
+  )
+    .map((l) => l.endsWith(".") ? `${l}png` : `${l}.png`)
+    .filter((p) =>
+      blocks(engine, `${fixture.origin}${p}`, `${fixture.origin}/`, "image") &&
+      !trackerPatterns.some((r) => r.test(`${fixture.origin}${p}`))
+    ).slice(0, 3);
+  assert.equal(classes.length, 4);
+  assert.equal(ids.length, 3);
+  assert.equal(paths.length, 3, "generic path rules of the list");
+  const q = new URLSearchParams([
+    ...classes.map((c) => ["class", c]),
+    ...ids.map((i) => ["id", i]),
+    ...paths.map((p) => ["img", p]),
+  ]);
+  const url = `${fixture.origin}/adlist?${q}`;
+  const run = async (body: Record<string, unknown>) => {
+    const mark = fixture.requests.length;
+    const n = await colours({ url, ...body });
+    return { ...n, asked: fixture.requests.slice(mark).map((r) => r.path) };
+  };
+  const plain = await run({});
+  // 7 red boxes of 300 × 60.
+  assert.ok(plain.red >= 7 * 300 * 60, `the elements show (${plain.red})`);
+  for (const p of paths) assert.ok(plain.asked.includes(p), plain.asked.join());
+  const clean = await run({ noAds: true });
+  assert.equal(clean.red, 0, `${classes} ${ids}: hidden by the list`);
+  for (const p of paths) {
+    assert.ok(
+      !clean.asked.includes(p),
+      `${p} requested: ${clean.asked.join()}`,
+    );
+  }
+  assert.ok(clean.green > 150_000, "ad-hoc-results and ad-free-notice stay");
+  assert.ok(clean.blue > 60_000, "the nav and the chat stay");
+});
+
+test("each of our own ad rules adds what the list lacks: without them the list neither blocks their paths nor hides their elements, with them both go", async () => {
+  const raw = await readList("ads");
+  const listOnly = FiltersEngine.parse(engineText("ads", raw, false), {
+    loadExtendedSelectors: false,
+  });
+  const full = await processFilterEngines.get("ads");
+  const network = OWN_AD_RULES.filter((r) => !r.startsWith("#"));
+  for (const rule of network) {
+    const path = rule.replace("*", "x") +
+      (rule.endsWith(".") ? "png" : rule.endsWith("/") ? "a.png" : "");
+    const url = `https://news.example${
+      path.startsWith("/") ? "" : "/i/a"
+    }${path}`;
+    for (const type of ["script", "image", "sub_frame"]) {
+      assert.ok(
+        blocks(full, url, "https://news.example/", type),
+        `${rule} ${type}`,
+      );
+    }
+    assert.ok(
+      !blocks(listOnly, url, "https://news.example/", "image") ||
+        !blocks(listOnly, url, "https://news.example/", "script"),
+      `${rule}: the list already blocks ${url}`,
+    );
+  }
+  // One element per cosmetic rule, shaped as the rule names it.
+  const EXAMPLES: Record<string, string> = {
+    "##.adsbygoogle": '<ins class="adsbygoogle"></ins>',
+    "##[data-google-query-id]": '<div data-google-query-id="q"></div>',
+    "##[data-ad-slot]": '<div data-ad-slot="1"></div>',
+    "##[data-ad-unit]": '<div data-ad-unit="1"></div>',
+    "##[data-ad]": '<div data-ad="1"></div>',
+    '##[aria-label="Advertisement" i]':
+      '<div aria-label="advertisement"></div>',
+    '##iframe[src*="doubleclick.net"]':
+      '<iframe src="about:blank#doubleclick.net"></iframe>',
+    '##iframe[src*="googlesyndication"]':
+      '<iframe src="about:blank#googlesyndication"></iframe>',
+    '##iframe[id^="google_ads_iframe"]':
+      '<iframe id="google_ads_iframe_1"></iframe>',
+    '##iframe[src*="amazon-adsystem.com"]':
+      '<iframe src="about:blank#amazon-adsystem.com"></iframe>',
+    '##[id^="amzn_assoc_ad"]': '<div id="amzn_assoc_ad_1"></div>',
+    "##.amzn-native-container": '<div class="amzn-native-container"></div>',
+    '##a[href*="amazon-adsystem.com"]':
+      '<a href="https://amazon-adsystem.com/x">ad</a>',
+    "##.ad": '<div class="ad"></div>',
+    "##.ads": '<div class="ads"></div>',
+    "##.advert": '<div class="advert"></div>',
+    "##.advertisement": '<div class="advertisement"></div>',
+    "##.ad-banner": '<div class="ad-banner"></div>',
+    "##.ad-container": '<div class="ad-container"></div>',
+    "###ad": '<div id="ad"></div>',
+    "###ads": '<div id="ads"></div>',
+  };
+  const cosmetic = OWN_AD_RULES.filter((r) => r.startsWith("#"));
+  assert.deepEqual(cosmetic.toSorted(), Object.keys(EXAMPLES).toSorted());
+  const browser = await shooter.browser();
+  const context = await browser.createBrowserContext();
+  try {
+    const tab = await context.newPage();
+    const shown = async (engine: FiltersEngine) => {
+      await tab.setContent(
+        cosmetic.map((r, i) =>
+          `<section data-i="${i}">${EXAMPLES[r]}</section>`
+        )
+          .join(""),
+      );
+      const tokens = await tab.evaluate(collectDomTokens, 5000);
+      await tab.addStyleTag({
+        content: cosmeticCss(engine, "https://news.example/", tokens),
+      });
+      return await tab.evaluate(() =>
+        Array.from(document.querySelectorAll("section")).map((s) =>
+          getComputedStyle(s.firstElementChild!).display !== "none"
+        )
+      );
+    };
+    const without = await shown(listOnly);
+    cosmetic.forEach((r, i) =>
+      assert.ok(without[i], `${r}: the list already hides it`)
+    );
+    const withOwn = await shown(full);
+    cosmetic.forEach((r, i) =>
+      assert.ok(!withOwn[i], `${r} does not hide its element`)
+    );
+  } finally {
+    await context.close();
+  }
 });
 
 test("teardown", async () => {

@@ -523,14 +523,20 @@ export interface components {
             delay: number;
             /** @description The whole capture's deadline in ms, waiting for a browser included; at most the server's SCREENSHOT_TIMEOUT_MS (160 above it), which is also the default */
             timeout?: number;
-            /** @default false */
+            /**
+             * @description Block and hide ads: AdGuard Base (EasyList + AdGuard English, shipped with the service) through a filter engine decides every request and hides ad containers; a blocked ad's empty wrapper collapses
+             * @default false
+             */
             noAds: boolean;
             /**
              * @description Block requests to analytics and tracking hosts (noAds blocks ads and these)
              * @default false
              */
             blockTrackers: boolean;
-            /** @default false */
+            /**
+             * @description Hide consent banners: known consent managers, and fixed, sticky or dialog elements about cookies that hold an accept or reject control
+             * @default false
+             */
             noCookie: boolean;
             /**
              * @description Elements to hide (visibility: hidden) before the capture

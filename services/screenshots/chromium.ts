@@ -9,9 +9,16 @@ import { OWNER_FLAG, reapOrphans } from "./reap.ts";
 
 import { type BlockList, exemptSite, trackerLists } from "./block_lists.ts";
 import {
+  blocks,
+  collectDomTokens,
+  cosmeticCss,
+  FilterEngines,
+  processFilterEngines,
+  requestType,
+} from "./filter_engine.ts";
+import type { FiltersEngine } from "@ghostery/adblocker";
+import {
   AD_HOSTS,
-  AD_PATHS,
-  AD_SELECTORS,
   adBlockPatterns,
   collapseBlockedAds,
   COOKIE_ACCEPT_BUTTONS,
@@ -86,6 +93,8 @@ export interface ChromiumOptions {
   trackerHosts?: readonly string[];
   /** The filter lists (default: Ghostery's tracker database, read once). */
   blockLists?: () => Promise<{ ads: BlockList; trackers: BlockList }>;
+  /** The ad filter engine (AdGuard's lists); the composition gives it a cache folder. */
+  filterEngines?: FilterEngines;
   /** Where each capture's guard proxy listens (SCREENSHOT_PROXY_LISTEN). */
   proxyListen?: string;
   /** The host the browser is told to reach the guard at (SCREENSHOT_PROXY_ADVERTISE). */
@@ -168,7 +177,11 @@ export class ChromiumScreenshotter implements Screenshotter {
   #failures = 0;
   #nextTryAt = 0;
 
-  constructor(private readonly opts: ChromiumOptions) {}
+  #filters: FilterEngines;
+
+  constructor(private readonly opts: ChromiumOptions) {
+    this.#filters = opts.filterEngines ?? processFilterEngines;
+  }
 
   /** The running browser's process id (tests kill it to prove recovery). */
   get pid(): number | undefined {
@@ -180,11 +193,12 @@ export class ChromiumScreenshotter implements Screenshotter {
     return this.#getBrowser();
   }
 
-  /** Starts (or connects to) the browser now, so the first capture is not a cold one. */
   /**
    * Starts the browser and warms what the first capture would otherwise pay for: a
    * context and a page opened once (Chromium's first renderer), sharp loaded and the
-   * filter lists read.
+   * filter lists read. Then the ad engine is loaded (or built, in a worker), not waited
+   * for: only a noAds capture needs it (and waits for it), and a first build's CPU should
+   * not slow the browser's start.
    */
   async start(): Promise<void> {
     const [browser] = await Promise.all([
@@ -198,6 +212,12 @@ export class ChromiumScreenshotter implements Screenshotter {
     } finally {
       await context.close().catch(() => {});
     }
+    this.#filters.get("ads").catch((e) =>
+      this.opts.log.error({
+        msg: "ad filter engine failed to load",
+        error: describe(e),
+      })
+    );
   }
 
   /** True when a browser is connected, or one can be had within timeoutMs. */
@@ -486,7 +506,7 @@ export class ChromiumScreenshotter implements Screenshotter {
       ) throw new Error("browser lost while loading");
       throw e;
     }
-    await this.#arrange(page, opts, deadline);
+    await this.#arrange(page, opts, deadline, blocking);
     const shot = await this.#capture(page, opts, deadline);
     const title = await withTimeout(page.title(), 1000, "title").catch(() =>
       ""
@@ -496,9 +516,10 @@ export class ChromiumScreenshotter implements Screenshotter {
 
   /**
    * What this capture blocks (noAds, blockTrackers), worked out once: our own hosts
-   * (inside Chromium and at the guard), and the tracker database's rules (noAds:
-   * advertising; blockTrackers: advertising and analytics), its hosts for the guard and
-   * its host-path rules for Chromium.
+   * (inside Chromium and at the guard); the tracker database's hosts (noAds: advertising;
+   * blockTrackers: advertising and analytics) for the guard, and its host-path rules for
+   * Chromium (blockTrackers); and for noAds the ad filter engine, which decides each
+   * request in the page and hides by its cosmetic rules.
    */
   async #blocking(opts: CaptureOptions): Promise<Blocking> {
     const hosts = [
@@ -508,9 +529,12 @@ export class ChromiumScreenshotter implements Screenshotter {
       ]),
     ];
     if (!opts.noAds && !opts.blockTrackers) {
-      return { hosts, listHosts: [], listUrls: [] };
+      return { hosts, listHosts: [], listUrls: [], blocked: new Set() };
     }
-    const lists = await (this.opts.blockLists ?? trackerLists)();
+    const [lists, engine] = await Promise.all([
+      (this.opts.blockLists ?? trackerLists)(),
+      opts.noAds ? this.#filters.get("ads") : undefined,
+    ]);
     const pick = [
       ...(opts.noAds ? [lists.ads] : []),
       ...(opts.blockTrackers ? [lists.trackers] : []),
@@ -518,7 +542,11 @@ export class ChromiumScreenshotter implements Screenshotter {
     return {
       hosts,
       listHosts: [...new Set(pick.flatMap((l) => l.hosts))],
-      listUrls: [...new Set(pick.flatMap((l) => l.urls))],
+      // noAds' paths are the engine's (AdGuard Base covers the database's ad paths and
+      // far more); Chromium's list would cost ~45 ms a capture for nothing.
+      listUrls: opts.blockTrackers ? lists.trackers.urls : [],
+      engine,
+      blocked: new Set(),
     };
   }
 
@@ -550,18 +578,43 @@ export class ChromiumScreenshotter implements Screenshotter {
         ...opts.cookies.map((c) => ({ ...c, url: target.origin + "/" })),
       );
     }
-    if (opts.headers && Object.keys(opts.headers).length) {
-      // Sent to the target's own origin only: a caller's Authorization must not reach
-      // the third parties the page loads.
-      const extra = opts.headers;
+    const extra = opts.headers && Object.keys(opts.headers).length
+      ? opts.headers
+      : undefined;
+    const { engine } = blocking;
+    if (extra || engine) {
+      // One handler decides each request (puppeteer's interception also reaches
+      // cross-site frames): the ad engine's block first, then the caller's headers.
       await page.setRequestInterception(true);
       page.on("request", async (req) => {
         if (req.isInterceptResolutionHandled()) return;
+        if (engine) {
+          const frame = req.frame();
+          const main = !frame || frame === page.mainFrame();
+          // The page asked for is never blocked, whatever its address looks like.
+          const navigation = req.isNavigationRequest() && main;
+          const source = (main ? frame : frame.parentFrame() ?? frame)?.url() ||
+            target.href;
+          if (
+            !navigation &&
+            blocks(
+              engine,
+              req.url(),
+              source,
+              requestType(req.resourceType(), main),
+            )
+          ) {
+            blocking.blocked.add(req.url());
+            return void req.abort("blockedbyclient").catch(() => {});
+          }
+        }
         let same = false;
         try {
           same = new URL(req.url()).origin === target.origin;
         } catch { /* data: and the like */ }
-        if (!same) return void req.continue().catch(() => {});
+        // Headers go to the target's own origin only: a caller's Authorization must not
+        // reach the third parties the page loads.
+        if (!extra || !same) return void req.continue().catch(() => {});
         // Overriding the headers drops the cookies Chromium would attach: add them back.
         const jar = await page.cookies(req.url()).catch(() => []);
         const cookie = jar.map((c) => `${c.name}=${c.value}`).join("; ");
@@ -583,7 +636,7 @@ export class ChromiumScreenshotter implements Screenshotter {
       const cdp = await page.createCDPSession();
       await cdp.send("Network.enable");
       await cdp.send("Network.setBlockedURLs", {
-        urlPatterns: adBlockPatterns(hosts, opts.noAds ? AD_PATHS : []),
+        urlPatterns: adBlockPatterns(hosts),
         // The lists' rules in the plain wildcard form, which is cheap to set up.
         urls: listUrls,
       });
@@ -594,7 +647,12 @@ export class ChromiumScreenshotter implements Screenshotter {
    * After loading, before capturing: wait for a selector, hide and restyle, run the
    * caller's script, deal with ads and consent banners, then the caller's delay.
    */
-  async #arrange(page: Page, opts: CaptureOptions, deadline: number) {
+  async #arrange(
+    page: Page,
+    opts: CaptureOptions,
+    deadline: number,
+    blocking: Blocking,
+  ) {
     const left = () => Math.max(1, deadline - Date.now());
     if (opts.waitForSelector) {
       // A little before the deadline, so the answer says what was missing (222).
@@ -614,7 +672,15 @@ export class ChromiumScreenshotter implements Screenshotter {
         });
     }
     const css = [
-      ...(opts.noAds ? [hideCss(AD_SELECTORS)] : []),
+      ...(blocking.engine
+        ? [
+          cosmeticCss(
+            blocking.engine,
+            page.url(),
+            await page.evaluate(collectDomTokens, 5000),
+          ),
+        ]
+        : []),
       ...(opts.noCookie ? [hideCss(COOKIE_SELECTORS)] : []),
       ...(opts.hideSelectors?.length
         ? [
@@ -633,7 +699,7 @@ export class ChromiumScreenshotter implements Screenshotter {
       await page.evaluate(
         collapseBlockedAds,
         [...(this.opts.adHosts ?? AD_HOSTS)],
-        AD_PATHS,
+        [...blocking.blocked],
       );
     }
     if (opts.js) {
@@ -791,6 +857,10 @@ interface Blocking {
   hosts: string[];
   listHosts: string[];
   listUrls: string[];
+  /** The ad engine (noAds). */
+  engine?: FiltersEngine;
+  /** URLs the engine blocked in this capture, for collapsing what held them. */
+  blocked: Set<string>;
 }
 
 /** CSS pixel size of a PDF page (96 px to the inch). */

@@ -1,6 +1,7 @@
 /**
- * What noAds and noCookie do inside the page: CSS that hides known containers, hosts whose
- * requests are dropped, and a script that dismisses consent dialogs and removes fixed bars.
+ * What noAds and noCookie do inside the page besides the filter engine (filter_engine.ts):
+ * hosts whose requests are dropped, consent managers' roots, a script that dismisses
+ * consent dialogs, and one that collapses what blocked ads leave.
  */
 
 /** Hosts (and their subdomains) of ad servers and trackers; requests to them are blocked. */
@@ -77,81 +78,14 @@ export interface BlockPattern {
 /**
  * URL patterns that block every request to these hosts and their subdomains, on any scheme
  * and port. Chromium drops matching requests itself, so blocking costs no round trip to us
- * per request (request interception did, and measurably slowed every capture).
+ * per request.
  */
-export function adBlockPatterns(
-  hosts: readonly string[] = AD_HOSTS,
-  paths: readonly string[] = [],
-) {
-  return [
-    ...hosts.flatMap((h): BlockPattern[] => [
-      { urlPattern: `*://${h}:*/*`, block: true },
-      { urlPattern: `*://*.${h}:*/*`, block: true },
-    ]),
-    // "*/gpt.js" on any host, port and query.
-    ...paths.map((p): BlockPattern => ({
-      urlPattern: `*://*:*/${p}`,
-      block: true,
-    })),
-  ];
+export function adBlockPatterns(hosts: readonly string[] = AD_HOSTS) {
+  return hosts.flatMap((h): BlockPattern[] => [
+    { urlPattern: `*://${h}:*/*`, block: true },
+    { urlPattern: `*://*.${h}:*/*`, block: true },
+  ]);
 }
-
-/**
- * Selectors of ad containers: exact class and id names (as EasyList's generic rules use
- * them), the attributes ad tags leave, and the iframes of ad hosts. No prefix rules:
- * `[class^="ad-"]` also hid `ad-hoc-results` and `ad-free-notice`.
- */
-export const AD_SELECTORS = [
-  "ins.adsbygoogle",
-  ".adsbygoogle",
-  '[id^="google_ads_"]',
-  '[id^="div-gpt-ad"]',
-  "[data-google-query-id]",
-  "[data-ad-slot]",
-  "[data-ad-unit]",
-  "[data-ad]",
-  '[aria-label="Advertisement" i]',
-  'iframe[src*="doubleclick.net"]',
-  'iframe[src*="googlesyndication"]',
-  'iframe[id^="google_ads_iframe"]',
-  'iframe[src*="amazon-adsystem.com"]',
-  '[id^="amzn_assoc_ad"]',
-  ".amzn-native-container",
-  'a[href*="amazon-adsystem.com"]',
-  ".ad",
-  ".ads",
-  ".advert",
-  ".advertisement",
-  ".ad-banner",
-  ".ad-container",
-  ".ad-slot",
-  ".ad-wrapper",
-  ".banner-ad",
-  ".sponsored-ad",
-  "#ad",
-  "#ads",
-  ".taboola",
-  '[id^="taboola-"]',
-  ".OUTBRAIN",
-];
-
-/**
- * Paths ad requests take on any host (blocked like the ad hosts): ad tags, ad scripts and
- * the standard IAB banner sizes in file names.
- */
-export const AD_PATHS = [
-  "*/gpt.js",
-  "*/gpt/pubads_impl*",
-  "*/adsbygoogle.js",
-  "*/pagead/*",
-  "*/ads/banner*",
-  "*/banners/ads/*",
-  "*_728x90.*",
-  "*_300x250.*",
-  "*_160x600.*",
-  "*_320x50.*",
-  "*/prebid*.js",
-];
 
 /**
  * Roots of the consent managers we know (OneTrust, Cookiebot, Didomi, Quantcast,
@@ -268,24 +202,22 @@ export function dismissCookieBanners(acceptSelectors: string[]): number {
 }
 
 /**
- * Runs in the page: hides the iframes and images of ad hosts and ad paths (their requests
- * were blocked, so they would show as empty boxes), then collapses each wrapper left with
- * nothing visible but such a frame and perhaps an "Advertisement" label.
+ * Runs in the page: hides the iframes and images whose requests were blocked (the filter
+ * engine's `blockedUrls`, and any on the blocked `hosts`), as they would show as empty
+ * boxes, then collapses each wrapper left with nothing visible but such a frame and perhaps
+ * an "Advertisement" label.
  */
-export function collapseBlockedAds(hosts: string[], paths: string[]): number {
-  const pathRes = paths.map((p) =>
-    new RegExp(
-      p.split("*").map((s) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join(
-        ".*",
-      ) + "$",
-    )
-  );
+export function collapseBlockedAds(
+  hosts: string[],
+  blockedUrls: string[],
+): number {
+  const blocked = new Set(blockedUrls);
   const isAd = (src: string) => {
     try {
       const u = new URL(src, location.href);
       const h = u.hostname;
-      return hosts.some((a) => h === a || h.endsWith("." + a)) ||
-        pathRes.some((r) => r.test(u.pathname));
+      return blocked.has(u.href) ||
+        hosts.some((a) => h === a || h.endsWith("." + a));
     } catch {
       return false;
     }

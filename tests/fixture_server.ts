@@ -7,17 +7,21 @@ export interface FixtureServer {
   close(): Promise<void>;
 }
 
-/** Serves `pages` (path → html or handler) on 127.0.0.1 at a free port. */
+/**
+ * Serves `pages` (path → html or handler) on `hostname` (127.0.0.1; another loopback
+ * address is another site to the browser) at a free port.
+ */
 export function startFixture(
   pages: Record<
     string,
     string | ((req: Request, f: FixtureServer) => Response | Promise<Response>)
   > = {},
+  hostname = "127.0.0.1",
 ): FixtureServer {
   const f = { requests: [], reports: [] } as unknown as FixtureServer;
   const ac = new AbortController();
   const server = Deno.serve(
-    { port: 0, hostname: "127.0.0.1", signal: ac.signal, onListen: () => {} },
+    { port: 0, hostname, signal: ac.signal, onListen: () => {} },
     async (req) => {
       const u = new URL(req.url);
       f.requests.push({
@@ -40,7 +44,7 @@ export function startFixture(
     },
   );
   f.port = server.addr.port;
-  f.origin = `http://127.0.0.1:${server.addr.port}`;
+  f.origin = `http://${hostname}:${server.addr.port}`;
   f.close = async () => {
     ac.abort();
     await server.finished;

@@ -115,6 +115,14 @@ const fixture = startFixture({
       { headers: { "content-type": "text/html" } },
     );
   },
+  // A frame of another site (127.0.0.2) whose own image takes an ad path of the list.
+  "/framed": () =>
+    new Response(
+      page(
+        `<iframe src="${other.origin}/inner" style="width:800px;height:200px"></iframe>`,
+      ),
+      { headers: { "content-type": "text/html" } },
+    ),
   "/listed": (req) => {
     const q = new URL(req.url).searchParams;
     return new Response(
@@ -125,7 +133,11 @@ const fixture = startFixture({
     );
   },
 });
-const ALLOW = `127.0.0.1:${fixture.port},localhost:${fixture.port}`;
+const other = startFixture({
+  "/inner": `<body><img src="/i/promo_300x250.jpg"><p>inner</p></body>`,
+}, "127.0.0.2");
+const ALLOW =
+  `127.0.0.1:${fixture.port},localhost:${fixture.port},127.0.0.2:${other.port}`;
 const shooter = testScreenshotter(ALLOW, {
   queueMax: 32,
   adHosts: ["localhost"],
@@ -308,6 +320,25 @@ test("noAds applies AdGuard Base (EasyList + AdGuard English, shipped in npm and
   assert.ok(clean.blue > 60_000, "the nav and the chat stay");
 });
 
+// The headless shell runs such a frame in the page's process unless site isolation is
+// forced; puppeteer's interception also reaches an isolated frame's own target (checked by
+// hand with --site-per-process: the same requests were seen and the image never asked for).
+test("the engine also decides the requests of a frame of another site: the frame loads, its ad-path image is never requested", async () => {
+  const run = async (body: Record<string, unknown>) => {
+    const mark = other.requests.length;
+    await colours({ url: `${fixture.origin}/framed`, ...body });
+    return other.requests.slice(mark).map((r) => r.path);
+  };
+  const plain = await run({});
+  assert.ok(plain.includes("/i/promo_300x250.jpg"), plain.join());
+  const clean = await run({ noAds: true });
+  assert.ok(
+    clean.includes("/inner"),
+    `the frame itself loads: ${clean.join()}`,
+  );
+  assert.ok(!clean.includes("/i/promo_300x250.jpg"), clean.join());
+});
+
 test("each of our own ad rules adds what the list lacks: without them the list neither blocks their paths nor hides their elements, with them both go", async () => {
   const raw = await readList("ads");
   const listOnly = FiltersEngine.parse(engineText("ads", raw, false), {
@@ -403,4 +434,5 @@ test("teardown", async () => {
   await env.close();
   await shooter.close();
   await fixture.close();
+  await other.close();
 });

@@ -15,6 +15,7 @@ import {
   collectDomTokens,
   cosmeticCss,
   engineText,
+  type FilterEngines,
   OWN_AD_RULES,
   processFilterEngines,
   readList,
@@ -427,6 +428,44 @@ test("each of our own ad rules adds what the list lacks: without them the list n
     );
   } finally {
     await context.close();
+  }
+});
+
+test("noAds while the ad engine cannot be had answers 503 (240) with Retry-After and says why; the same capture without noAds works", async () => {
+  const broken = testScreenshotter(ALLOW, {
+    filterEngines: {
+      get: () => Promise.reject(new Error("list unreadable")),
+    } as unknown as FilterEngines,
+  });
+  const env2 = await testEnv({
+    screenshotter: broken,
+    env: { FETCH_ALLOW_PRIVATE: ALLOW },
+  });
+  try {
+    const { key: key2 } = await userWithKey(env2);
+    const shoot = (body: Record<string, unknown>) =>
+      env2.app.request("/api/1/screenshot", {
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${key2}`,
+          "content-type": "application/json",
+        },
+        body: JSON.stringify({
+          url: `${fixture.origin}/ads`,
+          share: false,
+          ...body,
+        }),
+      });
+    const res = await shoot({ noAds: true });
+    const r = await json(res);
+    assert.equal(r.status, 503);
+    assert.equal(r.body.error.code, 240);
+    assert.equal(res.headers.get("retry-after"), "30");
+    assert.match(JSON.stringify(r.body.error), /ad filter is unavailable/);
+    assert.equal((await json(await shoot({}))).status, 200);
+  } finally {
+    await env2.close();
+    await broken.close();
   }
 });
 

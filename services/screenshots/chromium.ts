@@ -533,7 +533,23 @@ export class ChromiumScreenshotter implements Screenshotter {
     }
     const [lists, engine] = await Promise.all([
       (this.opts.blockLists ?? trackerLists)(),
-      opts.noAds ? this.#filters.get("ads") : undefined,
+      opts.noAds
+        ? this.#filters.get("ads").catch((e) => {
+          // Not the page's fault, and no capture pretends to have hidden the ads: the
+          // next try builds the engine again.
+          this.opts.log.error({
+            msg: "ad filter engine failed to load",
+            error: describe(e),
+          });
+          throw new ApiError(240, {
+            headers: { "Retry-After": "30" },
+            details: [{
+              path: "noAds",
+              message: "the ad filter is unavailable",
+            }],
+          });
+        })
+        : undefined,
     ]);
     const pick = [
       ...(opts.noAds ? [lists.ads] : []),

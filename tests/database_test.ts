@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { sql } from "kysely";
 import { databaseKinds, test, testDatabase } from "./helpers.ts";
-import { migrate } from "../services/db/database.ts";
+import { migrate, openDatabase } from "../services/db/database.ts";
 
 for (const kind of databaseKinds()) {
   test(`[${kind}] migrations are recorded and running them again applies nothing`, async () => {
@@ -85,3 +85,21 @@ for (const kind of databaseKinds()) {
     }
   });
 }
+
+test("embedded PGlite opens with 16 MB of shared buffers (initdb's 128 MB were zeroed at every open: ~0.4 s of start-up and ~125 MB of idle RSS)", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "imagehost-pgsettings-" });
+  try {
+    const database = await openDatabase({ dataDir: dir });
+    try {
+      const { rows } = await sql<
+        { shared_buffers: string }
+      >`show shared_buffers`
+        .execute(database.db);
+      assert.equal(rows[0].shared_buffers, "16MB");
+    } finally {
+      await database.close();
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

@@ -459,13 +459,22 @@ test("a page that redirects or scripts its way to a file: URL never shows the fi
   assert.ok(data.every((v) => v > 240));
 });
 
-test("each capture's browser context is closed after it answers", async () => {
+test("each capture's browser context is closed after it answers; the one spare left has never loaded anything", async () => {
   const browser = await shared.browser();
   const r = await shot({ url: `${fixture.origin}/dark`, share: false });
   assert.equal(r.status, 200);
-  await waitUntil(() => browser.browserContexts().length === 1);
-  // Only Chromium's default context is left.
-  assert.equal(browser.browserContexts().length, 1);
+  // Chromium's default context and the spare made for the next capture.
+  await waitUntil(() => browser.browserContexts().length === 2);
+  const [, spare] = browser.browserContexts();
+  const urls = (await spare.pages()).map((p) => p.url());
+  assert.deepEqual(urls, ["about:blank"]);
+  // The next capture takes it: still one spare afterwards, a new one.
+  assert.equal(
+    (await shot({ url: `${fixture.origin}/dark`, share: false })).status,
+    200,
+  );
+  await waitUntil(() => browser.browserContexts().length === 2);
+  assert.ok(!browser.browserContexts().includes(spare), "a spare serves once");
 });
 
 test("the browser is recycled after SCREENSHOT_RECYCLE_AFTER captures", async () => {

@@ -18,6 +18,11 @@ export interface GuardProxy {
   events: GuardEvent[];
   /** Connections allowed and made. */
   allowed: number;
+  /**
+   * Replaces the filtered hosts: a guard started ahead of its capture (a spare context's)
+   * learns them when the capture takes it, before any request.
+   */
+  setFilterHosts(hosts: readonly string[]): void;
   close(): Promise<void>;
 }
 
@@ -66,9 +71,10 @@ export async function startGuardProxy(
     );
   };
 
+  let filterHosts = opts.filterHosts ?? [];
   const filtered = (host: string) => {
     const h = host.toLowerCase().replace(/\.$/, "");
-    return (opts.filterHosts ?? []).some((f) => h === f || h.endsWith("." + f));
+    return filterHosts.some((f) => h === f || h.endsWith("." + f));
   };
 
   async function open(
@@ -217,6 +223,9 @@ export async function startGuardProxy(
     events,
     get allowed() {
       return state.allowed;
+    },
+    setFilterHosts(hosts) {
+      filterHosts = hosts;
     },
     close() {
       for (const s of sockets) s.destroy();

@@ -1,4 +1,8 @@
-import puppeteer, { type Browser, type Page } from "puppeteer-core";
+import puppeteer, {
+  type Browser,
+  type BrowserContext,
+  type Page,
+} from "puppeteer-core";
 import { ApiError } from "../../schemas/errors.ts";
 import type { Logger } from "../deps.ts";
 import { answersWithin, withTimeout } from "../timeout.ts";
@@ -173,6 +177,13 @@ export class ChromiumScreenshotter implements Screenshotter {
   #shooting = 0;
   /** Contexts still being closed after their capture answered, and retired browsers. */
   #teardowns = new Set<Promise<void>>();
+  /**
+   * A fresh context with its page and guard, made before the capture that will take it:
+   * a new page in a new context starts a renderer process, the slowest step of a capture
+   * (~200 ms), so it is done while the service waits or captures something else. Never
+   * used twice: each capture takes it whole and a new one is made.
+   */
+  #spare?: Promise<Spare | undefined>;
   /** Failed starts in a row, and when the next may be tried (backoff up to 10 s). */
   #failures = 0;
   #nextTryAt = 0;
@@ -194,11 +205,11 @@ export class ChromiumScreenshotter implements Screenshotter {
   }
 
   /**
-   * Starts the browser and warms what the first capture would otherwise pay for: a
-   * context and a page opened once (Chromium's first renderer), sharp loaded and the
-   * filter lists read. Then the ad engine is loaded (or built, in a worker), not waited
-   * for: only a noAds capture needs it (and waits for it), and a first build's CPU should
-   * not slow the browser's start.
+   * Starts the browser and warms what the first capture would otherwise pay for: the
+   * first spare context and page (Chromium's first renderer), sharp loaded and the filter
+   * lists read. Then the ad engine is loaded (or built, in a worker), not waited for: only
+   * a noAds capture needs it (and waits for it), and a first build's CPU should not slow
+   * the browser's start.
    */
   async start(): Promise<void> {
     const [browser] = await Promise.all([
@@ -206,12 +217,8 @@ export class ChromiumScreenshotter implements Screenshotter {
       import("sharp"),
       (this.opts.blockLists ?? trackerLists)(),
     ]);
-    const context = await browser.createBrowserContext();
-    try {
-      await (await context.newPage()).close();
-    } finally {
-      await context.close().catch(() => {});
-    }
+    this.#refillSpare(browser);
+    await this.#spare;
     this.#filters.get("ads").catch((e) =>
       this.opts.log.error({
         msg: "ad filter engine failed to load",
@@ -267,7 +274,10 @@ export class ChromiumScreenshotter implements Screenshotter {
         handleSIGHUP: false,
       });
     browser.once("disconnected", () => {
-      if (this.#browser === browser) this.#browser = undefined;
+      if (this.#browser === browser) {
+        this.#browser = undefined;
+        this.#dropSpare();
+      }
       if (!this.#closed) this.opts.log.info({ msg: "browser disconnected" });
     });
     this.#captures = 0;
@@ -354,6 +364,82 @@ export class ChromiumScreenshotter implements Screenshotter {
     else this.#active--;
   }
 
+  /** A new context (through a new guard) and its page, for the next capture. */
+  async #makeSpare(browser: Browser): Promise<Spare> {
+    const listen = this.opts.proxyListen ?? "127.0.0.1";
+    // Off loopback, only the capture holding these may use its guard.
+    const credentials = isLoopbackHost(listen) ? undefined : {
+      username: crypto.randomUUID(),
+      password: crypto.randomUUID(),
+    };
+    const guard = await startGuardProxy(this.opts.allowRules, {
+      listenHost: listen,
+      advertiseHost: this.opts.proxyAdvertise,
+      credentials,
+    }).catch((e) => {
+      // SCREENSHOT_PROXY_LISTEN names an address this host does not have: no capture can
+      // be guarded, so none is made.
+      this.opts.log.error({ msg: "guard cannot listen", error: describe(e) });
+      throw new ApiError(240, { headers: { "Retry-After": "30" } });
+    });
+    let context: BrowserContext | undefined;
+    try {
+      context = await browser.createBrowserContext({
+        proxyServer: guard.url,
+        // Chromium sends loopback straight out unless told otherwise; everything must
+        // pass the guard.
+        proxyBypassList: ["<-loopback>"],
+        downloadBehavior: { policy: "deny" },
+      });
+      const page = await context.newPage();
+      // Answers the guard's 407 (a remote browser's guard listens off loopback).
+      if (credentials) await page.authenticate(credentials);
+      return { browser, context, page, guard };
+    } catch (e) {
+      await context?.close().catch(() => {});
+      await guard.close();
+      throw await this.#explain(e, browser);
+    }
+  }
+
+  /** Starts making the next spare, unless one is on its way or the pool is closed. */
+  #refillSpare(browser: Browser) {
+    if (this.#closed || this.#spare) return;
+    this.#spare = this.#makeSpare(browser).catch((e) => {
+      this.opts.log.error({ msg: "spare context failed", error: describe(e) });
+      return undefined;
+    });
+  }
+
+  /**
+   * The spare, when it belongs to this browser and is still whole; otherwise undefined
+   * (the capture makes its own). Whatever is taken is gone from the pool.
+   */
+  async #takeSpare(browser: Browser): Promise<Spare | undefined> {
+    const waiting = this.#spare;
+    this.#spare = undefined;
+    const spare = await waiting;
+    if (!spare) return undefined;
+    if (
+      spare.browser === browser && browser.connected && !spare.page.isClosed()
+    ) return spare;
+    this.#discard(spare);
+    return undefined;
+  }
+
+  /** Closes a spare no capture will use (its browser was replaced, or the pool closes). */
+  #discard(spare: Spare): Promise<void> {
+    return spare.context.close().catch(() => {}).then(() => spare.guard.close())
+      .catch(() => {});
+  }
+
+  /** Drops the spare (made by a browser that is going away). */
+  #dropSpare() {
+    const waiting = this.#spare;
+    this.#spare = undefined;
+    waiting?.then((s) => s && this.#discard(s));
+  }
+
   /**
    * Replaces a local browser that has served `recycleAfter` captures, once no capture is
    * using it; it is closed after the contexts still being torn down are gone.
@@ -365,6 +451,7 @@ export class ChromiumScreenshotter implements Screenshotter {
       this.#captures < this.opts.recycleAfter
     ) return;
     this.#browser = undefined;
+    this.#dropSpare();
     const closed = Promise.allSettled([...this.#teardowns])
       .then(() => old.close()).catch(() => {});
     this.#teardowns.add(closed);
@@ -384,43 +471,25 @@ export class ChromiumScreenshotter implements Screenshotter {
       const browser = await this.#getBrowser();
       this.#captures++;
       const blocking = await this.#blocking(opts);
-      const listen = this.opts.proxyListen ?? "127.0.0.1";
-      // Off loopback, only the capture holding these may use its guard.
-      const credentials = isLoopbackHost(listen) ? undefined : {
-        username: crypto.randomUUID(),
-        password: crypto.randomUUID(),
-      };
-      const guard = await startGuardProxy(this.opts.allowRules, {
-        listenHost: listen,
-        advertiseHost: this.opts.proxyAdvertise,
-        credentials,
-        // Also here, not only in the page: a cross-site ad frame runs in a process of its
-        // own, which the page's blocked-URL list does not reach; every process's
-        // connections pass the guard.
-        filterHosts: [
-          ...blocking.hosts,
-          ...exemptSite(blocking.listHosts, new URL(opts.url)),
-        ],
-      }).catch((e) => {
-        // SCREENSHOT_PROXY_LISTEN names an address this host does not have: no capture can
-        // be guarded, so none is made.
-        this.opts.log.error({ msg: "guard cannot listen", error: describe(e) });
-        throw new ApiError(240, { headers: { "Retry-After": "30" } });
-      });
-      const context = await browser.createBrowserContext({
-        proxyServer: guard.url,
-        // Chromium sends loopback straight out unless told otherwise; everything must
-        // pass the guard.
-        proxyBypassList: ["<-loopback>"],
-        downloadBehavior: { policy: "deny" },
-      }).catch(async (e) => {
-        await guard.close();
-        throw await this.#explain(e, browser);
-      });
+      // The spare made while we waited (or a new one, when there was none), and at once
+      // the next one, made while this capture runs.
+      const readying = this.#takeSpare(browser).then((s) =>
+        s ?? this.#makeSpare(browser)
+      );
+      this.#refillSpare(browser);
       let timer: ReturnType<typeof setTimeout> | undefined;
       try {
         return await Promise.race([
-          this.#shoot(context, guard, opts, deadline, blocking, credentials)
+          readying.then(({ context, page, guard }) => {
+            // Also at the guard, not only in the page: a cross-site ad frame may run in a
+            // process of its own, which the page's blocked-URL list does not reach; every
+            // process's connections pass the guard.
+            guard.setFilterHosts([
+              ...blocking.hosts,
+              ...exemptSite(blocking.listHosts, new URL(opts.url)),
+            ]);
+            return this.#shoot(context, page, guard, opts, deadline, blocking);
+          })
             .catch(
               async (e) => {
                 throw await this.#explain(e, browser);
@@ -437,8 +506,9 @@ export class ChromiumScreenshotter implements Screenshotter {
         clearTimeout(timer);
         // Torn down after the answer: the caller does not wait the ~8 ms Chromium takes
         // to close a context, yet the slot stays taken until it is gone (see below).
-        teardown = context.close().catch(() => {}).then(() => guard.close())
-          .catch(() => {});
+        teardown = readying.then(({ context, guard }) =>
+          context.close().catch(() => {}).then(() => guard.close())
+        ).catch(() => {});
       }
     } finally {
       this.#shooting--;
@@ -476,23 +546,20 @@ export class ChromiumScreenshotter implements Screenshotter {
   }
 
   async #shoot(
-    context: Awaited<ReturnType<Browser["createBrowserContext"]>>,
+    context: BrowserContext,
+    page: Page,
     guard: GuardProxy,
     opts: CaptureOptions,
     deadline: number,
     blocking: Blocking,
-    credentials?: { username: string; password: string },
   ): Promise<CaptureResult> {
     // Popups are closed as they open: they would hold connections and time for nothing.
     context.on("targetcreated", (t) => {
       if (t.type() !== "page" || !t.opener()) return;
       t.page().then((p) => p?.close()).catch(() => {});
     });
-    const page: Page = await context.newPage();
     // alert(), confirm(), prompt() and beforeunload would otherwise hold the page.
     page.on("dialog", (d) => d.dismiss().catch(() => {}));
-    // Answers the guard's 407 (a remote browser's guard listens off loopback).
-    if (credentials) await page.authenticate(credentials);
     await this.#prepare(page, opts, blocking);
     let loaded: { status: number | null; url: string };
     try {
@@ -858,6 +925,9 @@ export class ChromiumScreenshotter implements Screenshotter {
 
   async close(): Promise<void> {
     this.#closed = true;
+    const spare = await this.#spare;
+    this.#spare = undefined;
+    if (spare) await this.#discard(spare);
     this.#queue.splice(0).forEach((wake) => wake());
     await Promise.allSettled([...this.#teardowns]);
     const b = this.#browser ?? await this.#launching?.catch(() => undefined);
@@ -866,6 +936,14 @@ export class ChromiumScreenshotter implements Screenshotter {
     if (this.opts.wsEndpoint) await b.disconnect().catch(() => {});
     else await b.close().catch(() => {});
   }
+}
+
+/** A context made ahead of its capture; see ChromiumScreenshotter.#spare. */
+interface Spare {
+  browser: Browser;
+  context: BrowserContext;
+  page: Page;
+  guard: GuardProxy;
 }
 
 /** What one capture blocks; see ChromiumScreenshotter.#blocking. */

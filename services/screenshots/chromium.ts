@@ -212,13 +212,13 @@ export class ChromiumScreenshotter implements Screenshotter {
    * the browser's start.
    */
   async start(): Promise<void> {
-    const [browser] = await Promise.all([
-      this.#getBrowser(),
+    const extras = Promise.all([
       import("sharp"),
       (this.opts.blockLists ?? trackerLists)(),
     ]);
+    const browser = await this.#getBrowser();
     this.#refillSpare(browser);
-    await this.#spare;
+    await Promise.all([this.#spare, extras]);
     this.#filters.get("ads").catch((e) =>
       this.opts.log.error({
         msg: "ad filter engine failed to load",
@@ -471,12 +471,14 @@ export class ChromiumScreenshotter implements Screenshotter {
       const browser = await this.#getBrowser();
       this.#captures++;
       const blocking = await this.#blocking(opts);
-      // The spare made while we waited (or a new one, when there was none), and at once
-      // the next one, made while this capture runs.
+      // The spare made while we waited (or a new one, when there was none), and then the
+      // next one, made while this capture runs.
       const readying = this.#takeSpare(browser).then((s) =>
         s ?? this.#makeSpare(browser)
       );
-      this.#refillSpare(browser);
+      // The next one once this one is had: two renderers starting at once would slow
+      // this capture down.
+      readying.then(() => this.#refillSpare(browser), () => {});
       let timer: ReturnType<typeof setTimeout> | undefined;
       try {
         return await Promise.race([

@@ -110,8 +110,9 @@ export const ScreenshotRequestSchema = z.object({
   }),
   noCookie: z.boolean().default(false).openapi({
     description:
-      "Hide consent banners: known consent managers, and fixed, sticky or dialog " +
-      "elements about cookies that hold an accept or reject control",
+      "Hide consent banners: known consent managers, AdGuard's Cookie Notices " +
+      "list (shipped with the service), and fixed, sticky or dialog elements " +
+      "about cookies that hold an accept or reject control",
   }),
   hideSelectors: z.array(selector).max(50).optional().openapi({
     description: "Elements to hide (visibility: hidden) before the capture",

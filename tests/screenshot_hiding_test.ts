@@ -321,6 +321,34 @@ test("noAds applies AdGuard Base (EasyList + AdGuard English, shipped in npm and
   assert.ok(clean.blue > 60_000, "the nav and the chat stay");
 });
 
+test("noCookie applies AdGuard's Cookie Notices list (shipped in npm, pinned): blocks named by its generic hiding rules go, though our own check (a fixed bar about cookies with an accept control) would leave them; the decoys stay; nothing goes without noCookie", async () => {
+  const lines = (await readList("cookies")).split("\n").map((l) => l.trim());
+  assert.match(lines[1], /^! Title: AdGuard Cookie Notices filter$/);
+  const classes = lines.flatMap((l) =>
+    l.match(/^##\.([a-z][\w-]{3,})$/i)?.[1] ?? []
+  )
+    .slice(0, 4);
+  const ids = lines.flatMap((l) => l.match(/^###([a-z][\w-]{3,})$/i)?.[1] ?? [])
+    .slice(0, 3);
+  assert.equal(classes.length + ids.length, 7);
+  const q = new URLSearchParams([
+    ...classes.map((c) => ["class", c]),
+    ...ids.map((i) => ["id", i]),
+  ]);
+  const url = `${fixture.origin}/adlist?${q}`;
+  const plain = await colours({ url });
+  assert.ok(plain.red >= 7 * 300 * 60, `the blocks show (${plain.red})`);
+  const clean = await colours({ url, noCookie: true });
+  assert.equal(clean.red, 0, `${classes} ${ids}: hidden by the list`);
+  assert.ok(clean.green > 150_000, "ad-hoc-results and ad-free-notice stay");
+  assert.ok(
+    clean.blue > 60_000,
+    "the nav with its Cookie policy link and the chat stay",
+  );
+  // Only the cookie list's hiding rules: noAds' list does not name these.
+  assert.ok((await colours({ url, noAds: true })).red >= 7 * 300 * 60);
+});
+
 // The headless shell runs such a frame in the page's process unless site isolation is
 // forced; puppeteer's interception also reaches an isolated frame's own target (checked by
 // hand with --site-per-process: the same requests were seen and the image never asked for).

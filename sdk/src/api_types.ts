@@ -534,7 +534,7 @@ export interface components {
              */
             blockTrackers: boolean;
             /**
-             * @description Hide consent banners: known consent managers, and fixed, sticky or dialog elements about cookies that hold an accept or reject control
+             * @description Hide consent banners: known consent managers, AdGuard's Cookie Notices list (shipped with the service), and fixed, sticky or dialog elements about cookies that hold an accept or reject control
              * @default false
              */
             noCookie: boolean;

@@ -219,12 +219,15 @@ export class ChromiumScreenshotter implements Screenshotter {
     const browser = await this.#getBrowser();
     this.#refillSpare(browser);
     await Promise.all([this.#spare, extras]);
-    this.#filters.get("ads").catch((e) =>
-      this.opts.log.error({
-        msg: "ad filter engine failed to load",
-        error: describe(e),
-      })
-    );
+    for (const list of ["ads", "cookies"] as const) {
+      this.#filters.get(list).catch((e) =>
+        this.opts.log.error({
+          msg: "filter engine failed to load",
+          list,
+          error: describe(e),
+        })
+      );
+    }
   }
 
   /** True when a browser is connected, or one can be had within timeoutMs. */
@@ -597,28 +600,21 @@ export class ChromiumScreenshotter implements Screenshotter {
         ...(opts.blockTrackers ? this.opts.trackerHosts ?? TRACKER_HOSTS : []),
       ]),
     ];
+    const cookieEngine = opts.noCookie
+      ? await this.#engine("cookies", "noCookie")
+      : undefined;
     if (!opts.noAds && !opts.blockTrackers) {
-      return { hosts, listHosts: [], listUrls: [], blocked: new Set() };
+      return {
+        hosts,
+        listHosts: [],
+        listUrls: [],
+        blocked: new Set(),
+        cookieEngine,
+      };
     }
     const [lists, engine] = await Promise.all([
       (this.opts.blockLists ?? trackerLists)(),
-      opts.noAds
-        ? this.#filters.get("ads").catch((e) => {
-          // Not the page's fault, and no capture pretends to have hidden the ads: the
-          // next try builds the engine again.
-          this.opts.log.error({
-            msg: "ad filter engine failed to load",
-            error: describe(e),
-          });
-          throw new ApiError(240, {
-            headers: { "Retry-After": "30" },
-            details: [{
-              path: "noAds",
-              message: "the ad filter is unavailable",
-            }],
-          });
-        })
-        : undefined,
+      opts.noAds ? this.#engine("ads", "noAds") : undefined,
     ]);
     const pick = [
       ...(opts.noAds ? [lists.ads] : []),
@@ -632,7 +628,31 @@ export class ChromiumScreenshotter implements Screenshotter {
       listUrls: opts.blockTrackers ? lists.trackers.urls : [],
       engine,
       blocked: new Set(),
+      cookieEngine,
     };
+  }
+
+  /**
+   * A list's engine for a capture that asked for it. When it cannot be had the capture
+   * is refused (240, retry), never made without it: the next try builds it again.
+   */
+  #engine(list: "ads" | "cookies", option: string): Promise<FiltersEngine> {
+    return this.#filters.get(list).catch((e) => {
+      this.opts.log.error({
+        msg: "filter engine failed to load",
+        list,
+        error: describe(e),
+      });
+      throw new ApiError(240, {
+        headers: { "Retry-After": "30" },
+        details: [{
+          path: option,
+          message: `the ${
+            list === "ads" ? "ad" : "cookie notice"
+          } filter is unavailable`,
+        }],
+      });
+    });
   }
 
   /** Before loading: viewport, user agent, media features, headers, cookies, blocking. */
@@ -756,16 +776,15 @@ export class ChromiumScreenshotter implements Screenshotter {
           });
         });
     }
+    // The lists' hiding rules for what this page holds (its classes, ids and links).
+    const engines = [blocking.engine, blocking.cookieEngine].filter((e) =>
+      e !== undefined
+    );
+    const tokens = engines.length
+      ? await page.evaluate(collectDomTokens, 5000)
+      : undefined;
     const css = [
-      ...(blocking.engine
-        ? [
-          cosmeticCss(
-            blocking.engine,
-            page.url(),
-            await page.evaluate(collectDomTokens, 5000),
-          ),
-        ]
-        : []),
+      ...engines.map((e) => cosmeticCss(e, page.url(), tokens!)),
       ...(opts.noCookie ? [hideCss(COOKIE_SELECTORS)] : []),
       ...(opts.hideSelectors?.length
         ? [
@@ -957,6 +976,8 @@ interface Blocking {
   engine?: FiltersEngine;
   /** URLs the engine blocked in this capture, for collapsing what held them. */
   blocked: Set<string>;
+  /** The cookie notices list's engine (noCookie): hiding rules only. */
+  cookieEngine?: FiltersEngine;
 }
 
 /** CSS pixel size of a PDF page (96 px to the inch). */

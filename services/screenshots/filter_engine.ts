@@ -12,9 +12,13 @@ const LIST_DIR = new URL(
   import.meta.resolve("@adguard/dnr-rulesets"),
 );
 
-/** The lists we use, by purpose: AdGuard Base is EasyList plus AdGuard's English filter. */
+/**
+ * The lists we use, by purpose: AdGuard Base is EasyList plus AdGuard's English filter;
+ * AdGuard Cookie Notices hides the consent banners of thousands of sites by name.
+ */
 export const FILTER_LISTS = {
   ads: "filter_2.txt",
+  cookies: "filter_18.txt",
 } as const;
 
 /** A list we apply. */
@@ -90,14 +94,16 @@ export function readList(list: FilterListName): Promise<string> {
 /**
  * Parses a list into an engine and serializes it (~1.3 s and ~150 MB for AdGuard Base: it
  * runs in a worker, see filter_worker.ts). Scriptlets and extended selectors are left out:
- * we run no list's code in the page, and cosmetic rules are applied as plain CSS.
+ * we run no list's code in the page, and cosmetic rules are applied as plain CSS. Of the
+ * cookie list only the hiding rules are kept: blocking a consent manager's script can
+ * leave a site's content waiting for a consent that never comes.
  */
 export async function buildEngineBytes(
   list: FilterListName,
 ): Promise<Uint8Array> {
   const engine = FiltersEngine.parse(engineText(list, await readList(list)), {
     loadCosmeticFilters: true,
-    loadNetworkFilters: true,
+    loadNetworkFilters: list !== "cookies",
     loadExtendedSelectors: false,
     loadCSPFilters: false,
     enableHtmlFiltering: false,

@@ -1,4 +1,4 @@
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import type { Config } from "../schemas/config.ts";
 import { migrate, openDatabase } from "./db/database.ts";
 import type { AppDeps, Logger } from "./deps.ts";
@@ -82,6 +82,7 @@ export async function openScreenshotter(
     proxyAdvertise: config.SCREENSHOT_PROXY_ADVERTISE,
     // A built ad engine is kept here, so only the first start pays for building it.
     filterEngines: new FilterEngines(join(config.DATA_DIR, "cache")),
+    home: resolve(config.DATA_DIR),
     log,
   });
   // Started, not awaited here: a first capture waits for this same launch. A failed start

@@ -4,6 +4,8 @@ import { requireChromium } from "./browser_service.ts";
 import { startService } from "./service_process.ts";
 import {
   findOrphans,
+  HOME_FLAG,
+  homeOf,
   OWNER_FLAG,
   ownerOf,
   reapOrphans,
@@ -53,6 +55,11 @@ test("a kill -9 of the service takes its Chromium and every helper process with 
     await waitUntil(() => markedBy(svc.proc.pid).length > 0, 30_000);
     const [browser] = markedBy(svc.proc.pid);
     assert.ok(browser, "the service started a marked browser");
+    // Marked with its home, so only a later run on the same DATA_DIR reaps it.
+    assert.equal(
+      homeOf(Deno.readTextFileSync(`/proc/${browser}/cmdline`).split("\0")),
+      await Deno.realPath(svc.dataDir),
+    );
     await waitUntil(() => groupMembers(browser).length > 1, 10_000);
     const helpers = groupMembers(browser).length;
     assert.ok(helpers > 1, `browser and helpers: ${helpers}`);
@@ -64,8 +71,12 @@ test("a kill -9 of the service takes its Chromium and every helper process with 
   }
 });
 
-test("start-up reaps the Chromium (with its helpers) of a service that is gone, and leaves a live owner's alone", async () => {
+test("start-up reaps the Chromium (with its helpers) a dead run of the same home left, and leaves a live owner's and another home's alone", async () => {
   const gone = await deadPid();
+  // Every test process that launches a browser reaps its own home's leftovers, so this
+  // test's orphans carry a home no other test uses (in CI a parallel test's launch once
+  // reaped an unscoped orphan here before its helpers had started).
+  const home = `/nonexistent/reap-test-${crypto.randomUUID()}`;
   // As a dead service without setpriv would have left it: its own process group.
   const orphan = new Deno.Command("setsid", {
     args: [
@@ -74,6 +85,7 @@ test("start-up reaps the Chromium (with its helpers) of a service that is gone, 
       ...CHROMIUM_FLAGS,
       ...(Deno.uid?.() === 0 ? ["--no-sandbox"] : []),
       `${OWNER_FLAG}${gone}`,
+      `${HOME_FLAG}${home}`,
       "about:blank",
     ],
     stdout: "null",
@@ -81,18 +93,28 @@ test("start-up reaps the Chromium (with its helpers) of a service that is gone, 
   }).spawn();
   const owner = new Deno.Command("sleep", { args: ["60"] }).spawn();
   const kept = new Deno.Command("sh", {
-    args: ["-c", "sleep 60", `${OWNER_FLAG}${owner.pid}`],
+    args: [
+      "-c",
+      "sleep 60",
+      `${OWNER_FLAG}${owner.pid}`,
+      `${HOME_FLAG}${home}`,
+    ],
+  }).spawn();
+  // A dead owner's too, but of another service (another DATA_DIR): not ours to kill.
+  const otherHome = new Deno.Command("sh", {
+    args: ["-c", "sleep 60", `${OWNER_FLAG}${gone}`, `${HOME_FLAG}${home}-b`],
   }).spawn();
   try {
     await waitUntil(() => groupMembers(orphan.pid).length > 1, 10_000);
     assert.ok(groupMembers(orphan.pid).length > 1, "the orphan has helpers");
-    assert.ok(findOrphans().some((o) => o.pid === orphan.pid));
-    assert.ok(reapOrphans() >= 1);
+    assert.deepEqual(findOrphans(home).map((o) => o.pid), [orphan.pid]);
+    assert.equal(reapOrphans(home), 1);
     await waitUntil(() => groupMembers(orphan.pid).length === 0, 10_000);
     assert.deepEqual(groupMembers(orphan.pid), []);
     assert.deepEqual(markedBy(owner.pid), [kept.pid], "a live owner's is kept");
+    assert.deepEqual(markedBy(gone), [otherHome.pid], "another home's is kept");
   } finally {
-    for (const p of [orphan, owner, kept]) {
+    for (const p of [orphan, owner, kept, otherHome]) {
       try {
         p.kill("SIGKILL");
       } catch { /* gone */ }

@@ -9,7 +9,7 @@ import { answersWithin, withTimeout } from "../timeout.ts";
 import type { AllowRule } from "../../schemas/allow_list.ts";
 import { type GuardProxy, startGuardProxy } from "../net/guard_proxy.ts";
 import { loadPage } from "./page_load.ts";
-import { OWNER_FLAG, reapOrphans } from "./reap.ts";
+import { HOME_FLAG, OWNER_FLAG, reapOrphans } from "./reap.ts";
 
 import { type BlockList, exemptSite, trackerLists } from "./block_lists.ts";
 import {
@@ -103,6 +103,11 @@ export interface ChromiumOptions {
   proxyListen?: string;
   /** The host the browser is told to reach the guard at (SCREENSHOT_PROXY_ADVERTISE). */
   proxyAdvertise?: string;
+  /**
+   * Whose leftovers start-up may reap (the composition passes DATA_DIR): only browsers a
+   * dead run with this same home left behind. Unset matches only unmarked browsers.
+   */
+  home?: string;
 }
 
 /** True for a loopback listen address, where the guard needs no credentials. */
@@ -242,7 +247,7 @@ export class ChromiumScreenshotter implements Screenshotter {
   async #launch(): Promise<Browser> {
     const { executablePath, wsEndpoint } = this.opts;
     if (!wsEndpoint) {
-      const reaped = reapOrphans();
+      const reaped = reapOrphans(this.opts.home);
       if (reaped) {
         this.opts.log.info({
           msg: "reaped browsers of a dead service",
@@ -268,6 +273,7 @@ export class ChromiumScreenshotter implements Screenshotter {
         args: [
           ...CHROMIUM_FLAGS,
           `${OWNER_FLAG}${Deno.pid}`,
+          ...(this.opts.home ? [`${HOME_FLAG}${this.opts.home}`] : []),
           ...(Deno.uid?.() === 0 ? ["--no-sandbox"] : []),
         ],
         timeout: 30_000,

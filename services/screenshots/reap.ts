@@ -4,6 +4,18 @@
  */
 export const OWNER_FLAG = "--imagehost-owner=";
 
+/**
+ * Marks which service a Chromium belongs to: `--imagehost-home=<its DATA_DIR>`. Start-up
+ * reaps only the leftovers of the same home (a previous run of this service), never the
+ * browsers of another service on the host, which may be mid-restart itself.
+ */
+export const HOME_FLAG = "--imagehost-home=";
+
+/** The home a command line was marked with, or undefined. */
+export function homeOf(cmdline: string[]): string | undefined {
+  return cmdline.find((a) => a.startsWith(HOME_FLAG))?.slice(HOME_FLAG.length);
+}
+
 /** The owner pid a command line was marked with, or undefined. */
 export function ownerOf(cmdline: string[]): number | undefined {
   const arg = cmdline.find((a) => a.startsWith(OWNER_FLAG));
@@ -21,8 +33,13 @@ function alive(pid: number): boolean {
   }
 }
 
-/** Processes marked by an owner that is gone: leftovers of a killed service. */
-export function findOrphans(): { pid: number; owner: number }[] {
+/**
+ * Processes of this home (see HOME_FLAG; undefined matches unmarked ones) marked by an
+ * owner that is gone: leftovers of a killed run of this service.
+ */
+export function findOrphans(
+  home: string | undefined,
+): { pid: number; owner: number }[] {
   const out: { pid: number; owner: number }[] = [];
   let entries: Deno.DirEntry[];
   try {
@@ -40,7 +57,10 @@ export function findOrphans(): { pid: number; owner: number }[] {
       continue; // gone meanwhile, or not ours to read
     }
     const owner = ownerOf(cmdline);
-    if (owner !== undefined && owner !== Deno.pid && !alive(owner)) {
+    if (
+      owner !== undefined && owner !== Deno.pid && homeOf(cmdline) === home &&
+      !alive(owner)
+    ) {
       out.push({ pid, owner });
     }
   }
@@ -48,11 +68,11 @@ export function findOrphans(): { pid: number; owner: number }[] {
 }
 
 /**
- * Kills the Chromium processes a dead service left behind (each with its process group,
- * which holds its helpers). Returns how many were found.
+ * Kills the Chromium processes a dead run of this home left behind (each with its process
+ * group, which holds its helpers). Returns how many were found.
  */
-export function reapOrphans(): number {
-  const orphans = findOrphans();
+export function reapOrphans(home: string | undefined): number {
+  const orphans = findOrphans(home);
   for (const { pid } of orphans) {
     try {
       Deno.kill(-pid, "SIGKILL"); // the group: Chromium is started as its leader

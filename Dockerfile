@@ -34,4 +34,4 @@ VOLUME ["/data"]
 HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:8080/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 STOPSIGNAL SIGTERM
-CMD ["deno", "run", "--allow-all", "--v8-flags=--max-semi-space-size=1", "main.ts"]
+CMD ["deno", "run", "--allow-all", "--v8-flags=--max-semi-space-size=1,--heap-growing-percent=50", "main.ts"]

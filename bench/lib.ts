@@ -1,6 +1,7 @@
 /** Shared pieces of the benchmarks: servers in subprocesses, load loops, percentiles. */
 
 import { writeAll } from "../services/file_io.ts";
+import { START_ENV, START_V8_FLAGS } from "../tests/start_task.ts";
 
 /** The repository root: benchmarks run scripts from here. */
 export const ROOT = new URL("..", import.meta.url).pathname;
@@ -81,13 +82,14 @@ export function spawnDeno(
 }
 
 /**
- * How `deno task start` runs the service (deno.json): one glibc arena and a small V8 young
- * generation (BENCHMARKS.md section 2 says why). Benchmarks run the service, and the
- * upload floor reference, the same way.
+ * How `deno task start` runs the service, read from deno.json: one glibc arena, a small V8
+ * young generation and a lower old-generation growth factor (README and BENCHMARKS.md
+ * section 2 say why). Benchmarks run the service, and the upload floor reference, the same
+ * way.
  */
 export const SERVICE_RUNTIME = {
-  env: { MALLOC_ARENA_MAX: "1" },
-  flags: ["--v8-flags=--max-semi-space-size=1"],
+  env: START_ENV,
+  flags: [`--v8-flags=${START_V8_FLAGS}`],
 };
 
 /** Starts the service in its own process on a fresh data dir with one user; returns its key. */

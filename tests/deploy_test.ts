@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { parse } from "yaml";
 import { test } from "./helpers.ts";
+import { START_ENV, START_V8_FLAGS } from "./start_task.ts";
 
 const root = new URL("../", import.meta.url).pathname;
 
@@ -28,6 +29,13 @@ test("the Dockerfile lints clean and installs through the same script CI runs, a
   assert.match(df, /^HEALTHCHECK .*\n?.*\/healthz/m);
   const ci = await Deno.readTextFile(`${root}/.ci/run`);
   assert.match(ci, /bash scripts\/install_system\.sh test/);
+  // The image runs main.ts as `deno task start` does: the same heap flags and malloc arena.
+  const cmd = JSON.parse(/^CMD (\[.*\])$/m.exec(df)![1]) as string[];
+  assert.ok(cmd.includes(`--v8-flags=${START_V8_FLAGS}`), cmd.join(" "));
+  assert.match(START_V8_FLAGS, /--heap-growing-percent=\d+/);
+  for (const [k, v] of Object.entries(START_ENV)) {
+    assert.match(df, new RegExp(`\\b${k}=${v}\\b`), `${k}=${v}`);
+  }
 });
 
 test("compose.yaml lints clean and runs PostgreSQL, an S3 store, one browser, two instances with a data dir each, and a TLS proxy", async () => {

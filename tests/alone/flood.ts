@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "../helpers.ts";
 import { probe, startService, Tally } from "../service_process.ts";
+import { START_ENV, START_V8_FLAGS } from "../start_task.ts";
 
 /** Resident memory of a process, from /proc (bytes). */
 async function rssOf(pid: number): Promise<number> {
@@ -26,10 +27,10 @@ async function flood(
 }
 
 test("a login flood (20 clients × 8 s, random e-mails, one address) is throttled: RSS grows < 100 MB, only 401/429 answers, and other pages keep answering meanwhile", async () => {
-  // As `deno task start` runs it (one malloc arena; see README).
+  // As `deno task start` runs it (one malloc arena, the V8 heap flags; see README).
   const svc = await startService({
-    MALLOC_ARENA_MAX: "1",
-    DENO_V8_FLAGS: "--max-semi-space-size=1",
+    ...START_ENV,
+    DENO_V8_FLAGS: START_V8_FLAGS,
   });
   try {
     const base = svc.base;

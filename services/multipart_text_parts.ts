@@ -1,4 +1,5 @@
 import { Buffer } from "node:buffer";
+import { ByteSearch } from "./byte_search.ts";
 
 const CRLF = Buffer.from("\r\n");
 const HEAD_END = Buffer.from("\r\n\r\n");
@@ -17,6 +18,8 @@ const MAX_HEAD = 16 * 1024;
  */
 export class TextPartMarker {
   readonly #delimiter: Buffer;
+  /** Finds the delimiter in every chunk: each body byte passes this search once. */
+  readonly #finder: ByteSearch;
   /** Bytes just before the search position (already passed on) a delimiter may start in. */
   #tail: Buffer = CRLF; // the first delimiter may open the body without its CRLF
   #state: "data" | "head" | "done" = "data";
@@ -29,6 +32,7 @@ export class TextPartMarker {
     readonly marker: string,
   ) {
     this.#delimiter = Buffer.from(`\r\n--${boundary}`, "latin1");
+    this.#finder = new ByteSearch(this.#delimiter);
   }
 
   /** The next piece of the body, as the pieces to hand to the parser instead. */
@@ -46,13 +50,12 @@ export class TextPartMarker {
           this.#tail,
           rest.subarray(0, this.#delimiter.length - 1),
         ]);
-        let at = window.indexOf(this.#delimiter);
+        let at = this.#finder.indexIn(window);
         let end: number; // index in `chunk` just past the delimiter
         if (at >= 0) {
           end = pos + at + this.#delimiter.length - this.#tail.length;
         } else {
-          at = Buffer.from(rest.buffer, rest.byteOffset, rest.byteLength)
-            .indexOf(this.#delimiter);
+          at = this.#finder.indexIn(rest);
           if (at < 0) {
             out.push(rest);
             // A copy: the read buffers behind `rest` are reused for later reads.

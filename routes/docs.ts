@@ -1,7 +1,6 @@
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { secureHeaders } from "hono/secure-headers";
-import { stringify } from "yaml";
 // Imported (not only resolved) so the package is always fetched with the others; its
 // version names the asset paths, so a new one is never mixed with a cached old one.
 import swaggerUiPackage from "swagger-ui-dist/package.json" with {
@@ -106,9 +105,18 @@ export function openApiDocument(app: App, serverUrl?: string) {
   });
 }
 
-/** YAML text of the document, deterministic so the committed copy can be compared. */
-export function openApiYaml(app: App): string {
-  return stringify(openApiDocument(app), { lineWidth: 0 });
+/**
+ * YAML text of a document, deterministic so the committed copy can be compared. The YAML
+ * writer is loaded when first asked for, not at every start.
+ */
+async function yamlOf(doc: unknown): Promise<string> {
+  const { stringify } = await import("yaml");
+  return stringify(doc, { lineWidth: 0 });
+}
+
+/** YAML text of the app's document, as written to openapi.yaml. */
+export function openApiYaml(app: App): Promise<string> {
+  return yamlOf(openApiDocument(app));
 }
 
 /** Registers /openapi.json, /openapi.yaml and the Swagger UI at /docs. */
@@ -118,8 +126,8 @@ export function registerDocsRoutes(app: App, deps: AppDeps) {
   app.get("/openapi.json", (c) => c.json(doc()));
   app.get(
     "/openapi.yaml",
-    (c) =>
-      c.body(stringify(doc(), { lineWidth: 0 }), 200, {
+    async (c) =>
+      c.body(await yamlOf(doc()), 200, {
         "content-type": "application/yaml; charset=utf-8",
       }),
   );

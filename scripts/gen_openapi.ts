@@ -7,7 +7,7 @@ import { documentApp } from "./document_app.ts";
 
 const path = new URL("../openapi.yaml", import.meta.url);
 const { app, close } = await documentApp();
-const text = openApiYaml(app);
+const text = await openApiYaml(app);
 await close();
 if (Deno.args.includes("--check")) {
   const current = await Deno.readTextFile(path).catch(() => "");

@@ -5,8 +5,6 @@ import type { AppDeps, Logger } from "./deps.ts";
 import type { BlobStore } from "./store/blob_store.ts";
 import { FsStore } from "./store/fs_store.ts";
 import { S3Store } from "./store/s3_store.ts";
-import { ChromiumScreenshotter, findChromium } from "./screenshots/chromium.ts";
-import { FilterEngines } from "./screenshots/filter_engine.ts";
 import { allowRulesOf } from "../schemas/allow_list.ts";
 import type { Screenshotter } from "./screenshots/screenshotter.ts";
 import { installChromium } from "./screenshots/install.ts";
@@ -60,6 +58,13 @@ export async function openScreenshotter(
     log.info({ msg: "screenshots off (SCREENSHOTS=off): no browser started" });
     return undefined;
   }
+  // Loaded here, not at start-up: puppeteer and the filter engine are ~0.25 s of imports
+  // that an instance with screenshots off (and every operator script) never needs.
+  const [{ ChromiumScreenshotter, findChromium }, { FilterEngines }] =
+    await Promise.all([
+      import("./screenshots/chromium.ts"),
+      import("./screenshots/filter_engine.ts"),
+    ]);
   let executablePath = config.BROWSER_WS_ENDPOINT
     ? undefined
     : findChromium(config.CHROMIUM_PATH);

@@ -253,7 +253,7 @@ test("Swagger UI is at /docs and the spec at /openapi.json and /openapi.yaml", a
 
 test("the committed openapi.yaml equals a fresh generation and lints with 0 errors and 0 warnings", async () => {
   const { app } = await documentApp();
-  const fresh = openApiYaml(app);
+  const fresh = await openApiYaml(app);
   const committed = await Deno.readTextFile(
     new URL("../openapi.yaml", import.meta.url),
   );

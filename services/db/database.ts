@@ -3,12 +3,9 @@ import { Kysely, PostgresDialect, sql } from "kysely";
 import { PGliteDialect } from "./pglite_dialect.ts";
 import type { DB } from "./schema.ts";
 import { answersWithin } from "../timeout.ts";
-import {
-  DEFAULT_PG_TIMEOUTS,
-  listenWithReconnect,
-  outageAwarePool,
-  type PostgresTimeouts,
-} from "./postgres.ts";
+// The PostgreSQL driver (pg and its dependencies) is loaded only when a URL is given: an
+// embedded start does not pay for importing it.
+import type { PostgresTimeouts } from "./postgres.ts";
 
 /** An open database: the Kysely handle plus what start-up, readiness and shutdown need. */
 export interface Database {
@@ -58,6 +55,8 @@ const PGLITE_SETTINGS = ["-c", "shared_buffers=16MB"];
 /** Opens PostgreSQL (url) or embedded PGlite; does not migrate. */
 export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
   if (opts.url) {
+    const { DEFAULT_PG_TIMEOUTS, listenWithReconnect, outageAwarePool } =
+      await import("./postgres.ts");
     const url = opts.url;
     const t = opts.timeouts ?? DEFAULT_PG_TIMEOUTS;
     const log = opts.log ?? (() => {});

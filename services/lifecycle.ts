@@ -59,10 +59,14 @@ export class Lifecycle {
           cancel: done,
         }),
       );
-      const counting = new Request(
-        req,
-        { body, duplex: "half" } as RequestInit,
-      );
+      // Built from its parts, not from `req`: copying a served request reads its signal,
+      // which makes Deno print a warning about that signal's legacy abort at every start.
+      const counting = new Request(req.url, {
+        method: req.method,
+        headers: req.headers,
+        body,
+        duplex: "half",
+      } as RequestInit);
       let answer: Response | Promise<Response>;
       try {
         answer = handler(counting, info);

@@ -4,10 +4,7 @@ import { join } from "node:path";
 import sharp from "sharp";
 import { test } from "./helpers.ts";
 import { formWith } from "./fixtures.ts";
-import { startService, Tally } from "./service_process.ts";
-import { migrate, openDatabase } from "../services/db/database.ts";
-import { createUser } from "../services/accounts.ts";
-import { createApiKey } from "../services/api_keys.ts";
+import { keyBeforeStart, startService, Tally } from "./service_process.ts";
 
 const sha256 = (b: Uint8Array) => createHash("sha256").update(b).digest("hex");
 
@@ -28,15 +25,11 @@ async function uniquePng(n: number): Promise<Uint8Array> {
 test("kill -9 during uploads on the embedded default (PGlite + files), three rounds: every acknowledged upload is there byte for byte after restart, and no scratch file outlives its process", async () => {
   const dataDir = await Deno.makeTempDir({ prefix: "imagehost-crash-" });
   // A user and key made before the first start (PGlite allows one process at a time).
-  const setup = await openDatabase({ dataDir: join(dataDir, "pgdata") });
-  await migrate(setup.db);
-  const user = await createUser(
-    setup.db,
+  const key = await keyBeforeStart(
+    { dataDir },
     "crash@example.com",
     "correct horse battery",
   );
-  const { key } = await createApiKey(setup.db, user.id, "crash");
-  await setup.close();
 
   // No per-key limit: on a quiet machine several hundred uploads are acknowledged, and
   // reading each record back afterwards went past 600 calls a minute (429, counted lost).

@@ -1,24 +1,16 @@
 import assert from "node:assert/strict";
-import { join } from "node:path";
-import { createApiKey } from "../services/api_keys.ts";
-import { createUser } from "../services/accounts.ts";
-import { migrate, openDatabase } from "../services/db/database.ts";
 import { test, waitUntilAsync } from "./helpers.ts";
 import { startPgCluster } from "./pg_cluster.ts";
-import { probe, startService } from "./service_process.ts";
+import { keyBeforeStart, probe, startService } from "./service_process.ts";
 import { formWith, makeImage } from "./fixtures.ts";
 
 test("a service process rides out PostgreSQL restarts (only 404s and 503s, no hang, no crash) and SIGTERM during an outage exits 0 within the grace period", async () => {
   const pgc = await startPgCluster();
-  const db = await openDatabase({ url: pgc.url });
-  await migrate(db.db);
-  const user = await createUser(
-    db.db,
+  const key = await keyBeforeStart(
+    { url: pgc.url },
     "ops@example.com",
     "correct horse battery",
   );
-  const { key } = await createApiKey(db.db, user.id, "ops");
-  await db.close();
   const svc = await startService({
     DATABASE_URL: pgc.url,
     DB_CONNECT_TIMEOUT_MS: "1000",
@@ -158,15 +150,11 @@ test("SIGTERM drains before stopping: /readyz turns 503 (instance), answers clos
 
 test("a service process serving an upload prints nothing but JSON log lines and its one start-up line: no runtime warning reaches the operator", async () => {
   const dataDir = await Deno.makeTempDir({ prefix: "imagehost-quiet-" });
-  const setup = await openDatabase({ dataDir: join(dataDir, "pgdata") });
-  await migrate(setup.db);
-  const user = await createUser(
-    setup.db,
+  const key = await keyBeforeStart(
+    { dataDir },
     "quiet@example.com",
     "quiet password 1",
   );
-  const { key } = await createApiKey(setup.db, user.id, "quiet");
-  await setup.close();
   const svc = await startService({ LOG_REQUESTS: "true" }, { dataDir });
   try {
     const png = await makeImage("png", { width: 40, height: 30 });

@@ -1,5 +1,31 @@
+import { join } from "node:path";
 import { freePort } from "./pg_cluster.ts";
 import { answersOk, waitUntilAsync } from "./helpers.ts";
+import { migrate, openDatabase } from "../services/db/database.ts";
+import { createUser } from "../services/accounts.ts";
+import { createApiKey } from "../services/api_keys.ts";
+
+/**
+ * A user with an API key, made before the service process starts: on PostgreSQL (`url`),
+ * or in the embedded database of `dataDir` (PGlite allows one process at a time, so this
+ * closes it again before the service opens it).
+ */
+export async function keyBeforeStart(
+  where: { url: string } | { dataDir: string },
+  email: string,
+  password: string,
+): Promise<string> {
+  const db = await openDatabase(
+    "url" in where ? where : { dataDir: join(where.dataDir, "pgdata") },
+  );
+  try {
+    await migrate(db.db);
+    const user = await createUser(db.db, email, password);
+    return (await createApiKey(db.db, user.id, email.split("@")[0])).key;
+  } finally {
+    await db.close();
+  }
+}
 
 /**
  * main.ts as an operator runs it, in a process of its own, on loopback, with `env` on top

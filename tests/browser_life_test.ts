@@ -124,6 +124,53 @@ test("start-up reaps the Chromium (with its helpers) a dead run of the same home
   }
 });
 
+test("a forked child that still shows its browser's marks is not a second orphan: one found, and its whole group reaped", async () => {
+  // Chromium forks its helpers before exec'ing them, and until then a child's command
+  // line is its parent's (measured: every one of 10 launches showed 1-3 such copies in
+  // its first 1.5 s). A subshell is such a fork that stays: the same command line as sh.
+  const gone = await deadPid();
+  const home = `/nonexistent/reap-fork-${crypto.randomUUID()}`;
+  const orphan = new Deno.Command("setsid", {
+    args: [
+      "sh",
+      "-c",
+      "(sleep 60; true); true",
+      `${OWNER_FLAG}${gone}`,
+      `${HOME_FLAG}${home}`,
+    ],
+  }).spawn();
+  const withHome = () =>
+    markedBy(gone).filter((pid) => {
+      try {
+        const cmd = Deno.readTextFileSync(`/proc/${pid}/cmdline`).split("\0");
+        return homeOf(cmd) === home;
+      } catch {
+        return false;
+      }
+    });
+  try {
+    await waitUntil(() => withHome().length === 2, 10_000);
+    assert.equal(
+      withHome().length,
+      2,
+      "sh and its forked copy carry the marks",
+    );
+    assert.deepEqual(findOrphans(home).map((o) => o.pid), [orphan.pid]);
+    assert.equal(reapOrphans(home), 1);
+    await waitUntil(() => groupMembers(orphan.pid).length === 0, 10_000);
+    assert.deepEqual(
+      groupMembers(orphan.pid),
+      [],
+      "the copy and its sleep went too",
+    );
+  } finally {
+    try {
+      orphan.kill("SIGKILL");
+    } catch { /* gone */ }
+    await orphan.status;
+  }
+});
+
 test("SCREENSHOTS=off starts no browser at all: no child process, ready without one, and it says so in the log", async () => {
   const svc = await startService({ SCREENSHOTS: "off" });
   try {

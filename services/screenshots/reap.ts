@@ -33,9 +33,22 @@ function alive(pid: number): boolean {
   }
 }
 
+/** The parent pid of a process (from /proc/<pid>/stat), or undefined if it is gone. */
+function parentOf(pid: number): number | undefined {
+  try {
+    const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
+    // The fields after the command name, which may hold spaces, in parentheses.
+    return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * Processes of this home (see HOME_FLAG; undefined matches unmarked ones) marked by an
- * owner that is gone: leftovers of a killed run of this service.
+ * owner that is gone: leftovers of a killed run of this service. Only the browsers
+ * themselves: a child Chromium has forked and not yet exec'd (or a helper that kept its
+ * command line) shows the same marks, and goes with its browser's process group.
  */
 export function findOrphans(
   home: string | undefined,
@@ -64,7 +77,8 @@ export function findOrphans(
       out.push({ pid, owner });
     }
   }
-  return out;
+  const marked = new Set(out.map((o) => o.pid));
+  return out.filter((o) => !marked.has(parentOf(o.pid) ?? -1));
 }
 
 /**

@@ -31,7 +31,10 @@ function groupMembers(pgid: number): number[] {
   return out;
 }
 
-/** Processes whose command line carries the owner mark of `owner`. */
+/**
+ * Processes whose command line carries the owner mark of `owner`, leaving out forked
+ * copies (a child not yet exec'd shows its parent's command line).
+ */
 function markedBy(owner: number): number[] {
   const out: number[] = [];
   for (const e of Deno.readDirSync("/proc")) {
@@ -40,7 +43,17 @@ function markedBy(owner: number): number[] {
       if (ownerOf(cmd) === owner) out.push(Number(e.name));
     } catch { /* gone */ }
   }
-  return out;
+  return out.filter((pid) => !out.includes(parentOf(pid)));
+}
+
+/** The parent pid of a process, or -1 once it is gone. */
+function parentOf(pid: number): number {
+  try {
+    const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
+    return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+  } catch {
+    return -1;
+  }
 }
 
 /** A pid that surely belongs to no process: one that just exited. */
@@ -140,9 +153,11 @@ test("a forked child that still shows its browser's marks is not a second orphan
     ],
   }).spawn();
   const withHome = () =>
-    markedBy(gone).filter((pid) => {
+    [...Deno.readDirSync("/proc")].filter((e) => {
       try {
-        const cmd = Deno.readTextFileSync(`/proc/${pid}/cmdline`).split("\0");
+        const cmd = Deno.readTextFileSync(`/proc/${e.name}/cmdline`).split(
+          "\0",
+        );
         return homeOf(cmd) === home;
       } catch {
         return false;

@@ -9,7 +9,10 @@ import {
   homeOf,
   OWNER_FLAG,
   ownerOf,
+  parentOf,
+  processes,
   reapOrphans,
+  withoutForkedCopies,
 } from "../services/screenshots/reap.ts";
 import { CHROMIUM_FLAGS } from "../services/screenshots/chromium.ts";
 
@@ -31,29 +34,11 @@ function groupMembers(pgid: number): number[] {
   return out;
 }
 
-/**
- * Processes whose command line carries the owner mark of `owner`, leaving out forked
- * copies (a child not yet exec'd shows its parent's command line).
- */
+/** Processes marked with the owner `owner`, leaving out forked copies. */
 function markedBy(owner: number): number[] {
-  const out: number[] = [];
-  for (const e of Deno.readDirSync("/proc")) {
-    try {
-      const cmd = Deno.readTextFileSync(`/proc/${e.name}/cmdline`).split("\0");
-      if (ownerOf(cmd) === owner) out.push(Number(e.name));
-    } catch { /* gone */ }
-  }
-  return out.filter((pid) => !out.includes(parentOf(pid)));
-}
-
-/** The parent pid of a process, or -1 once it is gone. */
-function parentOf(pid: number): number {
-  try {
-    const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
-    return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-  } catch {
-    return -1;
-  }
+  return withoutForkedCopies(
+    processes().filter((p) => ownerOf(p.cmdline) === owner),
+  ).map((p) => p.pid);
 }
 
 /** A pid that surely belongs to no process: one that just exited. */
@@ -152,17 +137,7 @@ test("a forked child that still shows its browser's marks is not a second orphan
       `${HOME_FLAG}${home}`,
     ],
   }).spawn();
-  const withHome = () =>
-    [...Deno.readDirSync("/proc")].filter((e) => {
-      try {
-        const cmd = Deno.readTextFileSync(`/proc/${e.name}/cmdline`).split(
-          "\0",
-        );
-        return homeOf(cmd) === home;
-      } catch {
-        return false;
-      }
-    });
+  const withHome = () => processes().filter((p) => homeOf(p.cmdline) === home);
   try {
     await waitUntil(() => withHome().length === 2, 10_000);
     assert.equal(
@@ -192,18 +167,9 @@ test("SCREENSHOTS=off starts no browser at all: no child process, ready without 
     const ready = await fetch(`${svc.base}/readyz`);
     assert.equal(ready.status, 200);
     await ready.body?.cancel();
-    const children: string[] = [];
-    for (const e of Deno.readDirSync("/proc")) {
-      try {
-        const stat = Deno.readTextFileSync(`/proc/${e.name}/stat`);
-        const ppid = Number(
-          stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1],
-        );
-        if (ppid === svc.proc.pid) {
-          children.push(Deno.readTextFileSync(`/proc/${e.name}/cmdline`));
-        }
-      } catch { /* gone */ }
-    }
+    const children = processes()
+      .filter((p) => parentOf(p.pid) === svc.proc.pid)
+      .map((p) => p.cmdline.join(" "));
     assert.deepEqual(children.filter((c) => /chrom/i.test(c)), []);
     assert.deepEqual(markedBy(svc.proc.pid), []);
     assert.match(svc.log(), /screenshots off/);

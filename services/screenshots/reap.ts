@@ -34,7 +34,7 @@ function alive(pid: number): boolean {
 }
 
 /** The parent pid of a process (from /proc/<pid>/stat), or undefined if it is gone. */
-function parentOf(pid: number): number | undefined {
+export function parentOf(pid: number): number | undefined {
   try {
     const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
     // The fields after the command name, which may hold spaces, in parentheses.
@@ -44,41 +44,59 @@ function parentOf(pid: number): number | undefined {
   }
 }
 
+/** Every process's pid and command line (none without /proc: not Linux). */
+export function processes(): { pid: number; cmdline: string[] }[] {
+  const out: { pid: number; cmdline: string[] }[] = [];
+  let entries: Deno.DirEntry[];
+  try {
+    entries = [...Deno.readDirSync("/proc")];
+  } catch {
+    return out;
+  }
+  for (const e of entries) {
+    const pid = Number(e.name);
+    if (!Number.isInteger(pid)) continue;
+    try {
+      out.push({
+        pid,
+        cmdline: Deno.readTextFileSync(`/proc/${pid}/cmdline`).split("\0"),
+      });
+    } catch { /* gone meanwhile, or not ours to read */ }
+  }
+  return out;
+}
+
+/**
+ * The processes of `found` that are not a copy of another one in it. A child Chromium has
+ * forked and not yet exec'd (or a helper that kept its command line) shows its parent's
+ * marks; it goes with its browser's process group.
+ */
+export function withoutForkedCopies<T extends { pid: number }>(
+  found: T[],
+): T[] {
+  const pids = new Set(found.map((p) => p.pid));
+  return found.filter((p) => !pids.has(parentOf(p.pid) ?? -1));
+}
+
 /**
  * Processes of this home (see HOME_FLAG; undefined matches unmarked ones) marked by an
- * owner that is gone: leftovers of a killed run of this service. Only the browsers
- * themselves: a child Chromium has forked and not yet exec'd (or a helper that kept its
- * command line) shows the same marks, and goes with its browser's process group.
+ * owner that is gone: leftovers of a killed run of this service, the browsers themselves
+ * (see {@link withoutForkedCopies}).
  */
 export function findOrphans(
   home: string | undefined,
 ): { pid: number; owner: number }[] {
   const out: { pid: number; owner: number }[] = [];
-  let entries: Deno.DirEntry[];
-  try {
-    entries = [...Deno.readDirSync("/proc")];
-  } catch {
-    return out; // no /proc: not Linux, nothing to reap
-  }
-  for (const e of entries) {
-    const pid = Number(e.name);
-    if (!Number.isInteger(pid) || pid === Deno.pid) continue;
-    let cmdline: string[];
-    try {
-      cmdline = Deno.readTextFileSync(`/proc/${pid}/cmdline`).split("\0");
-    } catch {
-      continue; // gone meanwhile, or not ours to read
-    }
+  for (const { pid, cmdline } of processes()) {
     const owner = ownerOf(cmdline);
     if (
-      owner !== undefined && owner !== Deno.pid && homeOf(cmdline) === home &&
-      !alive(owner)
+      pid !== Deno.pid && owner !== undefined && owner !== Deno.pid &&
+      homeOf(cmdline) === home && !alive(owner)
     ) {
       out.push({ pid, owner });
     }
   }
-  const marked = new Set(out.map((o) => o.pid));
-  return out.filter((o) => !marked.has(parentOf(o.pid) ?? -1));
+  return withoutForkedCopies(out);
 }
 
 /**

@@ -541,6 +541,93 @@ test("uploading the same bytes twice returns the existing record marked duplicat
   }
 });
 
+/** Names of the files in the fs store's folder. */
+async function imageFiles(env: TestEnv): Promise<string[]> {
+  const root = `${env.dataDir}/images/`;
+  return (await storedFiles(env)).filter((p) => p.startsWith(root))
+    .map((p) => p.slice(p.lastIndexOf("/") + 1)).sort();
+}
+
+test("a duplicate is found by the row's unique index after the work: its files are dropped from the store, and two uploads of the same bytes at once give one image", async () => {
+  const env = await testEnv();
+  try {
+    const { key } = await userWithKey(env);
+    const png = await makeImage("png", { color: "#123456" });
+    const a = await upload(env, key, formWith([{ name: "a.png", bytes: png }]));
+    const files = await imageFiles(env);
+    assert.ok(files.length >= 2, "the original and its thumbnail");
+    const b = await upload(env, key, formWith([{ name: "b.png", bytes: png }]));
+    assert.equal(b.body.data.id, a.body.data.id);
+    assert.equal(b.body.data.duplicate, true);
+    assert.deepEqual(await imageFiles(env), files);
+
+    const jpg = await makeImage("jpeg", { color: "#654321" });
+    const both = await Promise.all(
+      [0, 1].map((i) =>
+        upload(env, key, formWith([{ name: `${i}.jpg`, bytes: jpg }]))
+      ),
+    );
+    assert.deepEqual(both.map((r) => r.status), [200, 200]);
+    assert.equal(both[0].body.data.id, both[1].body.data.id);
+    assert.equal(
+      both.filter((r) => r.body.data.duplicate === true).length,
+      1,
+    );
+    const live = await env.deps.database.db.selectFrom("images").select("id")
+      .where("deleted_at", "is", null).execute();
+    assert.equal(live.length, 2);
+    const id = both[0].body.data.id;
+    assert.equal(
+      (await imageFiles(env)).filter((f) => f.startsWith(`${id}.`)).length,
+      (await imageFiles(env)).filter((f) => f.startsWith(`${a.body.data.id}.`))
+        .length,
+      "one set of files for the image made twice at once",
+    );
+  } finally {
+    await env.close();
+  }
+});
+
+test("the same bytes as an expired image the sweeper has not reached yet make a new image in its place", async () => {
+  const env = await testEnv();
+  try {
+    const { key } = await userWithKey(env);
+    const png = await makeImage("png", { color: "#0a0b0c" });
+    const first = await upload(
+      env,
+      key,
+      formWith([{ name: "a.png", bytes: png }], { expiration: "60" }),
+    );
+    env.clock.advance(61_000);
+    const again = await upload(
+      env,
+      key,
+      formWith([{ name: "a.png", bytes: png }]),
+    );
+    assert.equal(again.status, 200);
+    assert.notEqual(again.body.data.id, first.body.data.id);
+    assert.equal(again.body.data.duplicate, undefined);
+    assert.equal(again.body.data.expiration, 0);
+    const old = await env.app.request(new URL(first.body.data.url).pathname);
+    assert.equal(old.status, 404);
+    await old.body?.cancel();
+    const fresh = await env.app.request(new URL(again.body.data.url).pathname);
+    assert.equal(fresh.status, 200);
+    assert.deepEqual(
+      new Uint8Array(await fresh.arrayBuffer()).length > 0,
+      true,
+    );
+    assert.ok(
+      !(await imageFiles(env)).some((f) =>
+        f.startsWith(`${first.body.data.id}.`)
+      ),
+      "the expired image's files are gone",
+    );
+  } finally {
+    await env.close();
+  }
+});
+
 test("an image with expiration is gone after that many seconds and the sweeper removes its bytes", async () => {
   const env = await testEnv();
   try {

@@ -6,7 +6,9 @@
  * images answered from memory, IMAGE_CACHE_MB); a second one with IMAGE_CACHE_MB=0 shows
  * the path every first request of an image takes. A third runs with IMAGE_SERVE=proxy behind
  * the same nginx with deploy/nginx-images.conf: the app checks each request, nginx sends
- * the file (issue #19's deploy path; target ≥ 0.95× plain nginx for full bodies).
+ * the file (issue #19's deploy path; target ≥ 0.95× plain nginx for full bodies). Last, the
+ * 304 against a bare Deno.serve with both servers pinned to one core and wrk to another
+ * (issue #19's 304 figure, target ≥ 0.9×).
  */
 import {
   freePort,

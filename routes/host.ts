@@ -1,7 +1,7 @@
 import type { Context } from "hono";
 import type { App } from "./env.ts";
 import type { AppDeps } from "../services/deps.ts";
-import { blobKeys, type ImageRow, MIME_BY_EXT } from "../services/images.ts";
+import { type ImageRow, MIME_BY_EXT } from "../services/images.ts";
 import type { ImageRowCache } from "../services/image_cache.ts";
 import { ApiError } from "../schemas/errors.ts";
 import type { ByteRange } from "../services/store/blob_store.ts";
@@ -43,17 +43,6 @@ export function proxyPath(key: string): string {
   return `${PROXY_PREFIX}${key.slice(0, 2)}/${key}`;
 }
 
-/** The store key a requested file name stands for, if the row has that file. */
-function storedKey(row: ImageRow, m: RegExpMatchArray): string | undefined {
-  const keys = blobKeys(row);
-  const key = m[2] === "th"
-    ? keys.thumb
-    : m[2] === "md"
-    ? keys.medium
-    : keys.original;
-  return key === m[0] ? key : undefined;
-}
-
 /** Cache-Control of a file: immutable for good, or until the image expires. */
 function cacheControlOf(row: ImageRow, now: Date): string {
   if (!row.expires_at) return IMMUTABLE;
@@ -88,8 +77,9 @@ export function notModifiedFastPath(
     if (!name) return undefined;
     const row = rows.peek(name.id);
     if (!row) return undefined;
-    const etag = name.etagFor(row);
-    if (!etag || (inm !== etag && !etagMatches(inm, etag))) return undefined;
+    if (!name.isIn(row)) return undefined;
+    const etag = name.etag;
+    if (inm !== etag && !etagMatches(inm, etag)) return undefined;
     const begun = deps.config.LOG_REQUESTS ? performance.now() : 0;
     const id = requestIdOf(req.headers.get("x-request-id"));
     const headers: Record<string, string> = {
@@ -117,15 +107,21 @@ export function notModifiedFastPath(
 const IMMUTABLE = "public, max-age=31536000, immutable";
 
 /**
- * A requested file name, parsed once: its image id, which of the image's files it names
- * (the row field holding that file's extension) and its ETag. The name is the stored key
- * exactly when that field of the row holds the name's extension, so a hit compares one
- * field and builds nothing.
+ * A requested file name of the image host (a FILE_RE match): its image id, which of the
+ * image's files it names (the row field holding that file's extension), its store key and
+ * ETag. The name is the stored key exactly when that field of the row holds the name's
+ * extension, so a check compares one field and builds nothing; the fast path keeps these.
  */
 class FileName {
+  readonly id: string;
+  readonly key: string;
   readonly etag: string;
+  readonly ext: string;
   readonly field: "ext" | "thumb_ext" | "medium_ext";
-  constructor(readonly id: string, m: RegExpMatchArray, readonly ext: string) {
+  constructor(m: RegExpMatchArray) {
+    this.key = m[0];
+    this.id = m[1];
+    this.ext = m[3];
     this.etag = `"${m[0]}"`;
     this.field = m[2] === "th"
       ? "thumb_ext"
@@ -133,9 +129,9 @@ class FileName {
       ? "medium_ext"
       : "ext";
   }
-  /** The ETag when `row` has this file, else undefined. */
-  etagFor(row: ImageRow): string | undefined {
-    return row[this.field] === this.ext ? this.etag : undefined;
+  /** Whether `row` (this id's) has this file. */
+  isIn(row: ImageRow): boolean {
+    return row[this.field] === this.ext;
   }
 }
 
@@ -153,7 +149,7 @@ class FileNames {
     const m = path.match(FILE_RE);
     if (!m) return undefined;
     if (this.#names.size >= this.max) this.#names.clear();
-    name = new FileName(m[1], m, m[3]);
+    name = new FileName(m);
     this.#names.set(path, name);
     return name;
   }
@@ -181,13 +177,11 @@ export function registerHostRoutes(
     const file = c.req.param("file") ?? "";
     const m = file.match(FILE_RE);
     if (!m) throw new ApiError(404);
-    const [, id, , ext] = m;
-    const row = await rows.get(id);
-    if (!row) throw new ApiError(404);
-    const key = storedKey(row, m);
-    if (!key) throw new ApiError(404);
+    const name = new FileName(m);
+    const { key, etag, ext } = name;
+    const row = await rows.get(name.id);
+    if (!row || !name.isIn(row)) throw new ApiError(404);
 
-    const etag = `"${key}"`;
     const cacheControl = cacheControlOf(row, deps.clock.now());
     if (etagMatches(c.req.header("if-none-match"), etag)) {
       // A 304 only refreshes the cached copy (RFC 9110 15.4.5): ETag and Cache-Control are

@@ -184,10 +184,23 @@ export async function load(
  * processes that have already exited, such as Chromium's per-page renderers.
  */
 export function machineBusyMs(): number {
-  const cpu = Deno.readTextFileSync("/proc/stat").split("\n")[0];
-  const f = cpu.trim().split(/\s+/).slice(1).map(Number);
-  // user, nice, system, irq, softirq, steal (idle and iowait are not busy)
-  return (f[0] + f[1] + f[2] + f[5] + f[6] + f[7]) * 10;
+  return cpuTicks().busy * 10;
+}
+
+/**
+ * Busy and all CPU ticks so far (USER_HZ) from /proc/stat: of the whole machine, or of
+ * one core (`core`).
+ */
+export function cpuTicks(core?: number): { busy: number; all: number } {
+  const line = Deno.readTextFileSync("/proc/stat").split("\n")[
+    core === undefined ? 0 : core + 1
+  ];
+  const f = line.trim().split(/\s+/).slice(1).map(Number);
+  return {
+    // user, nice, system, irq, softirq, steal (idle and iowait are not busy)
+    busy: f[0] + f[1] + f[2] + f[5] + f[6] + f[7],
+    all: f.reduce((a, b) => a + b),
+  };
 }
 
 /** Prints rows as an aligned table. */

@@ -11,6 +11,7 @@
  * (issue #19's 304 figure, target ≥ 0.9×).
  */
 import {
+  cpuTicks,
   freePort,
   noiseJpeg,
   type Proc,
@@ -99,22 +100,14 @@ async function pinned304(
       }).output();
     }
   }
-  const clientBusy = () => {
-    const line = Deno.readTextFileSync("/proc/stat").split("\n")[1];
-    const f = line.trim().split(/\s+/).slice(1).map(Number);
-    return {
-      busy: f[0] + f[1] + f[2] + f[5] + f[6] + f[7],
-      all: f.reduce((a, b) => a + b),
-    };
-  };
   const ratios: number[] = [];
   let bareBusy = 0;
   const rounds = Deno.args.includes("--quick") ? 3 : 5;
   for (let i = 0; i < rounds; i++) {
     const s = await wrk(svcUrl, [`If-None-Match: ${svcTag}`], 0);
-    const before = clientBusy();
+    const before = cpuTicks(0);
     const b = await wrk(bareUrl, [`If-None-Match: "bare"`], 0);
-    const after = clientBusy();
+    const after = cpuTicks(0);
     bareBusy = Math.max(
       bareBusy,
       (after.busy - before.busy) / (after.all - before.all),

@@ -4,7 +4,7 @@ type Metadata = Awaited<ReturnType<Sharp["metadata"]>>;
 import { fileTypeFromBuffer } from "file-type";
 import { join } from "node:path";
 import type { AppDeps } from "./deps.ts";
-import { ApiError } from "../schemas/errors.ts";
+import { ApiError, OUTAGE_RETRY_AFTER_S } from "../schemas/errors.ts";
 import { randomToken } from "./crypto.ts";
 import {
   blobKeys,
@@ -419,10 +419,20 @@ export class ImagePipeline {
           .returning("id").executeTakeFirst();
         if (inserted) break;
         const dup = await this.#duplicateOf(userId, file.sha256);
-        if (dup || tries > 1) {
+        if (dup) {
           await Promise.allSettled(puts.map(([key]) => store.delete(key)));
-          if (dup) return await this.#renew(dup, opts.expiration);
-          throw new Error("an image with the same bytes holds its place");
+          return await this.#renew(dup, opts.expiration);
+        }
+        if (tries > 1) {
+          // Three conflicts and no live row each time: uploads of these bytes racing
+          // with their deletion. Not the file's fault, and worth retrying (the files go
+          // below).
+          throw new ApiError(250, {
+            headers: { "Retry-After": String(OUTAGE_RETRY_AFTER_S) },
+            details: [{
+              message: "an upload of the same image is in progress; try again",
+            }],
+          });
         }
       }
     } catch (e) {

@@ -18,6 +18,7 @@ import {
   makeImage,
   makeJpegWithGps,
 } from "./fixtures.ts";
+import { sql } from "kysely";
 import { sweepExpired } from "../services/images.ts";
 import { openDatabase } from "../services/db/database.ts";
 import { processTag } from "../services/scratch_dir.ts";
@@ -583,6 +584,56 @@ test("a duplicate is found by the row's unique index after the work: its files a
         .length,
       "one set of files for the image made twice at once",
     );
+  } finally {
+    await env.close();
+  }
+});
+
+test("an upload whose bytes keep meeting a live row that is expired when looked up gives up after three tries with 503 (250) and Retry-After, keeping none of its files", async () => {
+  const env = await testEnv();
+  try {
+    const { key } = await userWithKey(env);
+    const png = await makeImage("png", { color: "#0d0e0f" });
+    const first = await upload(
+      env,
+      key,
+      formWith([{ name: "a.png", bytes: png }], { expiration: "60" }),
+    );
+    assert.equal(first.status, 200);
+    // Each deletion of an image makes an expired live copy of it: every insert of the
+    // same bytes conflicts, and every lookup finds only an expired row, which it deletes.
+    const db = env.deps.database.db;
+    await sql`create function imagehost_test_copy() returns trigger as $$
+      declare r images%rowtype;
+      begin
+        r := old;
+        r.id := substr(md5(random()::text), 1, 12);
+        r.delete_token := md5(random()::text);
+        insert into images select (r).*;
+        return null;
+      end $$ language plpgsql`.execute(db);
+    await sql`create trigger imagehost_test_copy after update of deleted_at
+      on images for each row
+      when (old.deleted_at is null and new.deleted_at is not null)
+      execute function imagehost_test_copy()`.execute(db);
+    env.clock.advance(61_000);
+    const before = await imageFiles(env);
+    const again = await upload(
+      env,
+      key,
+      formWith([{ name: "a.png", bytes: png }]),
+    );
+    assert.equal(again.status, 503);
+    assert.equal(again.body.error.code, 250);
+    assert.ok(again.headers.get("retry-after"));
+    assert.deepEqual(
+      (await imageFiles(env)).filter((f) => !before.includes(f)),
+      [],
+    );
+    // Three lookups, three expired rows deleted (the first one and two copies).
+    const deleted = await db.selectFrom("images").select("id")
+      .where("deleted_at", "is not", null).execute();
+    assert.equal(deleted.length, 3);
   } finally {
     await env.close();
   }

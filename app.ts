@@ -15,7 +15,7 @@ import { registerAccountRoutes } from "./routes/account.tsx";
 import { apiAuth, keyCacheOf } from "./routes/api_auth.ts";
 import { registerUploadRoutes } from "./routes/upload.ts";
 import { registerImageListRoutes } from "./routes/image_list.ts";
-import { notModifiedFastPath, registerHostRoutes } from "./routes/host.ts";
+import { imageFastPath, registerHostRoutes } from "./routes/host.ts";
 import { registerSdkRoutes } from "./routes/sdk.tsx";
 import { registerScreenshotRoutes } from "./routes/screenshot.ts";
 import { ImagePipeline } from "./services/image_pipeline.ts";
@@ -145,8 +145,9 @@ export function createApp(deps: AppDeps): App {
   registerViewerRoutes(app, deps, rowCache);
   registerSiteRoutes(app, deps, rowCache);
   registerHostRoutes(app, deps, rowCache);
-  // Revalidations of hot images skip the router and the middleware chain (issue #19).
-  const fast = notModifiedFastPath(deps, rowCache);
+  // Revalidations of hot images, and with IMAGE_SERVE=proxy their plain GETs, skip the
+  // router and the middleware chain (issue #19).
+  const fast = imageFastPath(deps, rowCache);
   const dispatch = app.fetch;
   app.fetch = (req, env, ctx) => fast(req, env) ?? dispatch(req, env, ctx);
   documentPublicRoutes(app);

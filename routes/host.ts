@@ -51,23 +51,26 @@ function cacheControlOf(row: ImageRow, now: Date): string {
 }
 
 /**
- * The revalidation fast path, ahead of the router and every middleware: a GET or HEAD of
- * an image file with If-None-Match, whose row the cache vouches for without the database,
- * is answered 304 here with what a 304 needs (ETag, Cache-Control) and what every answer
- * carries (X-Request-Id; the access log line; Connection: close while draining). Anything
- * else (no header, a cold or stale row, a wrong tag) returns undefined and takes the full
- * path, which answers the same.
+ * The image fast path, ahead of the router and every middleware: a GET or HEAD of an image
+ * file whose row the cache vouches for without the database is answered here with what the
+ * answer needs and what every answer carries (X-Request-Id; the access log line;
+ * Connection: close while draining). A revalidation (a matching If-None-Match) gets its
+ * 304; with IMAGE_SERVE=proxy any other request gets the proxy's 200 (headers and
+ * X-Accel-Redirect, nginx sends the file), since that answer costs no more than a 304.
+ * Anything else (a cold or stale row; when the app sends the bytes itself, a request
+ * without a matching tag) returns undefined and takes the full path, which answers the same.
  */
-export function notModifiedFastPath(
+export function imageFastPath(
   deps: AppDeps,
   rows: ImageRowCache,
 ): (req: Request, info?: unknown) => Response | undefined {
   const names = new FileNames();
+  const proxied = deps.config.IMAGE_SERVE === "proxy";
   return (req, info) => {
     const method = req.method;
     if (method !== "GET" && method !== "HEAD") return undefined;
     const inm = req.headers.get("if-none-match");
-    if (!inm) return undefined;
+    if (!inm && !proxied) return undefined;
     const url = req.url;
     const start = url.indexOf("/", url.indexOf("//") + 2);
     if (start < 0) return undefined;
@@ -79,7 +82,8 @@ export function notModifiedFastPath(
     if (!row) return undefined;
     if (!name.isIn(row)) return undefined;
     const etag = name.etag;
-    if (inm !== etag && !etagMatches(inm, etag)) return undefined;
+    const fresh = inm !== null && (inm === etag || etagMatches(inm, etag));
+    if (!fresh && !proxied) return undefined;
     const begun = deps.config.LOG_REQUESTS ? performance.now() : 0;
     const id = requestIdOf(req.headers.get("x-request-id"));
     const headers: Record<string, string> = {
@@ -89,18 +93,23 @@ export function notModifiedFastPath(
         : IMMUTABLE,
       "x-request-id": id,
     };
+    if (!fresh) {
+      headers["content-type"] = MIME_BY_EXT[name.ext];
+      headers["x-accel-redirect"] = name.proxyPath;
+    }
     if (deps.lifecycle?.draining) headers["connection"] = "close";
+    const status = fresh ? 304 : 200;
     if (deps.config.LOG_REQUESTS) {
       logRequest(deps.log, {
         method,
         path: `/${path}`,
-        status: 304,
+        status,
         started: begun,
         ip: addressOf(req, info, deps.config.TRUST_PROXY),
         requestId: id,
       });
     }
-    return new Response(null, { status: 304, headers });
+    return new Response(null, { status, headers });
   };
 }
 
@@ -128,6 +137,11 @@ class FileName {
       : m[2] === "md"
       ? "medium_ext"
       : "ext";
+  }
+  #proxyPath?: string;
+  /** Where the proxy finds this file (IMAGE_SERVE=proxy); built on first use. */
+  get proxyPath(): string {
+    return this.#proxyPath ??= proxyPath(this.key);
   }
   /** Whether `row` (this id's) has this file. */
   isIn(row: ImageRow): boolean {
@@ -189,6 +203,18 @@ export function registerHostRoutes(
       // anything else is built: revalidations are the hottest request an image host gets.
       return c.body(null, 304, { "ETag": etag, "Cache-Control": cacheControl });
     }
+    if (proxied) {
+      // The proxy sends the bytes (sendfile, ranges, HEAD) from the same file the fs
+      // store wrote, with the headers its internal location adds (deploy/
+      // nginx-images.conf); everything that decides whether they may be sent was decided
+      // here. The fast path answers the same.
+      return c.body(null, 200, {
+        "ETag": etag,
+        "Cache-Control": cacheControl,
+        "Content-Type": MIME_BY_EXT[ext],
+        "X-Accel-Redirect": name.proxyPath,
+      });
+    }
     const headers: Record<string, string> = {
       "ETag": etag,
       "Cache-Control": cacheControl,
@@ -200,14 +226,6 @@ export function registerHostRoutes(
       "Access-Control-Allow-Origin": "*",
       "Cross-Origin-Resource-Policy": "cross-origin",
     };
-    if (proxied) {
-      // The proxy sends the bytes (sendfile, ranges, HEAD) from the same file the fs
-      // store wrote; everything that decides whether they may be sent was decided here.
-      return c.body(null, 200, {
-        ...headers,
-        "X-Accel-Redirect": proxyPath(key),
-      });
-    }
     const bodies = rows.bodies;
     const cached = bodies?.get(key);
     const rangeHeader = c.req.header("range");

@@ -9,7 +9,7 @@ import {
 } from "./helpers.ts";
 import { revokeApiKey } from "../services/api_keys.ts";
 import { disableUser } from "../services/accounts.ts";
-import { notModifiedFastPath } from "../routes/host.ts";
+import { imageFastPath } from "../routes/host.ts";
 import { ImageRowCache } from "../services/image_cache.ts";
 
 test("a revalidation of a hot image is answered 304 ahead of the router with the full path's ETag and Cache-Control, a request id and its log line", async () => {
@@ -66,7 +66,7 @@ test("the fast path answers only what it can vouch for: a cold, deleted or expir
     const rows = new ImageRowCache(env.deps.database.db, env.clock);
     const stop = await rows.follow(env.deps.database);
     try {
-      const fast = notModifiedFastPath(env.deps, rows);
+      const fast = imageFastPath(env.deps, rows);
       const base = "http://localhost:8080";
       const req = (path: string, init: RequestInit = {}) =>
         new Request(`${base}${path}`, init);
@@ -119,6 +119,67 @@ test("the fast path answers only what it can vouch for: a cold, deleted or expir
       const gone = await env.app.request(file, conditional);
       assert.equal(gone.status, 404);
       await gone.body?.cancel();
+    } finally {
+      await stop();
+    }
+  } finally {
+    await env.close();
+  }
+});
+
+test("with IMAGE_SERVE=proxy the fast path also answers a plain GET or HEAD of a live cached image with the proxy's 200 (X-Accel-Redirect, no body), and still declines a cold, expired or deleted row or a file the image lacks", async () => {
+  const env = await testEnv({ env: { IMAGE_SERVE: "proxy" } });
+  try {
+    const { key } = await userWithKey(env);
+    const up = await upload(
+      env,
+      key,
+      formWith([{ name: "p.png", bytes: await makeImage("png") }], {
+        expiration: "600",
+      }),
+    );
+    const rec = up.body.data;
+    const rows = new ImageRowCache(env.deps.database.db, env.clock);
+    const stop = await rows.follow(env.deps.database);
+    try {
+      const fast = imageFastPath(env.deps, rows);
+      const req = (path: string, init: RequestInit = {}) =>
+        new Request(`http://localhost:8080${path}`, init);
+      const file = `/${rec.image.filename}`;
+      assert.equal(fast(req(file)), undefined, "cold row");
+      assert.ok(await rows.get(rec.id));
+      for (const method of ["GET", "HEAD"]) {
+        const hit = fast(req(file, { method }));
+        assert.equal(hit?.status, 200);
+        assert.equal(
+          hit?.headers.get("x-accel-redirect"),
+          `/_image_files/${
+            rec.image.filename.slice(0, 2)
+          }/${rec.image.filename}`,
+        );
+        assert.equal(hit?.headers.get("content-type"), "image/png");
+        assert.equal(hit?.headers.get("etag"), `"${rec.image.filename}"`);
+        assert.equal(hit?.headers.get("cache-control"), "public, max-age=600");
+        assert.ok(hit?.headers.get("x-request-id"));
+        assert.equal(await hit?.text(), "");
+      }
+      const revalidated = fast(req(file, {
+        headers: { "if-none-match": `"${rec.image.filename}"` },
+      }));
+      assert.equal(revalidated?.status, 304);
+      assert.equal(revalidated?.headers.get("x-accel-redirect"), null);
+      assert.equal(
+        fast(req(`/${rec.id}.md.png`)),
+        undefined,
+        "a small image has no medium file",
+      );
+      assert.equal(fast(req(`/${rec.id}.jpg`)), undefined, "another extension");
+      assert.equal(fast(req(file, { method: "POST" })), undefined);
+      env.clock.advance(601_000);
+      assert.equal(fast(req(file)), undefined, "expired");
+      env.clock.advance(-601_000);
+      rows.invalidate(rec.id);
+      assert.equal(fast(req(file)), undefined, "deleted here");
     } finally {
       await stop();
     }

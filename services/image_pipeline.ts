@@ -187,15 +187,36 @@ export class ImagePipeline {
       temps.push(p);
       return p;
     };
+    // Files the store took: on success they are gone from their temp paths (BlobStore's
+    // putFile contract), so removing them would only cost failed unlinks.
+    let handedOver = new Set<string | undefined>();
     try {
       const timeout = this.deps.config.IMAGE_TIMEOUT_MS;
       const made = await this.#slots.run(
         () => this.#process(file, ext, shape, tmp, Date.now() + timeout),
         timeout,
       );
-      return await this.#persist(userId, file, ext, shape, made, id, opts);
+      const record = await this.#persist(
+        userId,
+        file,
+        ext,
+        shape,
+        made,
+        id,
+        opts,
+      );
+      handedOver = new Set([
+        made.originalPath,
+        made.thumbPath,
+        made.mediumPath,
+      ]);
+      return record;
     } finally {
-      await Promise.all(temps.map((p) => Deno.remove(p).catch(() => {})));
+      await Promise.all(
+        temps.filter((p) => !handedOver.has(p)).map((p) =>
+          Deno.remove(p).catch(() => {})
+        ),
+      );
     }
   }
 

@@ -806,6 +806,51 @@ test("the viewer page shows the image, its facts, embed codes and preview tags",
   }
 });
 
+test("every kind of upload leaves the temp folder empty: a stripped JPEG with a medium variant, a PNG, a GIF stored as received, a WebP with metadata re-encoded, a duplicate and refused files", async () => {
+  const env = await testEnv();
+  try {
+    const { key } = await userWithKey(env);
+    const tmp = `${env.dataDir}/tmp/${processTag()}`;
+    const jpeg = await makeImage("jpeg", { width: 1500, height: 900 });
+    const webp = new Uint8Array(
+      await sharp(await makeImage("png")).withMetadata({ orientation: 3 })
+        .webp().toBuffer(),
+    );
+    const cases: [string, Uint8Array, number][] = [
+      ["big.jpg", jpeg, 200],
+      ["exif.jpg", await makeJpegWithGps(), 200],
+      ["p.png", await makeImage("png"), 200],
+      ["g.gif", await makeImage("gif"), 200],
+      ["m.webp", webp, 200],
+      ["again.jpg", jpeg, 200],
+      ["bad.png", new TextEncoder().encode("not an image"), 415],
+      // Sniffed and measured as a JPEG, refused by the decode: its temps go too.
+      ["cut.jpg", jpeg.subarray(0, jpeg.length >> 1), 415],
+    ];
+    for (const [name, bytes, status] of cases) {
+      const r = await upload(env, key, formWith([{ name, bytes }]));
+      assert.equal(r.status, status, name);
+      assert.deepEqual([...Deno.readDirSync(tmp)], [], name);
+    }
+    const live = await env.deps.database.db.selectFrom("images")
+      .select(["ext", "medium_ext"]).orderBy("created_at").execute();
+    assert.deepEqual(live.map((r) => r.ext), [
+      "jpg",
+      "jpg",
+      "png",
+      "gif",
+      "webp",
+    ]);
+    assert.equal(live[0].medium_ext, "jpg");
+    const files = (await storedFiles(env)).filter((f) =>
+      f.includes("/images/")
+    );
+    assert.equal(files.length, 11, files.join("\n"));
+  } finally {
+    await env.close();
+  }
+});
+
 test("a key sent as a form field authenticates the upload, and a bad one gets 110 with nothing left on disk", async () => {
   const env = await testEnv();
   try {

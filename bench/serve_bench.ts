@@ -6,7 +6,8 @@
  * images answered from memory, IMAGE_CACHE_MB); a second one with IMAGE_CACHE_MB=0 shows
  * the path every first request of an image takes. A third runs with IMAGE_SERVE=proxy behind
  * the same nginx with deploy/nginx-images.conf: the app checks each request, nginx sends
- * the file (issue #19's deploy path; target ≥ 0.95× plain nginx for full bodies). Last, the
+ * the file (issue #19's deploy path; target ≥ 0.95× plain nginx for full bodies), beside the
+ * same nginx in front of a bare answerer of the redirect (that path's ceiling). Last, the
  * 304 against a bare Deno.serve with both servers pinned to one core and wrk to another
  * (issue #19's 304 figure, target ≥ 0.9×).
  */
@@ -21,6 +22,7 @@ import {
   waitUp,
   watchdog,
 } from "./lib.ts";
+import { proxyPath } from "../routes/host.ts";
 
 watchdog(10 * 60_000);
 
@@ -131,6 +133,7 @@ const proxied = await startService({ IMAGE_SERVE: "proxy" });
 const dir = await Deno.makeTempDir({ prefix: "imagehost-nginx-" });
 let nginx: Deno.ChildProcess | undefined;
 let bare: Proc | undefined;
+let bareAccel: Proc | undefined;
 try {
   const jpeg = await noiseJpeg(200_000);
   const uploadTo = async (to: typeof svc) => {
@@ -159,6 +162,14 @@ try {
   await Deno.copyFile(stored, `${dir}/root/${rec.image.filename}`);
   const port = freePort();
   const accelPort = freePort();
+  // The deploy path's ceiling: the same nginx in front of a bare answerer of the redirect.
+  const bareAccelPort = freePort();
+  const bareAccelApp = freePort();
+  bareAccel = spawnDeno("bench/baseline_serve_server.ts", {
+    PORT: String(bareAccelApp),
+    FILE: stored,
+    ACCEL: proxyPath(proxiedRec.image.filename),
+  });
   const snippet = (await Deno.readTextFile(
     new URL("../deploy/nginx-images.conf", import.meta.url),
   )).replace("alias /data/images/;", `alias ${proxied.dataDir}/images/;`);
@@ -174,6 +185,11 @@ http { access_log off; sendfile on; tcp_nopush on; etag on;
   server { listen 127.0.0.1:${accelPort};
     location / { proxy_pass http://app; proxy_http_version 1.1; proxy_set_header Connection ""; }
 ${snippet}
+  }
+  upstream bare { server 127.0.0.1:${bareAccelApp}; keepalive 64; }
+  server { listen 127.0.0.1:${bareAccelPort};
+    location / { proxy_pass http://bare; proxy_http_version 1.1; proxy_set_header Connection ""; }
+${snippet}
   } }
 `,
   );
@@ -184,6 +200,8 @@ ${snippet}
   const nginxUrl = `http://127.0.0.1:${port}/${rec.image.filename}`;
   const svcUrl = `${svc.url}/${rec.image.filename}`;
   const accelUrl = `http://127.0.0.1:${accelPort}/${proxiedRec.image.filename}`;
+  const bareAccelUrl =
+    `http://127.0.0.1:${bareAccelPort}/${proxiedRec.image.filename}`;
   await waitUp(nginxUrl);
   const barePort = freePort();
   bare = spawnDeno("bench/baseline_serve_server.ts", {
@@ -202,6 +220,8 @@ ${snippet}
   await wrk(svcUrl);
   await wrk(uncachedUrl);
   await wrk(accelUrl);
+  await waitUp(bareAccelUrl);
+  await wrk(bareAccelUrl);
   const rows: Record<string, string | number>[] = [];
   const ratios: string[] = [];
   for (const conditional of [false, true]) {
@@ -222,6 +242,7 @@ ${snippet}
       accelUrl,
       conditional ? [`If-None-Match: ${await etag(accelUrl)}`] : [],
     );
+    const ceiling = conditional ? undefined : await wrk(bareAccelUrl);
     const label = conditional ? "304 (If-None-Match)" : "200 (full body)";
     rows.push({
       request: label,
@@ -265,6 +286,22 @@ ${snippet}
         (a.rps / n.rps).toFixed(2)
       }x plain nginx req/s (target >= 0.95 for full bodies)`,
     );
+    if (ceiling) {
+      rows.push({
+        request: label,
+        server: "nginx + bare X-Accel-Redirect (reference)",
+        "req/s": ceiling.rps,
+        "p50 ms": ceiling.p50,
+        "p99 ms": ceiling.p99,
+        "non-2xx/3xx": ceiling.non2xx,
+      });
+      ratios.push(
+        `reference deploy path ${label}: nginx + bare X-Accel-Redirect ${
+          (ceiling.rps / n.rps).toFixed(2)
+        }x plain nginx (the ceiling with nginx, wrk and the app on these cores); ` +
+          `service ${(a.rps / ceiling.rps).toFixed(2)}x it`,
+      );
+    }
     rows.push({
       request: label,
       server: "bare Deno.serve (reference)",
@@ -288,6 +325,7 @@ ${snippet}
   await pinned304(svcUrl, await etag(svcUrl), bareUrl, [svc.pid, bare.pid]);
 } finally {
   await bare?.stop();
+  await bareAccel?.stop();
   try {
     nginx?.kill("SIGTERM");
     await nginx?.status;

@@ -99,6 +99,7 @@ test("with IMAGE_SERVE=proxy nginx sends the bytes the app vouched for: same byt
             "x-content-type-options",
             "access-control-allow-origin",
             "cross-origin-resource-policy",
+            "accept-ranges",
           ]
         ) {
           assert.equal(got.headers.get(h), own.headers.get(h), `${pass}: ${h}`);

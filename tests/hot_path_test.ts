@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { formWith, makeImage } from "./fixtures.ts";
 import {
   test,
+  type TestEnv,
   testEnv,
   upload,
   userWithKey,
@@ -51,100 +52,109 @@ test("a revalidation of a hot image is answered 304 ahead of the router with the
   }
 });
 
-test("the fast path answers only what it can vouch for: a cold, deleted or expired row, another tag, a variant the image lacks, another extension, a POST or no If-None-Match all go the full way", async () => {
-  const env = await testEnv();
+/**
+ * A stored PNG expiring in 600 s, a row cache following deletions and the fast path over
+ * it (config from `env`), handed to `body`; everything closed after.
+ */
+async function withFastPath(
+  env: Record<string, string>,
+  body: (t: {
+    env: TestEnv;
+    key: string;
+    rec: { id: string; image: { filename: string } };
+    rows: ImageRowCache;
+    fast: ReturnType<typeof imageFastPath>;
+    req: (path: string, init?: RequestInit) => Request;
+  }) => Promise<void>,
+) {
+  const t = await testEnv({ env });
   try {
-    const { key } = await userWithKey(env);
+    const { key } = await userWithKey(t);
     const up = await upload(
-      env,
+      t,
       key,
       formWith([{ name: "f.png", bytes: await makeImage("png") }], {
         expiration: "600",
       }),
     );
-    const rec = up.body.data;
-    const rows = new ImageRowCache(env.deps.database.db, env.clock);
-    const stop = await rows.follow(env.deps.database);
+    const rows = new ImageRowCache(t.deps.database.db, t.clock);
+    const stop = await rows.follow(t.deps.database);
     try {
-      const fast = imageFastPath(env.deps, rows);
-      const base = "http://localhost:8080";
-      const req = (path: string, init: RequestInit = {}) =>
-        new Request(`${base}${path}`, init);
-      const tag = `"${rec.image.filename}"`;
-      const conditional = { headers: { "if-none-match": tag } };
-      const file = `/${rec.image.filename}`;
-      assert.equal(fast(req(file, conditional)), undefined, "cold row");
-      assert.ok(await rows.get(rec.id));
-      const hit = fast(req(file, conditional));
-      assert.equal(hit?.status, 304);
-      assert.equal(hit?.headers.get("etag"), tag);
-      assert.equal(fast(req(file)), undefined, "no If-None-Match");
-      assert.equal(
-        fast(req(file, { headers: { "if-none-match": '"other"' } })),
-        undefined,
-      );
-      assert.equal(
-        fast(req(file, { ...conditional, method: "POST" })),
-        undefined,
-      );
-      // Each twice: the second look finds the name already parsed.
-      for (let i = 0; i < 2; i++) {
-        assert.equal(
-          fast(req(`/${rec.id}.md.png`, {
-            headers: { "if-none-match": `"${rec.id}.md.png"` },
-          })),
-          undefined,
-          "a small image has no medium file",
-        );
-        assert.equal(
-          fast(req(`/${rec.id}.jpg`, {
-            headers: { "if-none-match": `"${rec.id}.jpg"` },
-          })),
-          undefined,
-          "another extension than the stored file's",
-        );
-        assert.equal(fast(req(file, conditional))?.status, 304);
-      }
-      env.clock.advance(601_000);
-      assert.equal(fast(req(file, conditional)), undefined, "expired");
-      env.clock.advance(-601_000);
-      assert.equal(fast(req(file, conditional))?.status, 304);
-      rows.invalidate(rec.id);
-      assert.equal(fast(req(file, conditional)), undefined, "deleted here");
-      // And through the app: a deleted image is 404 even to a revalidation.
-      await env.app.request(`/api/1/images/${rec.id}`, {
-        method: "DELETE",
-        headers: { authorization: `Bearer ${key}` },
+      await body({
+        env: t,
+        key,
+        rec: up.body.data,
+        rows,
+        fast: imageFastPath(t.deps, rows),
+        req: (path, init = {}) =>
+          new Request(`http://localhost:8080${path}`, init),
       });
-      const gone = await env.app.request(file, conditional);
-      assert.equal(gone.status, 404);
-      await gone.body?.cancel();
     } finally {
       await stop();
     }
   } finally {
-    await env.close();
+    await t.close();
   }
+}
+
+test("the fast path answers only what it can vouch for: a cold, deleted or expired row, another tag, a variant the image lacks, another extension, a POST or no If-None-Match all go the full way", async () => {
+  await withFastPath({}, async ({ env, key, rec, rows, fast, req }) => {
+    const tag = `"${rec.image.filename}"`;
+    const conditional = { headers: { "if-none-match": tag } };
+    const file = `/${rec.image.filename}`;
+    assert.equal(fast(req(file, conditional)), undefined, "cold row");
+    assert.ok(await rows.get(rec.id));
+    const hit = fast(req(file, conditional));
+    assert.equal(hit?.status, 304);
+    assert.equal(hit?.headers.get("etag"), tag);
+    assert.equal(fast(req(file)), undefined, "no If-None-Match");
+    assert.equal(
+      fast(req(file, { headers: { "if-none-match": '"other"' } })),
+      undefined,
+    );
+    assert.equal(
+      fast(req(file, { ...conditional, method: "POST" })),
+      undefined,
+    );
+    // Each twice: the second look finds the name already parsed.
+    for (let i = 0; i < 2; i++) {
+      assert.equal(
+        fast(req(`/${rec.id}.md.png`, {
+          headers: { "if-none-match": `"${rec.id}.md.png"` },
+        })),
+        undefined,
+        "a small image has no medium file",
+      );
+      assert.equal(
+        fast(req(`/${rec.id}.jpg`, {
+          headers: { "if-none-match": `"${rec.id}.jpg"` },
+        })),
+        undefined,
+        "another extension than the stored file's",
+      );
+      assert.equal(fast(req(file, conditional))?.status, 304);
+    }
+    env.clock.advance(601_000);
+    assert.equal(fast(req(file, conditional)), undefined, "expired");
+    env.clock.advance(-601_000);
+    assert.equal(fast(req(file, conditional))?.status, 304);
+    rows.invalidate(rec.id);
+    assert.equal(fast(req(file, conditional)), undefined, "deleted here");
+    // And through the app: a deleted image is 404 even to a revalidation.
+    await env.app.request(`/api/1/images/${rec.id}`, {
+      method: "DELETE",
+      headers: { authorization: `Bearer ${key}` },
+    });
+    const gone = await env.app.request(file, conditional);
+    assert.equal(gone.status, 404);
+    await gone.body?.cancel();
+  });
 });
 
 test("with IMAGE_SERVE=proxy the fast path also answers a plain GET or HEAD of a live cached image with the proxy's 200 (X-Accel-Redirect, no body), and still declines a cold, expired or deleted row or a file the image lacks", async () => {
-  const env = await testEnv({ env: { IMAGE_SERVE: "proxy" } });
-  try {
-    const { key } = await userWithKey(env);
-    const up = await upload(
-      env,
-      key,
-      formWith([{ name: "p.png", bytes: await makeImage("png") }], {
-        expiration: "600",
-      }),
-    );
-    const rec = up.body.data;
-    const rows = new ImageRowCache(env.deps.database.db, env.clock);
-    const stop = await rows.follow(env.deps.database);
-    try {
-      const fast = imageFastPath(env.deps, rows);
-      const req = (path: string, init: RequestInit = {}) =>
-        new Request(`http://localhost:8080${path}`, init);
+  await withFastPath(
+    { IMAGE_SERVE: "proxy" },
+    async ({ env, rec, rows, fast, req }) => {
       const file = `/${rec.image.filename}`;
       assert.equal(fast(req(file)), undefined, "cold row");
       assert.ok(await rows.get(rec.id));
@@ -180,12 +190,8 @@ test("with IMAGE_SERVE=proxy the fast path also answers a plain GET or HEAD of a
       env.clock.advance(-601_000);
       rows.invalidate(rec.id);
       assert.equal(fast(req(file)), undefined, "deleted here");
-    } finally {
-      await stop();
-    }
-  } finally {
-    await env.close();
-  }
+    },
+  );
 });
 
 test("a checked key is trusted for 10 s without a lookup, and a revocation or a disabled user made through another instance is refused here as soon as its notice arrives", async () => {

@@ -84,6 +84,7 @@ const made = await new Deno.Command(Deno.execPath(), {
   args: [
     "run",
     "-A",
+    ...SERVICE_RUNTIME.flags,
     "scripts/user_create.ts",
     "shots@example.com",
     "pw 12345678",

@@ -38,6 +38,17 @@ test("the Dockerfile lints clean and installs through the same script CI runs, a
   }
 });
 
+test("the operator tasks run with the start task's V8 flags, so they keep the service's cached compiled code valid (V8's code cache is only valid for the flags that wrote it)", async () => {
+  const tasks = JSON.parse(await Deno.readTextFile(`${root}/deno.json`))
+    .tasks as Record<string, string>;
+  for (const name of ["user:create", "key:create"]) {
+    assert.ok(
+      tasks[name].includes(`--v8-flags=${START_V8_FLAGS} `),
+      `${name}: ${tasks[name]}`,
+    );
+  }
+});
+
 test("compose.yaml lints clean and runs PostgreSQL, an S3 store, one browser, two instances with a data dir each, and a TLS proxy", async () => {
   const r = await lint(["dclint@3.1.0", "compose.yaml"]);
   assert.ok(r.ok, r.text);

@@ -1,6 +1,9 @@
 import { z } from "zod";
 import { parseAllowList } from "./allow_list.ts";
 
+/** This machine's cores, the default of what scales with them. */
+const CORES = Math.max(1, navigator.hardwareConcurrency || 1);
+
 const int = (def: number, min = 0, max = Number.MAX_SAFE_INTEGER) =>
   z.coerce.number().int().min(min).max(max).default(def);
 
@@ -52,8 +55,14 @@ export const ConfigSchema = z.object({
   MAX_IMAGE_PIXELS: int(100_000_000, 1),
   /** Per file: how long decoding and making its variants may take (else 143). */
   IMAGE_TIMEOUT_MS: int(20_000, 1_000, 600_000),
-  /** Images processed at once (each uses every core libvips has); default: the cores. */
-  IMAGE_WORKERS: int(Math.max(1, navigator.hardwareConcurrency || 1), 1, 256),
+  /** Images processed at once; default: the cores. */
+  IMAGE_WORKERS: int(CORES, 1, 256),
+  /**
+   * libvips threads per image; 0 (the default): the cores shared among IMAGE_WORKERS, at
+   * least one each. With every core already busy with an image of its own, more threads
+   * per image only add hand-offs between them (BENCHMARKS.md §7, session 13).
+   */
+  IMAGE_THREADS: int(0, 0, 256),
   /**
    * Files that may wait for a worker; past that, or after waiting IMAGE_TIMEOUT_MS, an
    * upload is refused at once with 250 / HTTP 503 and Retry-After.
@@ -141,6 +150,8 @@ export const ConfigSchema = z.object({
     ...c,
     BASE_URL: base,
     IMAGE_HOST_URL: c.IMAGE_HOST_URL ?? c.S3_PUBLIC_URL ?? base,
+    IMAGE_THREADS: c.IMAGE_THREADS ||
+      Math.max(1, Math.floor(CORES / c.IMAGE_WORKERS)),
   };
 }).superRefine((c, ctx) => {
   if (

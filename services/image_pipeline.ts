@@ -110,6 +110,8 @@ export class ImagePipeline {
     // libvips' operation cache only helps repeated identical work; it holds decoded
     // images in memory, which is the opposite of what an upload server wants.
     sharp.cache(false);
+    // Process-wide: IMAGE_WORKERS images at once, each with this many libvips threads.
+    sharp.concurrency(deps.config.IMAGE_THREADS);
     this.#slots = new WorkSlots(
       deps.config.IMAGE_WORKERS,
       deps.config.IMAGE_QUEUE,

@@ -22,6 +22,7 @@ import { sql } from "kysely";
 import { sweepExpired } from "../services/images.ts";
 import { openDatabase } from "../services/db/database.ts";
 import { processTag } from "../services/scratch_dir.ts";
+import { loadConfig } from "../schemas/config.ts";
 
 async function storedFiles(env: TestEnv): Promise<string[]> {
   const out: string[] = [];
@@ -803,6 +804,42 @@ test("the viewer page shows the image, its facts, embed codes and preview tags",
     assert.equal((await env.app.request("/i/nonexistent1")).status, 404);
   } finally {
     await env.close();
+  }
+});
+
+test("libvips gets the cores shared among IMAGE_WORKERS as threads per image (at least one), IMAGE_THREADS overrides that, and the pipeline applies it process-wide", async () => {
+  const cores = navigator.hardwareConcurrency;
+  assert.equal(loadConfig({ IMAGE_WORKERS: "1" }).IMAGE_THREADS, cores);
+  assert.equal(
+    loadConfig({ IMAGE_WORKERS: String(cores * 4) }).IMAGE_THREADS,
+    1,
+  );
+  // By default one worker per core, so one thread each.
+  assert.equal(loadConfig({}).IMAGE_WORKERS, cores);
+  assert.equal(loadConfig({}).IMAGE_THREADS, 1);
+  assert.equal(loadConfig({ IMAGE_THREADS: "3" }).IMAGE_THREADS, 3);
+  assert.throws(() => loadConfig({ IMAGE_THREADS: "-1" }), /IMAGE_THREADS/);
+  const before = sharp.concurrency();
+  const env = await testEnv({ env: { IMAGE_THREADS: "3" } });
+  try {
+    assert.equal(sharp.concurrency(), 3);
+    const { key } = await userWithKey(env);
+    const r = await upload(
+      env,
+      key,
+      formWith([{
+        name: "t.jpg",
+        bytes: await makeImage("jpeg", { width: 1500, height: 900 }),
+      }]),
+    );
+    assert.equal(r.status, 200);
+    const medium = await env.app.request(`/${r.body.data.medium.filename}`);
+    const meta = await sharp(new Uint8Array(await medium.arrayBuffer()))
+      .metadata();
+    assert.deepEqual([meta.width, meta.height], [1024, 614]);
+  } finally {
+    await env.close();
+    sharp.concurrency(before);
   }
 });
 

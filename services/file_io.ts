@@ -43,3 +43,25 @@ export async function readWhole(
   }
   return out;
 }
+
+/** fsync(2) of one file or folder: its bytes (or its names) survive a crash. */
+export async function syncFile(path: string): Promise<void> {
+  const f = await Deno.open(path, { read: true });
+  try {
+    await f.sync();
+  } finally {
+    f.close();
+  }
+}
+
+/** Syncs every file and folder under `dir`, and `dir` itself last. */
+export async function syncTree(dir: string): Promise<void> {
+  const work: Promise<void>[] = [];
+  for await (const e of Deno.readDir(dir)) {
+    const path = `${dir}/${e.name}`;
+    if (e.isDirectory) work.push(syncTree(path));
+    else if (e.isFile) work.push(syncFile(path));
+  }
+  await Promise.all(work);
+  await syncFile(dir);
+}

@@ -2,6 +2,12 @@ import assert from "node:assert/strict";
 import { sql } from "kysely";
 import { databaseKinds, test, testDatabase } from "./helpers.ts";
 import { migrate, openDatabase } from "../services/db/database.ts";
+import { PGlite } from "@electric-sql/pglite";
+import { fsyncSync } from "node:fs";
+import {
+  DurableNodeFS,
+  pgliteStartParams,
+} from "../services/db/durable_node_fs.ts";
 
 for (const kind of databaseKinds()) {
   test(`[${kind}] migrations are recorded and running them again applies nothing`, async () => {
@@ -86,20 +92,73 @@ for (const kind of databaseKinds()) {
   });
 }
 
-test("embedded PGlite opens with 16 MB of shared buffers (initdb's 128 MB were zeroed at every open: ~0.4 s of start-up and ~125 MB of idle RSS)", async () => {
+test("embedded PGlite opens with 16 MB of shared buffers (initdb's 128 MB were zeroed at every open: ~0.4 s of start-up and ~125 MB of idle RSS), fsync on and its WAL synced with fsync()", async () => {
   const dir = await Deno.makeTempDir({ prefix: "imagehost-pgsettings-" });
   try {
     const database = await openDatabase({ dataDir: dir });
     try {
       const { rows } = await sql<
-        { shared_buffers: string }
-      >`show shared_buffers`
+        { shared_buffers: string; fsync: string; wal_sync_method: string }
+      >`select current_setting('shared_buffers') as shared_buffers,
+          current_setting('fsync') as fsync,
+          current_setting('wal_sync_method') as wal_sync_method`
         .execute(database.db);
-      assert.equal(rows[0].shared_buffers, "16MB");
+      assert.deepEqual(rows[0], {
+        shared_buffers: "16MB",
+        fsync: "on",
+        wal_sync_method: "fsync",
+      });
+      // The filesystem that carries fsync to the disk (the next test shows it does).
+      assert.ok(database.pglite?.fs instanceof DurableNodeFS);
     } finally {
       await database.close();
     }
   } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+test("embedded PGlite's commits reach the disk: each committed write fsyncs the WAL file before it returns, a read syncs nothing (PGlite alone starts with fsync off and cannot fsync at all)", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "imagehost-pgsync-" });
+  const synced: string[] = [];
+  const pg = await PGlite.create({
+    dataDir: dir,
+    fs: new DurableNodeFS(dir, (fd, path) => {
+      fsyncSync(fd);
+      synced.push(path);
+    }),
+    startParams: pgliteStartParams(PGlite.defaultStartParams),
+  });
+  try {
+    await pg.exec("create table t (n int)");
+    const wal = () => synced.filter((p) => p.includes("/pg_wal/")).length;
+    for (let i = 1; i <= 3; i++) {
+      const before = wal();
+      await pg.query("insert into t values ($1)", [i]);
+      assert.equal(wal() - before, 1, `insert ${i}`);
+    }
+    const before = synced.length;
+    assert.equal(
+      (await pg.query("select count(*)::int as n from t")).rows.length,
+      1,
+    );
+    assert.equal(synced.length, before, "a read");
+    // PGlite on its own starts PostgreSQL with fsync off.
+    await pg.close();
+    const plain = await PGlite.create({
+      dataDir: dir,
+      startParams: PGlite.defaultStartParams,
+    });
+    try {
+      const { rows } = await plain.query<{ fsync: string }>(
+        "select current_setting('fsync') as fsync",
+      );
+      assert.equal(rows[0].fsync, "off");
+    } finally {
+      await plain.close();
+    }
+  } finally {
+    if (!pg.closed) await pg.close();
     await Deno.remove(dir, { recursive: true });
   }
 });

@@ -1,6 +1,8 @@
 import { PGlite } from "@electric-sql/pglite";
 import { Kysely, PostgresDialect, sql } from "kysely";
 import { PGliteDialect } from "./pglite_dialect.ts";
+import { DurableNodeFS, pgliteStartParams } from "./durable_node_fs.ts";
+import { syncTree } from "../file_io.ts";
 import type { DB } from "./schema.ts";
 import { answersWithin } from "../timeout.ts";
 // The PostgreSQL driver (pg and its dependencies) is loaded only when a URL is given: an
@@ -44,13 +46,15 @@ export interface DatabaseOptions {
   log?: (e: Record<string, unknown>) => void;
 }
 
-/**
- * PGlite's server settings beyond its defaults. shared_buffers: initdb's 128 MB is zeroed
- * inside WebAssembly at every open, which took ~0.4 s of the ~0.9 s an open costs (16 MB:
- * ~0.5 s in all) and stays resident. Our rows are small and PGlite's files are read
- * through the OS page cache anyway (db_bench: the same key lookup and insert rates).
- */
-const PGLITE_SETTINGS = ["-c", "shared_buffers=16MB"];
+async function exists(path: string): Promise<boolean> {
+  try {
+    await Deno.stat(path);
+    return true;
+  } catch (e) {
+    if (e instanceof Deno.errors.NotFound) return false;
+    throw e;
+  }
+}
 
 /** Opens PostgreSQL (url) or embedded PGlite; does not migrate. */
 export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
@@ -96,11 +100,18 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
     });
   }
   const unlock = opts.dataDir ? await lockDataDir(opts.dataDir) : () => {};
+  const fresh = opts.dataDir !== undefined &&
+    !(await exists(`${opts.dataDir}/PG_VERSION`));
   const pg = await PGlite.create({
-    ...(opts.dataDir ? { dataDir: opts.dataDir } : {}),
+    ...(opts.dataDir
+      ? { dataDir: opts.dataDir, fs: new DurableNodeFS(opts.dataDir) }
+      : {}),
     ...(opts.loadDataDir ? { loadDataDir: opts.loadDataDir } : {}),
-    startParams: [...PGlite.defaultStartParams, ...PGLITE_SETTINGS],
+    startParams: pgliteStartParams(PGlite.defaultStartParams),
   });
+  // A new cluster's files are unpacked by PGlite, not written by PostgreSQL, so no
+  // checkpoint would sync them: once, here, before anything is committed to them.
+  if (fresh) await syncTree(opts.dataDir!);
   const db = new Kysely<DB>({ dialect: new PGliteDialect(pg) });
   return wrap(db, "pglite", {
     async listen(channel, onMessage, onLink) {

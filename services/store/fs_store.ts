@@ -7,17 +7,8 @@ import {
   type ByteRange,
   KEY_PATTERN,
 } from "./blob_store.ts";
-import { readFull, writeAll } from "../file_io.ts";
+import { readFull, syncFile, writeAll } from "../file_io.ts";
 import { claimScratchDir, processTag } from "../scratch_dir.ts";
-
-async function syncFile(path: string) {
-  const f = await Deno.open(path, { read: true });
-  try {
-    await f.sync();
-  } finally {
-    f.close();
-  }
-}
 
 /** rename(2) across filesystems fails with EXDEV. */
 function isCrossDevice(e: unknown): boolean {

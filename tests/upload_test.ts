@@ -843,6 +843,42 @@ test("libvips gets the cores shared among IMAGE_WORKERS as threads per image (at
   }
 });
 
+test("an image over 1 MB is decoded from its file and a smaller one from memory, with the same variants either way", async () => {
+  const env = await testEnv();
+  try {
+    const { key } = await userWithKey(env);
+    const small = await makeImage("jpeg", { width: 1400, height: 700 });
+    // The same pixels behind 17 comment segments of 64 KB: over 1 MB on disk.
+    const com = new Uint8Array(4 + 65_531).fill(0x20);
+    com.set([0xff, 0xfe, 0xff, 0xfd]);
+    const parts = [
+      small.subarray(0, 2),
+      ...Array(17).fill(com),
+      small.subarray(2),
+    ];
+    const big = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+    parts.reduce((at, p) => (big.set(p, at), at + p.length), 0);
+    assert.ok(small.length < 1024 * 1024 && big.length > 1024 * 1024);
+    const variants = async (bytes: Uint8Array, name: string) => {
+      const r = await upload(env, key, formWith([{ name, bytes }]));
+      assert.equal(r.status, 200, name);
+      const d = r.body.data;
+      return await Promise.all([d.thumb.filename, d.medium.filename].map(
+        async (f: string) =>
+          new Uint8Array(await (await env.app.request(`/${f}`)).arrayBuffer()),
+      ));
+    };
+    const [fromMemory, fromFile] = [
+      await variants(small, "small.jpg"),
+      await variants(big, "big.jpg"),
+    ];
+    assert.ok(fromMemory[0].length > 0 && fromMemory[1].length > 0);
+    assert.deepEqual(fromFile, fromMemory);
+  } finally {
+    await env.close();
+  }
+});
+
 test("every kind of upload leaves the temp folder empty: a stripped JPEG with a medium variant, a PNG, a GIF stored as received, a WebP with metadata re-encoded, a duplicate and refused files", async () => {
   const env = await testEnv();
   try {

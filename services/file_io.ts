@@ -54,14 +54,29 @@ export async function syncFile(path: string): Promise<void> {
   }
 }
 
-/** Syncs every file and folder under `dir`, and `dir` itself last. */
+/**
+ * Syncs every file under `dir`, then every folder (deepest first, `dir` itself last), at
+ * most 16 at a time: a new PostgreSQL cluster is ~1000 files, more than a default limit
+ * of open files allows at once.
+ */
 export async function syncTree(dir: string): Promise<void> {
-  const work: Promise<void>[] = [];
-  for await (const e of Deno.readDir(dir)) {
-    const path = `${dir}/${e.name}`;
-    if (e.isDirectory) work.push(syncTree(path));
-    else if (e.isFile) work.push(syncFile(path));
+  const files: string[] = [];
+  const dirs: string[] = [];
+  const walk = async (d: string) => {
+    dirs.push(d);
+    for await (const e of Deno.readDir(d)) {
+      const path = `${d}/${e.name}`;
+      if (e.isDirectory) await walk(path);
+      else if (e.isFile) files.push(path);
+    }
+  };
+  await walk(dir);
+  for (const batch of [files, dirs.reverse()]) {
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: Math.min(16, batch.length) }, async () => {
+        while (next < batch.length) await syncFile(batch[next++]);
+      }),
+    );
   }
-  await Promise.all(work);
-  await syncFile(dir);
 }

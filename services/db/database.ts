@@ -46,6 +46,7 @@ export interface DatabaseOptions {
   log?: (e: Record<string, unknown>) => void;
 }
 
+/** Whether a path exists (other errors, such as no permission, are thrown). */
 async function exists(path: string): Promise<boolean> {
   try {
     await Deno.stat(path);

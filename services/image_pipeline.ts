@@ -50,8 +50,10 @@ async function sniffType(path: string) {
 /**
  * Files up to this size are decoded from memory: libvips then finds the loader in the
  * bytes instead of opening the file once per candidate format (~30 opens an upload), ~0.45
- * ms of a 200 KB upload's 6 ms decode. Larger ones stay on disk, where libvips maps them
- * rather than copying them into the heap (the upload memory benchmark).
+ * ms of a 200 KB upload's 6 ms decode. The bytes are held while the upload waits for a
+ * worker, so about (IMAGE_QUEUE + IMAGE_WORKERS) MB at most. Larger files stay on disk,
+ * where libvips maps them rather than copying them into the heap (the upload memory
+ * benchmark).
  */
 const DECODE_FROM_MEMORY_MAX = 1024 * 1024;
 

@@ -1,6 +1,6 @@
 import type { Context } from "hono";
 import type { App } from "./env.ts";
-import type { AppDeps } from "../services/deps.ts";
+import type { AppDeps, Clock } from "../services/deps.ts";
 import { type ImageRow, MIME_BY_EXT } from "../services/images.ts";
 import type { ImageRowCache } from "../services/image_cache.ts";
 import { ApiError } from "../schemas/errors.ts";
@@ -43,11 +43,38 @@ export function proxyPath(key: string): string {
   return `${PROXY_PREFIX}${key.slice(0, 2)}/${key}`;
 }
 
-/** Cache-Control of a file: immutable for good, or until the image expires. */
-function cacheControlOf(row: ImageRow, now: Date): string {
+/**
+ * Cache-Control of a file: immutable for good, or until the image expires (the only case
+ * that reads the clock).
+ */
+function cacheControlOf(row: ImageRow, clock: Clock): string {
   if (!row.expires_at) return IMMUTABLE;
-  const left = (new Date(row.expires_at).getTime() - now.getTime()) / 1000;
+  const left = (new Date(row.expires_at).getTime() - clock.now().getTime()) /
+    1000;
   return `public, max-age=${Math.max(0, Math.floor(left))}`;
+}
+
+/**
+ * The headers of an answer without a body, the same from the fast and the full path. A
+ * 304 only refreshes the cached copy (RFC 9110 15.4.5): ETag and Cache-Control are what it
+ * needs, the rest came with the 200. The proxy's 200 adds the type and where nginx finds
+ * the file; its internal location adds the rest (deploy/nginx-images.conf).
+ */
+function bodilessHeaders(
+  name: FileName,
+  row: ImageRow,
+  clock: Clock,
+  redirect: boolean,
+): Record<string, string> {
+  const headers: Record<string, string> = {
+    "etag": name.etag,
+    "cache-control": cacheControlOf(row, clock),
+  };
+  if (redirect) {
+    headers["content-type"] = MIME_BY_EXT[name.ext];
+    headers["x-accel-redirect"] = name.proxyPath;
+  }
+  return headers;
 }
 
 /**
@@ -86,17 +113,8 @@ export function imageFastPath(
     if (!fresh && !proxied) return undefined;
     const begun = deps.config.LOG_REQUESTS ? performance.now() : 0;
     const id = requestIdOf(req.headers.get("x-request-id"));
-    const headers: Record<string, string> = {
-      "etag": etag,
-      "cache-control": row.expires_at
-        ? cacheControlOf(row, deps.clock.now())
-        : IMMUTABLE,
-      "x-request-id": id,
-    };
-    if (!fresh) {
-      headers["content-type"] = MIME_BY_EXT[name.ext];
-      headers["x-accel-redirect"] = name.proxyPath;
-    }
+    const headers = bodilessHeaders(name, row, deps.clock, !fresh);
+    headers["x-request-id"] = id;
     if (deps.lifecycle?.draining) headers["connection"] = "close";
     const status = fresh ? 304 : 200;
     if (deps.config.LOG_REQUESTS) {
@@ -196,25 +214,17 @@ export function registerHostRoutes(
     const row = await rows.get(name.id);
     if (!row || !name.isIn(row)) throw new ApiError(404);
 
-    const cacheControl = cacheControlOf(row, deps.clock.now());
     if (etagMatches(c.req.header("if-none-match"), etag)) {
-      // A 304 only refreshes the cached copy (RFC 9110 15.4.5): ETag and Cache-Control are
-      // what it needs; the rest came with the 200 and stays in the cache. Checked before
-      // anything else is built: revalidations are the hottest request an image host gets.
-      return c.body(null, 304, { "ETag": etag, "Cache-Control": cacheControl });
+      // Checked before anything else is built: revalidations are the hottest request an
+      // image host gets.
+      return c.body(null, 304, bodilessHeaders(name, row, deps.clock, false));
     }
     if (proxied) {
       // The proxy sends the bytes (sendfile, ranges, HEAD) from the same file the fs
-      // store wrote, with the headers its internal location adds (deploy/
-      // nginx-images.conf); everything that decides whether they may be sent was decided
-      // here. The fast path answers the same.
-      return c.body(null, 200, {
-        "ETag": etag,
-        "Cache-Control": cacheControl,
-        "Content-Type": MIME_BY_EXT[ext],
-        "X-Accel-Redirect": name.proxyPath,
-      });
+      // store wrote; everything that decides whether they may be sent was decided here.
+      return c.body(null, 200, bodilessHeaders(name, row, deps.clock, true));
     }
+    const cacheControl = cacheControlOf(row, deps.clock);
     const headers: Record<string, string> = {
       "ETag": etag,
       "Cache-Control": cacheControl,

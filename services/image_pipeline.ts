@@ -36,12 +36,19 @@ const ACCEPTED: Record<string, string> = {
 };
 
 /** The type the file's first bytes announce (file-type needs at most 4100 of them). */
-async function sniffType(path: string) {
+async function sniffType(source: Source) {
+  const head = typeof source === "string"
+    ? await readHead(source, 4100)
+    : source.subarray(0, 4100);
+  return await fileTypeFromBuffer(head).catch(() => undefined);
+}
+
+/** The first `n` bytes of a file (fewer if it is shorter). */
+async function readHead(path: string, n: number): Promise<Uint8Array> {
   const f = await Deno.open(path, { read: true });
   try {
-    const head = new Uint8Array(4100);
-    const n = await readFull(f, head);
-    return await fileTypeFromBuffer(head.subarray(0, n)).catch(() => undefined);
+    const head = new Uint8Array(n);
+    return head.subarray(0, await readFull(f, head));
   } finally {
     f.close();
   }
@@ -189,10 +196,7 @@ export class ImagePipeline {
     file: IncomingImage,
     opts: { expiration?: number; source?: string } = {},
   ): Promise<ImageRecord & { duplicate?: boolean }> {
-    const ext = await this.#admit(file);
-    const source = file.size <= DECODE_FROM_MEMORY_MAX
-      ? await Deno.readFile(file.path)
-      : file.path;
+    const { ext, source } = await this.#admit(file);
     const shape = await this.#inspect(source, ext);
 
     const id = randomToken(9);
@@ -236,16 +240,24 @@ export class ImagePipeline {
     }
   }
 
-  /** Size and type, from the bytes: the stored extension, or 130/141. */
-  async #admit(file: IncomingImage): Promise<string> {
+  /**
+   * Size and type, from the bytes: the stored extension and what libvips is to decode (a
+   * small file's bytes, read once here, else its path), or 130/141.
+   */
+  async #admit(
+    file: IncomingImage,
+  ): Promise<{ ext: string; source: Source }> {
     if (file.truncated || file.size > this.deps.config.MAX_FILE_BYTES) {
       throw new ApiError(130);
     }
     if (file.size === 0) throw new ApiError(141, { message: "Empty file" });
-    const type = await sniffType(file.path);
+    const source = file.size <= DECODE_FROM_MEMORY_MAX
+      ? await Deno.readFile(file.path)
+      : file.path;
+    const type = await sniffType(source);
     const ext = type && ACCEPTED[type.mime];
     if (!ext) throw new ApiError(141);
-    return ext;
+    return { ext, source };
   }
 
   /**
@@ -429,6 +441,8 @@ export class ImagePipeline {
       thumbPath,
     ]];
     if (mediumPath) puts.push([keys.medium!, mediumPath]);
+    const dropFiles = () =>
+      Promise.allSettled(puts.map(([key]) => store.delete(key)));
     try {
       // Handed over as files: the filesystem store renames them into place instead of
       // copying their bytes through memory (the memory benchmark's largest allocator).
@@ -458,7 +472,7 @@ export class ImagePipeline {
         if (inserted) break;
         const dup = await this.#duplicateOf(userId, file.sha256);
         if (dup) {
-          await Promise.allSettled(puts.map(([key]) => store.delete(key)));
+          await dropFiles();
           return await this.#renew(dup, opts.expiration);
         }
         if (tries > 1) {
@@ -474,17 +488,17 @@ export class ImagePipeline {
         }
       }
     } catch (e) {
-      await Promise.allSettled(puts.map(([key]) => store.delete(key)));
+      await dropFiles();
       throw e;
     }
     return toImageRecord(config, row);
   }
 }
 
-/** What the header says about an image (see ImagePipeline#inspect). */
 /** What libvips decodes: the received file's bytes (small files) or its path. */
 type Source = Uint8Array | string;
 
+/** What the header says about an image (see ImagePipeline#inspect). */
 interface Shape {
   meta: Metadata;
   frames: number;

@@ -6,7 +6,7 @@ import { PGlite } from "@electric-sql/pglite";
 import { fsyncSync } from "node:fs";
 import {
   DurableNodeFS,
-  pgliteStartParams,
+  PGLITE_START_PARAMS,
 } from "../services/db/durable_node_fs.ts";
 
 for (const kind of databaseKinds()) {
@@ -127,7 +127,7 @@ test("embedded PGlite's commits reach the disk: each committed write fsyncs the 
       fsyncSync(fd);
       synced.push(path);
     }),
-    startParams: pgliteStartParams(PGlite.defaultStartParams),
+    startParams: [...PGLITE_START_PARAMS],
   });
   try {
     await pg.exec("create table t (n int)");

@@ -1,7 +1,7 @@
 import { PGlite } from "@electric-sql/pglite";
 import { Kysely, PostgresDialect, sql } from "kysely";
 import { PGliteDialect } from "./pglite_dialect.ts";
-import { DurableNodeFS, pgliteStartParams } from "./durable_node_fs.ts";
+import { DurableNodeFS, PGLITE_START_PARAMS } from "./durable_node_fs.ts";
 import { syncTree } from "../file_io.ts";
 import type { DB } from "./schema.ts";
 import { answersWithin } from "../timeout.ts";
@@ -108,7 +108,7 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
       ? { dataDir: opts.dataDir, fs: new DurableNodeFS(opts.dataDir) }
       : {}),
     ...(opts.loadDataDir ? { loadDataDir: opts.loadDataDir } : {}),
-    startParams: pgliteStartParams(PGlite.defaultStartParams),
+    startParams: [...PGLITE_START_PARAMS],
   });
   // A new cluster's files are unpacked by PGlite, not written by PostgreSQL, so no
   // checkpoint would sync them: once, here, before anything is committed to them.

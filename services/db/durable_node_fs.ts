@@ -1,5 +1,5 @@
 import { NodeFS } from "@electric-sql/pglite/nodefs";
-import type { PGlite } from "@electric-sql/pglite";
+import { PGlite } from "@electric-sql/pglite";
 import { fsyncSync } from "node:fs";
 
 /** PGlite's Emscripten module, as far as this file touches it. */
@@ -22,7 +22,7 @@ interface NodeFsInternals {
  * kernel; fdatasync does not even reach the filesystem layer): a commit then survives kill
  * -9, since the kernel still holds the written pages, but not a power cut or a kernel
  * crash. Here a file's fsync is the kernel's fsync. With fsync on and
- * `wal_sync_method=fsync` (see {@link pgliteStartParams}), a commit's WAL is on disk
+ * `wal_sync_method=fsync` (see {@link PGLITE_START_PARAMS}), a commit's WAL is on disk
  * before the commit returns, and checkpoints sync the data files, as with a PostgreSQL
  * server. A failed fsync reaches PostgreSQL as an I/O error, which it treats as fatal.
  */
@@ -70,15 +70,13 @@ export class DurableNodeFS extends NodeFS {
  * are small and PGlite's files are read through the OS page cache anyway (db_bench: the
  * same key lookup and insert rates).
  */
-export function pgliteStartParams(defaults: readonly string[]): string[] {
-  return [
-    ...defaults,
-    // After PGlite's `-F` (fsync off), so this one counts.
-    "-c",
-    "fsync=on",
-    "-c",
-    "wal_sync_method=fsync",
-    "-c",
-    "shared_buffers=16MB",
-  ];
-}
+export const PGLITE_START_PARAMS: readonly string[] = [
+  ...PGlite.defaultStartParams,
+  // After PGlite's `-F` (fsync off), so this one counts.
+  "-c",
+  "fsync=on",
+  "-c",
+  "wal_sync_method=fsync",
+  "-c",
+  "shared_buffers=16MB",
+];

@@ -162,3 +162,44 @@ test("embedded PGlite's commits reach the disk: each committed write fsyncs the 
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+test("a failed fsync of the embedded database stops the process with a line saying why, instead of leaving PGlite spinning on the next statement", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "imagehost-pgeio-" });
+  try {
+    const fs =
+      new URL("../services/db/durable_node_fs.ts", import.meta.url).href;
+    const code = `
+      import { PGlite } from "@electric-sql/pglite";
+      import { DurableNodeFS, PGLITE_START_PARAMS } from ${JSON.stringify(fs)};
+      const dir = ${JSON.stringify(dir)};
+      let fail = false;
+      const pg = await PGlite.create({
+        dataDir: dir,
+        fs: new DurableNodeFS(dir, () => {
+          if (fail) throw new Error("EIO: i/o error, fsync");
+        }),
+        startParams: [...PGLITE_START_PARAMS],
+      });
+      await pg.exec("create table t (n int)");
+      fail = true;
+      await pg.query("insert into t values (1)").catch(() => {});
+      await pg.query("select 1");
+      console.log("still running");
+    `;
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: ["eval", code],
+      cwd: new URL("..", import.meta.url).pathname,
+      stdout: "piped",
+      stderr: "piped",
+      // Without the stop, the next statement spins for good: this turns that into a failure.
+      signal: AbortSignal.timeout(60_000),
+    }).output();
+    const stderr = new TextDecoder().decode(out.stderr);
+    assert.equal(out.code, 70, stderr);
+    assert.match(stderr, /could not sync a file; stopping/);
+    assert.match(stderr, /pg_wal/);
+    assert.doesNotMatch(new TextDecoder().decode(out.stdout), /still running/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

@@ -1,6 +1,7 @@
 import { NodeFS } from "@electric-sql/pglite/nodefs";
 import { PGlite } from "@electric-sql/pglite";
 import { fsyncSync } from "node:fs";
+import { jsonLogger } from "../deps.ts";
 
 /** PGlite's Emscripten module, as far as this file touches it. */
 type PostgresMod = Parameters<NodeFS["init"]>[1];
@@ -24,14 +25,19 @@ interface NodeFsInternals {
  * crash. Here a file's fsync is the kernel's fsync. With fsync on and
  * `wal_sync_method=fsync` (see {@link PGLITE_START_PARAMS}), a commit's WAL is on disk
  * before the commit returns, and checkpoints sync the data files, as with a PostgreSQL
- * server. A failed fsync reaches PostgreSQL as an I/O error, which it treats as fatal.
+ * server. A failed fsync stops the process (see {@link stopOnSyncFailure}).
  */
 export class DurableNodeFS extends NodeFS {
-  /** `sync` syncs one open file (the kernel's fsync; tests watch which files it gets). */
+  /**
+   * `sync` syncs one open file (the kernel's fsync; tests watch which files it gets);
+   * `onFailure` hears a sync that failed, before PostgreSQL does.
+   */
   constructor(
     dataDir: string,
     private readonly sync: (fd: number, path: string) => void = (fd) =>
       fsyncSync(fd),
+    private readonly onFailure: (e: unknown, path: string) => void =
+      stopOnSyncFailure,
   ) {
     super(dataDir);
   }
@@ -41,7 +47,7 @@ export class DurableNodeFS extends NodeFS {
     opts: Partial<PostgresMod>,
   ): Promise<{ emscriptenOpts: Partial<PostgresMod> }> {
     const { emscriptenOpts } = await super.init(pg, opts);
-    const sync = this.sync;
+    const { sync, onFailure } = this;
     return {
       emscriptenOpts: {
         ...emscriptenOpts,
@@ -52,7 +58,15 @@ export class DurableNodeFS extends NodeFS {
             // Every NODEFS file shares this one table of operations.
             NODEFS.stream_ops.fsync = (stream) => {
               if (stream.nfd === undefined) return 0;
-              NODEFS.tryFSOperation(() => sync(stream.nfd!, stream.path ?? ""));
+              const path = stream.path ?? "";
+              NODEFS.tryFSOperation(() => {
+                try {
+                  sync(stream.nfd!, path);
+                } catch (e) {
+                  onFailure(e, path);
+                  throw e;
+                }
+              });
               return 0;
             };
           },
@@ -60,6 +74,24 @@ export class DurableNodeFS extends NodeFS {
       },
     };
   }
+}
+
+/**
+ * What a failed fsync does by default: stop the process, with a line saying why.
+ * PostgreSQL cannot trust its files after one (its own answer is to crash and recover
+ * from the WAL), and PGlite, once its engine has given up, spins on the next statement
+ * for good, which would freeze every request of this process. Nothing the failed sync
+ * carried was acknowledged; a restart (the supervisor's, or a balancer's other instance
+ * meanwhile) recovers from the WAL.
+ */
+export function stopOnSyncFailure(e: unknown, path: string): never {
+  jsonLogger.error({
+    msg:
+      "embedded database could not sync a file; stopping (a restart recovers from its WAL)",
+    path,
+    error: String(e),
+  });
+  Deno.exit(70);
 }
 
 /**

@@ -21,6 +21,14 @@ import {
   stripPng,
 } from "./metadata_strip.ts";
 import { readFull } from "./file_io.ts";
+import {
+  BMP_HEAD_BYTES,
+  type BmpInfo,
+  BmpTimeout,
+  bmpToTiff,
+  MalformedBmp,
+  parseBmp,
+} from "./bmp.ts";
 import { claimScratchDir, processTag } from "./scratch_dir.ts";
 import { WorkSlots } from "./work_slots.ts";
 
@@ -197,7 +205,7 @@ export class ImagePipeline {
     opts: { expiration?: number; source?: string } = {},
   ): Promise<ImageRecord & { duplicate?: boolean }> {
     const { ext, source } = await this.#admit(file);
-    const shape = await this.#inspect(source, ext);
+    const shape = await this.#inspect(source, ext, file.size);
 
     const id = randomToken(9);
     const temps: string[] = [];
@@ -265,12 +273,21 @@ export class ImagePipeline {
    * when all frames together are over MAX_IMAGE_PIXELS: a small GIF of many full-canvas
    * frames decodes to billions of pixels, and one frame's size alone does not show it.
    */
-  async #inspect(source: Source, ext: string): Promise<Shape> {
+  async #inspect(source: Source, ext: string, size: number): Promise<Shape> {
     const max = this.deps.config.MAX_IMAGE_PIXELS;
-    let meta: Metadata;
+    let meta: Header;
+    let bmp: BmpInfo | undefined;
     try {
-      meta = await sharp(source, { limitInputPixels: false }).metadata();
-    } catch {
+      if (ext === "bmp") {
+        const head = typeof source === "string"
+          ? await readHead(source, BMP_HEAD_BYTES)
+          : source.subarray(0, BMP_HEAD_BYTES);
+        bmp = parseBmp(head, size);
+        // What the rest of the pipeline reads of a header; a BMP carries no metadata.
+        meta = { width: bmp.width, height: bmp.height };
+      } else meta = await sharp(source, { limitInputPixels: false }).metadata();
+    } catch (e) {
+      if (e instanceof MalformedBmp) throw damaged(e.message);
       throw new ApiError(141);
     }
     if (!meta.width || !meta.height) throw new ApiError(141);
@@ -287,6 +304,7 @@ export class ImagePipeline {
     const rotated = orientation >= 5;
     return {
       meta,
+      bmp,
       frames,
       animated: ext === "gif" || ext === "webp" ? frames > 1 : false,
       orientation,
@@ -316,8 +334,11 @@ export class ImagePipeline {
       return Math.max(1, Math.ceil(left / 1000));
     };
     const vext = variantExt(ext);
+    const decodable = shape.bmp
+      ? await this.#bmpAsTiff(source, shape.bmp, tmp("px.tif"), deadline)
+      : source;
     const input = () =>
-      sharp(source, {
+      sharp(decodable, {
         animated,
         limitInputPixels: config.MAX_IMAGE_PIXELS * Math.max(1, frames),
         failOn: "error",
@@ -364,9 +385,7 @@ export class ImagePipeline {
         } else await stripPng(file.path, out, this.#stripBuffers);
       } catch (e) {
         if (!(e instanceof MalformedImage)) throw e;
-        throw new ApiError(141, {
-          message: `Unsupported image type: the file is damaged (${e.message})`,
-        });
+        throw damaged(e.message);
       }
       return out;
     })();
@@ -400,6 +419,23 @@ export class ImagePipeline {
       }
     }
     return { originalPath, thumbPath, mediumPath, vext };
+  }
+
+  /** A BMP's pixels as a TIFF libvips can read (bounded memory; see bmp.ts), or 141/143. */
+  async #bmpAsTiff(
+    source: Source,
+    info: BmpInfo,
+    out: string,
+    deadline: number,
+  ): Promise<string> {
+    try {
+      await bmpToTiff(source, info, out, deadline);
+    } catch (e) {
+      if (e instanceof MalformedBmp) throw damaged(e.message);
+      if (e instanceof BmpTimeout) throw tooSlow();
+      throw e;
+    }
+    return out;
   }
 
   /** Writes the files to the store, then commits the row: acknowledged means complete. */
@@ -498,9 +534,17 @@ export class ImagePipeline {
 /** What libvips decodes: the received file's bytes (small files) or its path. */
 type Source = Uint8Array | string;
 
+/** What the pipeline reads of libvips' header (a BMP carries no metadata). */
+type Header = Pick<
+  Metadata,
+  "width" | "height" | "pages" | "orientation" | "exif" | "xmp" | "iptc"
+>;
+
 /** What the header says about an image (see ImagePipeline#inspect). */
 interface Shape {
-  meta: Metadata;
+  meta: Header;
+  /** A BMP's headers: libvips has no BMP loader, so its pixels are rewritten first. */
+  bmp?: BmpInfo;
   frames: number;
   animated: boolean;
   orientation: number;
@@ -519,6 +563,13 @@ interface Made {
 /** libvips stopped a pipeline at its `timeout`. */
 function isTimeout(e: unknown): boolean {
   return e instanceof Error && /^timeout:/i.test(e.message);
+}
+
+/** 141 for a file whose structure is broken, saying where. */
+function damaged(why: string): ApiError {
+  return new ApiError(141, {
+    message: `Unsupported image type: the file is damaged (${why})`,
+  });
 }
 
 function tooSlow(): ApiError {

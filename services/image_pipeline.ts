@@ -1,7 +1,7 @@
 import sharp from "sharp";
 type Sharp = ReturnType<typeof sharp>;
 type Metadata = Awaited<ReturnType<Sharp["metadata"]>>;
-import { fileTypeFromBuffer } from "file-type";
+import { fileTypeFromBuffer, fileTypeFromFile } from "file-type";
 import { join } from "node:path";
 import type { AppDeps } from "./deps.ts";
 import { ApiError, OUTAGE_RETRY_AFTER_S } from "../schemas/errors.ts";
@@ -29,6 +29,7 @@ import {
   MalformedBmp,
   parseBmp,
 } from "./bmp.ts";
+import { readBytes, readFile, tiffHasOtherTags } from "./tiff_tags.ts";
 import { claimScratchDir, processTag } from "./scratch_dir.ts";
 import { WorkSlots } from "./work_slots.ts";
 
@@ -43,12 +44,16 @@ const ACCEPTED: Record<string, string> = {
   "image/tiff": "tiff",
 };
 
-/** The type the file's first bytes announce (file-type needs at most 4100 of them). */
+/**
+ * The type the file's bytes announce. file-type is handed the whole file, not a head: it
+ * reads a TIFF's first directory, where that says TIFF rather than a camera's raw format,
+ * and libtiff writes the directory after the pixels, so a head of any fixed size refused
+ * every TIFF larger than it (141). For a file on disk it reads only what it needs.
+ */
 async function sniffType(source: Source) {
-  const head = typeof source === "string"
-    ? await readHead(source, 4100)
-    : source.subarray(0, 4100);
-  return await fileTypeFromBuffer(head).catch(() => undefined);
+  return await (typeof source === "string"
+    ? fileTypeFromFile(source)
+    : fileTypeFromBuffer(source)).catch(() => undefined);
 }
 
 /** The first `n` bytes of a file (fewer if it is shorter). */
@@ -395,7 +400,11 @@ export class ImagePipeline {
     if (decoded.status === "rejected") throw decoded.reason;
     if (original.status === "rejected") throw original.reason;
     let originalPath = original.value ?? file.path;
-    if (!original.value && (meta.exif || meta.xmp || meta.iptc)) {
+    if (
+      !original.value &&
+      (meta.exif || meta.xmp || meta.iptc ||
+        (ext === "tiff" && await tiffHasOtherTagsIn(source)))
+    ) {
       // No lossless path for these containers: re-encode at high quality, orientation
       // baked into the pixels since the tag goes with the rest of the metadata. After
       // the variants, not beside them: two full decodes of a large image at once would
@@ -528,6 +537,19 @@ export class ImagePipeline {
       throw e;
     }
     return toImageRecord(config, row);
+  }
+}
+
+/** Whether a TIFF's tags go beyond its pixels' (see tiff_tags.ts). */
+async function tiffHasOtherTagsIn(source: Source): Promise<boolean> {
+  if (typeof source !== "string") {
+    return await tiffHasOtherTags(readBytes(source));
+  }
+  const f = await Deno.open(source, { read: true });
+  try {
+    return await tiffHasOtherTags(readFile(f));
+  } finally {
+    f.close();
   }
 }
 

@@ -3,6 +3,7 @@ import { deflateSync } from "node:zlib";
 import sharp from "sharp";
 import { fetchBytes, test, testEnv, upload, userWithKey } from "./helpers.ts";
 import { concatBytes, formWith } from "./fixtures.ts";
+import { readBytes, tiffHasOtherTags } from "../services/tiff_tags.ts";
 
 /**
  * Personal data a camera or an editor leaves in a file, each a string the stored bytes are
@@ -193,5 +194,189 @@ test("a PNG's eXIf, tEXt, iTXt, zTXt and tIME chunks are dropped from the stored
     assert.deepEqual(bytes, plain);
   } finally {
     await env.close();
+  }
+});
+
+/**
+ * A TIFF written tag by tag: 64×48 RGB, 8 or 16 bits a channel, in either byte order,
+ * with `extra` tags (ASCII or bytes) and, when `gps` is given, a GPS directory holding it.
+ * Like libtiff, it puts the directory after the pixels.
+ */
+function makeTiff(opts: {
+  bigEndian?: boolean;
+  bits?: 8 | 16;
+  extra?: [tag: number, value: string][];
+  gps?: string;
+}): { bytes: Uint8Array; pixels: Uint8Array } {
+  const little = !opts.bigEndian, bits = opts.bits ?? 8;
+  const w = 64, h = 48, bps = bits / 8;
+  const pixels = new Uint8Array(w * h * 3 * bps);
+  for (let i = 0; i < pixels.length; i++) pixels[i] = (i * 7) % 251;
+  const blobs: Uint8Array[] = [];
+  let end = 8 + pixels.length;
+  const place = (b: Uint8Array) => {
+    const at = end + (end & 1);
+    blobs.push(new Uint8Array(at - end), b);
+    end = at + b.length;
+    return at;
+  };
+  const short = (n: number) => {
+    const b = new Uint8Array(2);
+    new DataView(b.buffer).setUint16(0, n, little);
+    return b;
+  };
+  const bpsAt = place(cat(short(bits), short(bits), short(bits)));
+  // [tag, type, count, value or offset]
+  const entries: [number, number, number, number][] = [
+    [256, 4, 1, w],
+    [257, 4, 1, h],
+    [258, 3, 3, bpsAt],
+    [259, 3, 1, 1],
+    [262, 3, 1, 2],
+    [273, 4, 1, 8],
+    [277, 3, 1, 3],
+    [278, 4, 1, h],
+    [279, 4, 1, pixels.length],
+  ];
+  for (const [tag, text] of opts.extra ?? []) {
+    const b = ascii(text + "\0");
+    entries.push([tag, 2, b.length, place(b)]);
+  }
+  const directory = (list: [number, number, number, number][]) => {
+    list.sort((a, b) => a[0] - b[0]);
+    const b = new Uint8Array(2 + list.length * 12 + 4);
+    const v = new DataView(b.buffer);
+    v.setUint16(0, list.length, little);
+    list.forEach(([tag, type, count, value], i) => {
+      v.setUint16(2 + i * 12, tag, little);
+      v.setUint16(4 + i * 12, type, little);
+      v.setUint32(6 + i * 12, count, little);
+      if (type === 3 && count === 1) v.setUint16(10 + i * 12, value, little);
+      else v.setUint32(10 + i * 12, value, little);
+    });
+    return b;
+  };
+  if (opts.gps !== undefined) {
+    const area = ascii(opts.gps);
+    const gpsAt = place(directory([[28, 7, area.length, place(area)]]));
+    entries.push([34853, 4, 1, gpsAt]);
+  }
+  const ifdAt = place(directory(entries));
+  const head = new Uint8Array(8);
+  head.set(little ? [0x49, 0x49] : [0x4d, 0x4d]);
+  new DataView(head.buffer).setUint16(2, 42, little);
+  new DataView(head.buffer).setUint32(4, ifdAt, little);
+  const px = pixels.slice();
+  if (bits === 16 && !little) {
+    for (let i = 0; i < px.length; i += 2) {
+      [px[i], px[i + 1]] = [px[i + 1], px[i]];
+    }
+  }
+  return { bytes: cat(head, px, ...blobs), pixels };
+}
+
+test("a TIFF's camera, artist, XMP and GPS tags are gone from the stored bytes, in either byte order, and its pixels are kept", async () => {
+  const env = await testEnv();
+  try {
+    const { key } = await userWithKey(env);
+    for (const bigEndian of [false, true]) {
+      const { bytes } = makeTiff({
+        bigEndian,
+        // libvips reports a TIFF's XMP and nothing else of these: the little-endian
+        // file carries only tags it does not report.
+        extra: [
+          [271, SECRETS.make],
+          [315, SECRETS.artist],
+          ...(bigEndian
+            ? [
+              [700, `<x:xmpmeta>${SECRETS.xmp}</x:xmpmeta>`] as [
+                number,
+                string,
+              ],
+            ]
+            : []),
+        ],
+        gps: SECRETS.gps,
+      });
+      for (const s of [SECRETS.make, SECRETS.artist, SECRETS.gps]) {
+        assert.ok(latin1(bytes).includes(s), `the fixture carries ${s}`);
+      }
+      const r = await upload(env, key, formWith([{ name: "t.tif", bytes }]));
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+      const { bytes: stored } = await fetchBytes(
+        env,
+        new URL(r.body.data.url).pathname,
+      );
+      const text = latin1(stored);
+      for (const [what, s] of Object.entries(SECRETS)) {
+        assert.ok(!text.includes(s), `${what} (${s}) is still in the bytes`);
+      }
+      const [a, b] = await Promise.all(
+        [bytes, stored].map((x) => sharp(x).raw().toBuffer()),
+      );
+      assert.ok(a.equals(b), "the same pixels");
+    }
+  } finally {
+    await env.close();
+  }
+});
+
+test("a TIFF with only pixel tags is stored byte for byte (16 bits a channel kept), and one whose directory lies past its first 4100 bytes is accepted from memory and from disk", async () => {
+  const env = await testEnv();
+  try {
+    const { key } = await userWithKey(env);
+    const sixteen = makeTiff({ bits: 16, bigEndian: true }).bytes;
+    // libvips' own TIFFs put the directory after the pixels too: 4 MB, decoded from disk.
+    const large = new Uint8Array(
+      await sharp({
+        create: { width: 1500, height: 900, channels: 3, background: "#246" },
+      }).tiff({ compression: "none" }).toBuffer(),
+    );
+    assert.ok(large.length > 1024 * 1024);
+    for (const bytes of [sixteen, large]) {
+      const r = await upload(env, key, formWith([{ name: "t.tif", bytes }]));
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+      assert.equal(r.body.data.image.mime, "image/tiff");
+      const { bytes: stored } = await fetchBytes(
+        env,
+        new URL(r.body.data.url).pathname,
+      );
+      assert.deepEqual(stored, bytes);
+    }
+    assert.equal((await sharp(sixteen).metadata()).depth, "ushort");
+  } finally {
+    await env.close();
+  }
+});
+
+test("tiffHasOtherTags walks every directory of the chain and answers true (re-encode) for what it cannot walk", async () => {
+  const plain = makeTiff({}).bytes;
+  assert.equal(await tiffHasOtherTags(readBytes(plain)), false);
+  const v = new DataView(plain.buffer);
+  const ifd = v.getUint32(4, true);
+  const next = ifd + 2 + v.getUint16(ifd, true) * 12;
+  // A second directory (here, the first again) is a loop: walked once, then refused.
+  const loop = plain.slice();
+  new DataView(loop.buffer).setUint32(next, ifd, true);
+  assert.equal(await tiffHasOtherTags(readBytes(loop)), true);
+  // A second directory with a tag off the list: found although the first is clean.
+  const second = cat(
+    plain,
+    new Uint8Array(plain.length & 1),
+    new Uint8Array(18),
+  );
+  const at = plain.length + (plain.length & 1);
+  const sv = new DataView(second.buffer);
+  sv.setUint32(next, at, true);
+  sv.setUint16(at, 1, true);
+  sv.setUint16(at + 2, 271, true); // Make
+  assert.equal(await tiffHasOtherTags(readBytes(second)), true);
+  // BigTIFF, a directory past the end, and a cut header.
+  const big = plain.slice();
+  new DataView(big.buffer).setUint16(2, 43, true);
+  const outside = plain.slice();
+  new DataView(outside.buffer).setUint32(4, plain.length + 100, true);
+  for (const b of [big, outside, plain.subarray(0, 6)]) {
+    assert.equal(await tiffHasOtherTags(readBytes(b)), true);
   }
 });

@@ -1,6 +1,6 @@
 /**
  * Lossless removal of personal metadata (EXIF incl. GPS, XMP, IPTC, comments, text chunks)
- * from JPEG and PNG files by dropping segments, so pixels are never re-encoded. Both make one
+ * from JPEG, PNG and GIF files by dropping segments, so pixels are never re-encoded. Each makes one
  * sequential pass through 1 MiB windows: memory stays bounded whatever the file size, and a
  * file costs a handful of reads and writes rather than several per segment.
  */
@@ -252,4 +252,72 @@ export async function stripPng(
     }
     throw new MalformedImage("PNG without IEND");
   });
+}
+
+/**
+ * Application extensions that change how a GIF shows: the loop count (Netscape's and its
+ * twin) and a colour profile. Others (XMP, editors' private data) are dropped.
+ */
+const KEEP_GIF_APP = new Set(["NETSCAPE2.0", "ANIMEXTS1.0", "ICCRGBG1012"]);
+
+/**
+ * Copies a GIF without its comments, plain-text blocks and application extensions other
+ * than the loop count and colour profile: libvips reports none of them, so a GIF was stored
+ * with its XMP (creator, GPS) and comments. Frames and their timing are copied byte for
+ * byte. A GIF that ends where a block should start is given its trailer, as browsers show
+ * it; one cut inside a block is damaged.
+ */
+export async function stripGif(
+  src: string,
+  dst: string,
+  buffers: StripBuffers = new StripBuffers(),
+): Promise<void> {
+  await transform(src, dst, buffers, async (r, w) => {
+    const head = await r.peek(13);
+    const sig = String.fromCharCode(...head.subarray(0, 6));
+    if (head.length < 13 || (sig !== "GIF87a" && sig !== "GIF89a")) {
+      throw new MalformedImage("not a GIF");
+    }
+    await r.take(13 + colourTable(head[10]), w.write);
+    for (;;) {
+      const b = await r.peek(1);
+      if (b.length === 0 || b[0] === 0x3b) { // the trailer; anything after it is dropped
+        await w.write(new Uint8Array([0x3b]));
+        return;
+      }
+      if (b[0] === 0x2c) { // an image: descriptor, local colours, LZW code size, data
+        const d = await r.peek(10);
+        if (d.length < 10) throw new MalformedImage("truncated GIF image");
+        await r.take(10 + colourTable(d[9]) + 1, w.write);
+        await gifSubBlocks(r, w.write);
+      } else if (b[0] === 0x21) {
+        const e = await r.peek(14);
+        if (e.length < 2) throw new MalformedImage("truncated GIF extension");
+        const keep = e[1] === 0xf9 || // graphic control: frame delay, transparency
+          (e[1] === 0xff && e.length === 14 && e[2] === 11 &&
+            KEEP_GIF_APP.has(String.fromCharCode(...e.subarray(3, 14))));
+        const sink = keep ? w.write : undefined;
+        await r.take(2, sink);
+        await gifSubBlocks(r, sink);
+      } else throw new MalformedImage("unknown GIF block");
+    }
+  });
+}
+
+/** Bytes of the colour table a GIF's packed field announces (0 without one). */
+function colourTable(packed: number): number {
+  return packed & 0x80 ? 3 << ((packed & 7) + 1) : 0;
+}
+
+/** Size-prefixed data blocks up to the empty one that ends them. */
+async function gifSubBlocks(
+  r: SeqReader,
+  sink?: (b: Uint8Array) => Promise<void>,
+) {
+  for (;;) {
+    const n = await r.peek(1);
+    if (n.length === 0) throw new MalformedImage("truncated GIF data");
+    await r.take(1 + n[0], sink);
+    if (n[0] === 0) return;
+  }
 }

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { deflateSync } from "node:zlib";
 import sharp from "sharp";
 import { fetchBytes, test, testEnv, upload, userWithKey } from "./helpers.ts";
-import { concatBytes, formWith } from "./fixtures.ts";
+import { concatBytes, formWith, makeAnimatedGif } from "./fixtures.ts";
 import { readBytes, tiffHasOtherTags } from "../services/tiff_tags.ts";
 
 /**
@@ -378,5 +378,51 @@ test("tiffHasOtherTags walks every directory of the chain and answers true (re-e
   new DataView(outside.buffer).setUint32(4, plain.length + 100, true);
   for (const b of [big, outside, plain.subarray(0, 6)]) {
     assert.equal(await tiffHasOtherTags(readBytes(b)), true);
+  }
+});
+
+test("a GIF's comments, plain-text blocks, XMP and other private extensions are dropped, while its frames, timing and loop count are kept byte for byte", async () => {
+  const env = await testEnv();
+  try {
+    const { key } = await userWithKey(env);
+    // Played twice: the loop count is a NETSCAPE2.0 application extension.
+    const plain = new Uint8Array(
+      await sharp(await makeAnimatedGif(3), { animated: true }).gif({ loop: 2 })
+        .toBuffer(),
+    );
+    // Extensions go after the header and global colour table, before the first frame.
+    const start = 13 + (plain[10] & 0x80 ? 3 << ((plain[10] & 7) + 1) : 0);
+    const blocks = (data: Uint8Array) =>
+      cat(new Uint8Array([data.length]), data);
+    const ext = (label: number, ...parts: Uint8Array[]) =>
+      cat(new Uint8Array([0x21, label]), ...parts, new Uint8Array([0]));
+    const gif = cat(
+      plain.subarray(0, start),
+      ext(0xfe, blocks(ascii(SECRETS.comment))),
+      ext(0xff, blocks(ascii("XMP DataXMP")), blocks(ascii(SECRETS.xmp))),
+      ext(0xff, blocks(ascii("EDITOR01abc")), blocks(ascii(SECRETS.artist))),
+      ext(0x01, blocks(new Uint8Array(12)), blocks(ascii(SECRETS.text))),
+      plain.subarray(start),
+    );
+    const r = await upload(env, key, formWith([{ name: "a.gif", bytes: gif }]));
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    const { bytes: stored } = await fetchBytes(
+      env,
+      new URL(r.body.data.url).pathname,
+    );
+    const text = latin1(stored);
+    for (const [what, s] of Object.entries(SECRETS)) {
+      assert.ok(!text.includes(s), `${what} (${s}) is still in the bytes`);
+    }
+    assert.ok(text.includes("NETSCAPE2.0"), "the loop count is kept");
+    // What is left is the GIF as it was before the extensions went in.
+    assert.deepEqual(stored, plain);
+    const [a, b] = await Promise.all(
+      [plain, stored].map((x) => sharp(x, { animated: true }).metadata()),
+    );
+    assert.deepEqual([b.pages, b.delay, b.loop], [a.pages, a.delay, a.loop]);
+    assert.deepEqual([b.pages, b.loop], [3, 2]);
+  } finally {
+    await env.close();
   }
 });

@@ -1,8 +1,9 @@
 /**
  * BMP support. The libvips inside sharp has no BMP loader, so a BMP is rewritten, in one
  * sequential pass, as an uncompressed TIFF that libvips then decodes like any upload. The
- * pass holds one 64 KiB window of each side (a row, when a row is wider), whatever the
- * image's size: decoding a 100-megapixel BMP into memory, as BMP packages on npm do, would
+ * pass reads through the strip code's reader (a reused 1 MiB window, or a small file's
+ * bytes as they are) and writes through a 64 KiB window, whatever the image's size:
+ * decoding a 100-megapixel BMP into memory, as BMP packages on npm do, would
  * take 400 MB of heap per upload. The TIFF is a temp file of width × height × 3 (or 4)
  * bytes beside the upload.
  *
@@ -14,9 +15,10 @@
  */
 
 import { writeAll } from "./file_io.ts";
+import { MalformedImage, SeqReader, StripBuffers } from "./metadata_strip.ts";
 
 /** The file is not a BMP this decoder can read: the upload is refused with 141. */
-export class MalformedBmp extends Error {
+export class MalformedBmp extends MalformedImage {
   override name = "MalformedBmp";
 }
 
@@ -197,9 +199,17 @@ export async function bmpToTiff(
   info: BmpInfo,
   out: string,
   deadline = Infinity,
+  buffers: StripBuffers = new StripBuffers(),
 ): Promise<void> {
-  const src = await ByteSource.open(source, info.dataOffset);
+  const file = typeof source === "string"
+    ? await Deno.open(source, { read: true })
+    : undefined;
+  const window = file && buffers.take();
   try {
+    const src = file && window
+      ? new SeqReader(file, (await file.stat()).size, window)
+      : SeqReader.ofBytes(source as Uint8Array);
+    await src.take(info.dataOffset);
     const f = await Deno.open(out, { write: true, createNew: true });
     try {
       const rows = new TiffRows(f, info, deadline);
@@ -212,64 +222,17 @@ export async function bmpToTiff(
       f.close();
     }
   } finally {
-    src.close();
+    file?.close();
+    if (window) buffers.give(window);
   }
 }
 
-/** Reads forward from an offset of a file or of bytes in memory, a window at a time. */
-class ByteSource {
-  #buf: Uint8Array;
-  #start = 0;
-  #end = 0;
-  private constructor(
-    private readonly file: Deno.FsFile | undefined,
-    bytes: Uint8Array | undefined,
-  ) {
-    this.#buf = bytes ?? new Uint8Array(WINDOW);
-    if (bytes) this.#end = bytes.length;
-  }
-
-  static async open(source: Uint8Array | string, offset: number) {
-    if (typeof source !== "string") {
-      const s = new ByteSource(undefined, source);
-      s.#start = offset;
-      return s;
-    }
-    const f = await Deno.open(source, { read: true });
-    await f.seek(offset, Deno.SeekMode.Start);
-    return new ByteSource(f, undefined);
-  }
-
-  /** The next n (≤ WINDOW) bytes, fewer only at the end of the data. */
-  async upTo(n: number): Promise<Uint8Array> {
-    if (this.#end - this.#start < n && this.file) {
-      this.#buf.copyWithin(0, this.#start, this.#end);
-      this.#end -= this.#start;
-      this.#start = 0;
-      while (this.#end < n) {
-        const r = await this.file.read(this.#buf.subarray(this.#end));
-        if (r === null) break;
-        this.#end += r;
-      }
-    }
-    const got = this.#buf.subarray(
-      this.#start,
-      this.#start + Math.min(n, this.#end - this.#start),
-    );
-    this.#start += got.length;
-    return got;
-  }
-
-  /** Exactly n (≤ WINDOW) bytes, or MalformedBmp. */
-  async take(n: number): Promise<Uint8Array> {
-    const got = await this.upTo(n);
-    if (got.length < n) throw new MalformedBmp("pixel data ends early");
-    return got;
-  }
-
-  close() {
-    this.file?.close();
-  }
+/** The next n bytes, consumed; MalformedBmp if the data ends first. */
+async function next(src: SeqReader, n: number): Promise<Uint8Array> {
+  const got = await src.peek(n);
+  if (got.length < n) throw new MalformedBmp("pixel data ends early");
+  await src.take(n);
+  return got;
 }
 
 /**
@@ -471,7 +434,7 @@ class TiffRows {
 }
 
 /** Uncompressed rows: palette indices, 16/24/32-bit pixels, or bit fields. */
-async function decodePlain(src: ByteSource, info: BmpInfo, rows: TiffRows) {
+async function decodePlain(src: SeqReader, info: BmpInfo, rows: TiffRows) {
   const { width, height, bitCount } = info;
   const convert = converter(info);
   // Pixels per read: a window's worth, in whole bytes for the packed depths.
@@ -481,7 +444,7 @@ async function decodePlain(src: ByteSource, info: BmpInfo, rows: TiffRows) {
   for (let r = 0; r < height; r++) {
     for (let x0 = 0; x0 < width; x0 += perChunk) {
       const n = Math.min(perChunk, width - x0);
-      const data = await src.take(Math.ceil((n * bitCount) / 8));
+      const data = await next(src, Math.ceil((n * bitCount) / 8));
       for (let i = 0; i < n;) {
         const { buf, at, count } = await rows.span(n - i);
         convert(data, i, count, buf, at);
@@ -489,7 +452,7 @@ async function decodePlain(src: ByteSource, info: BmpInfo, rows: TiffRows) {
         i += count;
       }
     }
-    if (rowBytes > used) await src.take(rowBytes - used);
+    if (rowBytes > used) await next(src, rowBytes - used);
     await rows.endRow();
   }
 }
@@ -559,7 +522,7 @@ function field(mask: number): (px: number) => number {
  * RLE8/RLE4: runs of one index (two alternating, in RLE4), literal runs, end of row,
  * end of image and position jumps. Pixels past the row are dropped, as browsers do.
  */
-async function decodeRle(src: ByteSource, info: BmpInfo, rows: TiffRows) {
+async function decodeRle(src: SeqReader, info: BmpInfo, rows: TiffRows) {
   const { palette, height } = info;
   const four = info.encoding === "rle4";
   const put = async (indexAt: (i: number) => number, n: number) => {
@@ -578,9 +541,10 @@ async function decodeRle(src: ByteSource, info: BmpInfo, rows: TiffRows) {
     }
   };
   while (rows.row < height) {
-    const op = await src.upTo(2);
+    const op = await src.peek(2);
     if (op.length < 2) break; // no end marker: the rest stays transparent
     const [n, b] = op;
+    await src.take(2);
     if (n > 0) {
       await put(four ? (i) => (i & 1 ? b & 15 : b >> 4) : () => b, n);
     } else if (b === 0) {
@@ -588,13 +552,13 @@ async function decodeRle(src: ByteSource, info: BmpInfo, rows: TiffRows) {
     } else if (b === 1) {
       break;
     } else if (b === 2) {
-      const [dx, dy] = await src.take(2);
+      const [dx, dy] = await next(src, 2);
       const x = rows.x + dx;
       for (let i = 0; i < dy; i++) await rows.endRow();
       await rows.skip(x - rows.x);
     } else {
       const bytes = four ? Math.ceil(b / 2) : b;
-      const data = (await src.take(bytes + (bytes & 1))).slice(0, bytes);
+      const data = (await next(src, bytes + (bytes & 1))).slice(0, bytes);
       await put(
         four
           ? (i) => (i & 1 ? data[i >> 1] & 15 : data[i >> 1] >> 4)

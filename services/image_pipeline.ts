@@ -441,9 +441,9 @@ export class ImagePipeline {
     deadline: number,
   ): Promise<string> {
     try {
-      await bmpToTiff(source, info, out, deadline);
+      await bmpToTiff(source, info, out, deadline, this.#stripBuffers);
     } catch (e) {
-      if (e instanceof MalformedBmp) throw damaged(e.message);
+      if (e instanceof MalformedImage) throw damaged(e.message);
       if (e instanceof BmpTimeout) throw tooSlow();
       throw e;
     }

@@ -34,20 +34,27 @@ export class StripBuffers {
   }
 }
 
-/** Sequential reader over a file through a reusable window. */
-class SeqReader {
+/** Sequential reader over a file through a reusable window, or over bytes in memory. */
+export class SeqReader {
   #start = 0; // window's offset of the first unread byte
   #end = 0; // window's offset past the last loaded byte
   pos = 0; // file position of the first unread byte
   constructor(
-    private readonly f: Deno.FsFile,
+    private readonly f: Deno.FsFile | undefined,
     readonly size: number,
     private readonly buf: Uint8Array,
   ) {}
 
+  /** A reader whose window is `bytes` themselves: nothing to load, nothing copied. */
+  static ofBytes(bytes: Uint8Array): SeqReader {
+    const r = new SeqReader(undefined, bytes.length, bytes);
+    r.#end = bytes.length;
+    return r;
+  }
+
   /** The next n (≤ WINDOW) bytes without consuming them; shorter at end of file. */
   async peek(n: number): Promise<Uint8Array> {
-    if (this.#end - this.#start < n) {
+    if (this.#end - this.#start < n && this.f) {
       this.buf.copyWithin(0, this.#start, this.#end);
       this.#end -= this.#start;
       this.#start = 0;

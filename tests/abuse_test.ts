@@ -1,16 +1,15 @@
 import assert from "node:assert/strict";
 import {
   json,
+  scratchFiles,
   storedKeys,
   test,
-  type TestEnv,
   testEnv,
   upload,
   userWithKey,
   waitUntil,
 } from "./helpers.ts";
 import { formWith, makeFrameBombGif, makeImage } from "./fixtures.ts";
-import { processTag } from "../services/scratch_dir.ts";
 import { WorkSlots } from "../services/work_slots.ts";
 import type { ApiError } from "../schemas/errors.ts";
 import { addressBucket } from "../services/address_throttle.ts";
@@ -66,17 +65,6 @@ function countingUpload(
       body,
     } as RequestInit,
   };
-}
-
-/** Files left in this process's scratch folders (upload temp files). */
-function scratchFiles(env: TestEnv): string[] {
-  const out: string[] = [];
-  for (const dir of [`${env.dataDir}/tmp/${processTag()}`]) {
-    try {
-      for (const e of Deno.readDirSync(dir)) out.push(e.name);
-    } catch { /* never created */ }
-  }
-  return out;
 }
 
 test("an upload without a valid key is refused after reading at most a 64 KB prefix of its body, and leaves nothing on disk", async () => {

@@ -3,6 +3,7 @@ import fc from "fast-check";
 import sharp from "sharp";
 import {
   fetchBytes,
+  scratchFiles,
   storedKeys,
   test,
   type TestEnv,
@@ -18,7 +19,6 @@ import {
   MalformedBmp,
   parseBmp,
 } from "../services/bmp.ts";
-import { processTag } from "../services/scratch_dir.ts";
 
 /**
  * Fixtures in tests/images/bmp: ImageMagick 6.9 wrote most of them and decoded each to the
@@ -45,17 +45,6 @@ async function uploadBmp(env: TestEnv, key: string, bytes: Uint8Array) {
   assert.equal(original.res.headers.get("content-type"), "image/bmp");
   assert.equal(thumb.res.status, 200);
   return { d, original: original.bytes, thumb: thumb.bytes };
-}
-
-/** Files left in the pipeline's temp folder (the TIFF a BMP is rewritten to, among them). */
-function scratchFiles(env: TestEnv): string[] {
-  try {
-    return [...Deno.readDirSync(`${env.dataDir}/tmp/${processTag()}`)].map((
-      e,
-    ) => e.name);
-  } catch {
-    return [];
-  }
 }
 
 /** A 24-bit BMP whose pixel (x, y) (top-left origin) is `px(x, y)`. */

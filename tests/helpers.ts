@@ -12,6 +12,7 @@ import { FsStore } from "../services/store/fs_store.ts";
 import type { BlobStore } from "../services/store/blob_store.ts";
 import { createUser } from "../services/accounts.ts";
 import { createApiKey } from "../services/api_keys.ts";
+import { processTag } from "../services/scratch_dir.ts";
 
 /** Deno.test without the op/resource sanitizers (PGlite and servers keep handles open). */
 export function test(name: string, fn: () => Promise<void> | void) {
@@ -252,6 +253,20 @@ export async function fetchBytes(
 }
 
 /** Every object key in a test app's store. */
+/**
+ * Files left in this process's scratch folder: upload temp files, and the TIFF a BMP is
+ * rewritten to.
+ */
+export function scratchFiles(env: TestEnv): string[] {
+  try {
+    return [...Deno.readDirSync(`${env.dataDir}/tmp/${processTag()}`)].map((
+      e,
+    ) => e.name);
+  } catch {
+    return []; // never created
+  }
+}
+
 export async function storedKeys(env: TestEnv): Promise<string[]> {
   const keys: string[] = [];
   for await (const k of env.deps.store.list()) keys.push(k.key);

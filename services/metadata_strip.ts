@@ -1,6 +1,6 @@
 /**
  * Lossless removal of personal metadata (EXIF incl. GPS, XMP, IPTC, comments, text chunks)
- * from JPEG, PNG and GIF files by dropping segments, so pixels are never re-encoded. Each makes one
+ * from JPEG, PNG, GIF and WebP files by dropping segments, so pixels are never re-encoded. Each makes one
  * sequential pass through 1 MiB windows: memory stays bounded whatever the file size, and a
  * file costs a handful of reads and writes rather than several per segment.
  */
@@ -54,6 +54,8 @@ export class SeqReader {
 
   /** The next n (≤ WINDOW) bytes without consuming them; shorter at end of file. */
   async peek(n: number): Promise<Uint8Array> {
+    // More than the window holds would read nothing forever: a caller's bug, not a file's.
+    if (n > this.buf.length) throw new RangeError(`peek(${n}) past the window`);
     if (this.#end - this.#start < n && this.f) {
       this.buf.copyWithin(0, this.#start, this.#end);
       this.#end -= this.#start;
@@ -91,22 +93,42 @@ export class SeqReader {
 /** Buffered writer: small pieces are gathered into 1 MiB writes. */
 class BufWriter {
   #len = 0;
+  #flushed = 0; // bytes already in the file
   constructor(
     private readonly f: Deno.FsFile,
     private readonly buf: Uint8Array,
   ) {}
+  /** Bytes written so far (the next write's offset in the file). */
+  get pos(): number {
+    return this.#flushed + this.#len;
+  }
   write = async (b: Uint8Array) => {
     if (this.#len + b.length > WINDOW) await this.flush();
     if (b.length >= WINDOW) return await this.#raw(b);
     this.buf.set(b, this.#len);
     this.#len += b.length;
   };
+  /**
+   * Overwrites bytes already written at `offset` (a size known only once what it counts
+   * has been copied): in the buffer when they are still there, else in the file.
+   */
+  async patch(offset: number, b: Uint8Array) {
+    if (offset >= this.#flushed) {
+      this.buf.set(b, offset - this.#flushed);
+      return;
+    }
+    await this.flush();
+    await this.f.seek(offset, Deno.SeekMode.Start);
+    await writeAll(this.f, b);
+    await this.f.seek(0, Deno.SeekMode.End);
+  }
   async flush() {
     await this.#raw(this.buf.subarray(0, this.#len));
     this.#len = 0;
   }
   async #raw(b: Uint8Array) {
     await writeAll(this.f, b);
+    this.#flushed += b.length;
   }
 }
 
@@ -327,4 +349,115 @@ async function gifSubBlocks(
     await r.take(1 + n[0], sink);
     if (n[0] === 0) return;
   }
+}
+
+/** WebP chunks that make up the picture; any other (EXIF, XMP, an editor's) is dropped. */
+const KEEP_WEBP = new Set([
+  "VP8X",
+  "VP8 ",
+  "VP8L",
+  "ALPH",
+  "ANIM",
+  "ANMF",
+  "ICCP",
+]);
+/** What an animation frame holds besides its 16-byte header. */
+const KEEP_WEBP_FRAME = new Set(["VP8 ", "VP8L", "ALPH"]);
+/** VP8X flags announcing EXIF (0x08) and XMP (0x04), cleared with their chunks gone. */
+const VP8X_METADATA = 0x0c;
+
+/**
+ * Copies a WebP without its EXIF and XMP chunks, chunks this format does not define
+ * (top level and inside animation frames) and anything after the RIFF's end: libvips reads
+ * EXIF and XMP but keeps the rest, so a WebP was re-encoded (a lossless one came back
+ * lossy) or stored with whatever it carried. The picture's chunks are copied byte for
+ * byte; the sizes that counted dropped chunks (the RIFF's, a frame's) are written anew.
+ */
+export async function stripWebp(
+  src: string,
+  dst: string,
+  buffers: StripBuffers = new StripBuffers(),
+): Promise<void> {
+  await transform(src, dst, buffers, async (r, w) => {
+    const head = await r.peek(12);
+    if (
+      head.length < 12 || fourcc(head, 0) !== "RIFF" ||
+      fourcc(head, 8) !== "WEBP"
+    ) throw new MalformedImage("not a WebP");
+    const end = 8 + le32(head, 4);
+    if (end > r.size) throw new MalformedImage("truncated WebP");
+    await r.take(12, w.write);
+    let pictures = 0;
+    while (r.pos + 8 <= end) {
+      const c = await r.peek(8);
+      const type = fourcc(c, 0), size = le32(c, 4);
+      if (!KEEP_WEBP.has(type)) await webpChunk(r, end, undefined);
+      else if (type === "ANMF") {
+        if (size < 16) throw new MalformedImage("WebP frame too short");
+        const at = w.pos;
+        await r.take(8 + 16, w.write);
+        const frameEnd = r.pos - 16 + size;
+        if (frameEnd > end) throw new MalformedImage("truncated WebP frame");
+        while (r.pos + 8 <= frameEnd) {
+          const t = fourcc(await r.peek(4), 0);
+          await webpChunk(
+            r,
+            frameEnd,
+            KEEP_WEBP_FRAME.has(t) ? w.write : undefined,
+          );
+        }
+        await r.take(frameEnd - r.pos);
+        if (size & 1 && r.pos < end) await r.take(1);
+        // The frame's chunks are all even-sized as written, so it needs no pad of its own.
+        await w.patch(at + 4, u32le(w.pos - at - 8));
+        pictures++;
+      } else if (type === "VP8X") {
+        // 10 bytes by the format; the bound also keeps the peek inside one window.
+        if (size < 10 || size > 64) throw new MalformedImage("bad WebP VP8X");
+        const x = (await r.peek(8 + size)).slice();
+        if (x.length < 8 + size) throw new MalformedImage("truncated WebP");
+        x[8] &= ~VP8X_METADATA;
+        await w.write(x);
+        await webpChunk(r, end, undefined);
+      } else {
+        if (type !== "ALPH" && type !== "ANIM" && type !== "ICCP") pictures++;
+        await webpChunk(r, end, w.write);
+      }
+    }
+    if (pictures === 0) throw new MalformedImage("WebP without image data");
+    await w.patch(4, u32le(w.pos - 8));
+  });
+}
+
+/**
+ * Takes one chunk ending by `end`, to `sink` or dropped. An odd size's pad byte is written
+ * as zero whatever it held (and given when the file's last chunk lacks it).
+ */
+async function webpChunk(
+  r: SeqReader,
+  end: number,
+  sink?: (b: Uint8Array) => Promise<void>,
+) {
+  const size = le32(await r.peek(8), 4);
+  if (r.pos + 8 + size > end) throw new MalformedImage("truncated WebP chunk");
+  await r.take(8 + size, sink);
+  if (size & 1) {
+    if (r.pos < end) await r.take(1);
+    if (sink) await sink(new Uint8Array(1));
+  }
+}
+
+function fourcc(b: Uint8Array, at: number): string {
+  return String.fromCharCode(b[at], b[at + 1], b[at + 2], b[at + 3]);
+}
+
+function le32(b: Uint8Array, at: number): number {
+  return (b[at] | (b[at + 1] << 8) | (b[at + 2] << 16) | (b[at + 3] << 24)) >>>
+    0;
+}
+
+function u32le(n: number): Uint8Array {
+  const b = new Uint8Array(4);
+  new DataView(b.buffer).setUint32(0, n, true);
+  return b;
 }

@@ -11,6 +11,8 @@ import {
 } from "./helpers.ts";
 import { concatBytes, formWith, makeAnimatedGif } from "./fixtures.ts";
 import { readBytes, tiffHasOtherTags } from "../services/tiff_tags.ts";
+import { MalformedImage, stripWebp } from "../services/metadata_strip.ts";
+import fc from "fast-check";
 
 /**
  * Personal data a camera or an editor leaves in a file, each a string the stored bytes are
@@ -433,5 +435,242 @@ test("a GIF's comments, plain-text blocks, XMP and other private extensions are 
     assert.deepEqual([b.pages, b.loop], [3, 2]);
   } finally {
     await env.close();
+  }
+});
+
+/** A RIFF chunk: four-character type, little-endian size, data, a pad byte when odd. */
+function riffChunk(type: string, data: Uint8Array): Uint8Array {
+  const head = new Uint8Array(8);
+  head.set(ascii(type));
+  new DataView(head.buffer).setUint32(4, data.length, true);
+  return cat(head, data, new Uint8Array(data.length & 1));
+}
+
+/** A WebP's chunks in order (type and data); inside `from`..`to` when given (ANMF). */
+function webpChunks(
+  webp: Uint8Array,
+  from = 12,
+  to = webp.length,
+): { type: string; data: Uint8Array }[] {
+  const out = [];
+  const v = new DataView(webp.buffer, webp.byteOffset, webp.byteLength);
+  for (let p = from; p + 8 <= to;) {
+    const n = v.getUint32(p + 4, true);
+    out.push({
+      type: latin1(webp.subarray(p, p + 4)),
+      data: webp.subarray(p + 8, p + 8 + n),
+    });
+    p += 8 + n + (n & 1);
+  }
+  return out;
+}
+
+/** A WebP made of these chunks (the RIFF size worked out). */
+function webpOf(...chunks: Uint8Array[]): Uint8Array {
+  const body = cat(ascii("WEBP"), ...chunks);
+  const head = cat(ascii("RIFF"), new Uint8Array(4));
+  new DataView(head.buffer).setUint32(4, body.length, true);
+  return cat(head, body);
+}
+
+/** Pixels that any lossy encoding would change: a pattern of hard edges and noise. */
+function busyPixels(w: number, h: number): Uint8Array {
+  const px = new Uint8Array(w * h * 3);
+  let s = 7;
+  for (let i = 0; i < px.length; i++) {
+    s = (s * 1103515245 + 12345) & 0x7fffffff;
+    px[i] = (i % 7 === 0) ? 255 : s >> 23;
+  }
+  return px;
+}
+
+test("a lossless WebP's EXIF, XMP and unknown chunks are dropped without re-encoding it: the stored file is still lossless, its pixel data byte for byte", async () => {
+  const env = await testEnv();
+  try {
+    const { key } = await userWithKey(env);
+    const [w, h] = [48, 32];
+    const raw = { raw: { width: w, height: h, channels: 3 as const } };
+    const plain = new Uint8Array(
+      await sharp(busyPixels(w, h), raw).webp({ lossless: true }).toBuffer(),
+    );
+    const withMeta = new Uint8Array(
+      await sharp(busyPixels(w, h), raw).webp({ lossless: true }).withExif({
+        IFD0: { Make: SECRETS.make, Artist: SECRETS.artist },
+        IFD3: { GPSLatitudeRef: "N", GPSAreaInformation: SECRETS.gps },
+      }).withXmp(
+        `<x:xmpmeta xmlns:x="adobe:ns:meta/"><dc:creator>${SECRETS.xmp}</dc:creator></x:xmpmeta>`,
+      ).toBuffer(),
+    );
+    const chunks = webpChunks(withMeta);
+    assert.deepEqual(chunks.map((c) => c.type), [
+      "VP8X",
+      "VP8L",
+      "EXIF",
+      "XMP ",
+    ]);
+    // An editor's private chunk, and a page of HTML after the RIFF's end.
+    const webp = cat(
+      webpOf(
+        ...chunks.map((c) => riffChunk(c.type, c.data)),
+        riffChunk("ZEDT", ascii(SECRETS.comment)),
+      ),
+      ascii(`<html>${SECRETS.text}</html>`),
+    );
+    const stored = await storedWithoutSecrets(env, key, "l.webp", webp);
+    const kept = webpChunks(stored);
+    assert.deepEqual(kept.map((c) => c.type), ["VP8X", "VP8L"]);
+    // VP8X no longer announces EXIF (0x08) or XMP (0x04).
+    assert.equal(kept[0].data[0] & 0x0c, 0);
+    assert.deepEqual(kept[1].data, webpChunks(plain)[0].data);
+    const riffSize = new DataView(stored.buffer, stored.byteOffset).getUint32(
+      4,
+      true,
+    );
+    assert.equal(riffSize, stored.length - 8);
+    const px = await sharp(stored).raw().toBuffer();
+    assert.deepEqual(new Uint8Array(px), busyPixels(w, h));
+    // Without EXIF or XMP, a private chunk and trailing bytes were kept as they came: now
+    // the stored file is the plain WebP itself.
+    const onlyPrivate = cat(
+      webpOf(
+        ...webpChunks(plain).map((c) => riffChunk(c.type, c.data)),
+        riffChunk("ZEDT", ascii(SECRETS.comment)),
+      ),
+      ascii(`<html>${SECRETS.text}</html>`),
+    );
+    assert.deepEqual(
+      await storedWithoutSecrets(env, key, "p.webp", onlyPrivate),
+      plain,
+    );
+  } finally {
+    await env.close();
+  }
+});
+
+test("an animated WebP keeps its frames, timing and loop count while XMP and chunks hidden in a frame are dropped", async () => {
+  const env = await testEnv();
+  try {
+    const { key } = await userWithKey(env);
+    const anim = new Uint8Array(
+      await sharp(await makeAnimatedGif(3), { animated: true })
+        .webp({ lossless: true, loop: 2 }).withXmp(
+          `<x:xmpmeta xmlns:x="adobe:ns:meta/"><dc:creator>${SECRETS.xmp}</dc:creator></x:xmpmeta>`,
+        ).toBuffer(),
+    );
+    const chunks = webpChunks(anim);
+    const frame = chunks.findIndex((c) => c.type === "ANMF");
+    assert.ok(frame > 0 && chunks.some((c) => c.type === "XMP "));
+    // A private chunk inside the first frame, after its image data.
+    const f = chunks[frame].data;
+    const hidden = cat(f, riffChunk("ZEDT", ascii(SECRETS.artist)));
+    const webp = webpOf(
+      ...chunks.map((c, i) => riffChunk(c.type, i === frame ? hidden : c.data)),
+    );
+    const stored = await storedWithoutSecrets(env, key, "a.webp", webp);
+    const kept = webpChunks(stored);
+    assert.deepEqual(
+      kept.map((c) => c.type),
+      chunks.map((c) => c.type).filter((t) => t !== "XMP "),
+    );
+    // Each frame is the original frame, byte for byte.
+    assert.deepEqual(
+      kept.filter((c) => c.type === "ANMF").map((c) => c.data),
+      chunks.filter((c) => c.type === "ANMF").map((c) => c.data),
+    );
+    const [a, b] = await Promise.all(
+      [anim, stored].map((x) => sharp(x, { animated: true }).metadata()),
+    );
+    assert.deepEqual([b.pages, b.delay, b.loop], [a.pages, a.delay, a.loop]);
+    assert.deepEqual([b.pages, b.loop], [3, 2]);
+  } finally {
+    await env.close();
+  }
+});
+
+/** Asserts `webp` is a RIFF whose sizes add up and which holds only picture chunks. */
+function assertCleanWebp(webp: Uint8Array) {
+  const v = new DataView(webp.buffer, webp.byteOffset, webp.byteLength);
+  assert.equal(latin1(webp.subarray(0, 4)), "RIFF");
+  assert.equal(v.getUint32(4, true), webp.length - 8);
+  const walk = (from: number, to: number, allowed: string[]) => {
+    let p = from;
+    for (const c of webpChunks(webp, from, to)) {
+      assert.ok(allowed.includes(c.type), `kept ${c.type}`);
+      if (c.type === "VP8X") assert.equal(c.data[0] & 0x0c, 0);
+      if (c.type === "ANMF") {
+        walk(p + 8 + 16, p + 8 + c.data.length, ["VP8 ", "VP8L", "ALPH"]);
+      }
+      p += 8 + c.data.length + (c.data.length & 1);
+    }
+    assert.equal(p, to, "the chunks fill their container exactly");
+  };
+  walk(12, webp.length, [
+    "VP8X",
+    "VP8 ",
+    "VP8L",
+    "ALPH",
+    "ANIM",
+    "ANMF",
+    "ICCP",
+  ]);
+}
+
+test("bent WebPs (random bytes changed, or cut short) either strip to a RIFF of picture chunks whose sizes add up or fail as MalformedImage, never otherwise", async () => {
+  const dir = await Deno.makeTempDir();
+  const xmp = `<x:xmpmeta xmlns:x="adobe:ns:meta/">${SECRETS.xmp}</x:xmpmeta>`;
+  const seeds = [
+    new Uint8Array(
+      await sharp(await makeAnimatedGif(2), { animated: true }).webp()
+        .withXmp(xmp).withExif({ IFD0: { Make: SECRETS.make } }).toBuffer(),
+    ),
+    new Uint8Array(
+      await sharp(busyPixels(20, 10), {
+        raw: { width: 20, height: 10, channels: 3 },
+      }).webp({ lossless: true }).withXmp(xmp).toBuffer(),
+    ),
+  ];
+  // A VP8X claiming 4 GB in a file larger than the reader's window must be refused, not
+  // peeked at (a window cannot hold it).
+  const huge = cat(seeds[1], new Uint8Array(2 << 20));
+  new DataView(huge.buffer).setUint32(4, huge.length - 8, true);
+  new DataView(huge.buffer).setUint32(16, 0xfffffff0, true);
+  let n = 0, stripped = 0, refused = 0;
+  const attempt = async (bytes: Uint8Array) => {
+    const src = `${dir}/${n}.webp`, dst = `${dir}/${n++}.out`;
+    await Deno.writeFile(src, bytes);
+    try {
+      await stripWebp(src, dst);
+      assertCleanWebp(await Deno.readFile(dst));
+      stripped++;
+      return true;
+    } catch (e) {
+      if (!(e instanceof MalformedImage)) throw e;
+      refused++;
+      return false;
+    }
+  };
+  try {
+    for (const s of seeds) assert.ok(await attempt(s));
+    assert.equal(await attempt(huge), false);
+    await fc.assert(
+      fc.asyncProperty(
+        fc.nat(seeds.length - 1),
+        fc.array(fc.tuple(fc.oneof(fc.nat(120), fc.nat()), fc.nat(255)), {
+          minLength: 1,
+          maxLength: 4,
+        }),
+        fc.option(fc.nat(), { nil: undefined }),
+        async (which, edits, cut) => {
+          const b = seeds[which].slice();
+          for (const [at, v] of edits) b[at % b.length] = v;
+          await attempt(cut === undefined ? b : b.subarray(0, cut % b.length));
+        },
+      ),
+      { numRuns: 400, seed: 0x5eed },
+    );
+    // Both outcomes happen: the property is not vacuous.
+    assert.ok(stripped > 20 && refused > 20, `${stripped}/${refused}`);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
   }
 });

@@ -879,7 +879,7 @@ test("an image over 1 MB is decoded from its file and a smaller one from memory,
   }
 });
 
-test("every kind of upload leaves the temp folder empty: a stripped JPEG with a medium variant, a PNG, a GIF stored as received, a WebP with metadata re-encoded, a duplicate and refused files", async () => {
+test("every kind of upload leaves the temp folder empty: a stripped JPEG with a medium variant, a PNG, a stripped GIF, a WebP turned by its EXIF re-encoded, a duplicate and refused files", async () => {
   const env = await testEnv();
   try {
     const { key } = await userWithKey(env);

@@ -31,7 +31,12 @@ import {
   MalformedBmp,
   parseBmp,
 } from "./bmp.ts";
-import { readBytes, readFile, tiffHasOtherTags } from "./tiff_tags.ts";
+import {
+  readBytes,
+  readFile,
+  rewriteTiff,
+  tiffHasOtherTags,
+} from "./tiff_tags.ts";
 import { claimScratchDir, processTag } from "./scratch_dir.ts";
 import { WorkSlots } from "./work_slots.ts";
 
@@ -385,13 +390,22 @@ export class ImagePipeline {
     // runs while libvips decodes (beside its threads: ~2.5 ms less per 200 KB upload at one
     // client). A WebP turned by its EXIF is re-encoded upright below instead: browsers do
     // not all honour a WebP's orientation, so it cannot be kept as the one tag left.
+    // A TIFF's tags are its metadata: one with tags beyond its pixels' is copied without
+    // them, keeping its depth and pages.
     const lossless = ext === "jpg" || ext === "png" || ext === "gif" ||
-      (ext === "webp" && orientation <= 1);
+      ext === "tiff" || (ext === "webp" && orientation <= 1);
     const stripped = (async () => {
       if (!lossless) return undefined;
       const out = tmp("orig");
       try {
-        if (ext === "jpg") {
+        if (ext === "tiff") {
+          return await tiffWithPixelTagsOnly(
+            source,
+            file.path,
+            out,
+            this.#stripBuffers,
+          );
+        } else if (ext === "jpg") {
           await stripJpeg(file.path, out, orientation, this.#stripBuffers);
         } else if (ext === "png") {
           await stripPng(file.path, out, this.#stripBuffers);
@@ -411,9 +425,7 @@ export class ImagePipeline {
     if (original.status === "rejected") throw original.reason;
     let originalPath = original.value ?? file.path;
     if (
-      !original.value &&
-      (meta.exif || meta.xmp || meta.iptc ||
-        (ext === "tiff" && await tiffHasOtherTagsIn(source)))
+      !original.value && (meta.exif || meta.xmp || meta.iptc || ext === "tiff")
     ) {
       // No lossless path for these containers: re-encode at high quality, orientation
       // baked into the pixels since the tag goes with the rest of the metadata. After
@@ -550,16 +562,27 @@ export class ImagePipeline {
   }
 }
 
-/** Whether a TIFF's tags go beyond its pixels' (see tiff_tags.ts). */
-async function tiffHasOtherTagsIn(source: Source): Promise<boolean> {
-  if (typeof source !== "string") {
-    return await tiffHasOtherTags(readBytes(source));
-  }
-  const f = await Deno.open(source, { read: true });
+/**
+ * A TIFF's original without what goes beyond its pixels (see tiff_tags.ts): the file itself
+ * when there is nothing else, `out` when a lossless copy without it was written there, or
+ * undefined when it must be re-encoded.
+ */
+async function tiffWithPixelTagsOnly(
+  source: Source,
+  path: string,
+  out: string,
+  buffers: StripBuffers,
+): Promise<string | undefined> {
+  const f = typeof source === "string"
+    ? await Deno.open(source, { read: true })
+    : undefined;
   try {
-    return await tiffHasOtherTags(readFile(f));
+    const read = f ? readFile(f) : readBytes(source as Uint8Array);
+    if (!(await tiffHasOtherTags(read))) return path;
+    const size = f ? (await f.stat()).size : (source as Uint8Array).length;
+    return await rewriteTiff(read, size, out, buffers) ? out : undefined;
   } finally {
-    f.close();
+    f?.close();
   }
 }
 

@@ -91,7 +91,7 @@ export class SeqReader {
 }
 
 /** Buffered writer: small pieces are gathered into 1 MiB writes. */
-class BufWriter {
+export class BufWriter {
   #len = 0;
   #flushed = 0; // bytes already in the file
   constructor(

@@ -1,12 +1,14 @@
 /**
- * Whether a TIFF carries anything beyond what it takes to show its pixels. libvips reports
- * no EXIF for a TIFF: a camera's Make and Model, the Artist, the date and a GPS directory
- * are TIFF tags of the image itself, so an upload's original would be stored with them. A
- * TIFF whose every tag is on the list below is kept byte for byte (its bit depth and its
- * pages with it); any other is re-encoded without them (ImagePipeline).
+ * Whether a TIFF carries anything beyond what it takes to show its pixels, and a lossless
+ * copy without it. libvips reports no EXIF for a TIFF: a camera's Make and Model, the
+ * Artist, the date and a GPS directory are TIFF tags of the image itself, so an upload's
+ * original would be stored with them. A TIFF whose every tag is on the list below is kept
+ * byte for byte; any other is rewritten with only those tags (its bit depth and its pages
+ * with it), or re-encoded where it cannot be (ImagePipeline).
  */
 
 import { readFull } from "./file_io.ts";
+import { BufWriter, StripBuffers } from "./metadata_strip.ts";
 
 /** Tags that describe pixels (layout, colour, compression, resolution), nothing else. */
 const PIXEL_TAGS = new Set([
@@ -109,4 +111,202 @@ export function readFile(f: Deno.FsFile) {
     const buf = new Uint8Array(n);
     return buf.subarray(0, await readFull(f, buf));
   };
+}
+
+/** Bytes of one value of each TIFF field type (1–13); 0: a type this file cannot copy. */
+const TYPE_SIZE = [0, 1, 1, 2, 4, 8, 1, 1, 2, 4, 8, 4, 8, 4];
+/** Where a directory's pixels are, and how long each piece is: strips, or tiles. */
+const PIECES = [[273, 279], [324, 325]] as const;
+/** Pieces copied at a time: a strip may be the whole image. */
+const COPY_CHUNK = 1 << 20;
+
+interface Field {
+  tag: number;
+  type: number;
+  count: number;
+  /** The value's bytes, in the file's byte order. */
+  value: Uint8Array;
+}
+
+/**
+ * Writes to `out` (a new file) a TIFF with the same pages, pixels and pixel tags and nothing
+ * else: each directory keeps only tags on the pixel list, and only the bytes those tags
+ * point at (strips or tiles, colour maps, profiles) are copied, so nothing the file held
+ * between them comes along either. Returns false, writing nothing, for what it does not
+ * copy: BigTIFF, JPEG-compressed pixels (their streams may hold EXIF of their own), a
+ * directory without pixels, or offsets outside the file; the caller re-encodes then.
+ * `size` is the file's, `read(offset, n)` as for tiffHasOtherTags.
+ */
+export async function rewriteTiff(
+  read: (offset: number, n: number) => Promise<Uint8Array>,
+  size: number,
+  out: string,
+  buffers: StripBuffers = new StripBuffers(),
+): Promise<boolean> {
+  const pages = await pixelDirectories(read, size);
+  if (!pages) return false;
+  const f = await Deno.open(out, { write: true, createNew: true });
+  const buf = buffers.take();
+  try {
+    const w = new BufWriter(f, buf);
+    const { little } = pages;
+    await w.write(
+      new Uint8Array(little ? [0x49, 0x49, 42, 0] : [0x4d, 0x4d, 0, 42]),
+    );
+    let link = w.pos; // where the offset of the next directory goes
+    await w.write(new Uint8Array(4));
+    for (const page of pages.directories) {
+      const [offTag, lenTag] = PIECES.find(([o]) => page.has(o))!;
+      // Checked by pixelDirectories: both are SHORT or LONG lists of one length.
+      const offsets = numbers(page.get(offTag)!, little)!;
+      const lengths = numbers(page.get(lenTag)!, little)!;
+      const moved: number[] = [];
+      for (let i = 0; i < offsets.length; i++) {
+        moved.push(w.pos);
+        for (let done = 0; done < lengths[i]; done += COPY_CHUNK) {
+          const n = Math.min(COPY_CHUNK, lengths[i] - done);
+          const piece = await read(offsets[i] + done, n);
+          if (piece.length < n) {
+            throw new Error("the TIFF changed while copied");
+          }
+          await w.write(piece);
+        }
+      }
+      page.set(offTag, longs(offTag, moved, little));
+      const fields = [...page.values()].sort((a, b) => a.tag - b.tag);
+      const placed = new Map<Field, number>();
+      for (const field of fields) {
+        if (field.value.length <= 4) continue;
+        if (w.pos & 1) await w.write(new Uint8Array(1)); // values start on a word
+        placed.set(field, w.pos);
+        await w.write(field.value);
+      }
+      if (w.pos & 1) await w.write(new Uint8Array(1));
+      await w.patch(link, u32(w.pos, little));
+      const dir = new Uint8Array(2 + fields.length * 12 + 4);
+      const v = new DataView(dir.buffer);
+      v.setUint16(0, fields.length, little);
+      fields.forEach((field, i) => {
+        v.setUint16(2 + i * 12, field.tag, little);
+        v.setUint16(4 + i * 12, field.type, little);
+        v.setUint32(6 + i * 12, field.count, little);
+        const at = placed.get(field);
+        if (at === undefined) dir.set(field.value, 10 + i * 12);
+        else v.setUint32(10 + i * 12, at, little);
+      });
+      link = w.pos + dir.length - 4;
+      await w.write(dir);
+    }
+    await w.flush();
+  } finally {
+    f.close();
+    buffers.give(buf);
+  }
+  return true;
+}
+
+/**
+ * The file's directories, each as its pixel tags with their values read, or undefined
+ * when rewriteTiff should leave the file to a re-encode (see there). Bytes to copy, pixels
+ * and values together, may come to at most twice the file: pieces that several tags or
+ * directories share are copied once each, and a file that points at the same bytes over
+ * and over must not make an output many times its size.
+ */
+async function pixelDirectories(
+  read: (offset: number, n: number) => Promise<Uint8Array>,
+  size: number,
+): Promise<{ little: boolean; directories: Map<number, Field>[] } | undefined> {
+  const head = await read(0, 8);
+  if (head.length < 8) return undefined;
+  const little = head[0] === 0x49 && head[1] === 0x49;
+  if (!little && !(head[0] === 0x4d && head[1] === 0x4d)) return undefined;
+  const hv = new DataView(head.buffer, head.byteOffset, 8);
+  if (hv.getUint16(2, little) !== 42) return undefined;
+  let budget = 2 * size;
+  const directories: Map<number, Field>[] = [];
+  const seen = new Set<number>();
+  for (let at = hv.getUint32(4, little); at !== 0;) {
+    if (seen.has(at) || seen.size >= MAX_DIRECTORIES) return undefined;
+    seen.add(at);
+    const countBytes = await read(at, 2);
+    if (countBytes.length < 2) return undefined;
+    const count = new DataView(countBytes.buffer, countBytes.byteOffset, 2)
+      .getUint16(0, little);
+    const dir = await read(at + 2, count * 12 + 4);
+    if (dir.length < count * 12 + 4) return undefined;
+    const v = new DataView(dir.buffer, dir.byteOffset, dir.byteLength);
+    const page = new Map<number, Field>();
+    for (let i = 0; i < count; i++) {
+      const tag = v.getUint16(i * 12, little);
+      if (!PIXEL_TAGS.has(tag)) continue;
+      const type = v.getUint16(i * 12 + 2, little);
+      const n = v.getUint32(i * 12 + 4, little);
+      const bytes = n * (TYPE_SIZE[type] ?? 0);
+      if (!bytes || page.has(tag)) return undefined;
+      let value;
+      if (bytes <= 4) value = dir.slice(i * 12 + 8, i * 12 + 8 + bytes);
+      else {
+        const from = v.getUint32(i * 12 + 8, little);
+        if (from + bytes > size || (budget -= bytes) < 0) return undefined;
+        value = await read(from, bytes);
+        if (value.length < bytes) return undefined;
+      }
+      page.set(tag, { tag, type, count: n, value });
+    }
+    // Old-style and new-style JPEG: the streams in the strips are JPEG files of their own.
+    const compression = page.has(259)
+      ? numbers(page.get(259)!, little)?.[0]
+      : 1;
+    if (compression === 6 || compression === 7) return undefined;
+    if (page.has(513) || page.has(514)) return undefined;
+    const pieces = PIECES.find(([o, l]) => page.has(o) && page.has(l));
+    if (!pieces) return undefined;
+    const offsets = numbers(page.get(pieces[0])!, little);
+    const lengths = numbers(page.get(pieces[1])!, little);
+    if (!offsets || !lengths || offsets.length !== lengths.length) {
+      return undefined;
+    }
+    for (let i = 0; i < offsets.length; i++) {
+      if (offsets[i] + lengths[i] > size || (budget -= lengths[i]) < 0) {
+        return undefined;
+      }
+    }
+    // The other pair, if any, would point into bytes no longer there.
+    for (const [o, l] of PIECES) {
+      if (o !== pieces[0]) page.delete(o), page.delete(l);
+    }
+    directories.push(page);
+    at = v.getUint32(count * 12, little);
+  }
+  return directories.length ? { little, directories } : undefined;
+}
+
+/** A SHORT or LONG field's values (undefined for another type). */
+function numbers(field: Field, little: boolean): number[] | undefined {
+  const v = new DataView(
+    field.value.buffer,
+    field.value.byteOffset,
+    field.value.byteLength,
+  );
+  const out: number[] = [];
+  if (field.type === 3) {
+    for (let i = 0; i < field.count; i++) out.push(v.getUint16(i * 2, little));
+  } else if (field.type === 4 || field.type === 13) {
+    for (let i = 0; i < field.count; i++) out.push(v.getUint32(i * 4, little));
+  } else return undefined;
+  return out;
+}
+
+/** A LONG field holding `values`. */
+function longs(tag: number, values: number[], little: boolean): Field {
+  const value = new Uint8Array(values.length * 4);
+  const v = new DataView(value.buffer);
+  values.forEach((n, i) => v.setUint32(i * 4, n, little));
+  return { tag, type: 4, count: values.length, value };
+}
+
+function u32(n: number, little: boolean): Uint8Array {
+  const b = new Uint8Array(4);
+  new DataView(b.buffer).setUint32(0, n, little);
+  return b;
 }

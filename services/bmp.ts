@@ -9,12 +9,12 @@
  *
  * Read: the Windows headers (CORE, INFO, V2–V5; OS/2 2.x as INFO), 1/4/8-bit palettes,
  * 16/24/32-bit pixels, BI_BITFIELDS and BI_ALPHABITFIELDS masks (alpha kept when a mask
- * names it), RLE8 and RLE4 (pixels the encoding skips are transparent, as browsers show
+ * names it, unless it is 0 in every pixel: then opaque, as browsers show it), RLE8 and RLE4 (pixels the encoding skips are transparent, as browsers show
  * them), and top-down rows. Refused as malformed: embedded JPEG/PNG, CMYK and OS/2
  * Huffman/RLE24 compressions, and pixel data shorter than the header promises.
  */
 
-import { writeAll } from "./file_io.ts";
+import { readFull, writeAll } from "./file_io.ts";
 import { MalformedImage, SeqReader, StripBuffers } from "./metadata_strip.ts";
 
 /** The file is not a BMP this decoder can read: the upload is refused with 141. */
@@ -210,7 +210,12 @@ export async function bmpToTiff(
       ? new SeqReader(file, (await file.stat()).size, window)
       : SeqReader.ofBytes(source as Uint8Array);
     await src.take(info.dataOffset);
-    const f = await Deno.open(out, { write: true, createNew: true });
+    // Read too: an alpha left 0 everywhere is set to 255 in place at the end.
+    const f = await Deno.open(out, {
+      read: true,
+      write: true,
+      createNew: true,
+    });
     try {
       const rows = new TiffRows(f, info, deadline);
       await rows.start();
@@ -252,6 +257,11 @@ class TiffRows {
   readonly #buf: Uint8Array;
   /** Bytes of the current wide row waiting in the window (one-row strips only). */
   #pending = 0;
+  /**
+   * Whether the alpha a mask names is still 0 in every pixel so far. Windows leaves it 0 in
+   * 32-bit bit-field BMPs it means to be opaque, and browsers then show them opaque.
+   */
+  #alphaAllZero: boolean;
   /** The row being filled, counted in the BMP's order, and the next pixel in it. */
   row = 0;
   x = 0;
@@ -267,6 +277,7 @@ class TiffRows {
     this.#rowBytes = this.#w * this.#ch;
     this.#k = Math.max(1, Math.floor(WINDOW / this.#rowBytes));
     this.#buf = new Uint8Array(this.#k > 1 ? this.#k * this.#rowBytes : WINDOW);
+    this.#alphaAllZero = info.encoding === "bitfields" && info.masks[3] !== 0;
     if (this.#dataBytes() + 4096 > 0xffff_ffff) {
       throw new MalformedBmp("too large for one TIFF");
     }
@@ -346,7 +357,7 @@ class TiffRows {
       const stripEnd = Math.min(this.#h, stripStart + this.#k);
       const last = this.info.topDown ? o === stripEnd - 1 : o === stripStart;
       if (last) {
-        await this.#write(
+        await this.#writePixels(
           this.#buf.subarray(0, (stripEnd - stripStart) * this.#rowBytes),
         );
       }
@@ -355,17 +366,51 @@ class TiffRows {
     this.x = 0;
   }
 
-  /** Rows the BMP did not reach (RLE ended early) are transparent; then the directory. */
+  /**
+   * Rows the BMP did not reach (RLE ended early) are transparent; an alpha that stayed 0
+   * everywhere is made opaque; then the directory.
+   */
   async finish() {
     while (this.row < this.#h) await this.endRow();
+    if (this.#alphaAllZero) await this.#opaque();
     const pad = (8 + this.#dataBytes()) & 1;
     await this.#write(new Uint8Array(pad));
     await this.#write(this.#directory());
   }
 
   async #flushPending() {
-    await this.#write(this.#buf.subarray(0, this.#pending));
+    await this.#writePixels(this.#buf.subarray(0, this.#pending));
     this.#pending = 0;
+  }
+
+  /** Pixel bytes (whole pixels, RGBA when there is alpha), watching for non-zero alpha. */
+  async #writePixels(bytes: Uint8Array) {
+    if (this.#alphaAllZero) {
+      for (let i = 3; i < bytes.length; i += 4) {
+        if (bytes[i] !== 0) {
+          this.#alphaAllZero = false;
+          break;
+        }
+      }
+    }
+    await this.#write(bytes);
+  }
+
+  /** Sets every pixel's alpha to 255, a window at a time, in the pixels already written. */
+  async #opaque() {
+    const step = this.#buf.length - (this.#buf.length % 4);
+    for (let at = 0; at < this.#dataBytes(); at += step) {
+      const piece = this.#buf.subarray(
+        0,
+        Math.min(step, this.#dataBytes() - at),
+      );
+      await this.f.seek(8 + at, Deno.SeekMode.Start);
+      await readFull(this.f, piece);
+      for (let i = 3; i < piece.length; i += 4) piece[i] = 255;
+      await this.f.seek(8 + at, Deno.SeekMode.Start);
+      await this.#write(piece);
+    }
+    await this.f.seek(0, Deno.SeekMode.End);
   }
 
   async #write(bytes: Uint8Array) {

@@ -1,8 +1,8 @@
 /**
  * Lossless removal of personal metadata (EXIF incl. GPS, XMP, IPTC, comments, text chunks)
- * from JPEG, PNG, GIF and WebP files by dropping segments, so pixels are never re-encoded. Each makes one
- * sequential pass through 1 MiB windows: memory stays bounded whatever the file size, and a
- * file costs a handful of reads and writes rather than several per segment.
+ * from JPEG, PNG, GIF and WebP files by dropping segments, so pixels are never re-encoded.
+ * Each makes one sequential pass through 1 MiB windows: memory stays bounded whatever the
+ * file size, and a file costs a handful of reads and writes rather than several per segment.
  */
 
 import { writeAll } from "./file_io.ts";

@@ -142,6 +142,75 @@ test("a 32-bit BMP without masks ignores its fourth byte, as the format defines 
   }
 });
 
+/** A bottom-up 32-bit V4 BMP with bit-field masks, alpha in the top byte: px(x, y) RGBA. */
+function makeBmpArgb(
+  width: number,
+  height: number,
+  px: (x: number, y: number) => [number, number, number, number],
+): Uint8Array {
+  const data = 14 + 108, size = data + width * height * 4;
+  const b = new Uint8Array(size);
+  const v = new DataView(b.buffer);
+  b.set([0x42, 0x4d]);
+  v.setUint32(2, size, true);
+  v.setUint32(10, data, true);
+  v.setUint32(14, 108, true); // BITMAPV4HEADER
+  v.setInt32(18, width, true);
+  v.setInt32(22, height, true);
+  v.setUint16(26, 1, true);
+  v.setUint16(28, 32, true);
+  v.setUint32(30, 3, true); // BI_BITFIELDS
+  v.setUint32(34, width * height * 4, true);
+  [0x00ff0000, 0x0000ff00, 0x000000ff, 0xff000000].forEach((m, i) =>
+    v.setUint32(54 + i * 4, m, true)
+  );
+  v.setUint32(70, 0x73524742, true); // "sRGB"
+  for (let y = 0; y < height; y++) {
+    for (let x = 0; x < width; x++) {
+      const [r, g, bl, a] = px(x, y);
+      b.set([bl, g, r, a], data + ((height - 1 - y) * width + x) * 4);
+    }
+  }
+  return b;
+}
+
+test("a 32-bit bit-field BMP whose alpha is 0 in every pixel is shown opaque, as browsers show it; one with any alpha keeps it", async () => {
+  const env = await testEnv();
+  try {
+    const { key } = await userWithKey(env);
+    const colours: [number, number, number][][] = [
+      [[255, 0, 0], [0, 255, 0], [0, 0, 255]],
+      [[255, 255, 255], [10, 20, 30], [0, 0, 0]],
+    ];
+    // What Windows writes for an opaque image: the alpha byte left 0 everywhere.
+    const zero = makeBmpArgb(3, 2, (x, y) => [...colours[y][x], 0]);
+    const img = await rgba((await uploadBmp(env, key, zero)).thumb);
+    colours.forEach((row, y) =>
+      row.forEach((c, x) => assert.deepEqual(at(img, x, y), [...c, 255]))
+    );
+    // One pixel with alpha: then alpha means what it says, 0 included.
+    const some = makeBmpArgb(
+      3,
+      2,
+      (x, y) => [...colours[y][x], x === 1 && y === 1 ? 128 : 0],
+    );
+    const img2 = await rgba((await uploadBmp(env, key, some)).thumb);
+    assert.equal(at(img2, 1, 1)[3], 128);
+    assert.equal(at(img2, 0, 0)[3], 0);
+    // Wider than a window (rows of one strip each, written in pieces): made opaque too.
+    const wide = makeBmpArgb(20000, 2, (x) => [x % 256, 40, 90, 0]);
+    const img3 = await rgba((await uploadBmp(env, key, wide)).thumb);
+    assert.equal(img3.width, 320);
+    assert.ok(
+      img3.data.every((b, i) => i % 4 !== 3 || b === 255),
+      "every pixel opaque",
+    );
+    assert.deepEqual(at(img3, 100, 0).slice(1), [40, 90, 255]);
+  } finally {
+    await env.close();
+  }
+});
+
 test("an RLE4 BMP decodes its runs, literal runs, row ends and jumps, and the pixels it skips are transparent", async () => {
   const env = await testEnv();
   try {

@@ -64,38 +64,59 @@ const PIXEL_TAGS = new Set([
 /** Directories followed at most: a loop of `next` offsets must end. */
 const MAX_DIRECTORIES = 4096;
 
+/** Up to n bytes of the file from `offset` (fewer past its end). */
+type Read = (offset: number, n: number) => Promise<Uint8Array>;
+
 /**
- * True when any directory of the TIFF has a tag off the pixel list, or when the file
- * cannot be walked (BigTIFF, offsets outside the file): then the caller re-encodes, which
- * is always safe. `read(offset, n)` returns up to n bytes of the file from `offset`.
+ * Walks a classic TIFF's chain of directories, handing `visit` each one's entries (a view
+ * of its bytes: count × 12 bytes of entries, then the next directory's offset) until it
+ * answers false. True when every directory was visited; false when `visit` stopped the
+ * walk or the chain cannot be walked (not a TIFF, BigTIFF, a loop, a directory outside
+ * the file).
  */
-export async function tiffHasOtherTags(
-  read: (offset: number, n: number) => Promise<Uint8Array>,
+async function walkDirectories(
+  read: Read,
+  visit: (
+    entries: DataView,
+    count: number,
+    little: boolean,
+  ) => boolean | Promise<boolean>,
 ): Promise<boolean> {
   const head = await read(0, 8);
-  if (head.length < 8) return true;
+  if (head.length < 8) return false;
   const little = head[0] === 0x49 && head[1] === 0x49;
-  if (!little && !(head[0] === 0x4d && head[1] === 0x4d)) return true;
+  if (!little && !(head[0] === 0x4d && head[1] === 0x4d)) return false;
   const hv = new DataView(head.buffer, head.byteOffset, 8);
-  if (hv.getUint16(2, little) !== 42) return true; // BigTIFF (43) or not a TIFF
-  let at = hv.getUint32(4, little);
+  if (hv.getUint16(2, little) !== 42) return false; // BigTIFF (43) or not a TIFF
   const seen = new Set<number>();
-  while (at !== 0) {
-    if (seen.has(at) || seen.size >= MAX_DIRECTORIES) return true;
+  for (let at = hv.getUint32(4, little); at !== 0;) {
+    if (seen.has(at) || seen.size >= MAX_DIRECTORIES) return false;
     seen.add(at);
     const countBytes = await read(at, 2);
-    if (countBytes.length < 2) return true;
+    if (countBytes.length < 2) return false;
     const count = new DataView(countBytes.buffer, countBytes.byteOffset, 2)
       .getUint16(0, little);
     const dir = await read(at + 2, count * 12 + 4);
-    if (dir.length < count * 12 + 4) return true;
+    if (dir.length < count * 12 + 4) return false;
     const v = new DataView(dir.buffer, dir.byteOffset, dir.byteLength);
-    for (let i = 0; i < count; i++) {
-      if (!PIXEL_TAGS.has(v.getUint16(i * 12, little))) return true;
-    }
+    if (!(await visit(v, count, little))) return false;
     at = v.getUint32(count * 12, little);
   }
-  return false;
+  return true;
+}
+
+/**
+ * True when any directory of the TIFF has a tag off the pixel list, or when the file
+ * cannot be walked (BigTIFF, offsets outside the file): then the caller rewrites or
+ * re-encodes, which is always safe.
+ */
+export async function tiffHasOtherTags(read: Read): Promise<boolean> {
+  return !(await walkDirectories(read, (v, count, little) => {
+    for (let i = 0; i < count; i++) {
+      if (!PIXEL_TAGS.has(v.getUint16(i * 12, little))) return false;
+    }
+    return true;
+  }));
 }
 
 /** `read` for tiffHasOtherTags over bytes in memory. */
@@ -138,7 +159,7 @@ interface Field {
  * `size` is the file's, `read(offset, n)` as for tiffHasOtherTags.
  */
 export async function rewriteTiff(
-  read: (offset: number, n: number) => Promise<Uint8Array>,
+  read: Read,
   size: number,
   out: string,
   buffers: StripBuffers = new StripBuffers(),
@@ -213,28 +234,13 @@ export async function rewriteTiff(
  * and over must not make an output many times its size.
  */
 async function pixelDirectories(
-  read: (offset: number, n: number) => Promise<Uint8Array>,
+  read: Read,
   size: number,
 ): Promise<{ little: boolean; directories: Map<number, Field>[] } | undefined> {
-  const head = await read(0, 8);
-  if (head.length < 8) return undefined;
-  const little = head[0] === 0x49 && head[1] === 0x49;
-  if (!little && !(head[0] === 0x4d && head[1] === 0x4d)) return undefined;
-  const hv = new DataView(head.buffer, head.byteOffset, 8);
-  if (hv.getUint16(2, little) !== 42) return undefined;
-  let budget = 2 * size;
+  let budget = 2 * size, order = true;
   const directories: Map<number, Field>[] = [];
-  const seen = new Set<number>();
-  for (let at = hv.getUint32(4, little); at !== 0;) {
-    if (seen.has(at) || seen.size >= MAX_DIRECTORIES) return undefined;
-    seen.add(at);
-    const countBytes = await read(at, 2);
-    if (countBytes.length < 2) return undefined;
-    const count = new DataView(countBytes.buffer, countBytes.byteOffset, 2)
-      .getUint16(0, little);
-    const dir = await read(at + 2, count * 12 + 4);
-    if (dir.length < count * 12 + 4) return undefined;
-    const v = new DataView(dir.buffer, dir.byteOffset, dir.byteLength);
+  const walked = await walkDirectories(read, async (v, count, little) => {
+    order = little;
     const page = new Map<number, Field>();
     for (let i = 0; i < count; i++) {
       const tag = v.getUint16(i * 12, little);
@@ -242,14 +248,16 @@ async function pixelDirectories(
       const type = v.getUint16(i * 12 + 2, little);
       const n = v.getUint32(i * 12 + 4, little);
       const bytes = n * (TYPE_SIZE[type] ?? 0);
-      if (!bytes || page.has(tag)) return undefined;
+      if (!bytes || page.has(tag)) return false;
       let value;
-      if (bytes <= 4) value = dir.slice(i * 12 + 8, i * 12 + 8 + bytes);
-      else {
+      if (bytes <= 4) {
+        value = new Uint8Array(v.buffer, v.byteOffset + i * 12 + 8, bytes)
+          .slice();
+      } else {
         const from = v.getUint32(i * 12 + 8, little);
-        if (from + bytes > size || (budget -= bytes) < 0) return undefined;
+        if (from + bytes > size || (budget -= bytes) < 0) return false;
         value = await read(from, bytes);
-        if (value.length < bytes) return undefined;
+        if (value.length < bytes) return false;
       }
       page.set(tag, { tag, type, count: n, value });
     }
@@ -257,18 +265,16 @@ async function pixelDirectories(
     const compression = page.has(259)
       ? numbers(page.get(259)!, little)?.[0]
       : 1;
-    if (compression === 6 || compression === 7) return undefined;
-    if (page.has(513) || page.has(514)) return undefined;
+    if (compression === 6 || compression === 7) return false;
+    if (page.has(513) || page.has(514)) return false;
     const pieces = PIECES.find(([o, l]) => page.has(o) && page.has(l));
-    if (!pieces) return undefined;
+    if (!pieces) return false;
     const offsets = numbers(page.get(pieces[0])!, little);
     const lengths = numbers(page.get(pieces[1])!, little);
-    if (!offsets || !lengths || offsets.length !== lengths.length) {
-      return undefined;
-    }
+    if (!offsets || !lengths || offsets.length !== lengths.length) return false;
     for (let i = 0; i < offsets.length; i++) {
       if (offsets[i] + lengths[i] > size || (budget -= lengths[i]) < 0) {
-        return undefined;
+        return false;
       }
     }
     // The other pair, if any, would point into bytes no longer there.
@@ -276,9 +282,11 @@ async function pixelDirectories(
       if (o !== pieces[0]) page.delete(o), page.delete(l);
     }
     directories.push(page);
-    at = v.getUint32(count * 12, little);
-  }
-  return directories.length ? { little, directories } : undefined;
+    return true;
+  });
+  return walked && directories.length
+    ? { little: order, directories }
+    : undefined;
 }
 
 /** A SHORT or LONG field's values (undefined for another type). */

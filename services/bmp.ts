@@ -9,8 +9,9 @@
  *
  * Read: the Windows headers (CORE, INFO, V2–V5; OS/2 2.x as INFO), 1/4/8-bit palettes,
  * 16/24/32-bit pixels, BI_BITFIELDS and BI_ALPHABITFIELDS masks (alpha kept when a mask
- * names it, unless it is 0 in every pixel: then opaque, as browsers show it), RLE8 and RLE4 (pixels the encoding skips are transparent, as browsers show
- * them), and top-down rows. Refused as malformed: embedded JPEG/PNG, CMYK and OS/2
+ * names it, unless it is 0 in every pixel: then opaque, as browsers show it), RLE8 and
+ * RLE4 (pixels the encoding skips are transparent, as browsers show them), and top-down
+ * rows. Refused as malformed: embedded JPEG/PNG, CMYK and OS/2
  * Huffman/RLE24 compressions, and pixel data shorter than the header promises.
  */
 

@@ -1,3 +1,5 @@
+import assert from "node:assert/strict";
+import fc from "fast-check";
 import sharp from "sharp";
 
 /** A solid-colour image of the given format, made in memory for a test. */
@@ -190,4 +192,49 @@ export function concatBytes(...parts: Uint8Array[]): Uint8Array {
     off += p.length;
   }
   return out;
+}
+
+/**
+ * A property over bent copies of `seeds`, with a fixed seed: 1–4 bytes changed and maybe
+ * the copy cut short. An edit lands at `place(at, length)`: by default anywhere, or within
+ * the first `head` bytes (the headers) half the time. `attempt` answers whether the copy
+ * was taken (true), refused as the code means to refuse it (false), or neither counts
+ * (undefined), and throws on anything else; taken and refused must each happen over 20
+ * times, so the property is not vacuous.
+ */
+export async function assertBentCopies(
+  seeds: Uint8Array[],
+  attempt: (bytes: Uint8Array) => Promise<boolean | undefined>,
+  opts: {
+    runs: number;
+    head?: number;
+    place?: (at: number, length: number) => number;
+  },
+): Promise<void> {
+  const place = opts.place ?? ((at, length) => at % length);
+  let taken = 0, refused = 0;
+  await fc.assert(
+    fc.asyncProperty(
+      fc.nat(seeds.length - 1),
+      fc.array(
+        fc.tuple(
+          opts.head ? fc.oneof(fc.nat(opts.head), fc.nat()) : fc.nat(),
+          fc.nat(255),
+        ),
+        { minLength: 1, maxLength: 4 },
+      ),
+      fc.option(fc.nat(), { nil: undefined }),
+      async (which, edits, cut) => {
+        const b = seeds[which].slice();
+        for (const [at, v] of edits) b[place(at, b.length)] = v;
+        const got = await attempt(
+          cut === undefined ? b : b.subarray(0, cut % b.length),
+        );
+        if (got === true) taken++;
+        else if (got === false) refused++;
+      },
+    ),
+    { numRuns: opts.runs, seed: 0x5eed },
+  );
+  assert.ok(taken > 20 && refused > 20, `${taken} taken / ${refused} refused`);
 }

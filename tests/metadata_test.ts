@@ -404,7 +404,7 @@ test("a TIFF with camera tags is rewritten losslessly: 16 bits a channel and eve
   }
 });
 
-test("rewriteTiff leaves to a re-encode what it cannot copy losslessly: BigTIFF, JPEG-compressed pixels, pixels outside the file, and strips pointed at over and over", async () => {
+test("rewriteTiff leaves to a re-encode what it cannot copy losslessly: BigTIFF, JPEG-compressed pixels or a JPEG stream's offset, pixels outside the file, a tag given twice or of an unknown type, and strips pointed at over and over", async () => {
   const dir = await Deno.makeTempDir();
   let n = 0;
   const rewrite = (b: Uint8Array) =>
@@ -427,6 +427,19 @@ test("rewriteTiff leaves to a re-encode what it cannot copy losslessly: BigTIFF,
       }
       throw new Error(`no tag ${tag}`);
     };
+    /** A copy with entry `tag` renamed to `to` (and its type set to `type`). */
+    const retagged = (tag: number, to: number, type?: number) => {
+      const b = bytes.slice();
+      const d = new DataView(b.buffer);
+      for (let i = 0; i < d.getUint16(ifd, true); i++) {
+        const e = ifd + 2 + i * 12;
+        if (d.getUint16(e, true) !== tag) continue;
+        d.setUint16(e, to, true);
+        if (type !== undefined) d.setUint16(e + 2, type, true);
+        return b;
+      }
+      throw new Error(`no tag ${tag}`);
+    };
     const big = bytes.slice();
     new DataView(big.buffer).setUint16(2, 43, true);
     const cases = {
@@ -434,6 +447,11 @@ test("rewriteTiff leaves to a re-encode what it cannot copy losslessly: BigTIFF,
       jpeg: withEntry(259, 7),
       oldJpeg: withEntry(259, 6),
       outside: withEntry(273, bytes.length - 10),
+      // An old-style JPEG stream's offset, which a copy would leave pointing anywhere.
+      jpegStream: retagged(278, 513),
+      // Two SamplesPerPixel: which one libtiff believes is not ours to guess.
+      twice: retagged(278, 277),
+      unknownType: retagged(278, 278, 14),
     };
     for (const [what, b] of Object.entries(cases)) {
       assert.equal(await rewrite(b), false, what);
@@ -803,6 +821,32 @@ test("bent WebPs (random bytes changed, or cut short) either strip to a RIFF of 
   try {
     for (const s of seeds) assert.ok(await attempt(s));
     assert.equal(await attempt(huge), false);
+    // Only a VP8X and a private chunk: no picture at all.
+    const vp8x = webpChunks(seeds[0]).find((c) => c.type === "VP8X")!;
+    assert.equal(
+      await attempt(
+        webpOf(riffChunk("VP8X", vp8x.data), riffChunk("ZEDT", ascii("x"))),
+      ),
+      false,
+    );
+    // A copy longer than the writer's window: the RIFF size is patched in the file, not
+    // in the buffer, and the result is the plain WebP byte for byte.
+    const noise = new Uint8Array(1024 * 512 * 3);
+    for (let i = 0; i < noise.length; i += 65536) {
+      crypto.getRandomValues(noise.subarray(i, i + 65536));
+    }
+    const large = new Uint8Array(
+      await sharp(noise, { raw: { width: 1024, height: 512, channels: 3 } })
+        .webp({ lossless: true }).toBuffer(),
+    );
+    assert.ok(large.length > 1 << 20);
+    const [pic] = webpChunks(large);
+    await Deno.writeFile(
+      `${dir}/large.webp`,
+      webpOf(riffChunk(pic.type, pic.data), riffChunk("ZEDT", ascii("x"))),
+    );
+    await stripWebp(`${dir}/large.webp`, `${dir}/large.out`);
+    assert.deepEqual(await Deno.readFile(`${dir}/large.out`), large);
     await assertBentCopies(seeds, attempt, { runs: 400, head: 120 });
   } finally {
     await Deno.remove(dir, { recursive: true });

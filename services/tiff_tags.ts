@@ -2,9 +2,10 @@
  * Whether a TIFF carries anything beyond what it takes to show its pixels, and a lossless
  * copy without it. libvips reports no EXIF for a TIFF: a camera's Make and Model, the
  * Artist, the date and a GPS directory are TIFF tags of the image itself, so an upload's
- * original would be stored with them. A TIFF whose every tag is on the list below is kept
- * byte for byte; any other is rewritten with only those tags (its bit depth and its pages
- * with it), or re-encoded where it cannot be (ImagePipeline).
+ * original would be stored with them. A TIFF whose every tag is on the list below, and
+ * whose pixels are not JPEG streams, is kept byte for byte; any other is rewritten with
+ * only those tags (its bit depth and its pages with it), or re-encoded where it cannot be
+ * (ImagePipeline).
  */
 
 import { readFull } from "./file_io.ts";
@@ -106,17 +107,34 @@ async function walkDirectories(
 }
 
 /**
- * True when any directory of the TIFF has a tag off the pixel list, or when the file
- * cannot be walked (BigTIFF, offsets outside the file): then the caller rewrites or
- * re-encodes, which is always safe.
+ * True when any directory of the TIFF has a tag off the pixel list or JPEG-compressed
+ * pixels, or when the file cannot be walked (BigTIFF, offsets outside the file): then the
+ * caller rewrites or re-encodes, which is always safe. JPEG pixels count because their
+ * streams (in the strips, JPEGTables or an old-style JPEG's own stream) are JPEG files
+ * that may carry APP segments, EXIF with GPS among them, which no tag shows.
  */
 export async function tiffHasOtherTags(read: Read): Promise<boolean> {
   return !(await walkDirectories(read, (v, count, little) => {
     for (let i = 0; i < count; i++) {
-      if (!PIXEL_TAGS.has(v.getUint16(i * 12, little))) return false;
+      const tag = v.getUint16(i * 12, little);
+      if (!PIXEL_TAGS.has(tag) || tag === 513) return false;
+      if (tag === 259 && JPEG_COMPRESSION.has(inlineNumber(v, i, little))) {
+        return false;
+      }
     }
     return true;
   }));
+}
+
+/** Compression values whose pixels are JPEG streams: old-style (6) and new-style (7). */
+const JPEG_COMPRESSION = new Set([6, 7]);
+
+/** The first value of entry i when it is a SHORT or LONG held in the entry, else -1. */
+function inlineNumber(v: DataView, i: number, little: boolean): number {
+  const type = v.getUint16(i * 12 + 2, little);
+  if (type === 3) return v.getUint16(i * 12 + 8, little);
+  if (type === 4) return v.getUint32(i * 12 + 8, little);
+  return -1;
 }
 
 /** `read` for tiffHasOtherTags over bytes in memory. */
@@ -265,7 +283,7 @@ async function pixelDirectories(
     const compression = page.has(259)
       ? numbers(page.get(259)!, little)?.[0]
       : 1;
-    if (compression === 6 || compression === 7) return false;
+    if (JPEG_COMPRESSION.has(compression ?? -1)) return false;
     if (page.has(513) || page.has(514)) return false;
     const pieces = PIECES.find(([o, l]) => page.has(o) && page.has(l));
     if (!pieces) return false;

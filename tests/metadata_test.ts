@@ -540,6 +540,74 @@ test("a TIFF with only pixel tags is stored byte for byte (16 bits a channel kep
   }
 });
 
+/**
+ * A JPEG-compressed TIFF as libvips writes it (every tag a pixel tag: JPEGTables holds the
+ * shared tables, the strip an abbreviated JPEG stream), with an APP1 segment holding
+ * `secret` put after the strip's SOI and an APP13 after the tables' SOI. libjpeg skips
+ * both when it decodes, so a reader sees a plain image.
+ */
+async function makeJpegTiffWithAppSegments(
+  secret: string,
+): Promise<Uint8Array> {
+  const src = new Uint8Array(
+    await sharp({
+      create: { width: 64, height: 48, channels: 3, background: "#3a7" },
+    }).tiff({ compression: "jpeg", quality: 90 }).toBuffer(),
+  );
+  const v = new DataView(src.buffer);
+  const little = src[0] === 0x49;
+  const ifd = v.getUint32(4, little);
+  const entry = (tag: number) => {
+    for (let i = 0; i < v.getUint16(ifd, little); i++) {
+      if (v.getUint16(ifd + 2 + i * 12, little) === tag) {
+        return ifd + 2 + i * 12;
+      }
+    }
+    throw new Error(`no tag ${tag}`);
+  };
+  // One strip (a 64×48 image), and tables too long to sit in their entry.
+  const stripAt = v.getUint32(entry(273) + 8, little);
+  const stripLen = v.getUint32(entry(279) + 8, little);
+  const tablesAt = v.getUint32(entry(347) + 8, little);
+  const tablesLen = v.getUint32(entry(347) + 4, little);
+  const withApp = (stream: Uint8Array, marker: number) =>
+    cat(
+      stream.subarray(0, 2),
+      segment(marker, ascii(`Exif\0\0${secret}`)),
+      stream.subarray(2),
+    );
+  const strip = withApp(src.subarray(stripAt, stripAt + stripLen), 0xe1);
+  const tables = withApp(src.subarray(tablesAt, tablesAt + tablesLen), 0xed);
+  const out = cat(src, strip, tables);
+  const ov = new DataView(out.buffer);
+  ov.setUint32(entry(273) + 8, src.length, little);
+  ov.setUint32(entry(279) + 8, strip.length, little);
+  ov.setUint32(entry(347) + 4, tables.length, little);
+  ov.setUint32(entry(347) + 8, src.length + strip.length, little);
+  out.fill(0, stripAt, stripAt + stripLen); // the old strip and tables: nothing left
+  out.fill(0, tablesAt, tablesAt + tablesLen);
+  return out;
+}
+
+test("a JPEG-compressed TIFF with only pixel tags is not kept byte for byte: APP segments in its strips and tables are gone, its pixels kept", async () => {
+  const env = await testEnv();
+  try {
+    const { key } = await userWithKey(env);
+    const bytes = await makeJpegTiffWithAppSegments(SECRETS.gps);
+    // Every tag is a pixel tag; the JPEG streams are what cannot be kept.
+    assert.equal(await tiffHasOtherTags(readBytes(bytes)), true);
+    assert.ok(latin1(bytes).includes(SECRETS.gps));
+    const stored = await storedWithoutSecrets(env, key, "j.tif", bytes);
+    assert.equal((await sharp(stored).metadata()).format, "tiff");
+    const [a, b] = await Promise.all(
+      [bytes, stored].map((x) => sharp(x).raw().toBuffer()),
+    );
+    assert.ok(a.equals(b), "the decoded pixels, exactly");
+  } finally {
+    await env.close();
+  }
+});
+
 test("tiffHasOtherTags walks every directory of the chain and answers true (re-encode) for what it cannot walk", async () => {
   const plain = makeTiff({}).bytes;
   assert.equal(await tiffHasOtherTags(readBytes(plain)), false);
@@ -562,6 +630,17 @@ test("tiffHasOtherTags walks every directory of the chain and answers true (re-e
   sv.setUint16(at, 1, true);
   sv.setUint16(at + 2, 271, true); // Make
   assert.equal(await tiffHasOtherTags(readBytes(second)), true);
+  // Pixel tags only, but naming a JPEG stream (513), or JPEG compression given as a
+  // LONG: the streams may carry APP segments, so these are not kept either.
+  sv.setUint16(at + 2, 513, true);
+  assert.equal(await tiffHasOtherTags(readBytes(second)), true);
+  sv.setUint16(at + 2, 259, true);
+  sv.setUint16(at + 4, 4, true);
+  sv.setUint32(at + 6, 1, true);
+  for (const [compression, other] of [[1, false], [5, false], [6, true]]) {
+    sv.setUint32(at + 10, compression as number, true);
+    assert.equal(await tiffHasOtherTags(readBytes(second)), other);
+  }
   // BigTIFF, a directory past the end, and a cut header.
   const big = plain.slice();
   new DataView(big.buffer).setUint16(2, 43, true);

@@ -21,6 +21,7 @@ import {
   stripJpeg,
   stripPng,
   stripWebp,
+  webpIsLossless,
 } from "./metadata_strip.ts";
 import { readFull } from "./file_io.ts";
 import {
@@ -32,6 +33,7 @@ import {
   parseBmp,
 } from "./bmp.ts";
 import {
+  type Read,
   readBytes,
   readFile,
   rewriteTiff,
@@ -388,8 +390,9 @@ export class ImagePipeline {
     })();
     // JPEG, PNG, GIF and WebP lose their metadata losslessly, by file I/O alone, so that
     // runs while libvips decodes (beside its threads: ~2.5 ms less per 200 KB upload at one
-    // client). A WebP turned by its EXIF is re-encoded upright below instead: browsers do
-    // not all honour a WebP's orientation, so it cannot be kept as the one tag left.
+    // client). A WebP turned by its EXIF is re-encoded upright below instead (losslessly
+    // when it was lossless): browsers do not all honour a WebP's orientation, so it cannot
+    // be kept as the one tag left.
     // A TIFF's tags are its metadata: one with tags beyond its pixels' is copied without
     // them, keeping its depth and pages.
     const lossless = ext === "jpg" || ext === "png" || ext === "gif" ||
@@ -436,7 +439,11 @@ export class ImagePipeline {
         .rotate().timeout({ seconds: seconds() });
       try {
         await (ext === "webp"
-          ? img.webp({ quality: 95 })
+          ? img.webp(
+            await readingSource(source, webpIsLossless)
+              ? { lossless: true }
+              : { quality: 95 },
+          )
           : ext === "avif"
           ? img.avif({ quality: 80 })
           : ext === "tiff"
@@ -567,22 +574,36 @@ export class ImagePipeline {
  * when there is nothing else, `out` when a lossless copy without it was written there, or
  * undefined when it must be re-encoded.
  */
-async function tiffWithPixelTagsOnly(
+function tiffWithPixelTagsOnly(
   source: Source,
   path: string,
   out: string,
   buffers: StripBuffers,
 ): Promise<string | undefined> {
-  const f = typeof source === "string"
-    ? await Deno.open(source, { read: true })
-    : undefined;
-  try {
-    const read = f ? readFile(f) : readBytes(source as Uint8Array);
+  return readingSource(source, async (read, size) => {
     if (!(await tiffHasOtherTags(read))) return path;
-    const size = f ? (await f.stat()).size : (source as Uint8Array).length;
-    return await rewriteTiff(read, size, out, buffers) ? out : undefined;
+    return await rewriteTiff(read, await size(), out, buffers)
+      ? out
+      : undefined;
+  });
+}
+
+/**
+ * Runs `use` with positioned reads of what libvips decodes: its bytes, or its file, opened
+ * for the call and closed after. `size` is the source's length in bytes.
+ */
+async function readingSource<T>(
+  source: Source,
+  use: (read: Read, size: () => Promise<number>) => Promise<T>,
+): Promise<T> {
+  if (typeof source !== "string") {
+    return await use(readBytes(source), () => Promise.resolve(source.length));
+  }
+  const f = await Deno.open(source, { read: true });
+  try {
+    return await use(readFile(f), async () => (await f.stat()).size);
   } finally {
-    f?.close();
+    f.close();
   }
 }
 

@@ -429,6 +429,46 @@ export async function stripWebp(
   });
 }
 
+/** Chunk headers read at most by webpIsLossless: a frame bomb must not cost a read each. */
+const MAX_WEBP_CHUNKS = 100_000;
+
+/**
+ * Whether every picture of a WebP (the still image, or each animation frame) is lossless
+ * (VP8L), reading chunk headers only through `read(offset, n)`. False for a lossy or mixed
+ * file and for anything it cannot walk: a re-encode then keeps the lossy quality setting,
+ * as before. A lossless WebP that must be re-encoded (turned upright by its EXIF) is
+ * re-encoded losslessly so, turned, its pixels stay exact.
+ */
+export async function webpIsLossless(
+  read: (offset: number, n: number) => Promise<Uint8Array>,
+): Promise<boolean> {
+  const head = await read(0, 12);
+  if (
+    head.length < 12 || fourcc(head, 0) !== "RIFF" ||
+    fourcc(head, 8) !== "WEBP"
+  ) return false;
+  const end = 8 + le32(head, 4);
+  let lossless = 0, chunks = 0;
+  const walk = async (from: number, to: number, frames: boolean) => {
+    for (let at = from; at + 8 <= to;) {
+      if (++chunks > MAX_WEBP_CHUNKS) return false;
+      const c = await read(at, 8);
+      if (c.length < 8) return false;
+      const type = fourcc(c, 0), size = le32(c, 4);
+      if (type === "VP8 ") return false;
+      if (type === "VP8L") lossless++;
+      if (type === "ANMF" && frames) {
+        if (size < 16 || !(await walk(at + 24, at + 8 + size, false))) {
+          return false;
+        }
+      }
+      at += 8 + size + (size & 1);
+    }
+    return true;
+  };
+  return await walk(12, end, true) && lossless > 0;
+}
+
 /**
  * Takes one chunk ending by `end`, to `sink` or dropped. An odd size's pad byte is written
  * as zero whatever it held (and given when the file's last chunk lacks it).

@@ -66,7 +66,7 @@ const PIXEL_TAGS = new Set([
 const MAX_DIRECTORIES = 4096;
 
 /** Up to n bytes of the file from `offset` (fewer past its end). */
-type Read = (offset: number, n: number) => Promise<Uint8Array>;
+export type Read = (offset: number, n: number) => Promise<Uint8Array>;
 
 /**
  * Walks a classic TIFF's chain of directories, handing `visit` each one's entries (a view

@@ -20,7 +20,11 @@ import {
   rewriteTiff,
   tiffHasOtherTags,
 } from "../services/tiff_tags.ts";
-import { MalformedImage, stripWebp } from "../services/metadata_strip.ts";
+import {
+  MalformedImage,
+  stripWebp,
+  webpIsLossless,
+} from "../services/metadata_strip.ts";
 
 /**
  * Personal data a camera or an editor leaves in a file, each a string the stored bytes are
@@ -795,6 +799,84 @@ test("a lossless WebP's EXIF, XMP and unknown chunks are dropped without re-enco
   } finally {
     await env.close();
   }
+});
+
+test("a WebP turned by its EXIF orientation is stored upright without its metadata, and a lossless one stays lossless with its pixels exact", async () => {
+  const env = await testEnv();
+  try {
+    const { key } = await userWithKey(env);
+    const [w, h] = [48, 32];
+    const raw = { raw: { width: w, height: h, channels: 3 as const } };
+    // Orientation 6: shown turned 90° clockwise, so the upright image is 32×48.
+    const upright = await sharp(busyPixels(w, h), raw).rotate(90).raw()
+      .toBuffer();
+    for (const lossless of [true, false]) {
+      const bytes = new Uint8Array(
+        await sharp(busyPixels(w, h), raw).webp(
+          lossless ? { lossless: true } : { quality: 90 },
+        ).withMetadata({ orientation: 6 }).withExifMerge({
+          IFD0: { Make: SECRETS.make },
+        })
+          .toBuffer(),
+      );
+      assert.equal((await sharp(bytes).metadata()).orientation, 6);
+      const stored = await storedWithoutSecrets(env, key, "o.webp", bytes);
+      const meta = await sharp(stored).metadata();
+      assert.deepEqual([meta.width, meta.height, meta.orientation], [
+        h,
+        w,
+        undefined,
+      ]);
+      const types = webpChunks(stored).map((c) => c.type);
+      assert.ok(types.includes(lossless ? "VP8L" : "VP8 "), types.join());
+      if (lossless) {
+        const px = await sharp(stored).raw().toBuffer();
+        assert.ok(px.equals(upright), "the turned pixels, exactly");
+      }
+    }
+  } finally {
+    await env.close();
+  }
+});
+
+test("webpIsLossless is true only when every picture, each animation frame included, is VP8L, and false for what it cannot walk", async () => {
+  const raw = { raw: { width: 16, height: 8, channels: 3 as const } };
+  const still = async (lossless: boolean) =>
+    new Uint8Array(
+      await sharp(busyPixels(16, 8), raw).webp({ lossless }).toBuffer(),
+    );
+  const [vp8l, vp8] = [await still(true), await still(false)];
+  const is = (b: Uint8Array) => webpIsLossless(readBytes(b));
+  assert.equal(await is(vp8l), true);
+  assert.equal(await is(vp8), false);
+  // Animated: frames of VP8L, or one of them VP8.
+  const frame = (pic: Uint8Array) =>
+    riffChunk(
+      "ANMF",
+      cat(
+        new Uint8Array(16),
+        ...webpChunks(pic).map((c) => riffChunk(c.type, c.data)),
+      ),
+    );
+  const vp8x = riffChunk("VP8X", new Uint8Array(10));
+  const anim = riffChunk("ANIM", new Uint8Array(6));
+  assert.equal(await is(webpOf(vp8x, anim, frame(vp8l), frame(vp8l))), true);
+  assert.equal(await is(webpOf(vp8x, anim, frame(vp8l), frame(vp8))), false);
+  // No picture at all, not a RIFF, a frame too short.
+  assert.equal(await is(webpOf(vp8x, anim)), false);
+  assert.equal(await is(ascii("RIFX\0\0\0\0WEBPVP8L")), false);
+  assert.equal(
+    await is(webpOf(vp8x, riffChunk("ANMF", new Uint8Array(8)))),
+    false,
+  );
+  const cut = webpOf(
+    vp8x,
+    ...webpChunks(vp8l).map((c) => riffChunk(c.type, c.data)),
+  );
+  assert.equal(await is(cut), true);
+  // The RIFF claims 100 bytes more than there are: a chunk header is missing.
+  new DataView(cut.buffer).setUint32(4, cut.length + 100, true);
+  assert.equal(await is(cut), false);
 });
 
 test("an animated WebP keeps its frames, timing and loop count while XMP and chunks hidden in a frame are dropped", async () => {

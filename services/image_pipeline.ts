@@ -40,6 +40,7 @@ import {
   tiffHasOtherTags,
 } from "./tiff_tags.ts";
 import { claimScratchDir, processTag } from "./scratch_dir.ts";
+import { rewriteAvif } from "./avif_strip.ts";
 import { WorkSlots } from "./work_slots.ts";
 
 /** Accepted types, detected from the bytes: media type → stored extension. */
@@ -394,14 +395,26 @@ export class ImagePipeline {
     // when it was lossless): browsers do not all honour a WebP's orientation, so it cannot
     // be kept as the one tag left.
     // A TIFF's tags are its metadata: one with tags beyond its pixels' is copied without
-    // them, keeping its depth and pages.
+    // them, keeping its depth and pages. An AVIF's metadata items leave its boxes, its AV1
+    // data copied as it was (avif_strip.ts).
     const lossless = ext === "jpg" || ext === "png" || ext === "gif" ||
-      ext === "tiff" || (ext === "webp" && orientation <= 1);
+      ext === "tiff" || ext === "avif" || (ext === "webp" && orientation <= 1);
+    // Set when the lossless path found what only a re-encode can take away.
+    let reencode = false;
     const stripped = (async () => {
       if (!lossless) return undefined;
       const out = tmp("orig");
       try {
-        if (ext === "tiff") {
+        if (ext === "avif") {
+          const done = await readingSource(
+            source,
+            async (read, size) =>
+              await rewriteAvif(read, await size(), out, this.#stripBuffers),
+          );
+          if (done === "rewritten") return out;
+          reencode = done === "refused";
+          return undefined;
+        } else if (ext === "tiff") {
           return await tiffWithPixelTagsOnly(
             source,
             file.path,
@@ -428,7 +441,8 @@ export class ImagePipeline {
     if (original.status === "rejected") throw original.reason;
     let originalPath = original.value ?? file.path;
     if (
-      !original.value && (meta.exif || meta.xmp || meta.iptc || ext === "tiff")
+      !original.value &&
+      (meta.exif || meta.xmp || meta.iptc || ext === "tiff" || reencode)
     ) {
       // No lossless path for these containers: re-encode at high quality, orientation
       // baked into the pixels since the tag goes with the rest of the metadata. After

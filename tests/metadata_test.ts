@@ -20,6 +20,7 @@ import {
   rewriteTiff,
   tiffHasOtherTags,
 } from "../services/tiff_tags.ts";
+import { rewriteAvif } from "../services/avif_strip.ts";
 import {
   MalformedImage,
   stripWebp,
@@ -652,6 +653,145 @@ test("tiffHasOtherTags walks every directory of the chain and answers true (re-e
   new DataView(outside.buffer).setUint32(4, plain.length + 100, true);
   for (const b of [big, outside, plain.subarray(0, 6)]) {
     assert.equal(await tiffHasOtherTags(readBytes(b)), true);
+  }
+});
+
+/**
+ * An AVIF with alpha (a second av01 item), EXIF (camera, artist, GPS) and XMP items, then
+ * a top-level box of another tool's holding a comment, and a page of HTML after the last
+ * box. The tool's box and the HTML come after the media data, so no offset moves.
+ */
+async function makeAvifWithMetadata(): Promise<Uint8Array> {
+  const avif = new Uint8Array(
+    await sharp({
+      create: {
+        width: 64,
+        height: 48,
+        channels: 4,
+        background: { r: 10, g: 200, b: 30, alpha: 0.5 },
+      },
+    }).avif({ quality: 50 }).withExif({
+      IFD0: { Make: SECRETS.make, Artist: SECRETS.artist },
+      IFD3: { GPSLatitudeRef: "N", GPSAreaInformation: SECRETS.gps },
+    }).withXmp(
+      `<x:xmpmeta xmlns:x="adobe:ns:meta/"><dc:creator>${SECRETS.xmp}</dc:creator></x:xmpmeta>`,
+    ).toBuffer(),
+  );
+  const note = ascii(`....${SECRETS.comment}`);
+  new DataView(note.buffer).setUint32(0, 0); // a 4-byte field of the tool's own
+  const tool = cat(new Uint8Array(4), ascii("tOOl"), note);
+  new DataView(tool.buffer).setUint32(0, tool.length);
+  return cat(avif, tool, ascii(`<html>${SECRETS.text}</html>`));
+}
+
+/** Offset of the first `type` in bytes (a box's type, found as text), or -1. */
+const textAt = (bytes: Uint8Array, type: string) => latin1(bytes).indexOf(type);
+
+test("an AVIF's EXIF and XMP items, other tools' boxes and trailing bytes are dropped without re-encoding it (its AV1 data and pixels kept exactly), and one with a property the rewrite does not know is re-encoded", async () => {
+  const env = await testEnv();
+  try {
+    const { key } = await userWithKey(env);
+    const bytes = await makeAvifWithMetadata();
+    const before = await sharp(bytes).metadata();
+    assert.ok(before.exif && before.xmp && before.hasAlpha);
+    const stored = await storedWithoutSecrets(env, key, "a.avif", bytes);
+    const after = await sharp(stored).metadata();
+    assert.equal(after.exif, undefined);
+    assert.equal(after.xmp, undefined);
+    assert.deepEqual(
+      [after.format, after.width, after.height, after.hasAlpha],
+      ["heif", 64, 48, true],
+    );
+    // Every offset kept: the media data sits where it was, byte for byte but for the
+    // metadata's bytes, now zeros; the HTML after the last box is gone.
+    const mdat = textAt(bytes, "mdat") - 4;
+    assert.equal(textAt(stored, "mdat") - 4, mdat);
+    const size = new DataView(bytes.buffer).getUint32(mdat);
+    const [was, is] = [bytes, stored].map((b) => b.subarray(mdat, mdat + size));
+    const changed = was.filter((x, i) => x !== is[i]).length;
+    assert.ok(changed > 0 && is.every((x, i) => x === was[i] || x === 0));
+    const tool = textAt(bytes, "tOOl") - 4;
+    const html = `<html>${SECRETS.text}</html>`;
+    assert.equal(stored.length, bytes.length - html.length);
+    assert.equal(latin1(stored.subarray(tool + 4, tool + 8)), "free");
+    const [a, b] = await Promise.all(
+      [bytes, stored].map((x) => sharp(x).raw().toBuffer()),
+    );
+    assert.ok(a.equals(b), "the decoded pixels, exactly");
+    // Without EXIF or XMP but with a property the rewrite does not know (here a user
+    // description, free text): re-encoded rather than kept as it came.
+    const plain = new Uint8Array(
+      await sharp({
+        create: { width: 64, height: 48, channels: 3, background: "#2a6" },
+      }).avif({ quality: 50 }).toBuffer(),
+    );
+    plain.set(ascii("udes"), textAt(plain, "pixi"));
+    const reencoded = await storedWithoutSecrets(env, key, "u.avif", plain);
+    assert.equal(textAt(reencoded, "udes"), -1);
+    assert.equal((await sharp(reencoded).metadata()).width, 64);
+  } finally {
+    await env.close();
+  }
+});
+
+test("rewriteAvif leaves to a re-encode what it cannot rewrite with certainty: an animated AVIF, a box or property it does not know, a picture referring to metadata, data cut short", async () => {
+  const avif = await makeAvifWithMetadata();
+  const dir = await Deno.makeTempDir();
+  try {
+    let n = 0;
+    const rewrites = (b: Uint8Array) =>
+      rewriteAvif(readBytes(b), b.length, `${dir}/${n++}.avif`);
+    assert.equal(await rewrites(avif), "rewritten");
+    const edit = (at: number, text: string) => {
+      const b = avif.slice();
+      b.set(ascii(text), at);
+      return b;
+    };
+    // A compatible brand made "avis" (an image sequence); the item references box made an
+    // entity groups box; the pixel information property made a user description (free
+    // text); the metadata's reference made from the picture to the EXIF item.
+    const refusals: Uint8Array[] = [
+      edit(textAt(avif, "mif1"), "avis"),
+      edit(textAt(avif, "iref"), "grpl"),
+      edit(textAt(avif, "pixi"), "udes"),
+    ];
+    const cdsc = textAt(avif, "cdsc");
+    const swapped = avif.slice();
+    const v = new DataView(swapped.buffer);
+    const [from, to] = [v.getUint16(cdsc + 4), v.getUint16(cdsc + 8)];
+    v.setUint16(cdsc + 4, to);
+    v.setUint16(cdsc + 8, from);
+    refusals.push(swapped);
+    // The media data cut short: the metadata's bytes lie past the end.
+    refusals.push(avif.subarray(0, textAt(avif, "tOOl") - 40));
+    for (const [i, b] of refusals.entries()) {
+      assert.equal(await rewrites(b), i === 0 ? "sequence" : "refused", `${i}`);
+    }
+    // Nothing was written for any of them.
+    assert.equal([...Deno.readDirSync(dir)].length, 1);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+test("bent AVIFs (random bytes changed, or cut short) either rewrite to a file without the metadata or are left to a re-encode, never otherwise", async () => {
+  const seeds = [await makeAvifWithMetadata()];
+  const dir = await Deno.makeTempDir();
+  try {
+    let n = 0;
+    const metaEnd = textAt(seeds[0], "mdat");
+    await assertBentCopies(seeds, async (b) => {
+      const out = `${dir}/${n++}.avif`;
+      const done = await rewriteAvif(readBytes(b), b.length, out);
+      if (done !== "rewritten") return false;
+      const text = latin1(await Deno.readFile(out));
+      for (const s of [SECRETS.make, SECRETS.xmp, SECRETS.comment]) {
+        assert.ok(!text.includes(s), `${s} left in a rewrite`);
+      }
+      return true;
+    }, { runs: 300, head: metaEnd });
+  } finally {
+    await Deno.remove(dir, { recursive: true });
   }
 });
 

@@ -7,7 +7,9 @@ import {
   errorBody,
   type ErrorCode,
   ERRORS,
+  noSpace,
 } from "./schemas/errors.ts";
+import { isNoSpace } from "./services/file_io.ts";
 import type { AppDeps } from "./services/deps.ts";
 import { registerSystemRoutes } from "./routes/system.ts";
 import { registerDocsRoutes } from "./routes/docs.ts";
@@ -183,6 +185,16 @@ export function createApp(deps: AppDeps): App {
   };
 
   app.onError((err, c) => {
+    if (!(err instanceof ApiError) && isNoSpace(err)) {
+      // Receiving the body (multipart or base64 to a temp file) found the disk full.
+      deps.log.error({
+        msg: "request failed: no disk space left",
+        request_id: c.get("requestId"),
+        path: c.req.path,
+        error: err instanceof Error ? err.message : String(err),
+      });
+      err = noSpace(err);
+    }
     if (err instanceof ApiError) {
       return errorAnswer(c, err.code, {
         details: err.details,

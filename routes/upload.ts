@@ -19,7 +19,8 @@ import {
   ImageRecordSchema,
   MultiUploadSchema,
 } from "../schemas/image.ts";
-import { ApiError, type ErrorCode } from "../schemas/errors.ts";
+import { ApiError, type ErrorCode, noSpace } from "../schemas/errors.ts";
+import { isNoSpace } from "../services/file_io.ts";
 import {
   type ReceivedFile,
   type ReceivedForm,
@@ -573,15 +574,19 @@ export function registerUploadRoutes(
     }
   };
 
-  /** An unexpected failure of one file is logged and reported as 500 for that file. */
+  /**
+   * An unexpected failure of one file is logged and reported as 500 for that file; a full
+   * disk is logged too, and answered 250 like an outage (see noSpace).
+   */
   const asApiError = (e: unknown, c: Context<AppEnv>): ApiError => {
-    if (e instanceof ApiError) return e;
+    const full = isNoSpace(e); // also the pipeline's 250 made of it (its cause)
+    if (e instanceof ApiError && !full) return e;
     deps.log.error({
-      msg: "upload failed",
+      msg: full ? "upload failed: no disk space left" : "upload failed",
       request_id: c.get("requestId"),
       error: e instanceof Error ? e.stack ?? e.message : String(e),
     });
-    return new ApiError(500);
+    return e instanceof ApiError ? e : full ? noSpace(e) : new ApiError(500);
   };
 
   app.openapi(postUploadRoute, (c) => handleUpload(c));

@@ -89,6 +89,25 @@ export function errorBody(
   };
 }
 
+/** Seconds a client is told to wait after an upload found the disk full. */
+export const NO_SPACE_RETRY_AFTER_S = 60;
+
+/**
+ * The disk that holds uploads (DATA_DIR: received files, their variants, the store) has no
+ * space left: 250 / HTTP 503, not the file's fault (libvips reports a failed write as a
+ * failed save, which read as 141 before) and not a 500. Nothing half-written is kept.
+ */
+export function noSpace(cause?: unknown): ApiError {
+  return new ApiError(250, {
+    headers: { "Retry-After": String(NO_SPACE_RETRY_AFTER_S) },
+    details: [{
+      path: "disk",
+      message: "the server has no disk space left for images; try again later",
+    }],
+    cause,
+  });
+}
+
 /** The dependencies whose outage answers 250 (database, store) or 240 (browser). */
 export type Dependency = "database" | "store" | "browser";
 

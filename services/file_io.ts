@@ -80,3 +80,22 @@ export async function syncTree(dir: string): Promise<void> {
     );
   }
 }
+
+/** What a full disk or an exceeded quota says: errno names, Rust's text, libvips' text. */
+const NO_SPACE =
+  /\b(ENOSPC|EDQUOT)\b|No space left on device|Disk quota exceeded|os error (28|122)\b/;
+
+/**
+ * Whether an error (or an error it was caused by) is a write refused for want of disk
+ * space: Deno's and Node's file errors, and libvips' "write error … No space left on
+ * device", which sharp passes on as a plain Error.
+ */
+export function isNoSpace(e: unknown): boolean {
+  for (let depth = 0; e instanceof Error && depth < 5; depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === "string" && NO_SPACE.test(code)) return true;
+    if (NO_SPACE.test(e.message)) return true;
+    e = e.cause;
+  }
+  return false;
+}

@@ -4,7 +4,7 @@ type Metadata = Awaited<ReturnType<Sharp["metadata"]>>;
 import { fileTypeFromBuffer, fileTypeFromFile } from "file-type";
 import { join } from "node:path";
 import type { AppDeps } from "./deps.ts";
-import { ApiError, OUTAGE_RETRY_AFTER_S } from "../schemas/errors.ts";
+import { ApiError, noSpace, OUTAGE_RETRY_AFTER_S } from "../schemas/errors.ts";
 import { randomToken } from "./crypto.ts";
 import {
   blobKeys,
@@ -23,7 +23,7 @@ import {
   stripWebp,
   webpIsLossless,
 } from "./metadata_strip.ts";
-import { readFull } from "./file_io.ts";
+import { isNoSpace, readFull } from "./file_io.ts";
 import {
   BMP_HEAD_BYTES,
   type BmpInfo,
@@ -254,6 +254,9 @@ export class ImagePipeline {
         made.mediumPath,
       ]);
       return record;
+    } catch (e) {
+      // A full disk fails whichever write comes first: the strip, a variant, the store.
+      throw !(e instanceof ApiError) && isNoSpace(e) ? noSpace(e) : e;
     } finally {
       await Promise.all(
         temps.filter((p) => !handedOver.has(p)).map((p) =>
@@ -384,6 +387,7 @@ export class ImagePipeline {
       } catch (e) {
         if (e instanceof ApiError) throw e;
         if (isTimeout(e)) throw tooSlow();
+        if (isNoSpace(e)) throw noSpace(e);
         throw new ApiError(141, {
           message: "Unsupported image type: the image could not be decoded",
         });

@@ -49,6 +49,12 @@ const PIXEL_PROPERTIES = new Set([
 ]);
 /** A `meta` box larger than this is left to a re-encode (real ones are a few KB). */
 const MAX_META = 1 << 20;
+/**
+ * Top-level boxes and item extents at most (a real AVIF has a handful of boxes, and a grid
+ * of tiles a few hundred extents): a file made of millions of empty boxes or extents must
+ * not cost a read or a comparison each.
+ */
+const MAX_TOP_BOXES = 64, MAX_EXTENTS = 4096;
 /** Bytes copied at a time. */
 const COPY_CHUNK = 1 << 20;
 
@@ -131,7 +137,7 @@ async function planAvif(read: Read, size: number): Promise<Plan> {
   for (let at = 0; at + 8 <= size;) {
     const box = await boxAt(read, at, size);
     if (!box) break; // what follows the last whole box is dropped
-    boxes.push(box);
+    if (boxes.push(box) > MAX_TOP_BOXES) refuse("too many boxes");
     at += box.size;
   }
   if (boxes[0]?.type !== "ftyp") refuse("no ftyp");
@@ -170,9 +176,10 @@ async function planAvif(read: Read, size: number): Promise<Plan> {
   const pitm = child("pitm");
   const primary = pitm ? pitmId(metaBytes, pitm) : undefined;
 
-  const items = readItems(metaBytes, iinf);
+  const itemList = readItems(metaBytes, iinf);
+  const items = itemList.items;
   const dropped = new Set(
-    [...items.keys()].filter((id) => !KEEP_ITEMS.has(items.get(id)!)),
+    [...items.keys()].filter((id) => !KEEP_ITEMS.has(items.get(id)!.type)),
   );
   if (primary === undefined || !items.has(primary) || dropped.has(primary)) {
     refuse("primary item");
@@ -218,9 +225,10 @@ async function planAvif(read: Read, size: number): Promise<Plan> {
   const parts: Uint8Array[] = [];
   for (const c of children) {
     const bytes = metaBytes.subarray(c.at, c.at + c.size);
-    if (c.type === "iinf") parts.push(rewriteIinf(metaBytes, c, dropped));
-    else if (c.type === "iloc") parts.push(rewriteIloc(metaBytes, c, dropped));
-    else if (c.type === "iref") {
+    if (c.type === "iinf") parts.push(rewriteIinf(itemList, dropped));
+    else if (c.type === "iloc") {
+      parts.push(rewriteIloc(metaBytes, c, locations, dropped));
+    } else if (c.type === "iref") {
       const iref = rewriteIref(metaBytes, c, dropped);
       if (iref.length > 12) parts.push(iref); // an empty one goes
     } else if (c.type === "iprp") {
@@ -288,14 +296,24 @@ function pitmId(bytes: Uint8Array, b: Box): number {
   return bytes[p] === 0 ? u16(bytes, p + 4) : u32(bytes, p + 4);
 }
 
-/** Item id → item type, from `iinf`'s `infe` boxes (versions 2 and 3). */
-function readItems(bytes: Uint8Array, iinf: Box): Map<number, string> {
+/** One item of `iinf`: its type, and its entry up to the type (what a rewrite keeps). */
+interface Item {
+  type: string;
+  /** The `infe` box's version, flags, item id, protection index and item type. */
+  fixed: Uint8Array;
+}
+
+/** The items of `iinf` (`infe` boxes of versions 2 and 3) by id, and the list's header. */
+function readItems(
+  bytes: Uint8Array,
+  iinf: Box,
+): { head: Uint8Array; items: Map<number, Item> } {
   const p = iinf.at + iinf.header;
   const wide = bytes[p] !== 0;
   const count = wide ? u32(bytes, p + 4) : u16(bytes, p + 4);
   const entries = childBoxes(bytes, p + (wide ? 8 : 6), iinf.at + iinf.size);
   if (entries.length !== count) refuse("iinf count");
-  const items = new Map<number, string>();
+  const items = new Map<number, Item>();
   for (const e of entries) {
     const q = e.at + e.header;
     const version = bytes[q];
@@ -305,36 +323,25 @@ function readItems(bytes: Uint8Array, iinf: Box): Map<number, string> {
     if (at + 6 > e.at + e.size) refuse("infe cut short");
     if (u16(bytes, at) !== 0) refuse("a protected item");
     if (items.has(id)) refuse("an item twice");
-    items.set(id, fourcc(bytes, at + 2));
+    items.set(id, {
+      type: fourcc(bytes, at + 2),
+      fixed: bytes.subarray(q, at + 6),
+    });
   }
-  return items;
+  return { head: bytes.subarray(p, p + (wide ? 8 : 6)), items };
 }
 
 /** `iinf` without the dropped items, and every kept item's name emptied. */
 function rewriteIinf(
-  bytes: Uint8Array,
-  iinf: Box,
+  list: { head: Uint8Array; items: Map<number, Item> },
   dropped: Set<number>,
 ): Uint8Array {
-  const p = iinf.at + iinf.header;
-  const wide = bytes[p] !== 0;
-  const entries = childBoxes(bytes, p + (wide ? 8 : 6), iinf.at + iinf.size);
-  const keptEntries: Uint8Array[] = [];
-  for (const e of entries) {
-    const q = e.at + e.header;
-    const version = bytes[q];
-    const id = version === 2 ? u16(bytes, q + 4) : u32(bytes, q + 4);
-    if (dropped.has(id)) continue;
-    // version+flags, id, protection index, type: then an empty name.
-    const fixed = (version === 2 ? 6 : 8) + 6;
-    keptEntries.push(
-      box("infe", bytes.subarray(q, q + fixed), new Uint8Array(1)),
-    );
-  }
-  const head = bytes.slice(p, p + (wide ? 8 : 6));
-  if (wide) view(head).setUint32(4, keptEntries.length);
-  else view(head).setUint16(4, keptEntries.length);
-  return box("iinf", head, ...keptEntries);
+  const kept = [...list.items].filter(([id]) => !dropped.has(id))
+    .map(([, item]) => box("infe", item.fixed, new Uint8Array(1)));
+  const head = list.head.slice();
+  if (head.length === 8) view(head).setUint32(4, kept.length);
+  else view(head).setUint16(4, kept.length);
+  return box("iinf", head, ...kept);
 }
 
 /** One item's location: construction method, data reference, [offset, length] extents. */
@@ -374,6 +381,7 @@ function readLocations(bytes: Uint8Array, iloc: Box): Location[] {
     return value;
   };
   const out: Location[] = [];
+  let total = 0;
   for (let i = 0; i < count; i++) {
     const from = p;
     const id = num(version < 2 ? 2 : 4);
@@ -381,6 +389,7 @@ function readLocations(bytes: Uint8Array, iloc: Box): Location[] {
     const reference = num(2);
     const base = num(baseSize);
     const extentCount = num(2);
+    if ((total += extentCount) > MAX_EXTENTS) refuse("too many extents");
     const extents: [number, number][] = [];
     for (let e = 0; e < extentCount; e++) {
       num(indexSize);
@@ -397,11 +406,11 @@ function readLocations(bytes: Uint8Array, iloc: Box): Location[] {
 function rewriteIloc(
   bytes: Uint8Array,
   iloc: Box,
+  locations: Location[],
   dropped: Set<number>,
 ): Uint8Array {
   const p = iloc.at + iloc.header;
   const version = bytes[p];
-  const locations = readLocations(bytes, iloc);
   const keptEntries = locations.filter((l) => !dropped.has(l.id));
   const head = bytes.slice(p, p + (version < 2 ? 8 : 10));
   if (version < 2) view(head).setUint16(6, keptEntries.length);

@@ -762,6 +762,14 @@ test("rewriteAvif leaves to a re-encode what it cannot rewrite with certainty: a
     v.setUint16(cdsc + 4, to);
     v.setUint16(cdsc + 8, from);
     refusals.push(swapped);
+    // A file of a thousand empty boxes after its picture: not read box by box.
+    refusals.push(cat(
+      avif.subarray(0, textAt(avif, "<html>")),
+      ...Array(1000).fill(cat(
+        new Uint8Array([0, 0, 0, 8]),
+        ascii("free"),
+      )),
+    ));
     // The media data cut short: the metadata's bytes lie past the end.
     refusals.push(avif.subarray(0, textAt(avif, "tOOl") - 40));
     for (const [i, b] of refusals.entries()) {

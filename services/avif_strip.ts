@@ -205,21 +205,22 @@ async function planAvif(read: Read, size: number): Promise<Plan> {
       zero.push([base + from, base + from + length]);
     }
   }
-  // The dropped bytes must lie in an mdat or the idat, and in no picture item's bytes.
-  const holders = boxes.filter((b) => b.type === "mdat").map((
+  // The dropped bytes must lie in an mdat or the idat, and in no picture item's bytes;
+  // a picture's bytes given by file offset, in an mdat (the idat moves with the meta).
+  const mdats = boxes.filter((b) => b.type === "mdat").map((
     b,
   ) => [b.at + b.header, b.at + b.size]);
-  if (idat) holders.push([idatStart, metaBox.at + idat.at + idat.size]);
+  const holders = idat
+    ? [...mdats, [idatStart, metaBox.at + idat.at + idat.size]]
+    : mdats;
+  const inside = (from: number, to: number, where: number[][]) =>
+    where.some(([a, b]) => from >= a && to <= b);
   for (const [from, to] of zero) {
-    if (!holders.some(([a, b]) => from >= a && to <= b)) {
-      refuse("bytes outside");
-    }
+    if (!inside(from, to, holders)) refuse("bytes outside");
     if (kept.some(([a, b]) => from < b && a < to)) refuse("shared bytes");
   }
   for (const [from, to] of kept) {
-    if (!holders.some(([a, b]) => from >= a && to <= b)) {
-      refuse("bytes outside");
-    }
+    if (!inside(from, to, mdats)) refuse("bytes outside");
   }
 
   const parts: Uint8Array[] = [];

@@ -12,8 +12,8 @@
  * picture item refers to) it leaves to its caller, writing nothing.
  */
 
-import { BufWriter, StripBuffers } from "./metadata_strip.ts";
-import type { Read } from "./tiff_tags.ts";
+import { BufWriter, fourcc, StripBuffers } from "./metadata_strip.ts";
+import { copyRange, type Read } from "./positioned_read.ts";
 
 /** Item types that make up a picture; any other item (Exif, mime, uri) is dropped. */
 const KEEP_ITEMS = new Set(["av01", "grid", "iovl", "iden", "tmap"]);
@@ -55,8 +55,6 @@ const MAX_META = 1 << 20;
  * not cost a read or a comparison each.
  */
 const MAX_TOP_BOXES = 64, MAX_EXTENTS = 4096;
-/** Bytes copied at a time. */
-const COPY_CHUNK = 1 << 20;
 
 /** A box: its type, where it starts, its header's length and its whole length. */
 interface Box {
@@ -111,7 +109,13 @@ export async function rewriteAvif(
         await w.write(plan.meta);
         if (plan.slack) await writeFree(w, plan.slack);
       } else if (box.type === "ftyp" || box.type === "mdat") {
-        await copyZeroing(read, box.at, box.at + box.size, plan.zero, w);
+        await copyRange(
+          read,
+          box.at,
+          box.at + box.size,
+          w.write,
+          (piece, at) => zeroed(piece, at, plan.zero),
+        );
       } else await writeFree(w, box.size);
     }
     await w.flush();
@@ -495,22 +499,6 @@ function rewriteIpma(
   return box("ipma", head, ...kept);
 }
 
-/** Copies bytes [from, to) of the file, writing zeros over the ranges in `zero`. */
-async function copyZeroing(
-  read: Read,
-  from: number,
-  to: number,
-  zero: [number, number][],
-  w: BufWriter,
-) {
-  for (let at = from; at < to; at += COPY_CHUNK) {
-    const n = Math.min(COPY_CHUNK, to - at);
-    const piece = await read(at, n);
-    if (piece.length < n) throw new Error("the AVIF changed while copied");
-    await w.write(zeroed(piece, at, zero));
-  }
-}
-
 /** `bytes` (found at `at` in the file) with the parts inside `zero` set to zeros. */
 function zeroed(
   bytes: Uint8Array,
@@ -576,8 +564,4 @@ function u64(b: Uint8Array, at: number): number {
   const n = view(b).getBigUint64(at);
   if (n > BigInt(Number.MAX_SAFE_INTEGER)) refuse("an offset too large");
   return Number(n);
-}
-
-function fourcc(b: Uint8Array, at: number): string {
-  return String.fromCharCode(b[at], b[at + 1], b[at + 2], b[at + 3]);
 }

@@ -23,7 +23,7 @@ import {
   stripWebp,
   webpIsLossless,
 } from "./metadata_strip.ts";
-import { isNoSpace, readFull } from "./file_io.ts";
+import { isNoSpace } from "./file_io.ts";
 import {
   BMP_HEAD_BYTES,
   type BmpInfo,
@@ -32,13 +32,8 @@ import {
   MalformedBmp,
   parseBmp,
 } from "./bmp.ts";
-import {
-  type Read,
-  readBytes,
-  readFile,
-  rewriteTiff,
-  tiffHasOtherTags,
-} from "./tiff_tags.ts";
+import { rewriteTiff, tiffHasOtherTags } from "./tiff_tags.ts";
+import { withReader } from "./positioned_read.ts";
 import { claimScratchDir, processTag } from "./scratch_dir.ts";
 import { rewriteAvif } from "./avif_strip.ts";
 import { WorkSlots } from "./work_slots.ts";
@@ -64,17 +59,6 @@ async function sniffType(source: Source) {
   return await (typeof source === "string"
     ? fileTypeFromFile(source)
     : fileTypeFromBuffer(source)).catch(() => undefined);
-}
-
-/** The first `n` bytes of a file (fewer if it is shorter). */
-async function readHead(path: string, n: number): Promise<Uint8Array> {
-  const f = await Deno.open(path, { read: true });
-  try {
-    const head = new Uint8Array(n);
-    return head.subarray(0, await readFull(f, head));
-  } finally {
-    f.close();
-  }
 }
 
 /**
@@ -297,9 +281,10 @@ export class ImagePipeline {
     let bmp: BmpInfo | undefined;
     try {
       if (ext === "bmp") {
-        const head = typeof source === "string"
-          ? await readHead(source, BMP_HEAD_BYTES)
-          : source.subarray(0, BMP_HEAD_BYTES);
+        const head = await withReader(
+          source,
+          (read) => read(0, BMP_HEAD_BYTES),
+        );
         bmp = parseBmp(head, size);
         // What the rest of the pipeline reads of a header; a BMP carries no metadata.
         meta = { width: bmp.width, height: bmp.height };
@@ -403,21 +388,24 @@ export class ImagePipeline {
     // data copied as it was (avif_strip.ts).
     const lossless = ext === "jpg" || ext === "png" || ext === "gif" ||
       ext === "tiff" || ext === "avif" || (ext === "webp" && orientation <= 1);
-    // Set when the lossless path found what only a re-encode can take away.
-    let reencode = false;
-    const stripped = (async () => {
+    // The original's path; REENCODE when only a re-encode can take its metadata away;
+    // undefined without a lossless path (re-encoded if libvips saw metadata).
+    const stripped = (async (): Promise<Original> => {
       if (!lossless) return undefined;
       const out = tmp("orig");
       try {
         if (ext === "avif") {
-          const done = await readingSource(
+          const done = await withReader(
             source,
             async (read, size) =>
               await rewriteAvif(read, await size(), out, this.#stripBuffers),
           );
-          if (done === "rewritten") return out;
-          reencode = done === "refused";
-          return undefined;
+          // An image sequence is left as it was: a re-encode would flatten it.
+          return done === "rewritten"
+            ? out
+            : done === "refused"
+            ? REENCODE
+            : undefined;
         } else if (ext === "tiff") {
           return await tiffWithPixelTagsOnly(
             source,
@@ -443,10 +431,11 @@ export class ImagePipeline {
     const [decoded, original] = await Promise.allSettled([variants, stripped]);
     if (decoded.status === "rejected") throw decoded.reason;
     if (original.status === "rejected") throw original.reason;
-    let originalPath = original.value ?? file.path;
+    const kept = original.value;
+    let originalPath = typeof kept === "string" ? kept : file.path;
     if (
-      !original.value &&
-      (meta.exif || meta.xmp || meta.iptc || ext === "tiff" || reencode)
+      kept === REENCODE ||
+      (kept === undefined && (meta.exif || meta.xmp || meta.iptc))
     ) {
       // No lossless path for these containers: re-encode at high quality, orientation
       // baked into the pixels since the tag goes with the rest of the metadata. After
@@ -458,7 +447,7 @@ export class ImagePipeline {
       try {
         await (ext === "webp"
           ? img.webp(
-            await readingSource(source, webpIsLossless)
+            await withReader(source, webpIsLossless)
               ? { lossless: true }
               : { quality: 95 },
           )
@@ -587,42 +576,27 @@ export class ImagePipeline {
   }
 }
 
+/** What the lossless stage answers when only a re-encode can take the metadata away. */
+const REENCODE = Symbol("re-encode");
+
+/** What the lossless stage leaves of the original (see ImagePipeline#process). */
+type Original = string | typeof REENCODE | undefined;
+
 /**
  * A TIFF's original without what goes beyond its pixels (see tiff_tags.ts): the file itself
  * when there is nothing else, `out` when a lossless copy without it was written there, or
- * undefined when it must be re-encoded.
+ * REENCODE.
  */
 function tiffWithPixelTagsOnly(
   source: Source,
   path: string,
   out: string,
   buffers: StripBuffers,
-): Promise<string | undefined> {
-  return readingSource(source, async (read, size) => {
+): Promise<string | typeof REENCODE> {
+  return withReader(source, async (read, size) => {
     if (!(await tiffHasOtherTags(read))) return path;
-    return await rewriteTiff(read, await size(), out, buffers)
-      ? out
-      : undefined;
+    return await rewriteTiff(read, await size(), out, buffers) ? out : REENCODE;
   });
-}
-
-/**
- * Runs `use` with positioned reads of what libvips decodes: its bytes, or its file, opened
- * for the call and closed after. `size` is the source's length in bytes.
- */
-async function readingSource<T>(
-  source: Source,
-  use: (read: Read, size: () => Promise<number>) => Promise<T>,
-): Promise<T> {
-  if (typeof source !== "string") {
-    return await use(readBytes(source), () => Promise.resolve(source.length));
-  }
-  const f = await Deno.open(source, { read: true });
-  try {
-    return await use(readFile(f), async () => (await f.stat()).size);
-  } finally {
-    f.close();
-  }
 }
 
 /** What libvips decodes: the received file's bytes (small files) or its path. */

@@ -6,6 +6,7 @@
  */
 
 import { writeAll } from "./file_io.ts";
+import type { Read } from "./positioned_read.ts";
 
 /**
  * The file's structure is broken (a truncated chunk, no end marker, a bad marker): the
@@ -380,10 +381,7 @@ export async function stripWebp(
 ): Promise<void> {
   await transform(src, dst, buffers, async (r, w) => {
     const head = await r.peek(12);
-    if (
-      head.length < 12 || fourcc(head, 0) !== "RIFF" ||
-      fourcc(head, 8) !== "WEBP"
-    ) throw new MalformedImage("not a WebP");
+    if (!isWebpHead(head)) throw new MalformedImage("not a WebP");
     const end = 8 + le32(head, 4);
     if (end > r.size) throw new MalformedImage("truncated WebP");
     await r.take(12, w.write);
@@ -429,6 +427,12 @@ export async function stripWebp(
   });
 }
 
+/** Whether a file's first 12 bytes are a WebP's RIFF header. */
+function isWebpHead(head: Uint8Array): boolean {
+  return head.length >= 12 && fourcc(head, 0) === "RIFF" &&
+    fourcc(head, 8) === "WEBP";
+}
+
 /** Chunk headers read at most by webpIsLossless: a frame bomb must not cost a read each. */
 const MAX_WEBP_CHUNKS = 100_000;
 
@@ -439,14 +443,9 @@ const MAX_WEBP_CHUNKS = 100_000;
  * as before. A lossless WebP that must be re-encoded (turned upright by its EXIF) is
  * re-encoded losslessly so, turned, its pixels stay exact.
  */
-export async function webpIsLossless(
-  read: (offset: number, n: number) => Promise<Uint8Array>,
-): Promise<boolean> {
+export async function webpIsLossless(read: Read): Promise<boolean> {
   const head = await read(0, 12);
-  if (
-    head.length < 12 || fourcc(head, 0) !== "RIFF" ||
-    fourcc(head, 8) !== "WEBP"
-  ) return false;
+  if (!isWebpHead(head)) return false;
   const end = 8 + le32(head, 4);
   let lossless = 0, chunks = 0;
   const walk = async (from: number, to: number, frames: boolean) => {
@@ -487,7 +486,8 @@ async function webpChunk(
   }
 }
 
-function fourcc(b: Uint8Array, at: number): string {
+/** The four characters at `at` (a RIFF chunk's or an ISOBMFF box's type). */
+export function fourcc(b: Uint8Array, at: number): string {
   return String.fromCharCode(b[at], b[at + 1], b[at + 2], b[at + 3]);
 }
 

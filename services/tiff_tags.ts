@@ -8,8 +8,8 @@
  * (ImagePipeline).
  */
 
-import { readFull } from "./file_io.ts";
 import { BufWriter, StripBuffers } from "./metadata_strip.ts";
+import { copyRange, type Read } from "./positioned_read.ts";
 
 /** Tags that describe pixels (layout, colour, compression, resolution), nothing else. */
 const PIXEL_TAGS = new Set([
@@ -64,9 +64,6 @@ const PIXEL_TAGS = new Set([
 
 /** Directories followed at most: a loop of `next` offsets must end. */
 const MAX_DIRECTORIES = 4096;
-
-/** Up to n bytes of the file from `offset` (fewer past its end). */
-export type Read = (offset: number, n: number) => Promise<Uint8Array>;
 
 /**
  * Walks a classic TIFF's chain of directories, handing `visit` each one's entries (a view
@@ -137,27 +134,10 @@ function inlineNumber(v: DataView, i: number, little: boolean): number {
   return -1;
 }
 
-/** `read` for tiffHasOtherTags over bytes in memory. */
-export function readBytes(bytes: Uint8Array) {
-  return (offset: number, n: number) =>
-    Promise.resolve(bytes.subarray(offset, offset + n));
-}
-
-/** `read` for tiffHasOtherTags over an open file (positioned reads). */
-export function readFile(f: Deno.FsFile) {
-  return async (offset: number, n: number) => {
-    await f.seek(offset, Deno.SeekMode.Start);
-    const buf = new Uint8Array(n);
-    return buf.subarray(0, await readFull(f, buf));
-  };
-}
-
 /** Bytes of one value of each TIFF field type (1–13); 0: a type this file cannot copy. */
 const TYPE_SIZE = [0, 1, 1, 2, 4, 8, 1, 1, 2, 4, 8, 4, 8, 4];
 /** Where a directory's pixels are, and how long each piece is: strips, or tiles. */
 const PIECES = [[273, 279], [324, 325]] as const;
-/** Pieces copied at a time: a strip may be the whole image. */
-const COPY_CHUNK = 1 << 20;
 
 interface Field {
   tag: number;
@@ -202,14 +182,7 @@ export async function rewriteTiff(
       const moved: number[] = [];
       for (let i = 0; i < offsets.length; i++) {
         moved.push(w.pos);
-        for (let done = 0; done < lengths[i]; done += COPY_CHUNK) {
-          const n = Math.min(COPY_CHUNK, lengths[i] - done);
-          const piece = await read(offsets[i] + done, n);
-          if (piece.length < n) {
-            throw new Error("the TIFF changed while copied");
-          }
-          await w.write(piece);
-        }
+        await copyRange(read, offsets[i], offsets[i] + lengths[i], w.write);
       }
       page.set(offTag, longs(offTag, moved, little));
       const fields = [...page.values()].sort((a, b) => a.tag - b.tag);

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { test, testEnv, upload, userWithKey } from "./helpers.ts";
+import { scratchFiles, test, testEnv, upload, userWithKey } from "./helpers.ts";
 import { formWith, makeNoiseJpeg } from "./fixtures.ts";
 import { startFixture } from "./fixture_server.ts";
 import { isNoSpace } from "../services/file_io.ts";
@@ -29,16 +29,6 @@ async function fill(dir: string): Promise<string> {
   return path;
 }
 
-/** Files (not folders) anywhere under dir. */
-function filesUnder(dir: string): string[] {
-  const out: string[] = [];
-  for (const e of Deno.readDirSync(dir)) {
-    if (e.isDirectory) out.push(...filesUnder(`${dir}/${e.name}`));
-    else out.push(`${dir}/${e.name}`);
-  }
-  return out;
-}
-
 /** The answer a full disk gets. */
 // deno-lint-ignore no-explicit-any
 function assertDiskFull(r: { status: number; body: any; headers: Headers }) {
@@ -64,7 +54,6 @@ test("an upload that finds the disk full answers 250 / 503 with Retry-After (not
     });
     try {
       const { key } = await userWithKey(env);
-      const tmp = env.deps.config.DATA_DIR + "/tmp";
       const jpeg = () => makeNoiseJpeg(500, 400); // ~200 KB, new bytes each
       // Room for the body but not for the variants: libvips' failed save used to read as
       // 141 "could not be decoded", blaming the file.
@@ -105,7 +94,7 @@ test("an upload that finds the disk full answers 250 / 503 with Retry-After (not
       source.append("source", `http://127.0.0.1:${fx.port}/i.jpg`);
       assertDiskFull(await upload(env, key, source));
       assert.equal(fx.requests.length, 1);
-      assert.deepEqual(filesUnder(tmp), [], "no half-written temp file");
+      assert.deepEqual(scratchFiles(env), [], "no half-written temp file");
       assert.ok(
         env.log.lines.some((l) => String(l.msg).includes("no disk space left")),
         "the operator is told",

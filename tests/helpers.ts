@@ -252,21 +252,22 @@ export async function fetchBytes(
   return { res, bytes: new Uint8Array(await res.arrayBuffer()) };
 }
 
-/** Every object key in a test app's store. */
 /**
- * Files left in this process's scratch folder: upload temp files, and the TIFF a BMP is
- * rewritten to.
+ * Files left in this process's scratch folder (in the app's DATA_DIR): upload temp files,
+ * and the TIFF a BMP is rewritten to.
  */
 export function scratchFiles(env: TestEnv): string[] {
   try {
-    return [...Deno.readDirSync(`${env.dataDir}/tmp/${processTag()}`)].map((
-      e,
-    ) => e.name);
+    return [...Deno.readDirSync(`${env.config.DATA_DIR}/tmp/${processTag()}`)]
+      .map((
+        e,
+      ) => e.name);
   } catch {
     return []; // never created
   }
 }
 
+/** Every object key in a test app's store. */
 export async function storedKeys(env: TestEnv): Promise<string[]> {
   const keys: string[] = [];
   for await (const k of env.deps.store.list()) keys.push(k.key);

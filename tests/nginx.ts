@@ -6,7 +6,10 @@ import { freePort } from "./pg_cluster.ts";
  * its `http` block after the temp paths (upstreams and `server` blocks; `listen` with the
  * `LISTEN` placeholder). Resolves once `/healthz` answers through it.
  */
-export async function startNginx(servers: string) {
+export async function startNginx(
+  servers: string,
+  opts: { errorLevel?: "debug" | "info" | "error" } = {},
+) {
   const dir = await Deno.makeTempDir({ prefix: "imagehost-nginx-" });
   const port = freePort();
   const write = (servers: string) =>
@@ -15,7 +18,7 @@ export async function startNginx(servers: string) {
       // The test's data dirs are private temp folders: as root, the workers read them as
       // root too (a deployment's nginx reads a shared volume as its own user).
       `${Deno.uid() === 0 ? "user root;\n" : ""}pid ${dir}/nginx.pid;
-error_log ${dir}/error.log;
+error_log ${dir}/error.log ${opts.errorLevel ?? "error"};
 events {}
 http {
   access_log off;
@@ -46,6 +49,10 @@ ${servers.replaceAll("LISTEN", `127.0.0.1:${port}`)}
       await write(next);
       proc.kill("SIGHUP");
       await new Promise((r) => setTimeout(r, 500));
+    },
+    /** nginx's error log so far (connection events too at errorLevel "info"). */
+    errorLog(): Promise<string> {
+      return Deno.readTextFile(`${dir}/error.log`).catch(() => "");
     },
     async close() {
       proc.kill("SIGTERM");

@@ -464,6 +464,48 @@ test("the typed client generated from openapi.yaml round-trips an upload, a read
   );
 });
 
+test("the typed client sends an upload once more when the first got no answer, and the service stores it once", async () => {
+  // The first try reaches the service and is stored, but its answer is lost (as when a
+  // proxy closes the connection under it): the second is answered with that same image.
+  const calls: string[] = [];
+  const losing: typeof fetch = async (input, init) => {
+    calls.push(`${init?.method} ${new URL(String(input)).pathname}`);
+    const res = await fetch(input, init);
+    if (calls.length === 1) {
+      await res.body?.cancel();
+      throw new TypeError("connection closed before message completed");
+    }
+    return res;
+  };
+  const api = createApiClient({ baseUrl: service, apiKey: key, fetch: losing });
+  const file = new File(
+    [(await freshJpeg()) as Uint8Array<ArrayBuffer>],
+    "lost.jpg",
+    { type: "image/jpeg" },
+  );
+  const up = await api.upload(file);
+  const rec = up.data as { id: string; duplicate?: boolean };
+  assert.deepEqual(calls, ["POST /api/1/upload", "POST /api/1/upload"]);
+  assert.equal(rec.duplicate, true);
+  const listed = await createApiClient({ baseUrl: service, apiKey: key })
+    .listImages({ perPage: 100 });
+  assert.equal(listed.data.images.filter((i) => i.id === rec.id).length, 1);
+  // Nothing but an upload is sent twice: a read that got no answer fails at once.
+  calls.length = 0;
+  const dead: typeof fetch = (input, init) => {
+    calls.push(`${init?.method} ${new URL(String(input)).pathname}`);
+    return Promise.reject(new TypeError("connection reset"));
+  };
+  const off = createApiClient({ baseUrl: service, apiKey: key, fetch: dead });
+  await assert.rejects(off.getImage(rec.id), (e: ServiceError) => e.code === 0);
+  await assert.rejects(off.upload(file), (e: ServiceError) => e.code === 0);
+  assert.deepEqual(calls, [
+    `GET /api/1/images/${rec.id}`,
+    "POST /api/1/upload",
+    "POST /api/1/upload",
+  ]);
+});
+
 test("the committed SDK build equals a fresh build from sdk/src, schemas/errors.ts and openapi.yaml", async () => {
   const out = await Deno.makeTempDir();
   try {

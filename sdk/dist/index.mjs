@@ -874,7 +874,7 @@ var ServiceApp = class _ServiceApp {
 function createApiClient(opts) {
   const base = opts.baseUrl.replace(/\/+$/, "");
   const f = opts.fetch ?? fetch;
-  async function call(method, path, body, json = false) {
+  async function call(method, path, body, json = false, resend = false) {
     const headers = {
       authorization: `Bearer ${opts.apiKey}`
     };
@@ -887,6 +887,7 @@ function createApiClient(opts) {
         body
       });
     } catch (e) {
+      if (resend) return call(method, path, body, json, false);
       throw new ServiceError(`Network error: ${e.message}`, 0, 0);
     }
     const data = await res.json().catch(() => void 0);
@@ -894,7 +895,10 @@ function createApiClient(opts) {
     return data;
   }
   return {
-    /** POST /api/1/upload with one or more files. */
+    /**
+     * POST /api/1/upload with one or more files. Sent once more if the first try got no
+     * answer at all (see `call`): the service answers the same bytes with the same image.
+     */
     upload(files, options = {}) {
       const form = new FormData();
       for (const file of Array.isArray(files) ? files : [
@@ -905,7 +909,7 @@ function createApiClient(opts) {
       if (options.expiration) {
         form.append("expiration", String(options.expiration));
       }
-      return call("POST", "/api/1/upload", form);
+      return call("POST", "/api/1/upload", form, false, true);
     },
     /**
      * POST /api/1/upload with image addresses: the service downloads each one (public

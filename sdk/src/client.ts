@@ -39,6 +39,7 @@ export function createApiClient(opts: ApiClientOptions) {
     path: string,
     body?: BodyInit,
     json = false,
+    resend = false,
   ): Promise<T> {
     const headers: Record<string, string> = {
       authorization: `Bearer ${opts.apiKey}`,
@@ -48,6 +49,12 @@ export function createApiClient(opts: ApiClientOptions) {
     try {
       res = await f(`${base}${path}`, { method, headers, body });
     } catch (e) {
+      // No answer at all. A kept-alive connection that a proxy closed (an nginx reload)
+      // just as this request went out on it ends so; browsers and curl send such a
+      // request again, Deno's and Node's fetch do not. An upload may be sent twice
+      // safely: the same bytes with the same key are answered with the stored image
+      // (`duplicate: true`), never a second copy.
+      if (resend) return call(method, path, body, json, false);
       throw new ServiceError(`Network error: ${(e as Error).message}`, 0, 0);
     }
     const data = await res.json().catch(() => undefined);
@@ -55,7 +62,10 @@ export function createApiClient(opts: ApiClientOptions) {
     return data as T;
   }
   return {
-    /** POST /api/1/upload with one or more files. */
+    /**
+     * POST /api/1/upload with one or more files. Sent once more if the first try got no
+     * answer at all (see `call`): the service answers the same bytes with the same image.
+     */
     upload(
       files: Blob[] | Blob,
       options: { expiration?: number } = {},
@@ -67,7 +77,7 @@ export function createApiClient(opts: ApiClientOptions) {
       if (options.expiration) {
         form.append("expiration", String(options.expiration));
       }
-      return call("POST", "/api/1/upload", form);
+      return call("POST", "/api/1/upload", form, false, true);
     },
     /**
      * POST /api/1/upload with image addresses: the service downloads each one (public

@@ -28,7 +28,10 @@ export interface ApiClientOptions {
  * (`deno task sdk`). Failures throw ServiceError with the service's code.
  */
 export declare function createApiClient(opts: ApiClientOptions): {
-    /** POST /api/1/upload with one or more files. */
+    /**
+     * POST /api/1/upload with one or more files. Sent once more if the first try got no
+     * answer at all (see `call`): the service answers the same bytes with the same image.
+     */
     upload(files: Blob[] | Blob, options?: {
         expiration?: number;
     }): Promise<UploadResult>;

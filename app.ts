@@ -9,8 +9,8 @@ import {
   ERRORS,
   noSpace,
 } from "./schemas/errors.ts";
-import { isNoSpace } from "./services/file_io.ts";
-import type { AppDeps } from "./services/deps.ts";
+import { isNoSpace } from "./services/runtime/file_io.ts";
+import type { AppDeps } from "./services/runtime/deps.ts";
 import { registerSystemRoutes } from "./routes/system.ts";
 import { registerDocsRoutes } from "./routes/docs.ts";
 import { registerAccountRoutes } from "./routes/account.tsx";
@@ -20,9 +20,9 @@ import { registerImageListRoutes } from "./routes/image_list.ts";
 import { imageFastPath, registerHostRoutes } from "./routes/host.ts";
 import { registerSdkRoutes } from "./routes/sdk.tsx";
 import { registerScreenshotRoutes } from "./routes/screenshot.ts";
-import { ImagePipeline } from "./services/image_pipeline.ts";
-import { ImageRowCache } from "./services/image_cache.ts";
-import { BlobCache } from "./services/blob_cache.ts";
+import { ImagePipeline } from "./services/images/pipeline.ts";
+import { ImageRowCache } from "./services/images/image_cache.ts";
+import { BlobCache } from "./services/images/blob_cache.ts";
 import { ScreenshotService } from "./services/screenshots/screenshot_service.ts";
 import { registerViewerRoutes } from "./routes/viewer.tsx";
 import { documentPublicRoutes } from "./routes/public_docs.ts";

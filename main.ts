@@ -1,13 +1,14 @@
 import { join } from "node:path";
 import { createApp } from "./app.ts";
 import { ConfigError, loadConfig } from "./schemas/config.ts";
-import { jsonLogger, systemClock } from "./services/deps.ts";
+import { systemClock } from "./services/runtime/clock.ts";
+import { jsonLogger } from "./services/runtime/logger.ts";
 import {
   buildRuntime,
   chromiumPathProblem,
   startupLine,
-} from "./services/runtime.ts";
-import { drainAndStop, Lifecycle } from "./services/lifecycle.ts";
+} from "./services/runtime/composition.ts";
+import { drainAndStop, Lifecycle } from "./services/runtime/lifecycle.ts";
 
 /** Reads the environment once, builds the dependencies and serves the app. */
 async function main() {

@@ -11,10 +11,13 @@ import {
   migrate,
   openDatabase,
 } from "../services/db/database.ts";
-import { authenticateKey, createApiKey } from "../services/api_keys.ts";
-import { createUser } from "../services/accounts.ts";
-import { randomToken } from "../services/crypto.ts";
-import { systemClock } from "../services/deps.ts";
+import {
+  authenticateKey,
+  createApiKey,
+} from "../services/accounts/api_keys.ts";
+import { createUser } from "../services/accounts/accounts.ts";
+import { randomToken } from "../services/accounts/crypto.ts";
+import { systemClock } from "../services/runtime/clock.ts";
 
 const N = Deno.args.includes("--quick") ? 500 : 3000;
 let pgUrl = Deno.env.get("TEST_DATABASE_URL");

@@ -9,7 +9,7 @@
  */
 import sharp from "sharp";
 import { receivingDir, serveOnPort } from "./lib.ts";
-import { writeAll } from "../services/file_io.ts";
+import { writeAll } from "../services/runtime/file_io.ts";
 
 sharp.cache(false);
 const dir = await receivingDir("imagehost-floor-");

@@ -1,6 +1,6 @@
 /** Shared pieces of the benchmarks: servers in subprocesses, load loops, percentiles. */
 
-import { writeAll } from "../services/file_io.ts";
+import { writeAll } from "../services/runtime/file_io.ts";
 import { START_ENV, START_V8_FLAGS } from "../tests/start_task.ts";
 
 /** The repository root: benchmarks run scripts from here. */

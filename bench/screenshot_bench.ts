@@ -15,7 +15,7 @@ import {
   SCREENSHOT_PAGE,
 } from "./screenshot_lib.ts";
 import { parseAllowList } from "../schemas/allow_list.ts";
-import { memoryLogger } from "../services/deps.ts";
+import { memoryLogger } from "../services/runtime/logger.ts";
 import { startFixture } from "../tests/fixture_server.ts";
 import { testEnv, userWithKey } from "../tests/helpers.ts";
 

@@ -16,7 +16,7 @@
  * more on each side's cold start).
  */
 import puppeteer from "puppeteer-core";
-import { CHROMIUM_FLAGS } from "../services/screenshots/chromium.ts";
+import { CHROMIUM_FLAGS } from "../services/screenshots/chromium_launch.ts";
 import {
   bareCapture,
   benchChromium,

@@ -3,7 +3,7 @@
  * the bare puppeteer capture that is their floor.
  */
 import type { Browser } from "puppeteer-core";
-import { findChromium } from "../services/screenshots/chromium.ts";
+import { findChromium } from "../services/screenshots/chromium_launch.ts";
 
 /** The benchmark page: 24 gradient cards and a paragraph of text. */
 export const SCREENSHOT_PAGE =

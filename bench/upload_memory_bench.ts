@@ -13,7 +13,7 @@ import {
   uniqueJpeg,
   watchdog,
 } from "./lib.ts";
-import { writeAll } from "../services/file_io.ts";
+import { writeAll } from "../services/runtime/file_io.ts";
 
 watchdog(10 * 60_000);
 

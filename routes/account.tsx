@@ -1,7 +1,7 @@
 import type { Context } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import type { App, AppEnv } from "./env.ts";
-import type { AppDeps } from "../services/deps.ts";
+import type { AppDeps } from "../services/runtime/deps.ts";
 import {
   AccountError,
   createSession,
@@ -9,13 +9,13 @@ import {
   deleteSession,
   type SessionUser,
   verifyLogin,
-} from "../services/accounts.ts";
+} from "../services/accounts/accounts.ts";
 import {
   authenticateKey,
   createApiKey,
   listApiKeys,
   revokeApiKey,
-} from "../services/api_keys.ts";
+} from "../services/accounts/api_keys.ts";
 import {
   CopyField,
   formCsrf,
@@ -24,7 +24,7 @@ import {
   pageSecurity,
 } from "./pages/layout.tsx";
 import { ApiError } from "../schemas/errors.ts";
-import { AddressThrottle } from "../services/address_throttle.ts";
+import { AddressThrottle } from "../services/accounts/address_throttle.ts";
 import { clientAddress } from "./client_address.ts";
 import { keyCacheOf } from "./api_auth.ts";
 import {

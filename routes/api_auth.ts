@@ -1,12 +1,12 @@
 import type { Context, MiddlewareHandler } from "hono";
 import type { AppEnv } from "./env.ts";
-import type { AppDeps } from "../services/deps.ts";
-import { authenticateKey, KeyCache } from "../services/api_keys.ts";
+import type { AppDeps } from "../services/runtime/deps.ts";
+import { authenticateKey, KeyCache } from "../services/accounts/api_keys.ts";
 import { ApiError } from "../schemas/errors.ts";
-import { RateLeases } from "../services/rate_limit.ts";
-import { AddressThrottle } from "../services/address_throttle.ts";
+import { RateLeases } from "../services/accounts/rate_limit.ts";
+import { AddressThrottle } from "../services/accounts/address_throttle.ts";
 import { clientAddress } from "./client_address.ts";
-import { safeEqual } from "../services/crypto.ts";
+import { safeEqual } from "../services/accounts/crypto.ts";
 import { SESSION_TOKEN_HEADER, sessionUser } from "./session.ts";
 
 /** The Bearer token of the Authorization header; a malformed header counts as a bad key. */

@@ -1,11 +1,12 @@
 import type { Context } from "hono";
 import type { App } from "./env.ts";
-import type { AppDeps, Clock } from "../services/deps.ts";
-import { type ImageRow, MIME_BY_EXT } from "../services/images.ts";
-import type { ImageRowCache } from "../services/image_cache.ts";
+import type { Clock } from "../services/runtime/clock.ts";
+import type { AppDeps } from "../services/runtime/deps.ts";
+import { type ImageRow, MIME_BY_EXT } from "../services/images/records.ts";
+import type { ImageRowCache } from "../services/images/image_cache.ts";
 import { ApiError } from "../schemas/errors.ts";
 import type { ByteRange } from "../services/store/blob_store.ts";
-import { readWhole } from "../services/file_io.ts";
+import { readWhole } from "../services/runtime/file_io.ts";
 import { logRequest, requestIdOf } from "./request_id.ts";
 import { addressOf } from "./client_address.ts";
 

@@ -1,6 +1,6 @@
 import { createRoute } from "@hono/zod-openapi";
 import type { App } from "./env.ts";
-import type { AppDeps } from "../services/deps.ts";
+import type { AppDeps } from "../services/runtime/deps.ts";
 import {
   AUTH_ERRORS,
   errorResponses,
@@ -11,7 +11,7 @@ import {
   ImageListQuerySchema,
   ImageListSchema,
 } from "../schemas/image.ts";
-import { pageUserImages, toImageRecord } from "../services/images.ts";
+import { pageUserImages, toImageRecord } from "../services/images/records.ts";
 import { API_SECURITY } from "./upload.ts";
 
 /** GET /api/1/images: the caller's images, a page at a time. */

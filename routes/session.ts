@@ -1,9 +1,9 @@
 import type { Context } from "hono";
 import { getCookie } from "hono/cookie";
-import type { AppDeps } from "../services/deps.ts";
-import { getSession, type SessionUser } from "../services/accounts.ts";
+import type { AppDeps } from "../services/runtime/deps.ts";
+import { getSession, type SessionUser } from "../services/accounts/accounts.ts";
 import { ApiError } from "../schemas/errors.ts";
-import { safeEqual } from "../services/crypto.ts";
+import { safeEqual } from "../services/accounts/crypto.ts";
 
 /** Name of the session cookie (HttpOnly, SameSite=Lax, path /). */
 export const SESSION_COOKIE = "sid";

@@ -1,5 +1,5 @@
 import type { App } from "./env.ts";
-import type { AppDeps } from "../services/deps.ts";
+import type { AppDeps } from "../services/runtime/deps.ts";
 import {
   DeleteImageForm,
   formCsrf,
@@ -21,8 +21,8 @@ import {
   type ImageSource,
   pageUserImages,
   toImageRecord,
-} from "../services/images.ts";
-import type { ImageRowCache } from "../services/image_cache.ts";
+} from "../services/images/records.ts";
+import type { ImageRowCache } from "../services/images/image_cache.ts";
 import { PRESETS } from "../schemas/presets.ts";
 import { ImageListQuerySchema } from "../schemas/image.ts";
 import {

@@ -2,7 +2,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { join } from "node:path";
 import type { Context } from "hono";
 import type { App, AppEnv } from "./env.ts";
-import type { AppDeps } from "../services/deps.ts";
+import type { AppDeps } from "../services/runtime/deps.ts";
 import {
   AUTH_ERRORS,
   envelopeOf,
@@ -20,28 +20,28 @@ import {
   MultiUploadSchema,
 } from "../schemas/image.ts";
 import { ApiError, type ErrorCode, noSpace } from "../schemas/errors.ts";
-import { isNoSpace } from "../services/file_io.ts";
-import {
-  type ReceivedFile,
-  type ReceivedForm,
-  receiveMultipart,
-} from "../services/multipart.ts";
+import { isNoSpace } from "../services/runtime/file_io.ts";
+import { receiveMultipart } from "../services/bodies/multipart.ts";
+import type {
+  ReceivedFile,
+  ReceivedForm,
+} from "../services/bodies/received.ts";
 import { allowRulesOf } from "../schemas/allow_list.ts";
 import { type ImportLimits, importUrl } from "../services/net/url_import.ts";
 import {
   type BodyOptions,
   receiveJson,
   receiveUrlencoded,
-} from "../services/form_bodies.ts";
-import type { ImagePipeline } from "../services/image_pipeline.ts";
-import type { ImageRowCache } from "../services/image_cache.ts";
+} from "../services/bodies/form_bodies.ts";
+import type { ImagePipeline } from "../services/images/pipeline.ts";
+import type { ImageRowCache } from "../services/images/image_cache.ts";
 import { authenticateDeferred, headerKey, isMultipart } from "./api_auth.ts";
 import {
   deleteImage,
   findLiveImage,
   type ImageRecord,
   toImageRecord,
-} from "../services/images.ts";
+} from "../services/images/records.ts";
 
 /**
  * Security requirement of every /api/1 route: Bearer header, X-API-Key header or ?key=;

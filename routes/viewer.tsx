@@ -1,11 +1,11 @@
 import { secureHeaders } from "hono/secure-headers";
 import type { App } from "./env.ts";
-import type { AppDeps } from "../services/deps.ts";
+import type { AppDeps } from "../services/runtime/deps.ts";
 import {
   deleteImage,
   findLiveImage,
   toImageRecord,
-} from "../services/images.ts";
+} from "../services/images/records.ts";
 import {
   CopyField,
   DeleteImageForm,
@@ -17,9 +17,9 @@ import {
 } from "./pages/layout.tsx";
 import { expiryText } from "./pages/expiry.ts";
 import { sessionUser } from "./session.ts";
-import { MEDIUM_SIZE } from "../services/image_pipeline.ts";
-import type { ImageRowCache } from "../services/image_cache.ts";
-import { safeEqual } from "../services/crypto.ts";
+import { MEDIUM_SIZE } from "../services/images/pipeline.ts";
+import type { ImageRowCache } from "../services/images/image_cache.ts";
+import { safeEqual } from "../services/accounts/crypto.ts";
 import { ApiError } from "../schemas/errors.ts";
 // The one embed-code implementation, shared with the widget (a pure leaf module).
 import { embedCodes } from "../sdk/src/embed_codes.ts";

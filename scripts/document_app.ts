@@ -1,6 +1,7 @@
 import { createApp } from "../app.ts";
 import { loadConfig } from "../schemas/config.ts";
-import { memoryLogger, systemClock } from "../services/deps.ts";
+import { systemClock } from "../services/runtime/clock.ts";
+import { memoryLogger } from "../services/runtime/logger.ts";
 import type { Database } from "../services/db/database.ts";
 import type { BlobStore } from "../services/store/blob_store.ts";
 

@@ -3,7 +3,7 @@
  * Usage: deno task key:create <email> [label]
  */
 import { sql } from "kysely";
-import { createApiKey } from "../services/api_keys.ts";
+import { createApiKey } from "../services/accounts/api_keys.ts";
 import { withDatabase } from "./operator.ts";
 
 const [email, label = "cli"] = Deno.args;

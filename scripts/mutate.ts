@@ -22,7 +22,7 @@ interface Mutation {
 const MUTATIONS: Mutation[] = [
   {
     name: "auth: a wrong key is accepted",
-    file: "services/api_keys.ts",
+    file: "services/accounts/api_keys.ts",
     from: `if (!row || row.revoked_at) {`,
     to: `if (row?.revoked_at) {`,
     tests: ["tests/accounts_test.ts", "tests/upload_test.ts"],
@@ -61,14 +61,14 @@ const MUTATIONS: Mutation[] = [
   },
   {
     name: "metadata strip: JPEG APP1/APP13/COM segments kept",
-    file: "services/metadata_strip.ts",
+    file: "services/images/formats/metadata_strip.ts",
     from: `if ((isApp && !KEEP_APP.has(m)) || m === 0xfe) {`,
     to: `if (false) {`,
     tests: ["tests/metadata_test.ts"],
   },
   {
     name: "metadata strip: PNG eXIf/tEXt/iTXt/zTXt/tIME kept",
-    file: "services/metadata_strip.ts",
+    file: "services/images/formats/metadata_strip.ts",
     from: `DROP_PNG.has(type) ? undefined : w.write`,
     to: `w.write`,
     tests: ["tests/metadata_test.ts"],
@@ -103,21 +103,21 @@ const MUTATIONS: Mutation[] = [
   },
   {
     name: "limits: exactly MAX_FILES files refused",
-    file: "services/multipart.ts",
+    file: "services/bodies/multipart.ts",
     from: `        files: opts.maxFiles,`,
     to: `        files: opts.maxFiles - 1,`,
     tests: ["tests/upload_test.ts"],
   },
   {
     name: "limits: MAX_IMAGE_PIXELS counts one frame only",
-    file: "services/image_pipeline.ts",
+    file: "services/images/pipeline.ts",
     from: `const pixels = meta.width * meta.height * frames;`,
     to: `const pixels = meta.width * meta.height;`,
     tests: ["tests/abuse_test.ts"],
   },
   {
     name: "expiry ignored when looking an image up",
-    file: "services/images.ts",
+    file: "services/images/records.ts",
     from: `  if (row.expires_at && new Date(row.expires_at) <= clock.now()) {`,
     to: `  if (false) {`,
     tests: ["tests/expiry_test.ts"],
@@ -145,7 +145,7 @@ const MUTATIONS: Mutation[] = [
   },
   {
     name: "rate limit: the per-key limit is off by one",
-    file: "services/rate_limit.ts",
+    file: "services/accounts/rate_limit.ts",
     from: `  if (row.count > limit) {`,
     to: `  if (row.count > limit + 1) {`,
     tests: ["tests/accounts_test.ts"],
@@ -161,14 +161,14 @@ const MUTATIONS: Mutation[] = [
   },
   {
     name: "screenshots: zoom ignored",
-    file: "services/screenshots/chromium.ts",
+    file: "services/screenshots/capture_steps.ts",
     from: `      width: Math.round(opts.viewport.width / zoom),`,
     to: `      width: Math.round(opts.viewport.width),`,
     tests: ["tests/screenshot_test.ts"],
   },
   {
     name: "screenshots: colorScheme ignored",
-    file: "services/screenshots/chromium.ts",
+    file: "services/screenshots/capture_steps.ts",
     from: `    if (opts.colorScheme !== "default") {`,
     to: `    if (false) {`,
     tests: ["tests/screenshot_test.ts"],
@@ -182,7 +182,7 @@ const MUTATIONS: Mutation[] = [
   },
   {
     name: "shutdown: stop accepting while a body still arrives",
-    file: "services/lifecycle.ts",
+    file: "services/runtime/lifecycle.ts",
     from: `  if (!await lifecycle.whenNoBodyInFlight(opts.graceMs)) {`,
     to: `  if (!await lifecycle.whenNoBodyInFlight(0)) {`,
     tests: ["tests/lifecycle_test.ts"],

@@ -2,8 +2,8 @@ import { join } from "node:path";
 import type { Kysely } from "kysely";
 import { ConfigError, loadConfig } from "../schemas/config.ts";
 import type { DB } from "../services/db/schema.ts";
-import { jsonLogger } from "../services/deps.ts";
-import { buildRuntime } from "../services/runtime.ts";
+import { jsonLogger } from "../services/runtime/logger.ts";
+import { buildRuntime } from "../services/runtime/composition.ts";
 
 /**
  * Runs an operator command against the configured database (migrated, no browser, quiet

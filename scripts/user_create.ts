@@ -2,9 +2,9 @@
  * Creates a user without a browser and prints an API key for it.
  * Usage: deno task user:create <email> [password]   (a random password is printed if omitted)
  */
-import { createUser } from "../services/accounts.ts";
-import { createApiKey } from "../services/api_keys.ts";
-import { randomToken } from "../services/crypto.ts";
+import { createUser } from "../services/accounts/accounts.ts";
+import { createApiKey } from "../services/accounts/api_keys.ts";
+import { randomToken } from "../services/accounts/crypto.ts";
 import { withDatabase } from "./operator.ts";
 
 const [email, given] = Deno.args;

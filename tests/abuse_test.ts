@@ -10,10 +10,14 @@ import {
   waitUntil,
 } from "./helpers.ts";
 import { formWith, makeFrameBombGif, makeImage } from "./fixtures.ts";
-import { WorkSlots } from "../services/work_slots.ts";
+import { WorkSlots } from "../services/runtime/work_slots.ts";
 import type { ApiError } from "../schemas/errors.ts";
-import { addressBucket } from "../services/address_throttle.ts";
-import { hashPassword, hashSlots, verifyPassword } from "../services/crypto.ts";
+import { addressBucket } from "../services/accounts/address_throttle.ts";
+import {
+  hashPassword,
+  hashSlots,
+  verifyPassword,
+} from "../services/accounts/crypto.ts";
 
 /**
  * A multipart body of `fileBytes` zero bytes in one `images` part, produced lazily, with

@@ -16,8 +16,8 @@ import {
   deleteUser,
   disableUser,
   verifyLogin,
-} from "../services/accounts.ts";
-import { verifyPassword } from "../services/crypto.ts";
+} from "../services/accounts/accounts.ts";
+import { verifyPassword } from "../services/accounts/crypto.ts";
 import { ApiError } from "../schemas/errors.ts";
 
 const ORIGIN = "http://localhost:8080";

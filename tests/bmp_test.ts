@@ -17,7 +17,7 @@ import {
   bmpToTiff,
   MalformedBmp,
   parseBmp,
-} from "../services/bmp.ts";
+} from "../services/images/formats/bmp.ts";
 
 /**
  * Fixtures in tests/images/bmp: ImageMagick 6.9 wrote most of them and decoded each to the

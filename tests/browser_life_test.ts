@@ -14,7 +14,7 @@ import {
   reapOrphans,
   withoutForkedCopies,
 } from "../services/screenshots/reap.ts";
-import { CHROMIUM_FLAGS } from "../services/screenshots/chromium.ts";
+import { CHROMIUM_FLAGS } from "../services/screenshots/chromium_launch.ts";
 
 const CHROMIUM = requireChromium();
 
@@ -189,7 +189,7 @@ test("closing the screenshotter ends its Chromium and every helper process", asy
   const { ChromiumScreenshotter } = await import(
     "../services/screenshots/chromium.ts"
   );
-  const { memoryLogger } = await import("../services/deps.ts");
+  const { memoryLogger } = await import("../services/runtime/logger.ts");
   const shooter = new ChromiumScreenshotter({
     executablePath: CHROMIUM,
     concurrency: 1,

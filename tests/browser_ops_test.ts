@@ -5,14 +5,12 @@ import { test, waitUntil, waitUntilAsync } from "./helpers.ts";
 import { startFixture } from "./fixture_server.ts";
 import { requireChromium, startDevtoolsBrowser } from "./browser_service.ts";
 import { freePort } from "./pg_cluster.ts";
-import {
-  ChromiumScreenshotter,
-  findChromium,
-} from "../services/screenshots/chromium.ts";
+import { ChromiumScreenshotter } from "../services/screenshots/chromium.ts";
+import { findChromium } from "../services/screenshots/chromium_launch.ts";
 import { parseAllowList } from "../schemas/allow_list.ts";
 import { startGuardProxy } from "../services/net/guard_proxy.ts";
 import { PRESETS } from "../schemas/presets.ts";
-import { memoryLogger } from "../services/deps.ts";
+import { memoryLogger } from "../services/runtime/logger.ts";
 import { ApiError } from "../schemas/errors.ts";
 import type { CaptureOptions } from "../services/screenshots/screenshotter.ts";
 

@@ -1,10 +1,10 @@
+import { ChromiumScreenshotter } from "../services/screenshots/chromium.ts";
 import {
-  ChromiumScreenshotter,
   discoverWsEndpoint,
   findChromium,
-} from "../services/screenshots/chromium.ts";
+} from "../services/screenshots/chromium_launch.ts";
 import { parseAllowList } from "../schemas/allow_list.ts";
-import { memoryLogger } from "../services/deps.ts";
+import { memoryLogger } from "../services/runtime/logger.ts";
 import { answersOk, waitUntilAsync } from "./helpers.ts";
 import { freePort } from "./pg_cluster.ts";
 

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import fc from "fast-check";
 import { test } from "./helpers.ts";
-import { ByteSearch } from "../services/byte_search.ts";
+import { ByteSearch } from "../services/bodies/byte_search.ts";
 
 test("the byte search finds exactly what Buffer.indexOf finds, from any start, in haystacks full of near matches (property test)", () => {
   // A three-letter alphabet makes partial matches, overlaps and matches at both ends common.

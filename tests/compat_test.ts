@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import { fetchBytes, json, test, testEnv, userWithKey } from "./helpers.ts";
 import { formWith, makeImage, makeNoiseJpeg } from "./fixtures.ts";
-import { processTag } from "../services/scratch_dir.ts";
+import { processTag } from "../services/runtime/scratch_dir.ts";
 import { startFixture } from "./fixture_server.ts";
 
 test("Chevereto V4's X-API-Key header authenticates, after Authorization and before body and query keys, and browsers may send it (CORS)", async () => {

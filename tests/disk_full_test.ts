@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { scratchFiles, test, testEnv, upload, userWithKey } from "./helpers.ts";
 import { formWith, makeNoiseJpeg } from "./fixtures.ts";
 import { startFixture } from "./fixture_server.ts";
-import { isNoSpace } from "../services/file_io.ts";
+import { isNoSpace } from "../services/runtime/file_io.ts";
 
 /** Runs a command, failing with its stderr (mounting needs root, as CI has). */
 async function sh(cmd: string, ...args: string[]) {

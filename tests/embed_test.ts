@@ -211,7 +211,7 @@ test("a hostile title stays text on every page that shows it: viewer, delete con
     const cookie = signup.headers.get("set-cookie")!.split(";")[0];
     const user = await env.deps.database.db.selectFrom("users").select("id")
       .where("email", "=", "owner@example.com").executeTakeFirstOrThrow();
-    const { createApiKey } = await import("../services/api_keys.ts");
+    const { createApiKey } = await import("../services/accounts/api_keys.ts");
     const { key } = await createApiKey(env.deps.database.db, user.id, "t");
     const name = `"><img src=x onerror=alert(1)><svg onload=alert(2)>.png`;
     const r = await json(

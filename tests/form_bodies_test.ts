@@ -1,9 +1,12 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { test } from "./helpers.ts";
-import { receiveJson, receiveUrlencoded } from "../services/form_bodies.ts";
-import { receiveMultipart } from "../services/multipart.ts";
-import { TextPartMarker } from "../services/multipart_text_parts.ts";
+import {
+  receiveJson,
+  receiveUrlencoded,
+} from "../services/bodies/form_bodies.ts";
+import { receiveMultipart } from "../services/bodies/multipart.ts";
+import { TextPartMarker } from "../services/bodies/multipart_text_parts.ts";
 import { makeImage } from "./fixtures.ts";
 import type { ApiError } from "../schemas/errors.ts";
 

@@ -7,12 +7,14 @@ import {
   openDatabase,
   readMigrations,
 } from "../services/db/database.ts";
-import { type AppDeps, type Clock, memoryLogger } from "../services/deps.ts";
+import { type Clock } from "../services/runtime/clock.ts";
+import { type AppDeps } from "../services/runtime/deps.ts";
+import { memoryLogger } from "../services/runtime/logger.ts";
 import { FsStore } from "../services/store/fs_store.ts";
 import type { BlobStore } from "../services/store/blob_store.ts";
-import { createUser } from "../services/accounts.ts";
-import { createApiKey } from "../services/api_keys.ts";
-import { processTag } from "../services/scratch_dir.ts";
+import { createUser } from "../services/accounts/accounts.ts";
+import { createApiKey } from "../services/accounts/api_keys.ts";
+import { processTag } from "../services/runtime/scratch_dir.ts";
 
 /** Deno.test without the op/resource sanitizers (PGlite and servers keep handles open). */
 export function test(name: string, fn: () => Promise<void> | void) {

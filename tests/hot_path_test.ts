@@ -8,10 +8,10 @@ import {
   userWithKey,
   waitUntilAsync,
 } from "./helpers.ts";
-import { revokeApiKey } from "../services/api_keys.ts";
-import { disableUser } from "../services/accounts.ts";
+import { revokeApiKey } from "../services/accounts/api_keys.ts";
+import { disableUser } from "../services/accounts/accounts.ts";
 import { imageFastPath } from "../routes/host.ts";
-import { ImageRowCache } from "../services/image_cache.ts";
+import { ImageRowCache } from "../services/images/image_cache.ts";
 
 test("a revalidation of a hot image is answered 304 ahead of the router with the full path's ETag and Cache-Control, a request id and its log line", async () => {
   const env = await testEnv({ env: { LOG_REQUESTS: "true" } });

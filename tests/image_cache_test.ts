@@ -13,8 +13,8 @@ import {
 } from "./helpers.ts";
 import type { Database } from "../services/db/database.ts";
 import { formWith, makeImage, makeNoiseJpeg } from "./fixtures.ts";
-import { BlobCache } from "../services/blob_cache.ts";
-import { ImageRowCache } from "../services/image_cache.ts";
+import { BlobCache } from "../services/images/blob_cache.ts";
+import { ImageRowCache } from "../services/images/image_cache.ts";
 import { FsStore } from "../services/store/fs_store.ts";
 import type { BlobStore } from "../services/store/blob_store.ts";
 

@@ -15,14 +15,17 @@ import {
   formWith,
   makeAnimatedGif,
 } from "./fixtures.ts";
-import { rewriteTiff, tiffHasOtherTags } from "../services/tiff_tags.ts";
-import { readBytes } from "../services/positioned_read.ts";
-import { rewriteAvif } from "../services/avif_strip.ts";
+import {
+  rewriteTiff,
+  tiffHasOtherTags,
+} from "../services/images/formats/tiff_tags.ts";
+import { readBytes } from "../services/images/formats/positioned_read.ts";
+import { rewriteAvif } from "../services/images/formats/avif_strip.ts";
 import {
   MalformedImage,
   stripWebp,
   webpIsLossless,
-} from "../services/metadata_strip.ts";
+} from "../services/images/formats/metadata_strip.ts";
 
 /**
  * Personal data a camera or an editor leaves in a file, each a string the stored bytes are

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { receiveMultipart } from "../services/multipart.ts";
+import { receiveMultipart } from "../services/bodies/multipart.ts";
 import { ApiError } from "../schemas/errors.ts";
 import { test } from "./helpers.ts";
 

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { sweepOrphans } from "../services/orphans.ts";
+import { sweepOrphans } from "../services/images/orphans.ts";
 import type { BlobStore } from "../services/store/blob_store.ts";
 import { formWith, makeImage } from "./fixtures.ts";
 import { test, testEnv, upload, userWithKey } from "./helpers.ts";

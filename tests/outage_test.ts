@@ -12,7 +12,7 @@ import {
   waitUntilAsync,
 } from "./helpers.ts";
 import { startPgCluster } from "./pg_cluster.ts";
-import { withTimeout } from "../services/timeout.ts";
+import { withTimeout } from "../services/runtime/timeout.ts";
 import { startS3 } from "./s3_server.ts";
 
 /** Fails the test instead of hanging it when a request gets no answer within `ms`. */

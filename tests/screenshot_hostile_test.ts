@@ -2,13 +2,11 @@ import assert from "node:assert/strict";
 import sharp from "sharp";
 import { json, test, type TestEnv, testEnv, userWithKey } from "./helpers.ts";
 import { countingListener, startFixture } from "./fixture_server.ts";
-import {
-  ChromiumScreenshotter,
-  findChromium,
-  fullPageClip,
-} from "../services/screenshots/chromium.ts";
+import { ChromiumScreenshotter } from "../services/screenshots/chromium.ts";
+import { findChromium } from "../services/screenshots/chromium_launch.ts";
+import { fullPageClip } from "../services/screenshots/capture_steps.ts";
 import { parseAllowList } from "../schemas/allow_list.ts";
-import { memoryLogger } from "../services/deps.ts";
+import { memoryLogger } from "../services/runtime/logger.ts";
 
 const CHROMIUM = findChromium(Deno.env.get("TEST_CHROMIUM_PATH"));
 if (!CHROMIUM) {

@@ -9,13 +9,11 @@ import {
   waitUntil,
 } from "./helpers.ts";
 import { type FixtureServer, startFixture } from "./fixture_server.ts";
-import {
-  ChromiumScreenshotter,
-  findChromium,
-} from "../services/screenshots/chromium.ts";
+import { ChromiumScreenshotter } from "../services/screenshots/chromium.ts";
+import { findChromium } from "../services/screenshots/chromium_launch.ts";
 import { parseAllowList } from "../schemas/allow_list.ts";
 import { PRESETS } from "../schemas/presets.ts";
-import { memoryLogger } from "../services/deps.ts";
+import { memoryLogger } from "../services/runtime/logger.ts";
 import { dataUriBytes, pixel } from "./pixels.ts";
 
 const CHROMIUM = findChromium(Deno.env.get("TEST_CHROMIUM_PATH"));

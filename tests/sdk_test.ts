@@ -6,7 +6,7 @@ import { startFixture } from "./fixture_server.ts";
 import {
   CHROMIUM_FLAGS,
   findChromium,
-} from "../services/screenshots/chromium.ts";
+} from "../services/screenshots/chromium_launch.ts";
 import { createApiClient } from "../sdk/src/client.ts";
 import { ServiceError } from "../sdk/src/errors.ts";
 

@@ -2,8 +2,8 @@ import { join } from "node:path";
 import { freePort } from "./pg_cluster.ts";
 import { answersOk, waitUntilAsync } from "./helpers.ts";
 import { migrate, openDatabase } from "../services/db/database.ts";
-import { createUser } from "../services/accounts.ts";
-import { createApiKey } from "../services/api_keys.ts";
+import { createUser } from "../services/accounts/accounts.ts";
+import { createApiKey } from "../services/accounts/api_keys.ts";
 
 /**
  * A user with an API key, made before the service process starts: on PostgreSQL (`url`),

@@ -13,7 +13,7 @@ import sharp from "sharp";
 import { test, type TestEnv, testEnv } from "./helpers.ts";
 import { startFixture } from "./fixture_server.ts";
 import { requireChromium, testScreenshotter } from "./browser_service.ts";
-import { CHROMIUM_FLAGS } from "../services/screenshots/chromium.ts";
+import { CHROMIUM_FLAGS } from "../services/screenshots/chromium_launch.ts";
 import { makeImage } from "./fixtures.ts";
 
 // deno-lint-ignore no-explicit-any

@@ -9,7 +9,7 @@ import {
   upload,
   userWithKey,
 } from "./helpers.ts";
-import { createSession, getSession } from "../services/accounts.ts";
+import { createSession, getSession } from "../services/accounts/accounts.ts";
 import { expiryText } from "../routes/pages/expiry.ts";
 import { humanSpan } from "../routes/pages/layout.tsx";
 

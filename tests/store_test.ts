@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
 import { hostname } from "node:os";
-import { processTag } from "../services/scratch_dir.ts";
+import { processTag } from "../services/runtime/scratch_dir.ts";
 import { FsStore } from "../services/store/fs_store.ts";
 import type { BlobStore } from "../services/store/blob_store.ts";
-import { ImagePipeline } from "../services/image_pipeline.ts";
+import { ImagePipeline } from "../services/images/pipeline.ts";
 import { json, test, testEnv, userWithKey } from "./helpers.ts";
 import { startS3 } from "./s3_server.ts";
 import { formWith, makeImage } from "./fixtures.ts";

@@ -19,9 +19,9 @@ import {
   makeJpegWithGps,
 } from "./fixtures.ts";
 import { sql } from "kysely";
-import { sweepExpired } from "../services/images.ts";
+import { sweepExpired } from "../services/images/records.ts";
 import { openDatabase } from "../services/db/database.ts";
-import { processTag } from "../services/scratch_dir.ts";
+import { processTag } from "../services/runtime/scratch_dir.ts";
 import { loadConfig } from "../schemas/config.ts";
 
 async function storedFiles(env: TestEnv): Promise<string[]> {

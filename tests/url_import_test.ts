@@ -10,7 +10,7 @@ import {
 } from "./helpers.ts";
 import { makeImage } from "./fixtures.ts";
 import { countingListener, startFixture } from "./fixture_server.ts";
-import { processTag } from "../services/scratch_dir.ts";
+import { processTag } from "../services/runtime/scratch_dir.ts";
 import { nameOf } from "../services/net/url_import.ts";
 import { createApiClient } from "../sdk/src/client.ts";
 import type { ServiceError } from "../sdk/src/errors.ts";

@@ -6,7 +6,7 @@
  * Usage: deno run -A bench/peers/capture_website.ts <url> <chromium> [--repeat N --concurrency C]
  */
 import captureWebsite from "capture-website";
-import { CHROMIUM_FLAGS } from "../../services/screenshots/chromium.ts";
+import { CHROMIUM_FLAGS } from "../../services/screenshots/chromium_launch.ts";
 
 const [url, executablePath] = Deno.args;
 const opt = (name: string, def: number) => {

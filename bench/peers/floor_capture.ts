@@ -5,7 +5,7 @@
  * Usage: deno run -A bench/peers/floor_capture.ts <url> <chromium>
  */
 import puppeteer from "puppeteer-core";
-import { CHROMIUM_FLAGS } from "../../services/screenshots/chromium.ts";
+import { CHROMIUM_FLAGS } from "../../services/screenshots/chromium_launch.ts";
 
 const [url, executablePath] = Deno.args;
 const browser = await puppeteer.launch({

@@ -3,15 +3,16 @@
  * @module
  */
 export { ServiceApp, setScriptOrigin } from "./service_app.ts";
+export type { ServiceAppOptions } from "./service_app.ts";
 export type {
   ImageFile,
   ImageRecord,
   MultiUploadResponse,
-  ServiceAppOptions,
+  Uploader,
   UploadFileError,
   UploadOptions,
   UploadResponse,
-} from "./service_app.ts";
+} from "./types.ts";
 export { ACCEPTED_TYPES, createUploadWidget } from "./widget.ts";
 export type { UploadWidget, WidgetOptions } from "./widget.ts";
 export { ERROR_CODES, ServiceError } from "./errors.ts";

@@ -4,79 +4,13 @@ import {
   type UploadWidget,
   type WidgetOptions,
 } from "./widget.ts";
-
-/** One stored file of a record (original, thumbnail or medium). */
-export interface ImageFile {
-  filename: string;
-  name: string;
-  mime: string;
-  extension: string;
-  url: string;
-}
-
-/** The image record of a stored upload. */
-export interface ImageRecord {
-  /** Tells a record from a batch answer (`"batch"`). */
-  kind: "image";
-  id: string;
-  title: string;
-  url_viewer: string;
-  url: string;
-  display_url: string;
-  width: number;
-  height: number;
-  size: number;
-  time: number;
-  expiration: number;
-  image: ImageFile;
-  thumb: ImageFile;
-  medium: ImageFile;
-  delete_url: string;
-  duplicate?: boolean;
-}
-
-/** A file of a multi-file upload that failed. */
-export interface UploadFileError {
-  index: number;
-  filename: string;
-  code: number;
-  message: string;
-}
-
-/** What upload() resolves to: the envelope, plus `url` of the stored image at the top. */
-export interface UploadResponse {
-  status: 200;
-  success: true;
-  data: ImageRecord;
-  url: string;
-}
-
-/** What uploadMultiple() resolves to. */
-export interface MultiUploadResponse {
-  status: 200;
-  success: true;
-  data: {
-    kind: "batch";
-    images: ImageRecord[];
-    count: number;
-    errors?: UploadFileError[];
-  };
-}
-
-/** Per-call options. */
-export interface UploadOptions {
-  /** Called with 0..100 as the bytes go out. */
-  onProgress?: (percent: number) => void;
-  /**
-   * Called with each file's own 0..100 as the request goes out (files are sent in order
-   * in one request, so each one's share of the bytes sent is known).
-   */
-  onFileProgress?: (index: number, percent: number) => void;
-  /** Abort the upload; the promise then rejects with code -1. */
-  signal?: AbortSignal;
-  /** Seconds until the image is deleted (60..15552000). */
-  expiration?: number;
-}
+import type {
+  ImageRecord,
+  MultiUploadResponse,
+  Uploader,
+  UploadOptions,
+  UploadResponse,
+} from "./types.ts";
 
 /** Constructor options. */
 export interface ServiceAppOptions {
@@ -109,7 +43,7 @@ export function setScriptOrigin(origin: string | undefined) {
 }
 
 /** The browser client of the image service (SPEC.md 4.3). */
-export class ServiceApp {
+export class ServiceApp implements Uploader {
   readonly apiKey: string;
   readonly baseUrl: string;
   /** The header that authenticates each call: the key, or the site session's token. */

@@ -1,9 +1,9 @@
-import type { ServiceApp } from "./service_app.ts";
 import type {
   ImageRecord,
   MultiUploadResponse,
+  Uploader,
   UploadResponse,
-} from "./service_app.ts";
+} from "./types.ts";
 import { ServiceError } from "./errors.ts";
 import { bbcodeEmbed, htmlEmbed, markdownImage } from "./embed_codes.ts";
 
@@ -120,7 +120,7 @@ function humanSize(n: number) {
  * leak out. Drop, paste and the file picker all feed the same checks and upload.
  */
 export function createUploadWidget(
-  app: ServiceApp,
+  app: Uploader,
   options: WidgetOptions = {},
 ): UploadWidget {
   const maxSize = options.maxFileSize ?? 32 * 1024 * 1024;

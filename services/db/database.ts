@@ -1,10 +1,15 @@
+/**
+ * services/db/ — the database: embedded PGlite on a durable file system
+ * (durable_node_fs.ts, pglite_dialect.ts) or PostgreSQL over node-postgres with its
+ * bounds (postgres.ts), opened and migrated here (migrations/), typed by schema.ts.
+ */
 import { PGlite } from "@electric-sql/pglite";
 import { Kysely, PostgresDialect, sql } from "kysely";
 import { PGliteDialect } from "./pglite_dialect.ts";
 import { DurableNodeFS, PGLITE_START_PARAMS } from "./durable_node_fs.ts";
-import { syncTree } from "../file_io.ts";
+import { syncTree } from "../runtime/file_io.ts";
 import type { DB } from "./schema.ts";
-import { answersWithin } from "../timeout.ts";
+import { answersWithin } from "../runtime/timeout.ts";
 // The PostgreSQL driver (pg and its dependencies) is loaded only when a URL is given: an
 // embedded start does not pay for importing it.
 import type { PostgresTimeouts } from "./postgres.ts";

@@ -1,7 +1,7 @@
 import { NodeFS } from "@electric-sql/pglite/nodefs";
 import { PGlite } from "@electric-sql/pglite";
 import { fsyncSync } from "node:fs";
-import { jsonLogger } from "../deps.ts";
+import { jsonLogger } from "../runtime/logger.ts";
 
 /** PGlite's Emscripten module, as far as this file touches it. */
 type PostgresMod = Parameters<NodeFS["init"]>[1];

@@ -1,3 +1,9 @@
+/**
+ * services/net/ — every outbound fetch made for a user: which addresses are allowed
+ * (this file, a pure classifier), a target's URL checked and resolved (target.ts), the
+ * guard proxy every browser page load and URL import goes through, re-checking each
+ * connection and redirect (guard_proxy.ts), and URL imports (url_import.ts).
+ */
 import { isIP } from "node:net";
 import type { AllowRule } from "../../schemas/allow_list.ts";
 

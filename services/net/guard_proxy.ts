@@ -1,7 +1,7 @@
 import { Buffer } from "node:buffer";
 import { createServer, type Server, type Socket } from "node:net";
 import { connect as netConnect } from "node:net";
-import { safeEqual } from "../crypto.ts";
+import { safeEqual } from "../accounts/crypto.ts";
 import type { AllowRule } from "../../schemas/allow_list.ts";
 import { isAllowedTarget, resolveHost } from "./address_guard.ts";
 

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { ApiError } from "../../schemas/errors.ts";
 import type { AllowRule } from "../../schemas/allow_list.ts";
-import { writeAll } from "../file_io.ts";
+import { writeAll } from "../runtime/file_io.ts";
 import { startGuardProxy } from "./guard_proxy.ts";
 import { checkTarget, notAllowed, parseTargetUrl } from "./target.ts";
 

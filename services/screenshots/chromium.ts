@@ -1,165 +1,48 @@
-import puppeteer, {
-  type Browser,
-  type BrowserContext,
-  type Page,
-} from "puppeteer-core";
+/**
+ * The browser's life, shared by every capture: launched or connected on first need and
+ * again after it dies (with backoff), capture slots behind a bounded queue, a spare
+ * context made ahead of the next capture, a local browser recycled after so many
+ * captures, and the answer a failed capture gets (240 when the browser went away, 220
+ * when the page failed). The browser itself is chromium_launch.ts; what one capture does
+ * in its page is capture_steps.ts.
+ */
+import type { Browser, BrowserContext, Page } from "puppeteer-core";
 import { ApiError } from "../../schemas/errors.ts";
-import type { Logger } from "../deps.ts";
-import { answersWithin, withTimeout } from "../timeout.ts";
+import { answersWithin } from "../runtime/timeout.ts";
 import type { AllowRule } from "../../schemas/allow_list.ts";
 import { type GuardProxy, startGuardProxy } from "../net/guard_proxy.ts";
-import { loadPage } from "./page_load.ts";
-import { HOME_FLAG, OWNER_FLAG, reapOrphans } from "./reap.ts";
-
-import { type BlockList, exemptSite, trackerLists } from "./block_lists.ts";
-import {
-  blocks,
-  collectDomTokens,
-  cosmeticCss,
-  FilterEngines,
-  processFilterEngines,
-  requestType,
-} from "./filter_engine.ts";
-import type { FiltersEngine } from "@ghostery/adblocker";
-import {
-  AD_HOSTS,
-  adBlockPatterns,
-  collapseBlockedAds,
-  COOKIE_ACCEPT_BUTTONS,
-  COOKIE_SELECTORS,
-  dismissCookieBanners,
-  hideCss,
-  TRACKER_HOSTS,
-} from "./page_cleanup.ts";
+import { exemptSite, trackerLists } from "./block_lists.ts";
+import { FilterEngines, processFilterEngines } from "./filter_engine.ts";
 import type {
   CaptureOptions,
   CaptureResult,
   Screenshotter,
 } from "./screenshotter.ts";
-
-/** Starts Chromium so that it dies with this process (a kill -9 included). */
-const CHILD_SCRIPT = new URL("./chromium_child.sh", import.meta.url).pathname;
-
-/** Flags every Chromium we start gets: no background traffic may leave the machine. */
-export const CHROMIUM_FLAGS = [
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-  "--no-first-run",
-  "--disable-quic",
-  "--disable-default-apps",
-  "--disable-extensions",
-  "--disable-dev-shm-usage",
-  "--mute-audio",
-  "--hide-scrollbars",
-  "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
-  "--disable-features=Translate,MediaRouter,OptimizationHints,AutofillServerCommunication",
-];
-
-/** Where Debian puts Chromium; the headless shell first, as it starts faster. */
-export const CHROMIUM_CANDIDATES = [
-  "/usr/lib/chromium/chromium-headless-shell",
-  "/usr/bin/chromium-headless-shell",
-  "/usr/lib/chromium/chromium",
-  "/usr/bin/chromium",
-];
-
-/** The first Chromium binary that exists, or undefined. */
-export function findChromium(preferred?: string): string | undefined {
-  for (const p of [preferred, ...CHROMIUM_CANDIDATES]) {
-    if (!p) continue;
-    try {
-      if (Deno.statSync(p).isFile) return p;
-    } catch { /* next */ }
-  }
-  return undefined;
-}
+import {
+  browserLost,
+  describe,
+  type LaunchOptions,
+  openBrowser,
+} from "./chromium_launch.ts";
+import { type CaptureSettings, CaptureSteps } from "./capture_steps.ts";
 
 /** Settings of the pool. */
-export interface ChromiumOptions {
-  executablePath?: string;
-  wsEndpoint?: string;
+export interface ChromiumOptions extends CaptureSettings, LaunchOptions {
   concurrency: number;
   queueMax: number;
   recycleAfter: number;
-  timeoutMs: number;
   allowRules: AllowRule[];
-  log: Logger;
-  /** Tallest full-page capture, CSS pixels (16384). */
-  maxFullPageHeight?: number;
-  /** Widest full-page capture, CSS pixels (16384). */
-  maxFullPageWidth?: number;
-  /** Most device pixels in one capture (MAX_IMAGE_PIXELS): a full page is cut to it. */
-  maxPixels?: number;
-  /** Hosts whose requests noAds blocks (AD_HOSTS; tests name a loopback host). */
-  adHosts?: readonly string[];
-  /** Tracker hosts `blockTrackers` blocks (tests name a fixture host). */
-  trackerHosts?: readonly string[];
-  /** The filter lists (default: Ghostery's tracker database, read once). */
-  blockLists?: () => Promise<{ ads: BlockList; trackers: BlockList }>;
   /** The ad filter engine (AdGuard's lists); the composition gives it a cache folder. */
   filterEngines?: FilterEngines;
   /** Where each capture's guard proxy listens (SCREENSHOT_PROXY_LISTEN). */
   proxyListen?: string;
   /** The host the browser is told to reach the guard at (SCREENSHOT_PROXY_ADVERTISE). */
   proxyAdvertise?: string;
-  /**
-   * Whose leftovers start-up may reap (the composition passes DATA_DIR): only browsers a
-   * dead run with this same home left behind. Unset matches only unmarked browsers.
-   */
-  home?: string;
 }
 
 /** True for a loopback listen address, where the guard needs no credentials. */
 function isLoopbackHost(h: string): boolean {
   return /^(127\.|localhost$|\[?::1\]?$)/.test(h);
-}
-
-/**
- * The ws:// URL of a DevTools endpoint. A ws URL is taken as it is; for http://host:port the
- * browser is asked (/json/version) for its current one, which changes at every browser
- * restart, and its host is replaced by the one we reached (Chromium reports its own bind
- * address). Chromium answers /json only to a Host that is an IP, so a name is resolved first.
- */
-export async function discoverWsEndpoint(
-  endpoint: string,
-  timeoutMs: number,
-): Promise<string> {
-  if (/^wss?:/.test(endpoint)) return endpoint;
-  const base = new URL(endpoint);
-  if (!/^[\d.]+$|^\[/.test(base.hostname) && base.hostname !== "localhost") {
-    const [ip] = await Deno.resolveDns(base.hostname, "A");
-    if (ip) base.hostname = ip;
-  }
-  const res = await fetch(new URL("/json/version", base), {
-    signal: AbortSignal.timeout(timeoutMs),
-  });
-  if (!res.ok) {
-    await res.body?.cancel();
-    throw new Error(`DevTools endpoint answered ${res.status}`);
-  }
-  const { webSocketDebuggerUrl } = await res.json() as {
-    webSocketDebuggerUrl?: string;
-  };
-  if (!webSocketDebuggerUrl) throw new Error("no webSocketDebuggerUrl");
-  const ws = new URL(webSocketDebuggerUrl);
-  ws.host = base.host;
-  ws.protocol = base.protocol === "https:" ? "wss:" : "ws:";
-  return ws.toString();
-}
-
-/** A readable line for any error, including the event objects WebSocket errors are. */
-function describe(e: unknown): string {
-  if (e instanceof Error) return e.message;
-  if (e && typeof e === "object") {
-    const m = (e as { message?: unknown; error?: unknown }).message ??
-      (e as { error?: unknown }).error;
-    if (m) return String(m);
-    try {
-      return JSON.stringify(e);
-    } catch { /* fall through */ }
-  }
-  return String(e);
 }
 
 /**
@@ -194,9 +77,11 @@ export class ChromiumScreenshotter implements Screenshotter {
   #nextTryAt = 0;
 
   #filters: FilterEngines;
+  #steps: CaptureSteps;
 
   constructor(private readonly opts: ChromiumOptions) {
     this.#filters = opts.filterEngines ?? processFilterEngines;
+    this.#steps = new CaptureSteps(opts, this.#filters);
   }
 
   /** The running browser's process id (tests kill it to prove recovery). */
@@ -235,7 +120,6 @@ export class ChromiumScreenshotter implements Screenshotter {
     }
   }
 
-  /** True when a browser is connected, or one can be had within timeoutMs. */
   async ready(timeoutMs: number): Promise<boolean> {
     if (this.#browser?.connected) return true;
     return await answersWithin(
@@ -244,44 +128,9 @@ export class ChromiumScreenshotter implements Screenshotter {
     );
   }
 
+  /** True when a browser is connected, or one can be had within timeoutMs. */
   async #launch(): Promise<Browser> {
-    const { executablePath, wsEndpoint } = this.opts;
-    if (!wsEndpoint) {
-      const reaped = reapOrphans(this.opts.home);
-      if (reaped) {
-        this.opts.log.info({
-          msg: "reaped browsers of a dead service",
-          reaped,
-        });
-      }
-    }
-    const browser = wsEndpoint
-      ? await withTimeout(
-        (async () =>
-          await puppeteer.connect({
-            browserWSEndpoint: await discoverWsEndpoint(wsEndpoint, 5000),
-            protocolTimeout: this.opts.timeoutMs + 10_000,
-          }))(),
-        10_000,
-        "connecting to the remote browser timed out",
-      )
-      : await puppeteer.launch({
-        // Through a wrapper that ties the browser's life to ours (see chromium_child.sh).
-        executablePath: CHILD_SCRIPT,
-        env: { ...Deno.env.toObject(), IMAGEHOST_CHROMIUM: executablePath! },
-        headless: true,
-        args: [
-          ...CHROMIUM_FLAGS,
-          `${OWNER_FLAG}${Deno.pid}`,
-          ...(this.opts.home ? [`${HOME_FLAG}${this.opts.home}`] : []),
-          ...(Deno.uid?.() === 0 ? ["--no-sandbox"] : []),
-        ],
-        timeout: 30_000,
-        protocolTimeout: this.opts.timeoutMs + 10_000,
-        handleSIGINT: false,
-        handleSIGTERM: false,
-        handleSIGHUP: false,
-      });
+    const browser = await openBrowser(this.opts);
     browser.once("disconnected", () => {
       if (this.#browser === browser) {
         this.#browser = undefined;
@@ -294,7 +143,7 @@ export class ChromiumScreenshotter implements Screenshotter {
       msg: "browser ready",
       uptime_ms: Math.round(performance.now()),
       version: await browser.version(),
-      remote: Boolean(wsEndpoint),
+      remote: Boolean(this.opts.wsEndpoint),
     });
     return browser;
   }
@@ -479,7 +328,7 @@ export class ChromiumScreenshotter implements Screenshotter {
     try {
       const browser = await this.#getBrowser();
       this.#captures++;
-      const blocking = await this.#blocking(opts);
+      const blocking = await this.#steps.blocking(opts);
       // The spare made while we waited (or a new one, when there was none), and then the
       // next one, made while this capture runs.
       const readying = this.#takeSpare(browser).then((s) =>
@@ -499,7 +348,14 @@ export class ChromiumScreenshotter implements Screenshotter {
               ...blocking.hosts,
               ...exemptSite(blocking.listHosts, new URL(opts.url)),
             ]);
-            return this.#shoot(context, page, guard, opts, deadline, blocking);
+            return this.#steps.shoot(
+              context,
+              page,
+              guard,
+              opts,
+              deadline,
+              blocking,
+            );
           })
             .catch(
               async (e) => {
@@ -556,400 +412,6 @@ export class ChromiumScreenshotter implements Screenshotter {
     });
   }
 
-  async #shoot(
-    context: BrowserContext,
-    page: Page,
-    guard: GuardProxy,
-    opts: CaptureOptions,
-    deadline: number,
-    blocking: Blocking,
-  ): Promise<CaptureResult> {
-    // Popups are closed as they open: they would hold connections and time for nothing.
-    context.on("targetcreated", (t) => {
-      if (t.type() !== "page" || !t.opener()) return;
-      t.page().then((p) => p?.close()).catch(() => {});
-    });
-    // alert(), confirm(), prompt() and beforeunload would otherwise hold the page.
-    page.on("dialog", (d) => d.dismiss().catch(() => {}));
-    await this.#prepare(page, opts, blocking);
-    let loaded: { status: number | null; url: string };
-    try {
-      loaded = await loadPage(page, opts.url, guard, deadline, opts.waitUntil);
-    } catch (e) {
-      // A navigation cut short by the browser's own death is our outage, not the page's
-      // (#explain turns what is not an ApiError into 240 or 220).
-      if (
-        e instanceof ApiError && e.code === 220 &&
-        await browserLost(context.browser())
-      ) throw new Error("browser lost while loading");
-      throw e;
-    }
-    await this.#arrange(page, opts, deadline, blocking);
-    const shot = await this.#capture(page, opts, deadline);
-    const title = await withTimeout(page.title(), 1000, "title").catch(() =>
-      ""
-    );
-    return { ...shot, title, ...loaded };
-  }
-
-  /**
-   * What this capture blocks (noAds, blockTrackers), worked out once: our own hosts
-   * (inside Chromium and at the guard); the tracker database's hosts (noAds: advertising;
-   * blockTrackers: advertising and analytics) for the guard, and its host-path rules for
-   * Chromium (blockTrackers); and for noAds the ad filter engine, which decides each
-   * request in the page and hides by its cosmetic rules.
-   */
-  async #blocking(opts: CaptureOptions): Promise<Blocking> {
-    const hosts = [
-      ...new Set([
-        ...(opts.noAds ? this.opts.adHosts ?? AD_HOSTS : []),
-        ...(opts.blockTrackers ? this.opts.trackerHosts ?? TRACKER_HOSTS : []),
-      ]),
-    ];
-    const cookieEngine = opts.noCookie
-      ? await this.#engine("cookies", "noCookie")
-      : undefined;
-    if (!opts.noAds && !opts.blockTrackers) {
-      return {
-        hosts,
-        listHosts: [],
-        listUrls: [],
-        blocked: new Set(),
-        cookieEngine,
-      };
-    }
-    const [lists, engine] = await Promise.all([
-      (this.opts.blockLists ?? trackerLists)(),
-      opts.noAds ? this.#engine("ads", "noAds") : undefined,
-    ]);
-    const pick = [
-      ...(opts.noAds ? [lists.ads] : []),
-      ...(opts.blockTrackers ? [lists.trackers] : []),
-    ];
-    return {
-      hosts,
-      listHosts: [...new Set(pick.flatMap((l) => l.hosts))],
-      // noAds' paths are the engine's (AdGuard Base covers the database's ad paths and
-      // far more); Chromium's list would cost ~45 ms a capture for nothing.
-      listUrls: opts.blockTrackers ? lists.trackers.urls : [],
-      engine,
-      blocked: new Set(),
-      cookieEngine,
-    };
-  }
-
-  /**
-   * A list's engine for a capture that asked for it. When it cannot be had the capture
-   * is refused (240, retry), never made without it: the next try builds it again.
-   */
-  #engine(list: "ads" | "cookies", option: string): Promise<FiltersEngine> {
-    return this.#filters.get(list).catch((e) => {
-      this.opts.log.error({
-        msg: "filter engine failed to load",
-        list,
-        error: describe(e),
-      });
-      throw new ApiError(240, {
-        headers: { "Retry-After": "30" },
-        details: [{
-          path: option,
-          message: `the ${
-            list === "ads" ? "ad" : "cookie notice"
-          } filter is unavailable`,
-        }],
-      });
-    });
-  }
-
-  /** Before loading: viewport, user agent, media features, headers, cookies, blocking. */
-  async #prepare(page: Page, opts: CaptureOptions, blocking: Blocking) {
-    const zoom = opts.zoom;
-    await page.setViewport({
-      width: Math.round(opts.viewport.width / zoom),
-      height: Math.round(opts.viewport.height / zoom),
-      deviceScaleFactor: opts.viewport.deviceScaleFactor * zoom,
-      isMobile: opts.viewport.isMobile,
-      hasTouch: opts.viewport.hasTouch,
-    });
-    if (opts.userAgent) await page.setUserAgent({ userAgent: opts.userAgent });
-    const media = [
-      ...(opts.colorScheme !== "default"
-        ? [{ name: "prefers-color-scheme", value: opts.colorScheme }]
-        : []),
-      ...(opts.reducedMotion
-        ? [{ name: "prefers-reduced-motion", value: "reduce" }]
-        : []),
-    ];
-    if (media.length) await page.emulateMediaFeatures(media);
-    await page.setBypassCSP(true);
-    const target = new URL(opts.url);
-    if (opts.cookies?.length) {
-      // Host-only cookies of the target URL: no other site gets them.
-      await page.setCookie(
-        ...opts.cookies.map((c) => ({ ...c, url: target.origin + "/" })),
-      );
-    }
-    const extra = opts.headers && Object.keys(opts.headers).length
-      ? opts.headers
-      : undefined;
-    const { engine } = blocking;
-    if (extra || engine) {
-      // One handler decides each request (puppeteer's interception also reaches
-      // cross-site frames): the ad engine's block first, then the caller's headers.
-      await page.setRequestInterception(true);
-      page.on("request", async (req) => {
-        if (req.isInterceptResolutionHandled()) return;
-        if (engine) {
-          const frame = req.frame();
-          const main = !frame || frame === page.mainFrame();
-          // The page asked for is never blocked, whatever its address looks like.
-          const navigation = req.isNavigationRequest() && main;
-          const source = (main ? frame : frame.parentFrame() ?? frame)?.url() ||
-            target.href;
-          if (
-            !navigation &&
-            blocks(
-              engine,
-              req.url(),
-              source,
-              requestType(req.resourceType(), main),
-            )
-          ) {
-            blocking.blocked.add(req.url());
-            return void req.abort("blockedbyclient").catch(() => {});
-          }
-        }
-        let same = false;
-        try {
-          same = new URL(req.url()).origin === target.origin;
-        } catch { /* data: and the like */ }
-        // Headers go to the target's own origin only: a caller's Authorization must not
-        // reach the third parties the page loads.
-        if (!extra || !same) return void req.continue().catch(() => {});
-        // Overriding the headers drops the cookies Chromium would attach: add them back.
-        const jar = await page.cookies(req.url()).catch(() => []);
-        const cookie = jar.map((c) => `${c.name}=${c.value}`).join("; ");
-        req.continue({
-          headers: {
-            ...req.headers(),
-            ...extra,
-            ...(cookie ? { cookie } : {}),
-          },
-        }).catch(() => {});
-      });
-    }
-    const { hosts, listUrls } = blocking;
-    if (hosts.length || listUrls.length) {
-      // Blocked inside Chromium: no per-request round trip through us. (Navigations to
-      // file:, chrome: and other non-web schemes need no rule: the API takes only http(s)
-      // URLs and Chromium refuses web pages that redirect or script their way to them, as
-      // the tests show.)
-      const cdp = await page.createCDPSession();
-      await cdp.send("Network.enable");
-      await cdp.send("Network.setBlockedURLs", {
-        urlPatterns: adBlockPatterns(hosts),
-        // The lists' rules in the plain wildcard form, which is cheap to set up.
-        urls: listUrls,
-      });
-    }
-  }
-
-  /**
-   * After loading, before capturing: wait for a selector, hide and restyle, run the
-   * caller's script, deal with ads and consent banners, then the caller's delay.
-   */
-  async #arrange(
-    page: Page,
-    opts: CaptureOptions,
-    deadline: number,
-    blocking: Blocking,
-  ) {
-    const left = () => Math.max(1, deadline - Date.now());
-    if (opts.waitForSelector) {
-      // A little before the deadline, so the answer says what was missing (222).
-      await page.waitForSelector(opts.waitForSelector, {
-        timeout: Math.max(1, left() - 300),
-      })
-        .catch((e: Error) => {
-          if (/not a valid selector|SyntaxError/i.test(e.message)) {
-            throw badSelector("waitForSelector", e);
-          }
-          throw new ApiError(222, {
-            details: [{
-              path: "waitForSelector",
-              message: "no element matched within the timeout",
-            }],
-          });
-        });
-    }
-    // The lists' hiding rules for what this page holds (its classes, ids and links).
-    const engines = [blocking.engine, blocking.cookieEngine].filter((e) =>
-      e !== undefined
-    );
-    const tokens = engines.length
-      ? await page.evaluate(collectDomTokens, 5000)
-      : undefined;
-    const css = [
-      ...engines.map((e) => cosmeticCss(e, page.url(), tokens!)),
-      ...(opts.noCookie ? [hideCss(COOKIE_SELECTORS)] : []),
-      ...(opts.hideSelectors?.length
-        ? [
-          `${
-            opts.hideSelectors.join(",\n")
-          } { visibility: hidden !important; }`,
-        ]
-        : []),
-      ...(opts.css ? [opts.css] : []),
-    ].join("\n");
-    if (css) await page.addStyleTag({ content: css });
-    if (opts.noCookie) {
-      await page.evaluate(dismissCookieBanners, COOKIE_ACCEPT_BUTTONS);
-    }
-    if (opts.noAds) {
-      await page.evaluate(
-        collapseBlockedAds,
-        [...(this.opts.adHosts ?? AD_HOSTS)],
-        [...blocking.blocked],
-      );
-    }
-    if (opts.js) {
-      // In an async function: the script may await; its statements run as written.
-      const script = `(async () => {\n${opts.js}\n})()`;
-      await withTimeout(page.evaluate(script), left(), "js").catch((e) => {
-        if (Date.now() >= deadline) throw new ApiError(230);
-        throw new ApiError(160, {
-          details: [{
-            path: "js",
-            message: `the script failed: ${describe(e).split("\n")[0]}`.slice(
-              0,
-              300,
-            ),
-          }],
-        });
-      });
-    }
-    if (opts.delay) {
-      await new Promise((r) => setTimeout(r, Math.min(opts.delay!, left())));
-    }
-  }
-
-  /** The capture itself: a PDF, one element, a clip, the full page or the viewport. */
-  async #capture(
-    page: Page,
-    opts: CaptureOptions,
-    deadline: number,
-  ): Promise<Pick<CaptureResult, "bytes" | "width" | "height">> {
-    if (opts.format === "pdf") {
-      const paper = PDF_PAPER[opts.pdfPaper ?? "A4"];
-      const bytes = await page.pdf({
-        format: opts.pdfPaper ?? "A4",
-        printBackground: true,
-        ...(opts.fullPage ? {} : { pageRanges: "1" }),
-        timeout: Math.max(1, deadline - Date.now()),
-      });
-      return { bytes: new Uint8Array(bytes), ...paper };
-    }
-    const type = opts.format;
-    const quality = type === "png" ? {} : { quality: opts.quality ?? 85 };
-    let bytes: Uint8Array;
-    if (opts.selector) {
-      const el = await page.$(opts.selector).catch((e: Error) => {
-        throw badSelector("selector", e);
-      });
-      if (!el) {
-        throw new ApiError(222, {
-          details: [{ path: "selector", message: "no element matched" }],
-        });
-      }
-      try {
-        bytes = await el.screenshot({
-          type,
-          ...quality,
-          captureBeyondViewport: true,
-        })
-          .catch((e: Error) => {
-            // An element with no box (display: none, zero size) cannot be captured.
-            if (/not visible|no layout|0 width|has no/i.test(e.message)) {
-              throw new ApiError(222, {
-                details: [{
-                  path: "selector",
-                  message: "the element has no visible box",
-                }],
-              });
-            }
-            throw e;
-          });
-      } finally {
-        await el.dispose().catch(() => {});
-      }
-    } else {
-      const clip = opts.clip ??
-        (opts.fullPage ? await this.#fullPageClip(page) : undefined);
-      bytes = await page.screenshot({
-        type,
-        ...quality,
-        ...(clip
-          ? { clip, captureBeyondViewport: true }
-          : { fullPage: opts.fullPage }),
-      });
-    }
-    const { default: sharp } = await import("sharp");
-    const meta = await sharp(bytes).metadata();
-    return {
-      bytes: new Uint8Array(bytes),
-      width: meta.width!,
-      height: meta.height!,
-    };
-  }
-
-  /**
-   * A full-page capture: scrolls through the page so lazy images load, lets the network
-   * settle, then measures it; the clip when it is over a cap, else undefined.
-   */
-  async #fullPageClip(page: Page) {
-    const maxHeight = this.opts.maxFullPageHeight ?? 16_384;
-    const maxWidth = this.opts.maxFullPageWidth ?? 16_384;
-    await page.evaluate(async (cap: number) => {
-      const step = Math.max(200, innerHeight * 0.8);
-      for (
-        let y = 0;
-        y < Math.min(document.documentElement.scrollHeight, cap);
-        y += step
-      ) {
-        scrollTo(0, y);
-        await new Promise((r) => setTimeout(r, 60));
-      }
-      scrollTo(0, 0);
-    }, maxHeight);
-    await page.waitForNetworkIdle({ idleTime: 250, timeout: 3000 }).catch(
-      () => {},
-    );
-    await page.evaluate(() =>
-      Promise.all(
-        Array.from(document.images).filter((i) => !i.complete).map((i) =>
-          new Promise((r) => {
-            i.onload = i.onerror = r;
-          })
-        ),
-      )
-    ).catch(() => {});
-    const size = await page.evaluate(() => ({
-      width: Math.max(
-        document.documentElement.scrollWidth,
-        document.body?.scrollWidth ?? 0,
-      ),
-      height: Math.max(
-        document.documentElement.scrollHeight,
-        document.body?.scrollHeight ?? 0,
-      ),
-    }));
-    return fullPageClip(size, page.viewport()!, {
-      maxWidth,
-      maxHeight,
-      maxPixels: this.opts.maxPixels ?? 100_000_000,
-    });
-  }
-
   async close(): Promise<void> {
     this.#closed = true;
     const spare = await this.#spare;
@@ -971,72 +433,4 @@ interface Spare {
   context: BrowserContext;
   page: Page;
   guard: GuardProxy;
-}
-
-/** What one capture blocks; see ChromiumScreenshotter.#blocking. */
-interface Blocking {
-  hosts: string[];
-  listHosts: string[];
-  listUrls: string[];
-  /** The ad engine (noAds). */
-  engine?: FiltersEngine;
-  /** URLs the engine blocked in this capture, for collapsing what held them. */
-  blocked: Set<string>;
-  /** The cookie notices list's engine (noCookie): hiding rules only. */
-  cookieEngine?: FiltersEngine;
-}
-
-/** CSS pixel size of a PDF page (96 px to the inch). */
-const PDF_PAPER = {
-  A4: { width: 794, height: 1123 },
-  Letter: { width: 816, height: 1056 },
-};
-
-/** A selector the browser cannot parse: the caller's mistake (160). */
-function badSelector(path: string, e: Error): ApiError {
-  return new ApiError(160, {
-    details: [{
-      path,
-      message: `not a valid CSS selector: ${e.message.split("\n")[0]}`.slice(
-        0,
-        300,
-      ),
-    }],
-  });
-}
-
-/**
- * True when the browser is gone: disconnected, or not answering within a second (the
- * disconnect event can trail the failure it caused by a few milliseconds).
- */
-async function browserLost(browser: Browser): Promise<boolean> {
-  if (!browser.connected) return true;
-  return !(await answersWithin(
-    () => browser.version().then(() => browser.connected),
-    1000,
-  ));
-}
-
-/**
- * The clip of a full-page capture when the page is over a cap, else undefined (the whole
- * page is captured): at most `maxWidth` × `maxHeight` CSS pixels from the top left (and
- * 16384 device pixels wide), and at most `maxPixels` device pixels (the height gives way
- * first), so neither Chromium ("Page is too large") nor the image limits refuse it.
- */
-export function fullPageClip(
-  page: { width: number; height: number },
-  viewport: { width: number; deviceScaleFactor?: number },
-  caps: { maxWidth: number; maxHeight: number; maxPixels: number },
-): { x: 0; y: 0; width: number; height: number } | undefined {
-  const dpr = viewport.deviceScaleFactor ?? 1;
-  // Also at most 16384 device pixels wide, the widest image Chromium encodes reliably.
-  const width = Math.max(
-    1,
-    Math.min(page.width, caps.maxWidth, Math.floor(16_384 / dpr)),
-  );
-  let height = Math.max(1, Math.min(page.height, caps.maxHeight));
-  const budget = Math.floor(caps.maxPixels / (width * dpr * dpr));
-  if (height > budget) height = Math.max(1, budget);
-  if (width === page.width && height === page.height) return undefined;
-  return { x: 0, y: 0, width, height };
 }

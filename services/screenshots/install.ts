@@ -1,4 +1,4 @@
-import type { Logger } from "../deps.ts";
+import type { Logger } from "../runtime/logger.ts";
 
 /** The project's one list of system packages (Chromium, fonts, socat). */
 export const INSTALL_SCRIPT =

@@ -1,7 +1,7 @@
 import type { HTTPRequest, HTTPResponse, Page } from "puppeteer-core";
 import { ApiError } from "../../schemas/errors.ts";
 import type { GuardProxy } from "../net/guard_proxy.ts";
-import { withTimeout } from "../timeout.ts";
+import { withTimeout } from "../runtime/timeout.ts";
 
 /**
  * A meta refresh of at most this many seconds is followed: the capture waits for it (and

@@ -1,3 +1,11 @@
+/**
+ * services/screenshots/ — website screenshots: the request's service (this file:
+ * options, cache, share or inline), the Screenshotter interface (screenshotter.ts), the
+ * browser pool (chromium.ts), the browser itself (chromium_launch.ts, reap.ts,
+ * install.ts), one capture's steps (capture_steps.ts, page_load.ts, page_cleanup.ts),
+ * ad, tracker and cookie-notice lists (block_lists.ts, filter_engine.ts) and the shared
+ * results cache (shot_cache.ts).
+ */
 import { Buffer } from "node:buffer";
 import { createHash } from "node:crypto";
 import { join } from "node:path";
@@ -7,8 +15,8 @@ import type {
   ScreenshotRequestSchema,
   ScreenshotResultSchema,
 } from "../../schemas/screenshot.ts";
-import type { AppDeps } from "../deps.ts";
-import type { ImagePipeline } from "../image_pipeline.ts";
+import type { AppDeps } from "../runtime/deps.ts";
+import type { ImagePipeline } from "../images/pipeline.ts";
 import { type AllowRule, allowRulesOf } from "../../schemas/allow_list.ts";
 import { checkTarget, parseTargetUrl } from "../net/target.ts";
 import { presetById, PRESETS } from "../../schemas/presets.ts";

@@ -1,8 +1,8 @@
 import { createHash } from "node:crypto";
 import type { Kysely } from "kysely";
 import type { DB } from "../db/schema.ts";
-import type { Clock } from "../deps.ts";
-import { findLiveImage } from "../images.ts";
+import type { Clock } from "../runtime/clock.ts";
+import { findLiveImage } from "../images/records.ts";
 
 /** Largest inline (share false) result kept; bigger ones are captured every time. */
 export const MAX_CACHED_BODY = 8 * 1024 * 1024;

@@ -1,3 +1,8 @@
+/**
+ * services/store/ — where image bytes live: the BlobStore interface (this file), a
+ * folder on disk with synced writes (fs_store.ts) or any S3-compatible bucket
+ * (s3_store.ts).
+ */
 /** A byte range, both ends inclusive, as in HTTP Range. */
 export interface ByteRange {
   start: number;

@@ -7,8 +7,8 @@ import {
   type ByteRange,
   KEY_PATTERN,
 } from "./blob_store.ts";
-import { readFull, syncFile, writeAll } from "../file_io.ts";
-import { claimScratchDir, processTag } from "../scratch_dir.ts";
+import { readFull, syncFile, writeAll } from "../runtime/file_io.ts";
+import { claimScratchDir, processTag } from "../runtime/scratch_dir.ts";
 
 /** rename(2) across filesystems fails with EXDEV. */
 function isCrossDevice(e: unknown): boolean {

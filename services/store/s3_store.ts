@@ -6,7 +6,7 @@ import {
   type BlobStore,
   type ByteRange,
 } from "./blob_store.ts";
-import { readFull } from "../file_io.ts";
+import { readFull } from "../runtime/file_io.ts";
 import { unavailable } from "../../schemas/errors.ts";
 
 /** Settings of an S3-compatible bucket (path-style addressing). */

@@ -5,9 +5,9 @@
  * operations issue and prints the figures RELIABILITY.md records. Every loop is bounded.
  */
 import assert from "node:assert/strict";
-import { createApiKey } from "../../services/api_keys.ts";
-import { leaseSize } from "../../services/rate_limit.ts";
-import { createUser } from "../../services/accounts.ts";
+import { createApiKey } from "../../services/accounts/api_keys.ts";
+import { leaseSize } from "../../services/accounts/rate_limit.ts";
+import { createUser } from "../../services/accounts/accounts.ts";
 import { openDatabase } from "../../services/db/database.ts";
 import { startFixture } from "../fixture_server.ts";
 import { startDevtoolsBrowser } from "../browser_service.ts";

@@ -15,8 +15,8 @@
  *   --resend       the cluster test's client: resend an upload closed before any answer
  * Prints one JSON line a run and a summary.
  */
-import { createApiKey } from "../../services/api_keys.ts";
-import { createUser } from "../../services/accounts.ts";
+import { createApiKey } from "../../services/accounts/api_keys.ts";
+import { createUser } from "../../services/accounts/accounts.ts";
 import { openDatabase } from "../../services/db/database.ts";
 import { makeImage } from "../fixtures.ts";
 import { startNginx } from "../nginx.ts";

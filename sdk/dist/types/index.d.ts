@@ -3,7 +3,8 @@
  * @module
  */
 export { ServiceApp, setScriptOrigin } from "./service_app.js";
-export type { ImageFile, ImageRecord, MultiUploadResponse, ServiceAppOptions, UploadFileError, UploadOptions, UploadResponse, } from "./service_app.js";
+export type { ServiceAppOptions } from "./service_app.js";
+export type { ImageFile, ImageRecord, MultiUploadResponse, Uploader, UploadFileError, UploadOptions, UploadResponse, } from "./types.js";
 export { ACCEPTED_TYPES, createUploadWidget } from "./widget.js";
 export type { UploadWidget, WidgetOptions } from "./widget.js";
 export { ERROR_CODES, ServiceError } from "./errors.js";

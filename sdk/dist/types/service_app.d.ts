@@ -1,71 +1,5 @@
 import { type UploadWidget, type WidgetOptions } from "./widget.js";
-/** One stored file of a record (original, thumbnail or medium). */
-export interface ImageFile {
-    filename: string;
-    name: string;
-    mime: string;
-    extension: string;
-    url: string;
-}
-/** The image record of a stored upload. */
-export interface ImageRecord {
-    /** Tells a record from a batch answer (`"batch"`). */
-    kind: "image";
-    id: string;
-    title: string;
-    url_viewer: string;
-    url: string;
-    display_url: string;
-    width: number;
-    height: number;
-    size: number;
-    time: number;
-    expiration: number;
-    image: ImageFile;
-    thumb: ImageFile;
-    medium: ImageFile;
-    delete_url: string;
-    duplicate?: boolean;
-}
-/** A file of a multi-file upload that failed. */
-export interface UploadFileError {
-    index: number;
-    filename: string;
-    code: number;
-    message: string;
-}
-/** What upload() resolves to: the envelope, plus `url` of the stored image at the top. */
-export interface UploadResponse {
-    status: 200;
-    success: true;
-    data: ImageRecord;
-    url: string;
-}
-/** What uploadMultiple() resolves to. */
-export interface MultiUploadResponse {
-    status: 200;
-    success: true;
-    data: {
-        kind: "batch";
-        images: ImageRecord[];
-        count: number;
-        errors?: UploadFileError[];
-    };
-}
-/** Per-call options. */
-export interface UploadOptions {
-    /** Called with 0..100 as the bytes go out. */
-    onProgress?: (percent: number) => void;
-    /**
-     * Called with each file's own 0..100 as the request goes out (files are sent in order
-     * in one request, so each one's share of the bytes sent is known).
-     */
-    onFileProgress?: (index: number, percent: number) => void;
-    /** Abort the upload; the promise then rejects with code -1. */
-    signal?: AbortSignal;
-    /** Seconds until the image is deleted (60..15552000). */
-    expiration?: number;
-}
+import type { MultiUploadResponse, Uploader, UploadOptions, UploadResponse } from "./types.js";
 /** Constructor options. */
 export interface ServiceAppOptions {
     /** Service address; defaults to where the script was loaded from, else the page origin. */
@@ -74,7 +8,7 @@ export interface ServiceAppOptions {
 /** Records the origin of the script tag that loaded the browser build. */
 export declare function setScriptOrigin(origin: string | undefined): void;
 /** The browser client of the image service (SPEC.md 4.3). */
-export declare class ServiceApp {
+export declare class ServiceApp implements Uploader {
     #private;
     readonly apiKey: string;
     readonly baseUrl: string;

@@ -1,5 +1,4 @@
-import type { ServiceApp } from "./service_app.js";
-import type { MultiUploadResponse, UploadResponse } from "./service_app.js";
+import type { MultiUploadResponse, Uploader, UploadResponse } from "./types.js";
 import { ServiceError } from "./errors.js";
 /** Options of createUploadWidget (SPEC.md 4.3 plus a few of our own). */
 export interface WidgetOptions {
@@ -39,4 +38,4 @@ export declare const ACCEPTED_TYPES: string[];
  * Builds the upload widget in a Shadow DOM, so page styles can't reach in and ours can't
  * leak out. Drop, paste and the file picker all feed the same checks and upload.
  */
-export declare function createUploadWidget(app: ServiceApp, options?: WidgetOptions): UploadWidget;
+export declare function createUploadWidget(app: Uploader, options?: WidgetOptions): UploadWidget;

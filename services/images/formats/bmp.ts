@@ -15,7 +15,7 @@
  * Huffman/RLE24 compressions, and pixel data shorter than the header promises.
  */
 
-import { readFull, writeAll } from "./file_io.ts";
+import { readFull, writeAll } from "../../runtime/file_io.ts";
 import { MalformedImage, SeqReader, StripBuffers } from "./metadata_strip.ts";
 
 /** The file is not a BMP this decoder can read: the upload is refused with 141. */

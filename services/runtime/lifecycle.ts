@@ -1,4 +1,4 @@
-import type { Logger } from "./deps.ts";
+import type { Logger } from "./logger.ts";
 
 /** A fetch handler as Deno.serve calls it. */
 export type FetchHandler = (

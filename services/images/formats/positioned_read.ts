@@ -4,7 +4,7 @@
  * WebP chunk headers) rather than front to back.
  */
 
-import { readFull } from "./file_io.ts";
+import { readFull } from "../../runtime/file_io.ts";
 
 /** Up to n bytes of the file from `offset` (fewer past its end). */
 export type Read = (offset: number, n: number) => Promise<Uint8Array>;

@@ -1,7 +1,7 @@
 import { type Kysely, sql } from "kysely";
-import type { DB } from "./db/schema.ts";
-import type { Clock } from "./deps.ts";
-import { ApiError } from "../schemas/errors.ts";
+import type { DB } from "../db/schema.ts";
+import type { Clock } from "../runtime/clock.ts";
+import { ApiError } from "../../schemas/errors.ts";
 
 /** What the caller may still do in the current window. */
 export interface RateState {

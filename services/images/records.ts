@@ -1,8 +1,8 @@
 import { type Kysely, type Selectable, sql } from "kysely";
-import type { Config } from "../schemas/config.ts";
-import type { DB } from "./db/schema.ts";
-import type { Clock } from "./deps.ts";
-import type { BlobStore } from "./store/blob_store.ts";
+import type { Config } from "../../schemas/config.ts";
+import type { DB } from "../db/schema.ts";
+import type { Clock } from "../runtime/clock.ts";
+import type { BlobStore } from "../store/blob_store.ts";
 
 /** A row of the images table. */
 export type ImageRow = Selectable<DB["images"]>;

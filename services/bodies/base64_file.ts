@@ -1,9 +1,9 @@
 import { createHash, type Hash } from "node:crypto";
 import { join } from "node:path";
 import { Buffer } from "node:buffer";
-import { ApiError } from "../schemas/errors.ts";
-import { writeAll } from "./file_io.ts";
-import type { ReceivedFile } from "./multipart.ts";
+import { ApiError } from "../../schemas/errors.ts";
+import { writeAll } from "../runtime/file_io.ts";
+import type { ReceivedFile } from "./received.ts";
 
 const BASE64 = /^[A-Za-z0-9+/]*$/;
 

@@ -2,32 +2,11 @@ import busboy from "busboy";
 import { createHash, type Hash } from "node:crypto";
 import { join } from "node:path";
 import { Buffer } from "node:buffer";
-import { ApiError } from "../schemas/errors.ts";
-import { writeAll } from "./file_io.ts";
+import { ApiError } from "../../schemas/errors.ts";
+import { writeAll } from "../runtime/file_io.ts";
 import { Base64File } from "./base64_file.ts";
+import type { ReceivedFile, ReceivedForm } from "./received.ts";
 import { TextPartMarker } from "./multipart_text_parts.ts";
-
-/** One file part, already on disk in a temp file. */
-export interface ReceivedFile {
-  index: number;
-  field: string;
-  filename: string;
-  path: string;
-  size: number;
-  sha256: string;
-  /** The part was longer than the per-file limit; `path` holds only the first bytes. */
-  truncated: boolean;
-  /** The value named an address: the image is still to be fetched (URL import) into `path`. */
-  url?: string;
-}
-
-/** Result of streaming a multipart body to temp files. */
-export interface ReceivedForm {
-  files: ReceivedFile[];
-  fields: Record<string, string>;
-  /** Removes every temp file; safe to call twice. */
-  cleanup(): Promise<void>;
-}
 
 /** Form fields that carry image files (DESIGN.md). */
 export const FILE_FIELDS = new Set(["images", "images[]", "image", "source"]);

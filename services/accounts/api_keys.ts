@@ -1,9 +1,9 @@
 import { type Kysely, sql } from "kysely";
-import type { DB } from "./db/schema.ts";
-import type { Clock } from "./deps.ts";
-import type { Database } from "./db/database.ts";
+import type { DB } from "../db/schema.ts";
+import type { Clock } from "../runtime/clock.ts";
+import type { Database } from "../db/database.ts";
 import { randomToken, sha256Hex } from "./crypto.ts";
-import { ApiError } from "../schemas/errors.ts";
+import { ApiError } from "../../schemas/errors.ts";
 
 /** Prefix of every API key, so leaked keys are recognisable by secret scanners. */
 export const KEY_PREFIX = "ihk_";

@@ -1,21 +1,29 @@
+/**
+ * services/runtime/ — the process around the app: composing the dependencies from the
+ * config (this file), what createApp is given (deps.ts), the clock and logger every
+ * layer uses (clock.ts, logger.ts), SIGTERM's drain (lifecycle.ts), bounded work slots
+ * (work_slots.ts), per-process scratch folders (scratch_dir.ts), durable file writes
+ * (file_io.ts) and timeouts on every outside call (timeout.ts).
+ */
 import { join, resolve } from "node:path";
-import type { Config } from "../schemas/config.ts";
-import { migrate, openDatabase } from "./db/database.ts";
-import type { AppDeps, Logger } from "./deps.ts";
-import type { BlobStore } from "./store/blob_store.ts";
-import { FsStore } from "./store/fs_store.ts";
-import { S3Store } from "./store/s3_store.ts";
-import { allowRulesOf } from "../schemas/allow_list.ts";
-import type { Screenshotter } from "./screenshots/screenshotter.ts";
-import { installChromium } from "./screenshots/install.ts";
-import { ImagePipeline } from "./image_pipeline.ts";
-import { sweepExpired } from "./images.ts";
-import { sweepRateLimits } from "./rate_limit.ts";
-import { sweepShotCache } from "./screenshots/shot_cache.ts";
-import { sweepOrphans } from "./orphans.ts";
-import { ApiError } from "../schemas/errors.ts";
-import { systemClock } from "./deps.ts";
-import type { PostgresTimeouts } from "./db/postgres.ts";
+import type { Config } from "../../schemas/config.ts";
+import { migrate, openDatabase } from "../db/database.ts";
+import type { AppDeps } from "./deps.ts";
+import type { Logger } from "./logger.ts";
+import type { BlobStore } from "../store/blob_store.ts";
+import { FsStore } from "../store/fs_store.ts";
+import { S3Store } from "../store/s3_store.ts";
+import { allowRulesOf } from "../../schemas/allow_list.ts";
+import type { Screenshotter } from "../screenshots/screenshotter.ts";
+import { installChromium } from "../screenshots/install.ts";
+import { ImagePipeline } from "../images/pipeline.ts";
+import { sweepExpired } from "../images/records.ts";
+import { sweepRateLimits } from "../accounts/rate_limit.ts";
+import { sweepShotCache } from "../screenshots/shot_cache.ts";
+import { sweepOrphans } from "../images/orphans.ts";
+import { ApiError } from "../../schemas/errors.ts";
+import { systemClock } from "./clock.ts";
+import type { PostgresTimeouts } from "../db/postgres.ts";
 
 /** The PostgreSQL bounds the config names. */
 export function postgresTimeouts(config: Config): PostgresTimeouts {
@@ -60,10 +68,11 @@ export async function openScreenshotter(
   }
   // Loaded here, not at start-up: puppeteer and the filter engine are ~0.25 s of imports
   // that an instance with screenshots off (and every operator script) never needs.
-  const [{ ChromiumScreenshotter, findChromium }, { FilterEngines }] =
+  const [{ ChromiumScreenshotter }, { findChromium }, { FilterEngines }] =
     await Promise.all([
-      import("./screenshots/chromium.ts"),
-      import("./screenshots/filter_engine.ts"),
+      import("../screenshots/chromium.ts"),
+      import("../screenshots/chromium_launch.ts"),
+      import("../screenshots/filter_engine.ts"),
     ]);
   let executablePath = config.BROWSER_WS_ENDPOINT
     ? undefined

@@ -1,11 +1,16 @@
 /**
+ * services/images/formats/ — each accepted format's lossless rewrite, so an original is
+ * stored without personal metadata and without a second lossy pass: JPEG, PNG, GIF and
+ * WebP (this file), AVIF (avif_strip.ts), TIFF (tiff_tags.ts), BMP turned into a TIFF
+ * libvips can read (bmp.ts), and the positioned reads they share (positioned_read.ts).
+ *
  * Lossless removal of personal metadata (EXIF incl. GPS, XMP, IPTC, comments, text chunks)
  * from JPEG, PNG, GIF and WebP files by dropping segments, so pixels are never re-encoded.
  * Each makes one sequential pass through 1 MiB windows: memory stays bounded whatever the
  * file size, and a file costs a handful of reads and writes rather than several per segment.
  */
 
-import { writeAll } from "./file_io.ts";
+import { writeAll } from "../../runtime/file_io.ts";
 import type { Read } from "./positioned_read.ts";
 
 /**

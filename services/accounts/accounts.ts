@@ -1,13 +1,19 @@
+/**
+ * services/accounts/ — who may call: users and their passwords and sessions (this file),
+ * API keys and their cache (api_keys.ts), password hashing and tokens (crypto.ts), the
+ * per-key rate limit in leases from the database (rate_limit.ts) and the per-address
+ * login and sign-up throttle (address_throttle.ts).
+ */
 import { type Kysely, sql } from "kysely";
-import type { DB } from "./db/schema.ts";
-import type { Clock } from "./deps.ts";
+import type { DB } from "../db/schema.ts";
+import type { Clock } from "../runtime/clock.ts";
 import {
   hashPassword,
   randomToken,
   sha256Hex,
   verifyPassword,
 } from "./crypto.ts";
-import { ApiError } from "../schemas/errors.ts";
+import { ApiError } from "../../schemas/errors.ts";
 import { announceAuthChange } from "./api_keys.ts";
 
 /** A signed-in user as pages see it. */

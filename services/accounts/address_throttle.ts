@@ -1,8 +1,8 @@
 import { type Kysely, sql } from "kysely";
-import type { DB } from "./db/schema.ts";
-import type { Clock } from "./deps.ts";
-import { ApiError } from "../schemas/errors.ts";
-import { expandV6 } from "./net/address_guard.ts";
+import type { DB } from "../db/schema.ts";
+import type { Clock } from "../runtime/clock.ts";
+import { ApiError } from "../../schemas/errors.ts";
+import { expandV6 } from "../net/address_guard.ts";
 
 const WINDOW_MS = 60_000;
 

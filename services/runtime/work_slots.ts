@@ -1,4 +1,4 @@
-import { ApiError, OUTAGE_RETRY_AFTER_S } from "../schemas/errors.ts";
+import { ApiError, OUTAGE_RETRY_AFTER_S } from "../../schemas/errors.ts";
 
 /**
  * A bounded number of jobs at once (image decodes: each takes all of libvips' threads and

@@ -1,10 +1,7 @@
-import { ApiError } from "../schemas/errors.ts";
+import { ApiError } from "../../schemas/errors.ts";
 import { Base64File } from "./base64_file.ts";
-import {
-  FILE_FIELDS,
-  KEY_PREFIX_BYTES,
-  type ReceivedForm,
-} from "./multipart.ts";
+import { FILE_FIELDS, KEY_PREFIX_BYTES } from "./multipart.ts";
+import type { ReceivedForm } from "./received.ts";
 
 /** Options shared with receiveMultipart. */
 export interface BodyOptions {

@@ -1,11 +1,22 @@
+/**
+ * services/images/ — an image from its received bytes to its links: the pipeline
+ * (this file: admit → inspect → variants + strip in a work slot → persist), records and
+ * their queries (records.ts), the live-row and bytes caches that serve hot images
+ * (image_cache.ts, blob_cache.ts), and the sweep of bytes without rows (orphans.ts).
+ * Each format's lossless rewrite lives in formats/.
+ */
 import sharp from "sharp";
 type Sharp = ReturnType<typeof sharp>;
 type Metadata = Awaited<ReturnType<Sharp["metadata"]>>;
 import { fileTypeFromBuffer, fileTypeFromFile } from "file-type";
 import { join } from "node:path";
-import type { AppDeps } from "./deps.ts";
-import { ApiError, noSpace, OUTAGE_RETRY_AFTER_S } from "../schemas/errors.ts";
-import { randomToken } from "./crypto.ts";
+import type { AppDeps } from "../runtime/deps.ts";
+import {
+  ApiError,
+  noSpace,
+  OUTAGE_RETRY_AFTER_S,
+} from "../../schemas/errors.ts";
+import { randomToken } from "../accounts/crypto.ts";
 import {
   blobKeys,
   deleteImage,
@@ -13,7 +24,7 @@ import {
   MIME_BY_EXT,
   setImageExpiry,
   toImageRecord,
-} from "./images.ts";
+} from "./records.ts";
 import {
   MalformedImage,
   StripBuffers,
@@ -22,8 +33,8 @@ import {
   stripPng,
   stripWebp,
   webpIsLossless,
-} from "./metadata_strip.ts";
-import { isNoSpace } from "./file_io.ts";
+} from "./formats/metadata_strip.ts";
+import { isNoSpace } from "../runtime/file_io.ts";
 import {
   BMP_HEAD_BYTES,
   type BmpInfo,
@@ -31,12 +42,12 @@ import {
   bmpToTiff,
   MalformedBmp,
   parseBmp,
-} from "./bmp.ts";
-import { rewriteTiff, tiffHasOtherTags } from "./tiff_tags.ts";
-import { withReader } from "./positioned_read.ts";
-import { claimScratchDir, processTag } from "./scratch_dir.ts";
-import { rewriteAvif } from "./avif_strip.ts";
-import { WorkSlots } from "./work_slots.ts";
+} from "./formats/bmp.ts";
+import { rewriteTiff, tiffHasOtherTags } from "./formats/tiff_tags.ts";
+import { withReader } from "./formats/positioned_read.ts";
+import { claimScratchDir, processTag } from "../runtime/scratch_dir.ts";
+import { rewriteAvif } from "./formats/avif_strip.ts";
+import { WorkSlots } from "../runtime/work_slots.ts";
 
 /** Accepted types, detected from the bytes: media type → stored extension. */
 const ACCEPTED: Record<string, string> = {

@@ -1,7 +1,7 @@
 import type { Kysely } from "kysely";
-import type { DB } from "./db/schema.ts";
-import type { Clock } from "./deps.ts";
-import type { BlobStore } from "./store/blob_store.ts";
+import type { DB } from "../db/schema.ts";
+import type { Clock } from "../runtime/clock.ts";
+import type { BlobStore } from "../store/blob_store.ts";
 
 /**
  * Removes store objects that no live image row claims and that are older than `graceS`:

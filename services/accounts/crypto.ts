@@ -1,5 +1,5 @@
 import { createHash, randomBytes, scrypt, timingSafeEqual } from "node:crypto";
-import { WorkSlots } from "./work_slots.ts";
+import { WorkSlots } from "../runtime/work_slots.ts";
 
 /** URL-safe random token of `bytes` bytes of entropy (IDs, keys, session ids). */
 export function randomToken(bytes: number): string {

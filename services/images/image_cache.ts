@@ -1,12 +1,12 @@
 import type { Kysely } from "kysely";
-import type { DB } from "./db/schema.ts";
-import type { Clock } from "./deps.ts";
+import type { DB } from "../db/schema.ts";
+import type { Clock } from "../runtime/clock.ts";
 import {
   findLiveImage,
   IMAGE_DELETED_CHANNEL,
   type ImageRow,
-} from "./images.ts";
-import type { Database } from "./db/database.ts";
+} from "./records.ts";
+import type { Database } from "../db/database.ts";
 import type { BlobCache } from "./blob_cache.ts";
 
 /**

@@ -1,0 +1,30 @@
+/**
+ * services/bodies/ — an upload's request body, read with bounded memory: multipart
+ * (multipart.ts, with text parts found by multipart_text_parts.ts and byte_search.ts),
+ * urlencoded and JSON bodies (form_bodies.ts) and base64 images within any of them
+ * (base64_file.ts). Each gives a ReceivedForm (this file): every file part already in a
+ * temp file, and the text fields. A leaf, so the readers of each body type can share it
+ * without importing one another.
+ */
+
+/** One file part, already on disk in a temp file. */
+export interface ReceivedFile {
+  index: number;
+  field: string;
+  filename: string;
+  path: string;
+  size: number;
+  sha256: string;
+  /** The part was longer than the per-file limit; `path` holds only the first bytes. */
+  truncated: boolean;
+  /** The value named an address: the image is still to be fetched (URL import) into `path`. */
+  url?: string;
+}
+
+/** Result of streaming a multipart body to temp files. */
+export interface ReceivedForm {
+  files: ReceivedFile[];
+  fields: Record<string, string>;
+  /** Removes every temp file; safe to call twice. */
+  cleanup(): Promise<void>;
+}

@@ -1,0 +1,510 @@
+/**
+ * One capture's steps, on a page the pool (chromium.ts) made ready: what it blocks (ads,
+ * trackers, cookie notices), preparing the page (viewport, media, headers, cookies,
+ * request blocking), loading it, arranging it (selectors, hiding, the caller's css and
+ * js, consent banners, delay) and shooting it (PNG/JPEG/WebP, an element, a clip, the
+ * full page or a PDF). Knows nothing of slots, spares or the browser's life.
+ */
+import type { BrowserContext, Page } from "puppeteer-core";
+import { ApiError } from "../../schemas/errors.ts";
+import type { Logger } from "../runtime/logger.ts";
+import { withTimeout } from "../runtime/timeout.ts";
+import type { GuardProxy } from "../net/guard_proxy.ts";
+import { loadPage } from "./page_load.ts";
+import { type BlockList, trackerLists } from "./block_lists.ts";
+import {
+  blocks,
+  collectDomTokens,
+  cosmeticCss,
+  type FilterEngines,
+  requestType,
+} from "./filter_engine.ts";
+import type { FiltersEngine } from "@ghostery/adblocker";
+import {
+  AD_HOSTS,
+  adBlockPatterns,
+  collapseBlockedAds,
+  COOKIE_ACCEPT_BUTTONS,
+  COOKIE_SELECTORS,
+  dismissCookieBanners,
+  hideCss,
+  TRACKER_HOSTS,
+} from "./page_cleanup.ts";
+import type { CaptureOptions, CaptureResult } from "./screenshotter.ts";
+import { browserLost, describe } from "./chromium_launch.ts";
+
+/** What the steps need of the pool's settings (ChromiumOptions extends it). */
+export interface CaptureSettings {
+  log: Logger;
+  /** Tallest full-page capture, CSS pixels (16384). */
+  maxFullPageHeight?: number;
+  /** Widest full-page capture, CSS pixels (16384). */
+  maxFullPageWidth?: number;
+  /** Most device pixels in one capture (MAX_IMAGE_PIXELS): a full page is cut to it. */
+  maxPixels?: number;
+  /** Hosts whose requests noAds blocks (AD_HOSTS; tests name a loopback host). */
+  adHosts?: readonly string[];
+  /** Tracker hosts `blockTrackers` blocks (tests name a fixture host). */
+  trackerHosts?: readonly string[];
+  /** The filter lists (default: Ghostery's tracker database, read once). */
+  blockLists?: () => Promise<{ ads: BlockList; trackers: BlockList }>;
+}
+
+/** One capture's steps with the pool's settings and filter engines. */
+export class CaptureSteps {
+  constructor(
+    private readonly opts: CaptureSettings,
+    private readonly filters: FilterEngines,
+  ) {}
+
+  /** One capture on a page made ready for it: prepare, load, arrange, capture. */
+  async shoot(
+    context: BrowserContext,
+    page: Page,
+    guard: GuardProxy,
+    opts: CaptureOptions,
+    deadline: number,
+    blocking: Blocking,
+  ): Promise<CaptureResult> {
+    // Popups are closed as they open: they would hold connections and time for nothing.
+    context.on("targetcreated", (t) => {
+      if (t.type() !== "page" || !t.opener()) return;
+      t.page().then((p) => p?.close()).catch(() => {});
+    });
+    // alert(), confirm(), prompt() and beforeunload would otherwise hold the page.
+    page.on("dialog", (d) => d.dismiss().catch(() => {}));
+    await this.#prepare(page, opts, blocking);
+    let loaded: { status: number | null; url: string };
+    try {
+      loaded = await loadPage(page, opts.url, guard, deadline, opts.waitUntil);
+    } catch (e) {
+      // A navigation cut short by the browser's own death is our outage, not the page's
+      // (#explain turns what is not an ApiError into 240 or 220).
+      if (
+        e instanceof ApiError && e.code === 220 &&
+        await browserLost(context.browser())
+      ) throw new Error("browser lost while loading");
+      throw e;
+    }
+    await this.#arrange(page, opts, deadline, blocking);
+    const shot = await this.#capture(page, opts, deadline);
+    const title = await withTimeout(page.title(), 1000, "title").catch(() =>
+      ""
+    );
+    return { ...shot, title, ...loaded };
+  }
+
+  /**
+   * What this capture blocks (noAds, blockTrackers), worked out once: our own hosts
+   * (inside Chromium and at the guard); the tracker database's hosts (noAds: advertising;
+   * blockTrackers: advertising and analytics) for the guard, and its host-path rules for
+   * Chromium (blockTrackers); and for noAds the ad filter engine, which decides each
+   * request in the page and hides by its cosmetic rules.
+   */
+  async blocking(opts: CaptureOptions): Promise<Blocking> {
+    const hosts = [
+      ...new Set([
+        ...(opts.noAds ? this.opts.adHosts ?? AD_HOSTS : []),
+        ...(opts.blockTrackers ? this.opts.trackerHosts ?? TRACKER_HOSTS : []),
+      ]),
+    ];
+    const cookieEngine = opts.noCookie
+      ? await this.#engine("cookies", "noCookie")
+      : undefined;
+    if (!opts.noAds && !opts.blockTrackers) {
+      return {
+        hosts,
+        listHosts: [],
+        listUrls: [],
+        blocked: new Set(),
+        cookieEngine,
+      };
+    }
+    const [lists, engine] = await Promise.all([
+      (this.opts.blockLists ?? trackerLists)(),
+      opts.noAds ? this.#engine("ads", "noAds") : undefined,
+    ]);
+    const pick = [
+      ...(opts.noAds ? [lists.ads] : []),
+      ...(opts.blockTrackers ? [lists.trackers] : []),
+    ];
+    return {
+      hosts,
+      listHosts: [...new Set(pick.flatMap((l) => l.hosts))],
+      // noAds' paths are the engine's (AdGuard Base covers the database's ad paths and
+      // far more); Chromium's list would cost ~45 ms a capture for nothing.
+      listUrls: opts.blockTrackers ? lists.trackers.urls : [],
+      engine,
+      blocked: new Set(),
+      cookieEngine,
+    };
+  }
+
+  /**
+   * A list's engine for a capture that asked for it. When it cannot be had the capture
+   * is refused (240, retry), never made without it: the next try builds it again.
+   */
+  #engine(list: "ads" | "cookies", option: string): Promise<FiltersEngine> {
+    return this.filters.get(list).catch((e) => {
+      this.opts.log.error({
+        msg: "filter engine failed to load",
+        list,
+        error: describe(e),
+      });
+      throw new ApiError(240, {
+        headers: { "Retry-After": "30" },
+        details: [{
+          path: option,
+          message: `the ${
+            list === "ads" ? "ad" : "cookie notice"
+          } filter is unavailable`,
+        }],
+      });
+    });
+  }
+
+  /** Before loading: viewport, user agent, media features, headers, cookies, blocking. */
+  async #prepare(page: Page, opts: CaptureOptions, blocking: Blocking) {
+    const zoom = opts.zoom;
+    await page.setViewport({
+      width: Math.round(opts.viewport.width / zoom),
+      height: Math.round(opts.viewport.height / zoom),
+      deviceScaleFactor: opts.viewport.deviceScaleFactor * zoom,
+      isMobile: opts.viewport.isMobile,
+      hasTouch: opts.viewport.hasTouch,
+    });
+    if (opts.userAgent) await page.setUserAgent({ userAgent: opts.userAgent });
+    const media = [
+      ...(opts.colorScheme !== "default"
+        ? [{ name: "prefers-color-scheme", value: opts.colorScheme }]
+        : []),
+      ...(opts.reducedMotion
+        ? [{ name: "prefers-reduced-motion", value: "reduce" }]
+        : []),
+    ];
+    if (media.length) await page.emulateMediaFeatures(media);
+    await page.setBypassCSP(true);
+    const target = new URL(opts.url);
+    if (opts.cookies?.length) {
+      // Host-only cookies of the target URL: no other site gets them.
+      await page.setCookie(
+        ...opts.cookies.map((c) => ({ ...c, url: target.origin + "/" })),
+      );
+    }
+    const extra = opts.headers && Object.keys(opts.headers).length
+      ? opts.headers
+      : undefined;
+    const { engine } = blocking;
+    if (extra || engine) {
+      // One handler decides each request (puppeteer's interception also reaches
+      // cross-site frames): the ad engine's block first, then the caller's headers.
+      await page.setRequestInterception(true);
+      page.on("request", async (req) => {
+        if (req.isInterceptResolutionHandled()) return;
+        if (engine) {
+          const frame = req.frame();
+          const main = !frame || frame === page.mainFrame();
+          // The page asked for is never blocked, whatever its address looks like.
+          const navigation = req.isNavigationRequest() && main;
+          const source = (main ? frame : frame.parentFrame() ?? frame)?.url() ||
+            target.href;
+          if (
+            !navigation &&
+            blocks(
+              engine,
+              req.url(),
+              source,
+              requestType(req.resourceType(), main),
+            )
+          ) {
+            blocking.blocked.add(req.url());
+            return void req.abort("blockedbyclient").catch(() => {});
+          }
+        }
+        let same = false;
+        try {
+          same = new URL(req.url()).origin === target.origin;
+        } catch { /* data: and the like */ }
+        // Headers go to the target's own origin only: a caller's Authorization must not
+        // reach the third parties the page loads.
+        if (!extra || !same) return void req.continue().catch(() => {});
+        // Overriding the headers drops the cookies Chromium would attach: add them back.
+        const jar = await page.cookies(req.url()).catch(() => []);
+        const cookie = jar.map((c) => `${c.name}=${c.value}`).join("; ");
+        req.continue({
+          headers: {
+            ...req.headers(),
+            ...extra,
+            ...(cookie ? { cookie } : {}),
+          },
+        }).catch(() => {});
+      });
+    }
+    const { hosts, listUrls } = blocking;
+    if (hosts.length || listUrls.length) {
+      // Blocked inside Chromium: no per-request round trip through us. (Navigations to
+      // file:, chrome: and other non-web schemes need no rule: the API takes only http(s)
+      // URLs and Chromium refuses web pages that redirect or script their way to them, as
+      // the tests show.)
+      const cdp = await page.createCDPSession();
+      await cdp.send("Network.enable");
+      await cdp.send("Network.setBlockedURLs", {
+        urlPatterns: adBlockPatterns(hosts),
+        // The lists' rules in the plain wildcard form, which is cheap to set up.
+        urls: listUrls,
+      });
+    }
+  }
+
+  /**
+   * After loading, before capturing: wait for a selector, hide and restyle, run the
+   * caller's script, deal with ads and consent banners, then the caller's delay.
+   */
+  async #arrange(
+    page: Page,
+    opts: CaptureOptions,
+    deadline: number,
+    blocking: Blocking,
+  ) {
+    const left = () => Math.max(1, deadline - Date.now());
+    if (opts.waitForSelector) {
+      // A little before the deadline, so the answer says what was missing (222).
+      await page.waitForSelector(opts.waitForSelector, {
+        timeout: Math.max(1, left() - 300),
+      })
+        .catch((e: Error) => {
+          if (/not a valid selector|SyntaxError/i.test(e.message)) {
+            throw badSelector("waitForSelector", e);
+          }
+          throw new ApiError(222, {
+            details: [{
+              path: "waitForSelector",
+              message: "no element matched within the timeout",
+            }],
+          });
+        });
+    }
+    // The lists' hiding rules for what this page holds (its classes, ids and links).
+    const engines = [blocking.engine, blocking.cookieEngine].filter((e) =>
+      e !== undefined
+    );
+    const tokens = engines.length
+      ? await page.evaluate(collectDomTokens, 5000)
+      : undefined;
+    const css = [
+      ...engines.map((e) => cosmeticCss(e, page.url(), tokens!)),
+      ...(opts.noCookie ? [hideCss(COOKIE_SELECTORS)] : []),
+      ...(opts.hideSelectors?.length
+        ? [
+          `${
+            opts.hideSelectors.join(",\n")
+          } { visibility: hidden !important; }`,
+        ]
+        : []),
+      ...(opts.css ? [opts.css] : []),
+    ].join("\n");
+    if (css) await page.addStyleTag({ content: css });
+    if (opts.noCookie) {
+      await page.evaluate(dismissCookieBanners, COOKIE_ACCEPT_BUTTONS);
+    }
+    if (opts.noAds) {
+      await page.evaluate(
+        collapseBlockedAds,
+        [...(this.opts.adHosts ?? AD_HOSTS)],
+        [...blocking.blocked],
+      );
+    }
+    if (opts.js) {
+      // In an async function: the script may await; its statements run as written.
+      const script = `(async () => {\n${opts.js}\n})()`;
+      await withTimeout(page.evaluate(script), left(), "js").catch((e) => {
+        if (Date.now() >= deadline) throw new ApiError(230);
+        throw new ApiError(160, {
+          details: [{
+            path: "js",
+            message: `the script failed: ${describe(e).split("\n")[0]}`.slice(
+              0,
+              300,
+            ),
+          }],
+        });
+      });
+    }
+    if (opts.delay) {
+      await new Promise((r) => setTimeout(r, Math.min(opts.delay!, left())));
+    }
+  }
+
+  /** The capture itself: a PDF, one element, a clip, the full page or the viewport. */
+  async #capture(
+    page: Page,
+    opts: CaptureOptions,
+    deadline: number,
+  ): Promise<Pick<CaptureResult, "bytes" | "width" | "height">> {
+    if (opts.format === "pdf") {
+      const paper = PDF_PAPER[opts.pdfPaper ?? "A4"];
+      const bytes = await page.pdf({
+        format: opts.pdfPaper ?? "A4",
+        printBackground: true,
+        ...(opts.fullPage ? {} : { pageRanges: "1" }),
+        timeout: Math.max(1, deadline - Date.now()),
+      });
+      return { bytes: new Uint8Array(bytes), ...paper };
+    }
+    const type = opts.format;
+    const quality = type === "png" ? {} : { quality: opts.quality ?? 85 };
+    let bytes: Uint8Array;
+    if (opts.selector) {
+      const el = await page.$(opts.selector).catch((e: Error) => {
+        throw badSelector("selector", e);
+      });
+      if (!el) {
+        throw new ApiError(222, {
+          details: [{ path: "selector", message: "no element matched" }],
+        });
+      }
+      try {
+        bytes = await el.screenshot({
+          type,
+          ...quality,
+          captureBeyondViewport: true,
+        })
+          .catch((e: Error) => {
+            // An element with no box (display: none, zero size) cannot be captured.
+            if (/not visible|no layout|0 width|has no/i.test(e.message)) {
+              throw new ApiError(222, {
+                details: [{
+                  path: "selector",
+                  message: "the element has no visible box",
+                }],
+              });
+            }
+            throw e;
+          });
+      } finally {
+        await el.dispose().catch(() => {});
+      }
+    } else {
+      const clip = opts.clip ??
+        (opts.fullPage ? await this.#fullPageClip(page) : undefined);
+      bytes = await page.screenshot({
+        type,
+        ...quality,
+        ...(clip
+          ? { clip, captureBeyondViewport: true }
+          : { fullPage: opts.fullPage }),
+      });
+    }
+    const { default: sharp } = await import("sharp");
+    const meta = await sharp(bytes).metadata();
+    return {
+      bytes: new Uint8Array(bytes),
+      width: meta.width!,
+      height: meta.height!,
+    };
+  }
+
+  /**
+   * A full-page capture: scrolls through the page so lazy images load, lets the network
+   * settle, then measures it; the clip when it is over a cap, else undefined.
+   */
+  async #fullPageClip(page: Page) {
+    const maxHeight = this.opts.maxFullPageHeight ?? 16_384;
+    const maxWidth = this.opts.maxFullPageWidth ?? 16_384;
+    await page.evaluate(async (cap: number) => {
+      const step = Math.max(200, innerHeight * 0.8);
+      for (
+        let y = 0;
+        y < Math.min(document.documentElement.scrollHeight, cap);
+        y += step
+      ) {
+        scrollTo(0, y);
+        await new Promise((r) => setTimeout(r, 60));
+      }
+      scrollTo(0, 0);
+    }, maxHeight);
+    await page.waitForNetworkIdle({ idleTime: 250, timeout: 3000 }).catch(
+      () => {},
+    );
+    await page.evaluate(() =>
+      Promise.all(
+        Array.from(document.images).filter((i) => !i.complete).map((i) =>
+          new Promise((r) => {
+            i.onload = i.onerror = r;
+          })
+        ),
+      )
+    ).catch(() => {});
+    const size = await page.evaluate(() => ({
+      width: Math.max(
+        document.documentElement.scrollWidth,
+        document.body?.scrollWidth ?? 0,
+      ),
+      height: Math.max(
+        document.documentElement.scrollHeight,
+        document.body?.scrollHeight ?? 0,
+      ),
+    }));
+    return fullPageClip(size, page.viewport()!, {
+      maxWidth,
+      maxHeight,
+      maxPixels: this.opts.maxPixels ?? 100_000_000,
+    });
+  }
+}
+
+/** What one capture blocks; see CaptureSteps.blocking. */
+interface Blocking {
+  hosts: string[];
+  listHosts: string[];
+  listUrls: string[];
+  /** The ad engine (noAds). */
+  engine?: FiltersEngine;
+  /** URLs the engine blocked in this capture, for collapsing what held them. */
+  blocked: Set<string>;
+  /** The cookie notices list's engine (noCookie): hiding rules only. */
+  cookieEngine?: FiltersEngine;
+}
+
+/** CSS pixel size of a PDF page (96 px to the inch). */
+const PDF_PAPER = {
+  A4: { width: 794, height: 1123 },
+  Letter: { width: 816, height: 1056 },
+};
+
+/** A selector the browser cannot parse: the caller's mistake (160). */
+function badSelector(path: string, e: Error): ApiError {
+  return new ApiError(160, {
+    details: [{
+      path,
+      message: `not a valid CSS selector: ${e.message.split("\n")[0]}`.slice(
+        0,
+        300,
+      ),
+    }],
+  });
+}
+
+/**
+ * The clip of a full-page capture when the page is over a cap, else undefined (the whole
+ * page is captured): at most `maxWidth` × `maxHeight` CSS pixels from the top left (and
+ * 16384 device pixels wide), and at most `maxPixels` device pixels (the height gives way
+ * first), so neither Chromium ("Page is too large") nor the image limits refuse it.
+ */
+export function fullPageClip(
+  page: { width: number; height: number },
+  viewport: { width: number; deviceScaleFactor?: number },
+  caps: { maxWidth: number; maxHeight: number; maxPixels: number },
+): { x: 0; y: 0; width: number; height: number } | undefined {
+  const dpr = viewport.deviceScaleFactor ?? 1;
+  // Also at most 16384 device pixels wide, the widest image Chromium encodes reliably.
+  const width = Math.max(
+    1,
+    Math.min(page.width, caps.maxWidth, Math.floor(16_384 / dpr)),
+  );
+  let height = Math.max(1, Math.min(page.height, caps.maxHeight));
+  const budget = Math.floor(caps.maxPixels / (width * dpr * dpr));
+  if (height > budget) height = Math.max(1, budget);
+  if (width === page.width && height === page.height) return undefined;
+  return { x: 0, y: 0, width, height };
+}

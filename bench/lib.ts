@@ -92,8 +92,14 @@ export const SERVICE_RUNTIME = {
   flags: [`--v8-flags=${START_V8_FLAGS}`],
 };
 
-/** Starts the service in its own process on a fresh data dir with one user; returns its key. */
-export async function startService(extraEnv: Record<string, string> = {}) {
+/**
+ * Starts the service in its own process on a fresh data dir with one user; returns its key.
+ * `denoFlags` are added to the service's own (e.g. `--deny-ffi`: the WebAssembly engine).
+ */
+export async function startService(
+  extraEnv: Record<string, string> = {},
+  denoFlags: string[] = [],
+) {
   const dataDir = await Deno.makeTempDir({ prefix: "imagehost-bench-" });
   const port = freePort();
   const env = {
@@ -128,7 +134,7 @@ export async function startService(extraEnv: Record<string, string> = {}) {
     "main.ts",
     { ...SERVICE_RUNTIME.env, ...env },
     [],
-    SERVICE_RUNTIME.flags,
+    [...SERVICE_RUNTIME.flags, ...denoFlags],
   );
   await waitUp(`http://127.0.0.1:${port}/healthz`);
   return {

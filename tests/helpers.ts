@@ -16,9 +16,27 @@ import { createUser } from "../services/accounts/accounts.ts";
 import { createApiKey } from "../services/accounts/api_keys.ts";
 import { processTag } from "../services/runtime/scratch_dir.ts";
 
-/** Deno.test without the op/resource sanitizers (PGlite and servers keep handles open). */
+/**
+ * Deno.test without the op/resource sanitizers (PGlite and servers keep handles open).
+ * The loop is held open while the test runs: sharp's WebAssembly engine (the suite's
+ * `--deny-ffi` pass) works on threads Deno does not count as pending, so a test awaiting
+ * only sharp would otherwise end with "Promise resolution is still pending". A server
+ * keeps its own loop open with its listener.
+ */
 export function test(name: string, fn: () => Promise<void> | void) {
-  Deno.test({ name, fn, sanitizeOps: false, sanitizeResources: false });
+  Deno.test({
+    name,
+    fn: async () => {
+      const hold = setInterval(() => {}, 60_000);
+      try {
+        await fn();
+      } finally {
+        clearInterval(hold);
+      }
+    },
+    sanitizeOps: false,
+    sanitizeResources: false,
+  });
 }
 
 /** A clock tests can move. */

@@ -29,17 +29,23 @@ export async function keyBeforeStart(
 
 /**
  * main.ts as an operator runs it, in a process of its own, on loopback, with `env` on top
- * of quiet defaults. `dataDir` and `port` may be given to restart an instance in place.
+ * of quiet defaults. `dataDir` and `port` may be given to restart an instance in place;
+ * `denoFlags` go after `-A` (e.g. `--deny-ffi`).
  */
 export async function startService(
   env: Record<string, string>,
-  opts: { dataDir?: string; port?: number } = {},
+  opts: { dataDir?: string; port?: number; denoFlags?: string[] } = {},
 ) {
   const dataDir = opts.dataDir ??
     await Deno.makeTempDir({ prefix: "imagehost-proc-" });
   const port = opts.port ?? freePort();
   const proc = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", new URL("../main.ts", import.meta.url).pathname],
+    args: [
+      "run",
+      "-A",
+      ...(opts.denoFlags ?? []),
+      new URL("../main.ts", import.meta.url).pathname,
+    ],
     env: {
       DATA_DIR: dataDir,
       PORT: String(port),

@@ -48,6 +48,7 @@ import { withReader } from "./formats/positioned_read.ts";
 import { claimScratchDir, processTag } from "../runtime/scratch_dir.ts";
 import { rewriteAvif } from "./formats/avif_strip.ts";
 import { WorkSlots } from "../runtime/work_slots.ts";
+import { engineThreads, imageEngine } from "./engine.ts";
 
 /** Accepted types, detected from the bytes: media type → stored extension. */
 const ACCEPTED: Record<string, string> = {
@@ -145,8 +146,9 @@ export class ImagePipeline {
     // libvips' operation cache only helps repeated identical work; it holds decoded
     // images in memory, which is the opposite of what an upload server wants.
     sharp.cache(false);
-    // Process-wide: IMAGE_WORKERS images at once, each with this many libvips threads.
-    sharp.concurrency(deps.config.IMAGE_THREADS);
+    // Process-wide: IMAGE_WORKERS images at once, each with this many libvips threads
+    // (one in the WebAssembly engine).
+    sharp.concurrency(engineThreads(imageEngine(), deps.config.IMAGE_THREADS));
     this.#slots = new WorkSlots(
       deps.config.IMAGE_WORKERS,
       deps.config.IMAGE_QUEUE,

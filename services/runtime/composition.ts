@@ -17,6 +17,7 @@ import { allowRulesOf } from "../../schemas/allow_list.ts";
 import type { Screenshotter } from "../screenshots/screenshotter.ts";
 import { installChromium } from "../screenshots/install.ts";
 import { ImagePipeline } from "../images/pipeline.ts";
+import { engineThreads, imageEngine } from "../images/engine.ts";
 import { sweepExpired } from "../images/records.ts";
 import { sweepRateLimits } from "../accounts/rate_limit.ts";
 import { sweepShotCache } from "../screenshots/shot_cache.ts";
@@ -206,6 +207,15 @@ async function buildRest(
   const store = await openStore(config);
   await new ImagePipeline({ config, database, store, clock: systemClock })
     .init();
+  // Which libvips runs (native, or WebAssembly where native code is refused) and how
+  // image work is spread over it: the first thing to read when uploads are slow.
+  const engine = imageEngine();
+  log.info({
+    msg: "image engine",
+    engine,
+    workers: config.IMAGE_WORKERS,
+    threads_per_image: engineThreads(engine, config.IMAGE_THREADS),
+  });
   const screenshotter = await shooting;
   // Expired images: rows are hidden at once by their expiry; this removes their bytes.
   const sweeper = setInterval(() => {

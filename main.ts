@@ -9,6 +9,7 @@ import {
   startupLine,
 } from "./services/runtime/composition.ts";
 import { drainAndStop, Lifecycle } from "./services/runtime/lifecycle.ts";
+import { capabilities, profileProblem } from "./services/runtime/profile.ts";
 
 /** Reads the environment once, builds the dependencies and serves the app. */
 async function main() {
@@ -22,9 +23,12 @@ async function main() {
     }
     throw e;
   }
-  const chromium = chromiumPathProblem(config);
-  if (chromium) {
-    console.error(chromium);
+  // What the platform refuses (Deno Deploy: native code, processes, disk writes) against
+  // what this configuration needs: one line naming the variable to set, not a stack trace.
+  const problem = profileProblem(config, capabilities(config.DATA_DIR)) ??
+    chromiumPathProblem(config);
+  if (problem) {
+    console.error(problem);
     Deno.exit(2);
   }
   await Deno.mkdir(config.DATA_DIR, { recursive: true });

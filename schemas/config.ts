@@ -81,10 +81,12 @@ export const ConfigSchema = z.object({
   /**
    * A remote Chromium: its ws://…/devtools/browser/<id> URL, or the http://host:port of its
    * DevTools endpoint, whose current ws URL is looked up (/json/version) at every connect.
+   * Several, comma-separated: captures are spread over them, and one that is down is
+   * skipped until it is back.
    */
   BROWSER_WS_ENDPOINT: z.string().regex(
-    /^(wss?|https?):\/\/[^/\s]+/,
-    "must be a ws:// DevTools URL or the http://host:port of one",
+    /^\s*(wss?|https?):\/\/[^/\s,]+[^\s,]*(\s*,\s*(wss?|https?):\/\/[^/\s,]+[^\s,]*)*\s*$/,
+    "must be a ws:// DevTools URL or the http://host:port of one (several: comma-separated)",
   ).optional(),
   /**
    * The address each capture's network guard listens on (a free port each time): one the
@@ -152,6 +154,10 @@ export const ConfigSchema = z.object({
     IMAGE_HOST_URL: c.IMAGE_HOST_URL ?? c.S3_PUBLIC_URL ?? base,
     IMAGE_THREADS: c.IMAGE_THREADS ||
       Math.max(1, Math.floor(CORES / c.IMAGE_WORKERS)),
+    /** BROWSER_WS_ENDPOINT's browser services, one per comma-separated entry. */
+    BROWSER_ENDPOINTS: (c.BROWSER_WS_ENDPOINT ?? "").split(",").map((e) =>
+      e.trim()
+    ).filter(Boolean),
   };
 }).superRefine((c, ctx) => {
   if (

@@ -6,6 +6,9 @@ import { startFixture } from "./fixture_server.ts";
 import { requireChromium, startDevtoolsBrowser } from "./browser_service.ts";
 import { freePort } from "./pg_cluster.ts";
 import { ChromiumScreenshotter } from "../services/screenshots/chromium.ts";
+import { SpreadScreenshotter } from "../services/screenshots/spread.ts";
+import { openScreenshotter } from "../services/runtime/composition.ts";
+import { loadConfig } from "../schemas/config.ts";
 import { findChromium } from "../services/screenshots/chromium_launch.ts";
 import { parseAllowList } from "../schemas/allow_list.ts";
 import { startGuardProxy } from "../services/net/guard_proxy.ts";
@@ -22,6 +25,11 @@ let releaseHang: () => void = () => {};
 const hangGate = new Promise<void>((r) => releaseHang = r);
 const fixture = startFixture({
   "/": GREEN,
+  // Answers after a second: two such captures at once are both in flight.
+  "/slow": async () => {
+    await new Promise((r) => setTimeout(r, 1000));
+    return new Response(GREEN, { headers: { "content-type": "text/html" } });
+  },
   // Never answers until the test ends: a capture of it stays in flight.
   "/hang": async () => {
     await hangGate;
@@ -95,6 +103,84 @@ test("a remote browser named by http://host:port is found again after it restart
   } finally {
     await shooter.close();
     await browser.kill();
+  }
+});
+
+test("captures spread over two browser services; when one dies the next captures go to the other without failing, and it is used again once back", async () => {
+  const ports = [freePort(), freePort()];
+  const browsers = await Promise.all(
+    ports.map((p) => startDevtoolsBrowser("127.0.0.1", p)),
+  );
+  const pools = browsers.map((b) =>
+    new ChromiumScreenshotter({
+      wsEndpoint: b.endpoint,
+      concurrency: 2,
+      queueMax: 4,
+      recycleAfter: 100,
+      timeoutMs: 10_000,
+      allowRules: parseAllowList(`127.0.0.1:${fixture.port}`),
+      log: memoryLogger(),
+    })
+  );
+  const spread = new SpreadScreenshotter(pools);
+  /** Two slow captures at once: each service holds one. */
+  const bothUsed = async () => {
+    const two = [0, 1].map(() =>
+      spread.capture(shot(`${fixture.origin}/slow`))
+    );
+    await waitUntil(() => pools.every((p) => p.load === 1), 5000);
+    for (const r of await Promise.all(two)) {
+      assert.deepEqual(await centrePixel(r.bytes), [0, 255, 0]);
+    }
+  };
+  try {
+    await spread.start();
+    await bothUsed();
+    // The first service dies: every capture from now on still succeeds, on the other.
+    await browsers[0].kill();
+    await waitUntilAsync(async () => !(await pools[0].ready(300)), 5000);
+    for (let i = 0; i < 6; i++) {
+      const r = await spread.capture(shot(`${fixture.origin}/`));
+      assert.deepEqual(await centrePixel(r.bytes), [0, 255, 0]);
+    }
+    assert.equal(pools[0].usable, false, "the dead one is skipped meanwhile");
+    assert.equal(await spread.ready(1000), true);
+    // Back (a new browser, a new DevTools URL, the same address): once its backoff is
+    // over, the spread uses it again.
+    browsers[0] = await startDevtoolsBrowser("127.0.0.1", ports[0]);
+    await waitUntil(() => pools[0].usable, 15_000);
+    await bothUsed();
+  } finally {
+    await spread.close();
+    for (const b of browsers) await b.kill();
+  }
+});
+
+test("BROWSER_WS_ENDPOINT may list several browser services: one pool each, spread over", async () => {
+  const dataDir = await Deno.makeTempDir({ prefix: "imagehost-spread-" });
+  const config = loadConfig({
+    DATA_DIR: dataDir,
+    BROWSER_WS_ENDPOINT: " http://127.0.0.1:9/ , ws://127.0.0.1:10/devtools/x",
+  });
+  assert.deepEqual(config.BROWSER_ENDPOINTS, [
+    "http://127.0.0.1:9/",
+    "ws://127.0.0.1:10/devtools/x",
+  ]);
+  assert.throws(
+    () => loadConfig({ BROWSER_WS_ENDPOINT: "http://a:1,file:///x" }),
+    /BROWSER_WS_ENDPOINT/,
+  );
+  const shooter = await openScreenshotter(config, memoryLogger());
+  try {
+    assert.ok(shooter instanceof SpreadScreenshotter);
+    // Neither answers: a capture gets 240 from the last one tried, not a hang or a 500.
+    await assert.rejects(
+      shooter.capture(shot(`${fixture.origin}/`)),
+      (e) => e instanceof ApiError && e.code === 240,
+    );
+  } finally {
+    await shooter?.close();
+    await Deno.remove(dataDir, { recursive: true });
   }
 });
 

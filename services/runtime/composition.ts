@@ -84,22 +84,33 @@ export async function openScreenshotter(
     }
     if (!executablePath) return undefined;
   }
-  const shooter = new ChromiumScreenshotter({
-    executablePath,
-    wsEndpoint: config.BROWSER_WS_ENDPOINT,
-    concurrency: config.SCREENSHOT_CONCURRENCY,
-    queueMax: config.SCREENSHOT_QUEUE,
-    recycleAfter: config.SCREENSHOT_RECYCLE_AFTER,
-    timeoutMs: config.SCREENSHOT_TIMEOUT_MS,
-    maxPixels: config.MAX_IMAGE_PIXELS,
-    allowRules: allowRulesOf(config),
-    proxyListen: config.SCREENSHOT_PROXY_LISTEN,
-    proxyAdvertise: config.SCREENSHOT_PROXY_ADVERTISE,
-    // A built ad engine is kept here, so only the first start pays for building it.
-    filterEngines: new FilterEngines(join(config.DATA_DIR, "cache")),
-    home: resolve(config.DATA_DIR),
-    log,
-  });
+  // One pool for the local browser, or one per browser service listed; several are
+  // spread over (SpreadScreenshotter), sharing one ad engine.
+  const filterEngines = new FilterEngines(join(config.DATA_DIR, "cache"));
+  const endpoints = config.BROWSER_ENDPOINTS.length
+    ? config.BROWSER_ENDPOINTS
+    : [undefined];
+  const pools = endpoints.map((wsEndpoint) =>
+    new ChromiumScreenshotter({
+      executablePath,
+      wsEndpoint,
+      concurrency: config.SCREENSHOT_CONCURRENCY,
+      queueMax: config.SCREENSHOT_QUEUE,
+      recycleAfter: config.SCREENSHOT_RECYCLE_AFTER,
+      timeoutMs: config.SCREENSHOT_TIMEOUT_MS,
+      maxPixels: config.MAX_IMAGE_PIXELS,
+      allowRules: allowRulesOf(config),
+      proxyListen: config.SCREENSHOT_PROXY_LISTEN,
+      proxyAdvertise: config.SCREENSHOT_PROXY_ADVERTISE,
+      // A built ad engine is kept here, so only the first start pays for building it.
+      filterEngines,
+      home: resolve(config.DATA_DIR),
+      log,
+    })
+  );
+  const shooter = pools.length === 1
+    ? pools[0]
+    : new (await import("../screenshots/spread.ts")).SpreadScreenshotter(pools);
   // Started, not awaited here: a first capture waits for this same launch. A failed start
   // is logged, not fatal: the next capture tries again.
   warming.set(shooter, shooter.start().catch(() => {}));

@@ -46,6 +46,17 @@ function isLoopbackHost(h: string): boolean {
 }
 
 /**
+ * No browser could be had for a capture that had not begun: this service's browser is
+ * down, backing off after failed starts, or the pool is closed. Nothing of the capture
+ * ran, so another browser service may take it (SpreadScreenshotter does).
+ */
+export class NoBrowser extends ApiError {
+  constructor(retryAfterS: number) {
+    super(240, { headers: { "Retry-After": String(retryAfterS) } });
+  }
+}
+
+/**
  * Screenshots through one shared Chromium (local, or remote over a DevTools WebSocket). Each
  * capture gets a fresh browser context with its own guard proxy, so no cookies or cache
  * cross users and every connection is checked. Captures run SCREENSHOT_CONCURRENCY at a time
@@ -149,19 +160,13 @@ export class ChromiumScreenshotter implements Screenshotter {
   }
 
   async #getBrowser(): Promise<Browser> {
-    if (this.#closed) {
-      throw new ApiError(240, { headers: { "Retry-After": "30" } });
-    }
+    if (this.#closed) throw new NoBrowser(30);
     if (this.#browser?.connected) return this.#browser;
     if (!this.#launching && Date.now() < this.#nextTryAt) {
       // Backing off after failed starts: answer at once rather than hammer the browser.
-      throw new ApiError(240, {
-        headers: {
-          "Retry-After": String(
-            Math.max(1, Math.ceil((this.#nextTryAt - Date.now()) / 1000)),
-          ),
-        },
-      });
+      throw new NoBrowser(
+        Math.max(1, Math.ceil((this.#nextTryAt - Date.now()) / 1000)),
+      );
     }
     this.#launching ??= this.#launch().then((b) => {
       this.#browser = b;
@@ -181,8 +186,24 @@ export class ChromiumScreenshotter implements Screenshotter {
     try {
       return await this.#launching;
     } catch {
-      throw new ApiError(240, { headers: { "Retry-After": "5" } });
+      throw new NoBrowser(5);
     }
+  }
+
+  /**
+   * False while this pool's browser is known to be unreachable (backing off after a failed
+   * start) or the pool is closed: a spread over several browser services skips it until
+   * its next try is due.
+   */
+  get usable(): boolean {
+    if (this.#closed) return false;
+    return Boolean(this.#browser?.connected) || this.#launching !== undefined ||
+      Date.now() >= this.#nextTryAt;
+  }
+
+  /** Captures holding or waiting for a slot of this pool. */
+  get load(): number {
+    return this.#active + this.#queue.length;
   }
 
   /** Takes a slot, waiting in line at most until `deadline` (then 240: busy). */

@@ -139,6 +139,8 @@ export async function uploadsWhile(
   const failures: UploadResult[] = [];
   /** Uploads sent twice because a reused connection closed before any answer. */
   const resent: UploadResult[] = [];
+  /** When the first and the last answered upload were sent (performance.now()). */
+  const span = { first: Infinity, last: -Infinity };
   let stop = false;
   const clients = Array.from({ length: 4 }, async (_, c) => {
     for (let i = 0; i < 2000 && !stop; i++) {
@@ -148,6 +150,10 @@ export async function uploadsWhile(
       });
       tally.add(r.status, performance.now() - t);
       if (r.resent) resent.push(r);
+      if (r.status === 200) {
+        span.first = Math.min(span.first, r.sentAt);
+        span.last = Math.max(span.last, r.sentAt);
+      }
       if (r.status === 200 && r.id) acked.push(r.id);
       else failures.push(r);
     }
@@ -159,7 +165,7 @@ export async function uploadsWhile(
   for (const id of acked) {
     if ((await probe(`${lbBase}/${id}.png`)) !== 200) lost++;
   }
-  return { tally, acked, lost, failures, resent };
+  return { tally, acked, lost, failures, resent, span };
 }
 
 /**

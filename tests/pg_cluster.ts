@@ -8,7 +8,31 @@ export interface PgCluster {
   port: number;
   stop(mode?: "fast" | "immediate"): Promise<void>;
   start(): Promise<void>;
+  /**
+   * Freezes every process of the server (SIGSTOP to the postmaster and its children): a
+   * stall, not an outage. Connections stay open and what was sent waits in their buffers.
+   */
+  pause(): Promise<void>;
+  /** Thaws what pause() froze (SIGCONT). */
+  resume(): Promise<void>;
   destroy(): Promise<void>;
+}
+
+/** The postmaster's pid (first line of postmaster.pid) and every process whose parent it is. */
+async function serverPids(dataDir: string): Promise<number[]> {
+  const text = await Deno.readTextFile(`${dataDir}/postmaster.pid`);
+  const main = Number(text.split("\n")[0]);
+  const pids = [main];
+  for (const e of Deno.readDirSync("/proc")) {
+    if (!/^\d+$/.test(e.name)) continue;
+    try {
+      const stat = Deno.readTextFileSync(`/proc/${e.name}/stat`);
+      // Field 4 (ppid) comes after the command name in parentheses.
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      if (ppid === main) pids.push(Number(e.name));
+    } catch { /* gone */ }
+  }
+  return pids;
 }
 
 function pgBin(): string {
@@ -102,8 +126,22 @@ export async function startPgCluster(): Promise<PgCluster> {
       await start();
       running = true;
     },
+    async pause() {
+      // The postmaster first, so it starts no new backend meanwhile.
+      for (const pid of await serverPids(`${dir}/data`)) {
+        Deno.kill(pid, "SIGSTOP");
+      }
+    },
+    async resume() {
+      for (const pid of await serverPids(`${dir}/data`)) {
+        Deno.kill(pid, "SIGCONT");
+      }
+    },
     async destroy() {
-      if (running) await cluster.stop("immediate").catch(() => {});
+      if (running) {
+        await cluster.resume().catch(() => {});
+        await cluster.stop("immediate").catch(() => {});
+      }
       await Deno.remove(dir, { recursive: true }).catch(() => {});
     },
   };

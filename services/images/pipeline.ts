@@ -537,6 +537,8 @@ export class ImagePipeline {
     if (mediumPath) puts.push([keys.medium!, mediumPath]);
     const dropFiles = () =>
       Promise.allSettled(puts.map(([key]) => store.delete(key)));
+    /** While the row's insert is out: a failure then may hide a commit still to come. */
+    let inserting = false;
     try {
       // Handed over as files: the filesystem store renames them into place instead of
       // copying their bytes through memory (the memory benchmark's largest allocator).
@@ -557,12 +559,14 @@ export class ImagePipeline {
       // The same bytes of the same user, live: that image is the answer. An expired one
       // the sweeper has not reached is deleted by the lookup, and the insert tried again.
       for (let tries = 0;; tries++) {
+        inserting = true;
         const inserted = await database.db.insertInto("images").values(row)
           .onConflict((oc) =>
             oc.columns(["user_id", "sha256"]).where("deleted_at", "is", null)
               .doNothing()
           )
           .returning("id").executeTakeFirst();
+        inserting = false;
         if (inserted) break;
         const dup = await this.#duplicateOf(userId, file.sha256);
         if (dup) {
@@ -582,7 +586,13 @@ export class ImagePipeline {
         }
       }
     } catch (e) {
-      await dropFiles();
+      // The database stalled or went away with the insert sent: the row may still be
+      // committed when it answers again (a frozen server runs what waits in its socket),
+      // and a record without its bytes would be 404 for good, with every retry of the
+      // same bytes answered as a duplicate of it. So the files stay: a row that appears
+      // later has them, and the orphan sweep removes them after ORPHAN_GRACE_S when no
+      // row ever claims them. Any other failure leaves nothing behind, as before.
+      if (!(inserting && isDatabaseOutage(e))) await dropFiles();
       throw e;
     }
     return toImageRecord(config, row);
@@ -660,4 +670,10 @@ function tooSlow(): ApiError {
         "decoding this image and making its variants took longer than the limit",
     }],
   });
+}
+
+/** The 250 answer a database outage was turned into (see db/postgres.ts). */
+function isDatabaseOutage(e: unknown): boolean {
+  return e instanceof ApiError && e.code === 250 &&
+    (e.details ?? []).some((d) => d.path === "database");
 }

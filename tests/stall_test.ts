@@ -1,0 +1,135 @@
+import assert from "node:assert/strict";
+import { makeImage } from "./fixtures.ts";
+import { test } from "./helpers.ts";
+import { startPgCluster } from "./pg_cluster.ts";
+import { startS3 } from "./s3_server.ts";
+import { keyBeforeStart, startService } from "./service_process.ts";
+
+/** One upload through the service process: status, record and the bytes it sent. */
+async function send(base: string, key: string, png: Uint8Array, name: string) {
+  const fd = new FormData();
+  fd.append("images", new Blob([png as BlobPart]), name);
+  const r = await fetch(`${base}/api/1/upload`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${key}` },
+    body: fd,
+    signal: AbortSignal.timeout(30_000),
+  });
+  const body = await r.json();
+  return { status: r.status, body };
+}
+
+test("uploads refused while PostgreSQL is frozen (SIGSTOP) leave no record without its bytes: each one sent again is stored or answered as the same image, and every record's file is there", async () => {
+  const pgc = await startPgCluster();
+  const s3 = await startS3();
+  let svc: Awaited<ReturnType<typeof startService>> | undefined;
+  try {
+    const key = await keyBeforeStart(
+      { url: pgc.url },
+      "stall@example.com",
+      "correct horse battery",
+    );
+    svc = await startService({
+      DATABASE_URL: pgc.url,
+      STORE: "s3",
+      S3_ENDPOINT: s3.endpoint,
+      S3_BUCKET: "images",
+      S3_ACCESS_KEY_ID: "S3RVER",
+      S3_SECRET_ACCESS_KEY: "S3RVER",
+      DB_CONNECT_TIMEOUT_MS: "1000",
+      DB_STATEMENT_TIMEOUT_MS: "1000",
+      RATE_LIMIT_PER_MINUTE: "0",
+    });
+    const base = svc.base;
+    const refused: { png: Uint8Array; name: string }[] = [];
+    const acked = new Map<string, number>(); // id → size
+    let seed = 0;
+    const counts: Record<string, number> = {};
+    for (let round = 0; round < 3; round++) {
+      const batch = await Promise.all(
+        Array.from({ length: 12 }, async () => {
+          const n = seed++;
+          return {
+            png: await makeImage("png", {
+              width: 30 + n,
+              height: 20 + (n % 17),
+            }),
+            name: `s${n}.png`,
+          };
+        }),
+      );
+      // Uploads going out while the database freezes and thaws.
+      const sent = batch.map(async (f, i) => {
+        await new Promise((r) => setTimeout(r, i * 40));
+        const r = await send(base, key, f.png, f.name);
+        counts[r.status] = (counts[r.status] ?? 0) + 1;
+        if (r.status === 200) acked.set(r.body.data.id, r.body.data.size);
+        else {
+          assert.deepEqual(
+            [r.status, r.body.error.code],
+            [503, 250],
+            JSON.stringify(r.body),
+          );
+          refused.push(f);
+        }
+      });
+      await new Promise((r) => setTimeout(r, 150));
+      await pgc.pause();
+      await new Promise((r) => setTimeout(r, 2500));
+      await pgc.resume();
+      await Promise.all(sent);
+    }
+    assert.ok(
+      refused.length > 0,
+      `the stall was seen: ${JSON.stringify(counts)}`,
+    );
+    // Each refused upload sent again once the database answers: stored now, or the same
+    // image if its first row was committed after all. Either way its bytes must be there.
+    for (const f of refused) {
+      let r = await send(base, key, f.png, f.name);
+      for (let i = 0; r.status === 503 && i < 20; i++) {
+        await new Promise((res) => setTimeout(res, 250));
+        r = await send(base, key, f.png, f.name);
+      }
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+      acked.set(r.body.data.id, r.body.data.size);
+    }
+    // Every record the service lists has its file, and every acknowledged one is listed.
+    const listed: { id: string; size: number; image: { url: string } }[] = [];
+    for (let page = 1;; page++) {
+      const r = await fetch(
+        `${base}/api/1/images?per_page=100&page=${page}`,
+        { headers: { authorization: `Bearer ${key}` } },
+      );
+      const body = await r.json();
+      assert.equal(r.status, 200, JSON.stringify(body));
+      listed.push(...body.data.images);
+      if (body.data.images.length < 100) break;
+    }
+    const missing: string[] = [];
+    for (const rec of listed) {
+      const file = await fetch(rec.image.url);
+      const bytes = new Uint8Array(await file.arrayBuffer());
+      if (file.status !== 200 || bytes.length !== rec.size) {
+        missing.push(
+          `${rec.id}: ${file.status}, ${bytes.length} of ${rec.size}`,
+        );
+      }
+    }
+    assert.deepEqual(
+      missing,
+      [],
+      `records without their bytes (${JSON.stringify(counts)})`,
+    );
+    for (const id of acked.keys()) {
+      assert.ok(
+        listed.some((r) => r.id === id),
+        `acknowledged ${id} is listed`,
+      );
+    }
+  } finally {
+    await svc?.close();
+    await s3.close();
+    await pgc.destroy();
+  }
+});

@@ -65,6 +65,14 @@ async function corpus(): Promise<Case[]> {
   renamed.set(enc.encode("IENX"), iend[0] + 4);
   const badCrc = png.slice();
   badCrc[idat[2] - 1] ^= 0xff;
+  // A TIFF whose directory chain loops back to its first directory.
+  const loopedTiff = tiff.slice();
+  {
+    const v = new DataView(loopedTiff.buffer);
+    const little = v.getUint16(0) === 0x4949;
+    const ifd = v.getUint32(4, little);
+    v.setUint32(ifd + 2 + v.getUint16(ifd, little) * 12, ifd, little);
+  }
   const big = await sharp({
     create: { width: 5000, height: 5000, channels: 3, background: "#fff" },
   }).png({ compressionLevel: 9 }).toBuffer();
@@ -194,6 +202,12 @@ async function corpus(): Promise<Case[]> {
     {
       name: "TIFF cut at half",
       bytes: tiff.subarray(0, tiff.length >> 1),
+      expect: [141],
+    },
+    // Was a 500: the whole-file re-encode met libvips' "IFD looping".
+    {
+      name: "TIFF whose directory chain loops",
+      bytes: loopedTiff,
       expect: [141],
     },
     {

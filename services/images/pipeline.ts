@@ -383,12 +383,7 @@ export class ImagePipeline {
             .toFile(thumbPath);
         }
       } catch (e) {
-        if (e instanceof ApiError) throw e;
-        if (isTimeout(e)) throw tooSlow();
-        if (isNoSpace(e)) throw noSpace(e);
-        throw new ApiError(141, {
-          message: "Unsupported image type: the image could not be decoded",
-        });
+        throw decodeFailure(e);
       }
     })();
     // JPEG, PNG, GIF and WebP lose their metadata losslessly, by file I/O alone, so that
@@ -472,8 +467,9 @@ export class ImagePipeline {
           ? img.gif()
           : img.png()).toFile(originalPath);
       } catch (e) {
-        if (isTimeout(e)) throw tooSlow();
-        throw e;
+        // A whole-file decode can fail where the variants' first page did not: a TIFF
+        // whose directory chain loops back (libvips: "IFD looping") is a broken file.
+        throw decodeFailure(e);
       }
     }
     return { originalPath, thumbPath, mediumPath, vext };
@@ -654,6 +650,19 @@ interface Made {
 /** libvips stopped a pipeline at its `timeout`. */
 function isTimeout(e: unknown): boolean {
   return e instanceof Error && /^timeout:/i.test(e.message);
+}
+
+/**
+ * What a failed libvips decode or encode answers: its own ApiError as it is, 143 past the
+ * deadline, 250 for a full disk, else 141 (the file could not be decoded), never a 500.
+ */
+function decodeFailure(e: unknown): ApiError {
+  if (e instanceof ApiError) return e;
+  if (isTimeout(e)) return tooSlow();
+  if (isNoSpace(e)) return noSpace(e);
+  return new ApiError(141, {
+    message: "Unsupported image type: the image could not be decoded",
+  });
 }
 
 /** 141 for a file whose structure is broken, saying where. */

@@ -151,7 +151,8 @@ export function createApp(deps: AppDeps): App {
   // router and the middleware chain (issue #19).
   const fast = imageFastPath(deps, rowCache);
   const dispatch = app.fetch;
-  app.fetch = (req, env, ctx) => fast(req, env) ?? dispatch(req, env, ctx);
+  app.fetch = (req, env, ctx) =>
+    unknownMethod(app, req) ?? fast(req, env) ?? dispatch(req, env, ctx);
   documentPublicRoutes(app);
 
   app.notFound(async (c) => {
@@ -225,6 +226,36 @@ export function createApp(deps: AppDeps): App {
   });
 
   return app;
+}
+
+/** The methods any route of ours may answer; every other one is 405 before anything runs. */
+const KNOWN_METHODS = new Set([
+  "GET",
+  "HEAD",
+  "POST",
+  "PUT",
+  "PATCH",
+  "DELETE",
+  "OPTIONS",
+]);
+
+/**
+ * 405 in the envelope for a method no route answers (TRACE, PROPFIND, made-up ones),
+ * before authentication or routing: TRACE reached the router and failed there as a
+ * plain-text 500 (a copy of its Request is refused: "Method is forbidden"). `Allow` lists
+ * what the path does answer, when it is a path of ours. (CONNECT never gets here: Deno's
+ * HTTP server answers it 400 itself.)
+ */
+function unknownMethod(app: App, req: Request): Response | undefined {
+  if (KNOWN_METHODS.has(req.method)) return undefined;
+  const allowed = methodsFor(app, new URL(req.url).pathname, req.method);
+  return Response.json(errorBody(405), {
+    status: 405,
+    headers: {
+      ...(allowed.length ? { Allow: allowed.join(", ") } : {}),
+      "X-Request-Id": crypto.randomUUID(),
+    },
+  });
 }
 
 /**

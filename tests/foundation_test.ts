@@ -4,6 +4,7 @@ import { ConfigError, loadConfig } from "../schemas/config.ts";
 import { openApiYaml } from "../routes/docs.ts";
 import { documentApp } from "../scripts/document_app.ts";
 import type { BlobStore } from "../services/store/blob_store.ts";
+import { Lifecycle } from "../services/runtime/lifecycle.ts";
 
 test("unknown paths get 404 and wrong methods 405 with Allow, both in the envelope", async () => {
   const env = await testEnv();
@@ -49,6 +50,55 @@ test("unknown paths get 404 and wrong methods 405 with Allow, both in the envelo
     assert.equal(del.status, 405);
     assert.equal(del.headers.get("allow"), "GET, HEAD");
   } finally {
+    await env.close();
+  }
+});
+
+test("TRACE, PROPFIND and made-up methods get 405 in the envelope before anything runs, with Allow on a path of ours", async () => {
+  const env = await testEnv();
+  // A real server wrapped as main.ts wraps it (fetch refuses to build a TRACE request,
+  // so the bytes go by hand).
+  const server = Deno.serve(
+    { port: 0, hostname: "127.0.0.1", onListen() {} },
+    new Lifecycle().track(env.app.fetch),
+  );
+  const raw = async (method: string, path: string) => {
+    const conn = await Deno.connect({
+      hostname: "127.0.0.1",
+      port: server.addr.port,
+    });
+    try {
+      await conn.write(
+        new TextEncoder().encode(
+          `${method} ${path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`,
+        ),
+      );
+      const text = await new Response(conn.readable).text();
+      const [head, body] = text.split("\r\n\r\n");
+      return { status: Number(head.split(" ")[1]), head, body };
+    } catch (e) {
+      conn.close();
+      throw e;
+    }
+  };
+  try {
+    for (const method of ["TRACE", "PROPFIND", "BREW"]) {
+      const r = await raw(method, "/api/1/images");
+      assert.equal(r.status, 405, `${method}: ${r.head}`);
+      assert.deepEqual(JSON.parse(r.body), {
+        status: 405,
+        success: false,
+        error: { code: 405, message: "Method not allowed" },
+      });
+      assert.match(r.head, /\r\nallow: GET, HEAD\r\n/i);
+      assert.match(r.head, /\r\ncontent-type: application\/json/i);
+    }
+    // Not a path of ours: still 405 (the method is what is wrong), without Allow.
+    const r = await raw("TRACE", "/nowhere/at/all");
+    assert.equal(r.status, 405);
+    assert.doesNotMatch(r.head, /\r\nallow:/i);
+  } finally {
+    await server.shutdown();
     await env.close();
   }
 });

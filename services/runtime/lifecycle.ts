@@ -1,5 +1,8 @@
 import type { Logger } from "./logger.ts";
 
+/** Methods the Request constructor refuses (the fetch standard's forbidden methods). */
+const FORBIDDEN_METHODS = new Set(["CONNECT", "TRACE", "TRACK"]);
+
 /** A fetch handler as Deno.serve calls it. */
 export type FetchHandler = (
   req: Request,
@@ -43,7 +46,12 @@ export class Lifecycle {
    */
   track(handler: FetchHandler): FetchHandler {
     return (req, info) => {
-      if (!req.body) return handler(req, info);
+      // No body, or a method a Request may not be made with (TRACE: the copy below would
+      // throw "Method is forbidden", a plain-text 500): passed on as it is; the app
+      // answers such methods 405 without reading anything.
+      if (!req.body || FORBIDDEN_METHODS.has(req.method)) {
+        return handler(req, info);
+      }
       this.#reading++;
       let counted = true;
       const done = () => {

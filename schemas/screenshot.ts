@@ -135,8 +135,12 @@ export const ScreenshotRequestSchema = z.object({
       "Browser zoom, 0.5 to 2 (0.5, 0.75, 1, 1.25, 1.5, 2 in SPEC.md)",
     example: 1,
   }),
-  userAgent: z.string().min(1).max(512).optional().openapi({
-    description: "User-Agent instead of the preset's",
+  userAgent: z.string().min(1).max(512).refine(
+    (v) => !/[\x00-\x1f\x7f]/.test(v),
+    { message: "no line breaks or other control characters" },
+  ).optional().openapi({
+    description:
+      "User-Agent instead of the preset's (one line: no control characters)",
   }),
   headers: z.record(
     z.string().regex(headerName).refine((h) => !RESERVED_HEADERS.test(h), {

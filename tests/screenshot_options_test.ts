@@ -302,6 +302,26 @@ test("reducedMotion, hideSelectors, css and js change the page before the captur
   );
 });
 
+test("a userAgent with a line break or another control character is 160 naming it, and no page is loaded (it was a 502 quoting Chromium's protocol error)", async () => {
+  for (
+    const userAgent of [
+      "Bot/1.0\r\nX-Evil: 1",
+      "Bot\n",
+      "Bot\u0000",
+      "Bot\u007f",
+    ]
+  ) {
+    const before = fixture.requests.length;
+    const r = await shot({ url: `${fixture.origin}/box`, userAgent });
+    assert.deepEqual(
+      [r.status, r.body.error.code, r.body.error.details[0].path],
+      [400, 160, "userAgent"],
+      JSON.stringify(r.body),
+    );
+    assert.equal(fixture.requests.length, before);
+  }
+});
+
 test("userAgent, headers and cookies reach the target's origin; headers and cookies never reach a third party", async () => {
   const mark0 = fixture.requests.length;
   await shot({

@@ -566,7 +566,7 @@ export interface components {
              * @example 1
              */
             zoom: number;
-            /** @description User-Agent instead of the preset's */
+            /** @description User-Agent instead of the preset's (one line: no control characters) */
             userAgent?: string;
             /**
              * @description Extra request headers, sent only to the page's own origin (never to third parties); Host, Cookie, Proxy-* and hop-by-hop headers are refused

@@ -180,6 +180,32 @@ test("selector captures exactly that element; none matching is 222 (404), a hidd
   assert.deepEqual([both.status, both.body.error.code], [400, 160]);
 });
 
+test("a malformed waitForSelector or hideSelectors entry is 160 naming it before the page is loaded (it waited the whole timeout for 222, or hid nothing)", async () => {
+  for (
+    const [path, body] of [
+      ["waitForSelector", { waitForSelector: "div[" }],
+      ["hideSelectors", { hideSelectors: ["#box", "p:::x"] }],
+      ["selector", { selector: "##(" }],
+    ] as const
+  ) {
+    const before = fixture.requests.length;
+    const r = await shot({ url: `${fixture.origin}/box`, ...body });
+    assert.deepEqual(
+      [r.status, r.body.error.code, r.body.error.details[0].path],
+      [400, 160, path],
+      JSON.stringify(r.body),
+    );
+    assert.match(r.body.error.details[0].message, /not a valid CSS selector/);
+    assert.equal(fixture.requests.length, before, `${path}: nothing loaded`);
+  }
+  // Valid ones still work: the box is hidden, the page captured.
+  const ok = await shot({
+    url: `${fixture.origin}/box`,
+    hideSelectors: ["#box", "p:not(.x) > span"],
+  });
+  assert.equal(ok.status, 200, JSON.stringify(ok.body));
+});
+
 test("clip captures that rectangle of the page", async () => {
   const r = await shot({
     url: `${fixture.origin}/quads`,

@@ -73,6 +73,7 @@ export class CaptureSteps {
     });
     // alert(), confirm(), prompt() and beforeunload would otherwise hold the page.
     page.on("dialog", (d) => d.dismiss().catch(() => {}));
+    await checkSelectors(page, opts);
     await this.#prepare(page, opts, blocking);
     let loaded: { status: number | null; url: string };
     try {
@@ -471,6 +472,37 @@ const PDF_PAPER = {
   A4: { width: 794, height: 1123 },
   Letter: { width: 816, height: 1056 },
 };
+
+/**
+ * Every selector the caller gave, parsed by the browser itself on the still blank page,
+ * before anything is loaded: a bad one is 160 at once. Before, a bad `waitForSelector`
+ * waited out the whole timeout (then 222), and a bad `hideSelectors` entry silently
+ * dropped the hiding rule with every other selector in it.
+ */
+async function checkSelectors(page: Page, opts: CaptureOptions) {
+  const given: [string, string][] = [
+    ...(opts.selector ? [["selector", opts.selector] as [string, string]] : []),
+    ...(opts.waitForSelector
+      ? [["waitForSelector", opts.waitForSelector] as [string, string]]
+      : []),
+    ...(opts.hideSelectors ?? []).map((s): [string, string] => [
+      "hideSelectors",
+      s,
+    ]),
+  ];
+  if (!given.length) return;
+  const bad = await page.evaluate((list: [string, string][]) => {
+    for (const [path, selector] of list) {
+      try {
+        document.querySelector(selector);
+      } catch (e) {
+        return [path, (e as Error).message];
+      }
+    }
+    return null;
+  }, given);
+  if (bad) throw badSelector(bad[0], new Error(bad[1]));
+}
 
 /** A selector the browser cannot parse: the caller's mistake (160). */
 function badSelector(path: string, e: Error): ApiError {

@@ -206,6 +206,23 @@ test("a malformed waitForSelector or hideSelectors entry is 160 naming it before
   assert.equal(ok.status, 200, JSON.stringify(ok.body));
 });
 
+test("css whose @import names a denied address: the import is dropped (the denied server sees nothing) and the rest of the css applies", async () => {
+  // A port on no allow list.
+  const denied = startFixture({ "/evil.css": "html { background: #f00 }" });
+  try {
+    const r = await shot({
+      url: `${fixture.origin}/box`,
+      css: `@import url("${denied.origin}/evil.css");
+html, body { background: #00f !important }`,
+    });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    assert.deepEqual(await pixel(image(r), 5, 5), [0, 0, 255]);
+    assert.deepEqual(denied.requests, []);
+  } finally {
+    await denied.close();
+  }
+});
+
 test("clip captures that rectangle of the page", async () => {
   const r = await shot({
     url: `${fixture.origin}/quads`,

@@ -304,7 +304,16 @@ export class CaptureSteps {
         : []),
       ...(opts.css ? [opts.css] : []),
     ].join("\n");
-    if (css) await page.addStyleTag({ content: css });
+    if (css) {
+      // Inserted, not awaited: puppeteer's addStyleTag waits for the sheet's load and
+      // fails the capture when an @import in it fails (a denied address: 502/220). The
+      // import is simply dropped, as a browser drops it, and the rest applies.
+      await page.evaluate((text: string) => {
+        const style = document.createElement("style");
+        style.textContent = text;
+        (document.head ?? document.documentElement).append(style);
+      }, css);
+    }
     if (opts.noCookie) {
       await page.evaluate(dismissCookieBanners, COOKIE_ACCEPT_BUTTONS);
     }

@@ -471,6 +471,8 @@ export function registerUploadRoutes(
       tmpDir: pipeline.tmpDir,
       maxFileBytes: deps.config.MAX_FILE_BYTES,
       maxFiles: deps.config.MAX_FILES,
+      maxFields: deps.config.BODY_MAX_FIELDS,
+      maxToken: deps.config.BODY_MAX_TOKEN,
       admit: (fields) => authenticateDeferred(c, deps, fields.key),
     });
   };

@@ -51,6 +51,13 @@ export const ConfigSchema = z.object({
   S3_TIMEOUT_MS: int(10_000, 100, 600_000),
   MAX_FILE_BYTES: int(32 * 1024 * 1024, 1),
   MAX_FILES: int(15, 1, 1000),
+  /**
+   * Plain (non-file) fields in one upload body, whatever its type: multipart fields,
+   * urlencoded fields, JSON members. Past it: 160 at once, the rest unread.
+   */
+  BODY_MAX_FIELDS: int(100, 1, 10_000),
+  /** Longest JSON number (or true/false/null) in a body, in characters (else 160). */
+  BODY_MAX_TOKEN: int(256, 8, 65_536),
   /** Decoded pixels an upload may have, all frames of an animation together (else 142). */
   MAX_IMAGE_PIXELS: int(100_000_000, 1),
   /** Per file: how long decoding and making its variants may take (else 143). */

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { test } from "./helpers.ts";
+import { test, testEnv, userWithKey } from "./helpers.ts";
 import {
   receiveJson,
   receiveUrlencoded,
@@ -256,5 +256,144 @@ test("an image text part with a header block over 16 KB (more than the marker re
     assert.deepEqual([...Deno.readDirSync(tmpDir)], []);
   } finally {
     await Deno.remove(tmpDir, { recursive: true });
+  }
+});
+
+/**
+ * A body of `head`, then `unit` repeated up to `total` bytes, then `tail`, made as it is
+ * pulled; `pulled()` says how many bytes the reader asked for before it stopped.
+ */
+function endlessBody(head: string, unit: string, total: number, tail = "") {
+  const enc = new TextEncoder();
+  const block = enc.encode(unit.repeat(Math.ceil(65_536 / unit.length)));
+  let sent = 0;
+  let state: "head" | "body" | "tail" | "done" = "head";
+  const stream = new ReadableStream<Uint8Array>({
+    pull(c) {
+      if (state === "head") {
+        state = "body";
+        const h = enc.encode(head);
+        sent += h.length;
+        return c.enqueue(h);
+      }
+      if (state === "body" && sent < total) {
+        sent += block.length;
+        return c.enqueue(block.slice());
+      }
+      if (state !== "done") {
+        state = "done";
+        if (tail) c.enqueue(enc.encode(tail));
+      }
+      c.close();
+    },
+  });
+  return { stream, pulled: () => sent };
+}
+
+test("parsing budgets: a 20 MB JSON number, 100k JSON members, 1M urlencoded fields and 100k multipart fields are each 160 after reading only the start of the body", async () => {
+  const tmpDir = await Deno.makeTempDir();
+  const opts = {
+    tmpDir,
+    maxFileBytes: 32 * 1024 * 1024,
+    maxFiles: 15,
+    maxFields: 100,
+    maxToken: 256,
+  };
+  const MB = 1024 * 1024;
+  try {
+    const cases = [
+      {
+        what: "a 20 MB number",
+        body: endlessBody('{"n": ', "1234567890", 20 * MB, "}"),
+        read: receiveJson,
+        message: /longer than 256 characters/,
+      },
+      {
+        what: "100k JSON members",
+        body: endlessBody('{"a0": 1', ', "a": 1', 100_000 * 8, "}"),
+        read: receiveJson,
+        message: /at most 100 fields/,
+      },
+      {
+        what: "1M urlencoded fields",
+        body: endlessBody("a=1", "&b=2", 4 * MB),
+        read: receiveUrlencoded,
+        message: /at most 100 fields/,
+      },
+    ];
+    for (const c of cases) {
+      const err = await c.read(c.body.stream, opts).then(
+        () => undefined,
+        (e) => e as ApiError,
+      );
+      assert.equal(err?.code, 160, `${c.what}: ${err}`);
+      assert.match(err!.details![0].message, c.message, c.what);
+      // The rest of the body was never asked for.
+      assert.ok(c.body.pulled() < 2 * MB, `${c.what}: read ${c.body.pulled()}`);
+    }
+    const boundary = "----budget";
+    const field = (i: number) =>
+      `--${boundary}\r\nContent-Disposition: form-data; name="f${i}"\r\n\r\nx\r\n`;
+    const mp = endlessBody(field(0), field(1), 100_000 * field(1).length);
+    const err = await receiveMultipart(
+      mp.stream,
+      `multipart/form-data; boundary=${boundary}`,
+      opts,
+    ).then(() => undefined, (e) => e as ApiError);
+    assert.equal(err?.code, 160, String(err));
+    assert.match(err!.details![0].message, /at most 100 fields/);
+    assert.ok(mp.pulled() < 2 * MB, `multipart: read ${mp.pulled()}`);
+    // At the budget, not over it: 100 members and a 256-digit number are fine.
+    const fine = `{${
+      Array.from({ length: 99 }, (_, i) => `"m${i}": 1`).join(", ")
+    }, "n": ${"7".repeat(256)}}`;
+    const ok = await receiveJson(chunked(fine, []), opts);
+    assert.equal(ok.fields.n, "7".repeat(256));
+    assert.equal(Object.keys(ok.fields).length, 100);
+    assert.deepEqual([...Deno.readDirSync(tmpDir)], []);
+  } finally {
+    await Deno.remove(tmpDir, { recursive: true });
+  }
+});
+
+test("the upload route keeps BODY_MAX_FIELDS and BODY_MAX_TOKEN from the config: JSON, urlencoded and multipart bodies over them are 160", async () => {
+  const env = await testEnv({
+    env: { BODY_MAX_FIELDS: "3", BODY_MAX_TOKEN: "10" },
+  });
+  try {
+    const { key } = await userWithKey(env);
+    const auth = { authorization: `Bearer ${key}` };
+    const post = async (body: BodyInit, type?: string) => {
+      const r = await env.app.request("/api/1/upload", {
+        method: "POST",
+        headers: { ...auth, ...(type ? { "content-type": type } : {}) },
+        body,
+      });
+      return [r.status, (await r.json()).error?.code];
+    };
+    const json = "application/json";
+    assert.deepEqual(await post('{"a":1,"b":2,"c":3,"d":4}', json), [400, 160]);
+    assert.deepEqual(await post('{"n": 12345678901}', json), [400, 160]);
+    const form = "application/x-www-form-urlencoded";
+    assert.deepEqual(await post("a=1&b=2&c=3&d=4", form), [400, 160]);
+    const fd = new FormData();
+    for (const k of ["a", "b", "c", "d"]) fd.append(k, "1");
+    fd.append(
+      "images",
+      new Blob([await makeImage("png") as BlobPart]),
+      "x.png",
+    );
+    assert.deepEqual(await post(fd), [400, 160]);
+    // Within the budget the upload goes through.
+    const ok = new FormData();
+    ok.append("title", "fine");
+    ok.append(
+      "images",
+      new Blob([await makeImage("png") as BlobPart]),
+      "y.png",
+    );
+    assert.deepEqual(await post(ok), [200, undefined]);
+  } finally {
+    await env.close();
   }
 });

@@ -2,12 +2,21 @@ import { ApiError } from "../../schemas/errors.ts";
 import { Base64File } from "./base64_file.ts";
 import { FILE_FIELDS, KEY_PREFIX_BYTES } from "./multipart.ts";
 import type { ReceivedForm } from "./received.ts";
+import {
+  DEFAULT_MAX_FIELDS,
+  DEFAULT_MAX_TOKEN,
+  tooManyFields,
+} from "./budgets.ts";
 
 /** Options shared with receiveMultipart. */
 export interface BodyOptions {
   tmpDir: string;
   maxFileBytes: number;
   maxFiles: number;
+  /** Plain fields or members at most (BODY_MAX_FIELDS; 100 when unset). */
+  maxFields?: number;
+  /** Longest JSON literal, in characters (BODY_MAX_TOKEN; 256 when unset). */
+  maxToken?: number;
   admit?: (fields: Record<string, string>) => Promise<unknown>;
 }
 
@@ -21,9 +30,22 @@ class TextForm {
   readonly fields: Record<string, string> = {};
   readonly images: Base64File[] = [];
   #admitted: boolean;
+  #count = 0;
 
   constructor(private readonly opts: BodyOptions) {
     this.#admitted = !opts.admit;
+  }
+
+  /** Keeps a plain field; past the field budget, 160 (each one counts, repeats too). */
+  setField(name: string, value: string): void {
+    this.countField();
+    this.fields[name] = value;
+  }
+
+  /** Counts a member that is not kept (true, false, null) against the same budget. */
+  countField(): void {
+    const max = this.opts.maxFields ?? DEFAULT_MAX_FIELDS;
+    if (++this.#count > max) throw tooManyFields(max);
   }
 
   /** Runs the caller's admission once, with the fields seen so far. */
@@ -131,7 +153,7 @@ export async function receiveUrlencoded(
   };
   const endValue = async () => {
     if (!inValue) {
-      if (name) fields[decodeWhole(name).slice(0, 100)] = "";
+      if (name) form.setField(decodeWhole(name).slice(0, 100), "");
     } else if (image) {
       if (pendingEscape) {
         throw new ApiError(160, {
@@ -141,7 +163,7 @@ export async function receiveUrlencoded(
       await image.finish();
       image = undefined;
     } else {
-      fields[name] = decodeWhole(plain);
+      form.setField(name, decodeWhole(plain));
     }
     name = "";
     plain = "";
@@ -328,7 +350,7 @@ export async function receiveJson(
       key = key.slice(0, 100);
       state = "colon";
     } else if (inString === "plain") {
-      fields[key] = plain;
+      form.setField(key, plain);
       plain = "";
       state = "afterValue";
     } else {
@@ -338,12 +360,26 @@ export async function receiveJson(
     }
     inString = undefined;
   };
+  const maxToken = opts.maxToken ?? DEFAULT_MAX_TOKEN;
+  /** One more character of a number or true/false/null, within the token budget. */
+  const addToLiteral = (ch: string) => {
+    literal += ch;
+    if (literal.length > maxToken) {
+      throw new ApiError(160, {
+        details: [{
+          path: key,
+          message: `a value longer than ${maxToken} characters`,
+        }],
+      });
+    }
+  };
   const endLiteral = () => {
     if (!literal) return;
     if (!/^(-?\d+(\.\d+)?([eE][+-]?\d+)?|true|false|null)$/.test(literal)) {
       throw malformed("bad value");
     }
-    if (/^-?\d/.test(literal)) fields[key] = literal;
+    if (/^-?\d/.test(literal)) form.setField(key, literal);
+    else form.countField();
     literal = "";
     state = "afterValue";
   };
@@ -400,7 +436,7 @@ export async function receiveJson(
             } else if (ch === "[" && FILE_FIELDS.has(key)) state = "arrayItem";
             else if (ch === "{" || ch === "[") {
               throw malformed(`"${key}" must be a string`);
-            } else literal += ch;
+            } else addToLiteral(ch);
             break;
           case "arrayItem":
             if (ch === '"') {
@@ -416,7 +452,7 @@ export async function receiveJson(
             break;
           case "afterValue":
             if (literal) {
-              literal += ch;
+              addToLiteral(ch);
               break;
             }
             if (ch === ",") state = "key";

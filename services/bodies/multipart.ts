@@ -6,6 +6,7 @@ import { ApiError } from "../../schemas/errors.ts";
 import { writeAll } from "../runtime/file_io.ts";
 import { Base64File } from "./base64_file.ts";
 import type { ReceivedFile, ReceivedForm } from "./received.ts";
+import { DEFAULT_MAX_FIELDS, tooManyFields } from "./budgets.ts";
 import { TextPartMarker } from "./multipart_text_parts.ts";
 
 /** Form fields that carry image files (DESIGN.md). */
@@ -187,6 +188,8 @@ export async function receiveMultipart(
     tmpDir: string;
     maxFileBytes: number;
     maxFiles: number;
+    /** Plain fields at most (BODY_MAX_FIELDS): past it, 160 and the rest unread. */
+    maxFields?: number;
     /**
      * Authenticates from the fields seen so far; it runs once, at the first file part or
      * once {@link KEY_PREFIX_BYTES} have arrived without one (or at the end of a form with
@@ -216,6 +219,7 @@ export async function receiveMultipart(
   const cleanup = async () => {
     await Promise.all(files.map((f) => Deno.remove(f.path).catch(() => {})));
   };
+  const maxFields = opts.maxFields ?? DEFAULT_MAX_FIELDS;
   let bb: busboy.Busboy;
   try {
     bb = busboy({
@@ -224,9 +228,9 @@ export async function receiveMultipart(
         // Files are cut at maxFileBytes by their sink; base64 text parts by Base64File.
         fileSize: maxPartBytes,
         files: opts.maxFiles,
-        fields: 50,
+        fields: maxFields,
         fieldSize: 64 * 1024,
-        parts: opts.maxFiles + 100,
+        parts: opts.maxFiles + maxFields,
         headerPairs: 100,
       },
     });
@@ -265,6 +269,10 @@ export async function receiveMultipart(
   bb.on("filesLimit", () => {
     tooMany = true;
   });
+  // Past the field or part budget the body is refused at once and read no further:
+  // busboy would drop the extra ones but go on scanning (100k fields: 49 s).
+  bb.on("fieldsLimit", () => parseError ??= tooManyFields(maxFields));
+  bb.on("partsLimit", () => parseError ??= tooManyFields(maxFields));
   bb.on("file", (field, stream, info) => {
     // A part cut short errors its stream too; the form-level error already says why.
     stream.on("error", (e: Error) => parseError ??= e);

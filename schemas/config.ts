@@ -111,6 +111,17 @@ export const ConfigSchema = z.object({
   ).optional(),
   SCREENSHOT_TIMEOUT_MS: int(30_000, 100, 600_000),
   SCREENSHOT_CONCURRENCY: int(2, 1, 64),
+  /**
+   * Captures one account may run at once on a browser; 0 (the default): one less than
+   * SCREENSHOT_CONCURRENCY, at least one, so one account never holds every slot.
+   */
+  SCREENSHOT_PER_KEY: int(0, 0, 64),
+  /**
+   * Device pixels one capture may have (width × height × ratio², viewport or clip; a full
+   * page is cut to it). Over it: 160 before anything is launched. 40 M is about
+   * 3840×10000 at ratio 1, which this machine captures in ~7 s as PNG of noise.
+   */
+  SCREENSHOT_MAX_PIXELS: int(40_000_000, 1_000_000, 1_000_000_000),
   SCREENSHOT_QUEUE: int(32, 0, 10_000),
   SCREENSHOT_RECYCLE_AFTER: int(200, 1),
   /**
@@ -161,6 +172,8 @@ export const ConfigSchema = z.object({
     IMAGE_HOST_URL: c.IMAGE_HOST_URL ?? c.S3_PUBLIC_URL ?? base,
     IMAGE_THREADS: c.IMAGE_THREADS ||
       Math.max(1, Math.floor(CORES / c.IMAGE_WORKERS)),
+    SCREENSHOT_PER_KEY: c.SCREENSHOT_PER_KEY ||
+      Math.max(1, c.SCREENSHOT_CONCURRENCY - 1),
     /** BROWSER_WS_ENDPOINT's browser services, one per comma-separated entry. */
     BROWSER_ENDPOINTS: (c.BROWSER_WS_ENDPOINT ?? "").split(",").map((e) =>
       e.trim()

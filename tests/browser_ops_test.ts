@@ -184,6 +184,43 @@ test("BROWSER_WS_ENDPOINT may list several browser services: one pool each, spre
   }
 });
 
+test("one account flooding slow captures cannot hold up another's: each account gets its share of the slots, in turns", async () => {
+  const shooter = new ChromiumScreenshotter({
+    executablePath: CHROMIUM,
+    concurrency: 2,
+    perOwner: 1,
+    queueMax: 10,
+    recycleAfter: 100,
+    timeoutMs: 20_000,
+    allowRules: parseAllowList(`127.0.0.1:${fixture.port}`),
+    log: memoryLogger(),
+  });
+  try {
+    await shooter.start();
+    // A: six captures of a page that takes a second, all at once.
+    const flood = Array.from(
+      { length: 6 },
+      () => shooter.capture({ ...shot(`${fixture.origin}/slow`), owner: "A" }),
+    );
+    await waitUntil(() => shooter.load === 6, 5000);
+    // B: three light captures one after another, each with a deadline A's queue of six
+    // one-second captures on a first-come line would have outlasted.
+    for (let i = 0; i < 3; i++) {
+      const r = await shooter.capture({
+        ...shot(`${fixture.origin}/`),
+        owner: "B",
+        timeoutMs: 2500,
+      });
+      assert.deepEqual(await centrePixel(r.bytes), [0, 255, 0]);
+    }
+    for (const r of await Promise.all(flood)) {
+      assert.deepEqual(await centrePixel(r.bytes), [0, 255, 0]);
+    }
+  } finally {
+    await shooter.close();
+  }
+});
+
 test("a capture whose browser dies mid-capture answers 240 (retry), not a 500", async () => {
   const shooter = new ChromiumScreenshotter({
     executablePath: CHROMIUM,

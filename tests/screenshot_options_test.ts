@@ -223,6 +223,36 @@ html, body { background: #00f !important }`,
   }
 });
 
+test("a capture over SCREENSHOT_MAX_PIXELS device pixels is 160 before anything is launched (it timed out holding a slot); a full page is cut to the budget", async () => {
+  const before = fixture.requests.length;
+  const huge = await shot({
+    url: `${fixture.origin}/box`,
+    viewport: { width: 3840, height: 10_000, deviceScaleFactor: 3 },
+  });
+  assert.deepEqual(
+    [huge.status, huge.body.error.code, huge.body.error.details[0].path],
+    [400, 160, "viewport"],
+  );
+  assert.match(huge.body.error.details[0].message, /SCREENSHOT_MAX_PIXELS/);
+  const clip = await shot({
+    url: `${fixture.origin}/box`,
+    viewport: { width: 1000, height: 800, deviceScaleFactor: 3 },
+    clip: { x: 0, y: 0, width: 3000, height: 5000 },
+  });
+  assert.deepEqual(
+    [clip.status, clip.body.error.code, clip.body.error.details[0].path],
+    [400, 160, "clip"],
+  );
+  assert.equal(fixture.requests.length, before, "nothing was loaded");
+  // Just under the budget: 3840 × 10000 at ratio 1 (38.4 M) is captured.
+  const big = await shot({
+    url: `${fixture.origin}/box`,
+    viewport: { width: 3840, height: 10_000, deviceScaleFactor: 1 },
+    format: "jpeg",
+  });
+  assert.equal(big.status, 200, JSON.stringify(big.body));
+});
+
 test("clip captures that rectangle of the page", async () => {
   const r = await shot({
     url: `${fixture.origin}/quads`,

@@ -25,10 +25,13 @@ import {
   openBrowser,
 } from "./chromium_launch.ts";
 import { type CaptureSettings, CaptureSteps } from "./capture_steps.ts";
+import { FairSlots } from "./fair_slots.ts";
 
 /** Settings of the pool. */
 export interface ChromiumOptions extends CaptureSettings, LaunchOptions {
   concurrency: number;
+  /** Captures one owner (an account) may run at once (SCREENSHOT_PER_KEY; default: all). */
+  perOwner?: number;
   queueMax: number;
   recycleAfter: number;
   allowRules: AllowRule[];
@@ -66,8 +69,7 @@ export class NoBrowser extends ApiError {
 export class ChromiumScreenshotter implements Screenshotter {
   #browser?: Browser;
   #launching?: Promise<Browser>;
-  #active = 0;
-  #queue: (() => void)[] = [];
+  #slots: FairSlots;
   #captures = 0;
   #closed = false;
   /** Slots held only while their capture's context is closed. */
@@ -93,6 +95,11 @@ export class ChromiumScreenshotter implements Screenshotter {
   constructor(private readonly opts: ChromiumOptions) {
     this.#filters = opts.filterEngines ?? processFilterEngines;
     this.#steps = new CaptureSteps(opts, this.#filters);
+    this.#slots = new FairSlots(
+      opts.concurrency,
+      opts.perOwner ?? opts.concurrency,
+      opts.queueMax,
+    );
   }
 
   /** The running browser's process id (tests kill it to prove recovery). */
@@ -203,44 +210,7 @@ export class ChromiumScreenshotter implements Screenshotter {
 
   /** Captures holding or waiting for a slot of this pool. */
   get load(): number {
-    return this.#active + this.#queue.length;
-  }
-
-  /** Takes a slot, waiting in line at most until `deadline` (then 240: busy). */
-  async #acquire(deadline: number): Promise<void> {
-    if (this.#active < this.opts.concurrency) {
-      this.#active++;
-      return;
-    }
-    const busy = () =>
-      new ApiError(240, {
-        headers: { "Retry-After": "5" },
-        details: [{ message: "all browsers are busy; try again shortly" }],
-      });
-    // A slot whose context is being torn down frees within milliseconds: wait for it
-    // rather than answer "busy" to a caller who came right after the previous answer.
-    if (this.#queue.length >= this.opts.queueMax + this.#tearingDown) {
-      throw busy();
-    }
-    await new Promise<void>((resolve, reject) => {
-      const wake = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-      // The wait counts against the capture's time: past its deadline it leaves the line.
-      const timer = setTimeout(() => {
-        const i = this.#queue.indexOf(wake);
-        if (i >= 0) this.#queue.splice(i, 1);
-        reject(busy());
-      }, Math.max(0, deadline - Date.now()));
-      this.#queue.push(wake);
-    });
-  }
-
-  #release() {
-    const next = this.#queue.shift();
-    if (next) next();
-    else this.#active--;
+    return this.#slots.load;
   }
 
   /** A new context (through a new guard) and its page, for the next capture. */
@@ -342,7 +312,11 @@ export class ChromiumScreenshotter implements Screenshotter {
     // capturing. A caller never waits much past SCREENSHOT_TIMEOUT_MS.
     const deadline = Date.now() +
       Math.min(opts.timeoutMs ?? this.opts.timeoutMs, this.opts.timeoutMs);
-    await this.#acquire(deadline);
+    // Slots are shared in turns among accounts, at most perOwner each (see FairSlots). A
+    // slot whose context is being torn down frees within milliseconds: the line may hold
+    // that many more rather than answer "busy" to a caller who came right after.
+    const owner = opts.owner ?? "";
+    await this.#slots.acquire(owner, deadline, this.#tearingDown);
     let teardown: Promise<void> | undefined;
     this.#recycleIfDue();
     this.#shooting++;
@@ -404,11 +378,11 @@ export class ChromiumScreenshotter implements Screenshotter {
         this.#tearingDown++;
         const t = teardown.finally(() => {
           this.#tearingDown--;
-          this.#release();
+          this.#slots.release(owner);
         });
         this.#teardowns.add(t);
         t.finally(() => this.#teardowns.delete(t));
-      } else this.#release();
+      } else this.#slots.release(owner);
     }
   }
 
@@ -438,7 +412,7 @@ export class ChromiumScreenshotter implements Screenshotter {
     const spare = await this.#spare;
     this.#spare = undefined;
     if (spare) await this.#discard(spare);
-    this.#queue.splice(0).forEach((wake) => wake());
+    this.#slots.wakeAll();
     await Promise.allSettled([...this.#teardowns]);
     const b = this.#browser ?? await this.#launching?.catch(() => undefined);
     this.#browser = undefined;

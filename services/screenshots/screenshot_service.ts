@@ -66,7 +66,7 @@ export class ScreenshotService {
     req: ScreenshotRequest,
   ): Promise<ScreenshotAnswer> {
     const target = parseTargetUrl(req.url);
-    const opts = this.#options(req, target);
+    const opts = { ...this.#options(req, target), owner: userId };
     const hash = req.cache > 0 ? requestHash({ ...req, url: target.href }) : "";
     if (hash) {
       const hit = await this.#cache.get<ScreenshotResult>(userId, hash);
@@ -121,9 +121,15 @@ export class ScreenshotService {
       });
     }
     const preset = presetById(req.preset ?? PRESETS[0].id);
+    const viewport = req.viewport ?? preset;
+    checkPixelBudget(
+      viewport,
+      req.clip,
+      this.deps.config.SCREENSHOT_MAX_PIXELS,
+    );
     return {
       url: target.href,
-      viewport: req.viewport ?? preset,
+      viewport,
       userAgent: req.userAgent ?? (req.viewport ? undefined : preset.userAgent),
       format: req.format,
       quality: req.quality,
@@ -220,4 +226,33 @@ function dataUri(format: keyof typeof MIME, bytes: Uint8Array): string {
       "base64",
     )
   }`;
+}
+
+/**
+ * 160 before anything is launched for a capture over SCREENSHOT_MAX_PIXELS device pixels
+ * (width × height × pixel ratio², of the viewport and of a clip): one 3840×10000 capture at
+ * ratio 3 (346 M) timed out and held its slot for the whole timeout. A full page is cut to
+ * the same budget as it is measured (ChromiumOptions.maxPixels).
+ */
+export function checkPixelBudget(
+  viewport: { width: number; height: number; deviceScaleFactor?: number },
+  clip: { width: number; height: number } | undefined,
+  budget: number,
+): void {
+  const dpr = viewport.deviceScaleFactor ?? 1;
+  const over = (w: number, h: number) => w * h * dpr * dpr > budget;
+  const path = over(viewport.width, viewport.height)
+    ? "viewport"
+    : clip && over(clip.width, clip.height)
+    ? "clip"
+    : undefined;
+  if (!path) return;
+  throw new ApiError(160, {
+    details: [{
+      path,
+      message:
+        `over ${budget} device pixels (width × height × deviceScaleFactor²; ` +
+        `SCREENSHOT_MAX_PIXELS)`,
+    }],
+  });
 }

@@ -18,6 +18,8 @@ export interface CaptureOptions {
   waitUntil?: "load" | "domcontentloaded" | "networkidle0" | "networkidle2";
   waitForSelector?: string;
   delay?: number;
+  /** Whose capture it is (the account): slots are shared fairly among owners. */
+  owner?: string;
   /** This capture's deadline in ms (at most the screenshotter's own). */
   timeoutMs?: number;
   noAds: boolean;

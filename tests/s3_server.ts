@@ -63,6 +63,14 @@ export async function startS3(
   return {
     store,
     endpoint,
+    /** The service's environment for this server's one bucket (STORE=s3). */
+    env: {
+      STORE: "s3",
+      S3_ENDPOINT: endpoint,
+      S3_BUCKET: "images",
+      S3_ACCESS_KEY_ID: "S3RVER",
+      S3_SECRET_ACCESS_KEY: "S3RVER",
+    },
     start,
     stop,
     async close() {

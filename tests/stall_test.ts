@@ -31,11 +31,7 @@ test("uploads refused while PostgreSQL is frozen (SIGSTOP) leave no record witho
     );
     svc = await startService({
       DATABASE_URL: pgc.url,
-      STORE: "s3",
-      S3_ENDPOINT: s3.endpoint,
-      S3_BUCKET: "images",
-      S3_ACCESS_KEY_ID: "S3RVER",
-      S3_SECRET_ACCESS_KEY: "S3RVER",
+      ...s3.env,
       DB_CONNECT_TIMEOUT_MS: "1000",
       DB_STATEMENT_TIMEOUT_MS: "1000",
       RATE_LIMIT_PER_MINUTE: "0",

@@ -97,11 +97,7 @@ test("cluster: two instances behind nginx over one PostgreSQL, one S3 store and 
   });
   const env = {
     DATABASE_URL: pgc.url,
-    STORE: "s3",
-    S3_ENDPOINT: s3.endpoint,
-    S3_BUCKET: "images",
-    S3_ACCESS_KEY_ID: "S3RVER",
-    S3_SECRET_ACCESS_KEY: "S3RVER",
+    ...s3.env,
     S3_TIMEOUT_MS: "2000",
     DB_CONNECT_TIMEOUT_MS: "1000",
     DB_STATEMENT_TIMEOUT_MS: "2000",

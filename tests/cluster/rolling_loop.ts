@@ -72,11 +72,7 @@ const pgc = await startPgCluster();
 const s3 = await startS3();
 const env = {
   DATABASE_URL: pgc.url,
-  STORE: "s3",
-  S3_ENDPOINT: s3.endpoint,
-  S3_BUCKET: "images",
-  S3_ACCESS_KEY_ID: "S3RVER",
-  S3_SECRET_ACCESS_KEY: "S3RVER",
+  ...s3.env,
   SHUTDOWN_GRACE_MS: "3000",
   RATE_LIMIT_PER_MINUTE: "100000",
 };

@@ -4,7 +4,7 @@ import { json, test, type TestEnv, testEnv, userWithKey } from "./helpers.ts";
 import { countingListener, startFixture } from "./fixture_server.ts";
 import { ChromiumScreenshotter } from "../services/screenshots/chromium.ts";
 import { findChromium } from "../services/screenshots/chromium_launch.ts";
-import { fullPageClip } from "../services/screenshots/capture_steps.ts";
+import { fullPageClip } from "../services/screenshots/full_page.ts";
 import { parseAllowList } from "../schemas/allow_list.ts";
 import { memoryLogger } from "../services/runtime/logger.ts";
 

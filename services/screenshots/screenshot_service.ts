@@ -1,10 +1,11 @@
 /**
  * services/screenshots/ — website screenshots: the request's service (this file:
- * options, cache, share or inline), the Screenshotter interface (screenshotter.ts), the
- * browser pool (chromium.ts), the browser itself (chromium_launch.ts, reap.ts,
- * install.ts), one capture's steps (capture_steps.ts, page_load.ts, page_cleanup.ts),
- * ad, tracker and cookie-notice lists (block_lists.ts, filter_engine.ts) and the shared
- * results cache (shot_cache.ts).
+ * options, pixel budget, cache, share or inline), the Screenshotter interface
+ * (screenshotter.ts), the browser pool (chromium.ts) with its fair slots (fair_slots.ts),
+ * several browser services (spread.ts), the browser itself (chromium_launch.ts, reap.ts,
+ * install.ts), one capture's steps (capture_steps.ts, page_load.ts, page_cleanup.ts,
+ * full_page.ts), ad, tracker and cookie-notice lists (block_lists.ts, filter_engine.ts)
+ * and the shared results cache (shot_cache.ts).
  */
 import { Buffer } from "node:buffer";
 import { createHash } from "node:crypto";

@@ -133,6 +133,11 @@ export const ConfigSchema = z.object({
   SCREENSHOT_ALLOW_PRIVATE: allowList,
   /** URL imports: the whole fetch (every redirect and the body) must end within this. */
   URL_IMPORT_TIMEOUT_MS: int(20_000, 100, 600_000),
+  /**
+   * URL imports of one request fetched at once; all of them share one
+   * URL_IMPORT_TIMEOUT_MS from the first (231 for what it leaves unfinished).
+   */
+  URL_IMPORTS_AT_ONCE: int(4, 1, 64),
   LOGIN_MAX_FAILURES: int(5, 1),
   /**
    * Login and sign-up attempts per client address (IPv6: per /64) per minute, on top of

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import {
   fetchBytes,
   json,
+  scratchFiles,
   storedKeys,
   test,
   type TestEnv,
@@ -16,6 +17,9 @@ import { createApiClient } from "../sdk/src/client.ts";
 import type { ServiceError } from "../sdk/src/errors.ts";
 
 const PNG = new Uint8Array(await makeImage("png", { width: 70, height: 40 }));
+
+/** Downloads of /slow under way now, and the most at once. */
+const slowGets = { now: 0, most: 0 };
 
 /** The image fixture: allowed by FETCH_ALLOW_PRIVATE for its port only. */
 function imageFixture(deniedPort: number) {
@@ -62,6 +66,13 @@ function imageFixture(deniedPort: number) {
         }),
       ),
     "/missing.png": () => new Response("gone", { status: 404 }),
+    // A PNG after 300 ms, counting how many are being fetched at once.
+    "/slow": async () => {
+      slowGets.most = Math.max(slowGets.most, ++slowGets.now);
+      await new Promise((r) => setTimeout(r, 300));
+      slowGets.now--;
+      return new Response(PNG, { headers: { "content-type": "image/png" } });
+    },
   });
 }
 
@@ -238,6 +249,43 @@ test("several URLs (a list, repeated fields, ?source= and a body) are several im
       code: 141,
       message: "Unsupported image type",
     }]);
+  });
+});
+
+test("the URL imports of one request are fetched URL_IMPORTS_AT_ONCE at a time, and all share one URL_IMPORT_TIMEOUT_MS (they ran one after another: 15 slow ones took 90 s)", async () => {
+  await withImportEnv(async (env, key, fx) => {
+    const post = (urls: string[]) =>
+      env.app.request("/api/1/upload", {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-api-key": key },
+        body: JSON.stringify({ image: urls }),
+      });
+    slowGets.most = 0;
+    const eight = await json(
+      await post(
+        Array.from({ length: 8 }, (_, i) => `${fx.origin}/slow?i=${i}`),
+      ),
+    );
+    assert.equal(eight.status, 200, JSON.stringify(eight.body));
+    assert.equal(eight.body.data.count, 8);
+    assert.equal(slowGets.most, 4, "four at a time (the default)");
+    // Six stalled downloads, 1.5 s allowed (URL_IMPORT_TIMEOUT_MS here): one deadline for
+    // all of them, not 1.5 s each one after another (9 s).
+    const t0 = Date.now();
+    const stalled = await json(
+      await post(
+        Array.from({ length: 6 }, (_, i) => `${fx.origin}/stall?i=${i}`),
+      ),
+    );
+    const ms = Date.now() - t0;
+    assert.equal(stalled.status, 422, JSON.stringify(stalled.body));
+    assert.equal(stalled.body.error.code, 150);
+    assert.deepEqual(
+      stalled.body.error.details.map((d: { code: number }) => d.code),
+      [231, 231, 231, 231, 231, 231],
+    );
+    assert.ok(ms < 6000, `answered after ${ms} ms`);
+    assert.deepEqual(scratchFiles(env), []);
   });
 });
 

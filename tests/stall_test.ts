@@ -129,3 +129,48 @@ test("uploads refused while PostgreSQL is frozen (SIGSTOP) leave no record witho
     await pgc.destroy();
   }
 });
+
+test("SIGTERM while PostgreSQL is frozen exits 0 within SHUTDOWN_DRAIN_MS + SHUTDOWN_GRACE_MS, and requests meanwhile get 503 within the connect bound", async () => {
+  const pgc = await startPgCluster();
+  try {
+    const key = await keyBeforeStart(
+      { url: pgc.url },
+      "term@example.com",
+      "correct horse battery",
+    );
+    const svc = await startService({
+      DATABASE_URL: pgc.url,
+      DB_CONNECT_TIMEOUT_MS: "1000",
+      DB_STATEMENT_TIMEOUT_MS: "1000",
+      SHUTDOWN_DRAIN_MS: "500",
+      SHUTDOWN_GRACE_MS: "2000",
+    });
+    try {
+      const list = () =>
+        fetch(`${svc.base}/api/1/images`, {
+          headers: { authorization: `Bearer ${key}` },
+          signal: AbortSignal.timeout(20_000),
+        });
+      const up = await list();
+      await up.body?.cancel();
+      assert.equal(up.status, 200);
+      await pgc.pause();
+      // A database that answers nothing: 503 (250) once the bounds run out, not a hang.
+      const r = await list();
+      const body = await r.json();
+      assert.deepEqual([r.status, body.error.code], [503, 250]);
+      const t0 = performance.now();
+      svc.proc.kill("SIGTERM");
+      const code = await svc.exitWithin(15_000);
+      const ms = performance.now() - t0;
+      assert.equal(code, 0);
+      // 500 + 2000 documented, plus what a loaded machine adds; it was 22 s (the backstop).
+      assert.ok(ms < 2500 + 2000, `exited after ${Math.round(ms)} ms`);
+    } finally {
+      await pgc.resume();
+      await svc.close();
+    }
+  } finally {
+    await pgc.destroy();
+  }
+});

@@ -136,6 +136,7 @@ export const ScreenshotRequestSchema = z.object({
     example: 1,
   }),
   userAgent: z.string().min(1).max(512).refine(
+    // deno-lint-ignore no-control-regex -- control characters are what it looks for
     (v) => !/[\x00-\x1f\x7f]/.test(v),
     { message: "no line breaks or other control characters" },
   ).optional().openapi({

@@ -124,7 +124,6 @@ export async function receiveUrlencoded(
   const maxTotal = opts.maxFiles * Math.ceil(opts.maxFileBytes * 4 / 3) * 3 +
     4 * 1024 * 1024;
   const form = new TextForm(opts);
-  const { fields } = form;
   // Parser state: the current name, or the current value (plain text or an image).
   let name = "";
   let inValue = false;

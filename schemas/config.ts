@@ -122,6 +122,8 @@ export const ConfigSchema = z.object({
    * 3840×10000 at ratio 1, which this machine captures in ~7 s as PNG of noise.
    */
   SCREENSHOT_MAX_PIXELS: int(40_000_000, 1_000_000, 1_000_000_000),
+  /** Pages a full-page PDF capture prints at most; the rest of the page is left out. */
+  SCREENSHOT_PDF_MAX_PAGES: int(50, 1, 1000),
   SCREENSHOT_QUEUE: int(32, 0, 10_000),
   SCREENSHOT_RECYCLE_AFTER: int(200, 1),
   /**

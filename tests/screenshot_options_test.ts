@@ -87,6 +87,10 @@ const fixture = startFixture({
       ),
       { headers: { "content-type": "text/html; charset=utf-8" } },
     ),
+  // Two million CSS pixels tall: some 1,800 A4 pages.
+  "/tall": page(
+    `<div style="height:2000000px;background:repeating-linear-gradient(#fff 0 40px,#000 40px 80px)"></div>`,
+  ),
   "/noisy": page(
     `<div style="width:1200px;height:700px;background:linear-gradient(45deg,#f00,#0f0,#00f,#ff0)"></div>`,
   ),
@@ -471,6 +475,23 @@ test("formats: jpeg quality changes the size, webp is a WebP, pdf comes back inl
   const served = await env.app.request(new URL(stored.body.data.url).pathname);
   assert.equal(served.headers.get("content-type"), "image/webp");
   await served.body?.cancel();
+});
+
+test("a full-page PDF prints at most 50 pages (SCREENSHOT_PDF_MAX_PAGES): a page two million pixels tall does not hold its slot for all of them", async () => {
+  const r = await shot({
+    url: `${fixture.origin}/tall`,
+    format: "pdf",
+    fullPage: true,
+    share: false,
+  });
+  assert.equal(r.status, 200, JSON.stringify(r.body));
+  const text = new TextDecoder("latin1").decode(image(r));
+  const pages = text.match(/\/Type\s*\/Page(?![s\w])/g)?.length;
+  assert.equal(pages, 50);
+  // Without fullPage, one page as before.
+  const one = await shot({ url: `${fixture.origin}/tall`, format: "pdf" });
+  const oneText = new TextDecoder("latin1").decode(image(one));
+  assert.equal(oneText.match(/\/Type\s*\/Page(?![s\w])/g)?.length, 1);
 });
 
 test("share false with response binary, or Accept image/* or application/pdf, answers the raw bytes; errors stay JSON", async () => {

@@ -97,6 +97,7 @@ export async function openScreenshotter(
       concurrency: config.SCREENSHOT_CONCURRENCY,
       perOwner: config.SCREENSHOT_PER_KEY,
       queueMax: config.SCREENSHOT_QUEUE,
+      maxPdfPages: config.SCREENSHOT_PDF_MAX_PAGES,
       recycleAfter: config.SCREENSHOT_RECYCLE_AFTER,
       timeoutMs: config.SCREENSHOT_TIMEOUT_MS,
       maxPixels: Math.min(

@@ -43,6 +43,8 @@ export interface CaptureSettings {
   maxFullPageWidth?: number;
   /** Most device pixels in one capture (MAX_IMAGE_PIXELS): a full page is cut to it. */
   maxPixels?: number;
+  /** Most pages of a full-page PDF (SCREENSHOT_PDF_MAX_PAGES, 50). */
+  maxPdfPages?: number;
   /** Hosts whose requests noAds blocks (AD_HOSTS; tests name a loopback host). */
   adHosts?: readonly string[];
   /** Tracker hosts `blockTrackers` blocks (tests name a fixture host). */
@@ -357,7 +359,9 @@ export class CaptureSteps {
       const bytes = await page.pdf({
         format: opts.pdfPaper ?? "A4",
         printBackground: true,
-        ...(opts.fullPage ? {} : { pageRanges: "1" }),
+        // A full page prints at most maxPdfPages pages: a page millions of pixels tall
+        // held its capture slot for the whole timeout.
+        pageRanges: opts.fullPage ? `1-${this.opts.maxPdfPages ?? 50}` : "1",
         timeout: Math.max(1, deadline - Date.now()),
       });
       return { bytes: new Uint8Array(bytes), ...paper };

@@ -60,6 +60,12 @@ export const ConfigSchema = z.object({
   BODY_MAX_TOKEN: int(256, 8, 65_536),
   /** Decoded pixels an upload may have, all frames of an animation together (else 142). */
   MAX_IMAGE_PIXELS: int(100_000_000, 1),
+  /**
+   * Scratch disk one BMP may need to be read (its pixels uncompressed, 3 or 4 bytes
+   * each), else 142; and all BMPs of a process at once, else 250 with Retry-After.
+   */
+  BMP_SCRATCH_MB: int(256, 1, 65_536),
+  BMP_SCRATCH_TOTAL_MB: int(1024, 1, 1_048_576),
   /** Per file: how long decoding and making its variants may take (else 143). */
   IMAGE_TIMEOUT_MS: int(20_000, 1_000, 600_000),
   /** Images processed at once; default: the cores. */

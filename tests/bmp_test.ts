@@ -1,3 +1,5 @@
+import { ApiError } from "../schemas/errors.ts";
+import { ScratchBudget } from "../services/images/formats/scratch_budget.ts";
 import assert from "node:assert/strict";
 import sharp from "sharp";
 import {
@@ -324,6 +326,53 @@ test("a damaged or unsupported BMP is refused with 141 naming the problem, and o
   } finally {
     await env.close();
   }
+});
+
+test("a BMP whose rewrite needs more scratch disk than BMP_SCRATCH_MB is 142 before any pixel is read, and nothing is left behind", async () => {
+  const env = await testEnv({ env: { BMP_SCRATCH_MB: "1" } });
+  try {
+    const { key } = await userWithKey(env);
+    // 800 × 500 with alpha: 1.6 MB of pixels to write, over the 1 MB allowed.
+    const big = makeBmpArgb(800, 500, (x, y) => [x % 256, y % 256, 90, 255]);
+    const r = await upload(env, key, formWith([{ name: "b.bmp", bytes: big }]));
+    assert.deepEqual([r.status, r.body.error.code], [413, 142]);
+    assert.match(r.body.error.details[0].message, /BMP_SCRATCH_MB/);
+    assert.deepEqual(await storedKeys(env), []);
+    assert.deepEqual(scratchFiles(env), []);
+    // One that fits is stored as before.
+    const small = makeBmpArgb(300, 200, (x, y) => [x % 256, y % 256, 90, 255]);
+    const ok = await upload(
+      env,
+      key,
+      formWith([{ name: "s.bmp", bytes: small }]),
+    );
+    assert.equal(ok.status, 200, JSON.stringify(ok.body));
+  } finally {
+    await env.close();
+  }
+});
+
+test("the scratch budget: one file over its share is 142, the process over its total is 250 with Retry-After until space is given back", () => {
+  const MiB = 1024 * 1024;
+  const budget = new ScratchBudget(4, 6);
+  assert.throws(
+    () => budget.reserve(5 * MiB),
+    (e) => e instanceof ApiError && e.code === 142,
+  );
+  const a = budget.reserve(4 * MiB);
+  assert.throws(
+    () => budget.reserve(3 * MiB),
+    (e) =>
+      e instanceof ApiError && e.code === 250 &&
+      e.headers?.["Retry-After"] === "5",
+  );
+  const b = budget.reserve(2 * MiB);
+  assert.equal(budget.inUse, 6 * MiB);
+  budget.release(a);
+  budget.release(b);
+  assert.equal(budget.inUse, 0);
+  budget.release(budget.reserve(3 * MiB));
+  assert.equal(budget.inUse, 0);
 });
 
 test("parseBmp reads what each header holds and refuses what cannot be rewritten", async () => {

@@ -21,6 +21,24 @@ interface Mutation {
 
 const MUTATIONS: Mutation[] = [
   {
+    name: "keys: one account revokes another's key",
+    file: "services/accounts/api_keys.ts",
+    from: `    .where("id", "=", keyId).where("user_id", "=", userId)`,
+    to: `    .where("id", "=", keyId)`,
+    tests: ["tests/accounts_test.ts"],
+  },
+  {
+    name: "expiry: the fast path's cached row ignores its expiry",
+    file: "services/images/image_cache.ts",
+    from: `    if (now - hit.at > this.ttlMs) return undefined;
+    const exp = hit.row.expires_at;
+    if (exp && new Date(exp).getTime() <= now) return undefined;`,
+    to: `    if (now - hit.at > this.ttlMs) return undefined;
+    const exp = hit.row.expires_at;
+    void exp;`,
+    tests: ["tests/expiry_test.ts"],
+  },
+  {
     name: "auth: a wrong key is accepted",
     file: "services/accounts/api_keys.ts",
     from: `if (!row || row.revoked_at) {`,

@@ -18,6 +18,7 @@ import {
   verifyLogin,
 } from "../services/accounts/accounts.ts";
 import { verifyPassword } from "../services/accounts/crypto.ts";
+import { revokeApiKey } from "../services/accounts/api_keys.ts";
 import { ApiError } from "../schemas/errors.ts";
 
 const ORIGIN = "http://localhost:8080";
@@ -490,6 +491,68 @@ test("a wrong password is refused and repeated failures are throttled with Retry
     );
     assert.equal(ok.status, 303);
     assert.match(ok.headers.get("set-cookie")!, /^sid=/);
+  } finally {
+    await env.close();
+  }
+});
+
+test("one account cannot revoke another's key: the page's revoke route and revokeApiKey both leave it working", async () => {
+  const env = await testEnv();
+  try {
+    // Mallory, signed in on the site; Alice's key, whose id Mallory has learnt.
+    const r = await env.app.request(
+      "/signup",
+      form({
+        email: "mallory@example.com",
+        password: "a long enough password",
+      }),
+    );
+    const cookie = cookieOf(r);
+    const html =
+      await (await env.app.request("/account", { headers: { cookie } })).text();
+    const csrfToken = html.match(/name="_csrf" value="([^"]+)"/)![1];
+    const alice = await userWithKey(env);
+    const aliceKey = await env.deps.database.db.selectFrom("api_keys")
+      .select("id").where("user_id", "=", alice.user.id)
+      .executeTakeFirstOrThrow();
+    const works = async () =>
+      (await env.app.request("/api/1/screenshot/presets", {
+        headers: { authorization: `Bearer ${alice.key}` },
+      })).status;
+    assert.equal(await works(), 200);
+    const rev = await env.app.request(
+      `/account/keys/${aliceKey.id}/revoke`,
+      form({ _csrf: csrfToken }, { cookie }),
+    );
+    assert.equal(rev.status, 303);
+    assert.equal(await works(), 200, "Alice's key still works");
+    const mallory = await env.deps.database.db.selectFrom("users")
+      .select("id").where("email", "=", "mallory@example.com")
+      .executeTakeFirstOrThrow();
+    assert.equal(
+      await revokeApiKey(
+        env.deps.database.db,
+        mallory.id,
+        aliceKey.id,
+        env.deps.clock,
+      ),
+      false,
+    );
+    const row = await env.deps.database.db.selectFrom("api_keys")
+      .select("revoked_at").where("id", "=", aliceKey.id)
+      .executeTakeFirstOrThrow();
+    assert.equal(row.revoked_at, null);
+    assert.equal(await works(), 200);
+    // Her own revoke does take it away.
+    assert.equal(
+      await revokeApiKey(
+        env.deps.database.db,
+        alice.user.id,
+        aliceKey.id,
+        env.deps.clock,
+      ),
+      true,
+    );
   } finally {
     await env.close();
   }

@@ -115,3 +115,42 @@ test("the delete link refuses a cross-site POST (403) and keeps the image; the s
     await env.close();
   }
 });
+
+test("an image that expires while its row is still cached (within the cache's 10 s) is 404 on the fast paths too: a revalidation gets no 304, and with IMAGE_SERVE=proxy no X-Accel-Redirect", async () => {
+  for (const serve of ["app", "proxy"]) {
+    const env = await testEnv({ env: { IMAGE_SERVE: serve } });
+    try {
+      const { key } = await userWithKey(env);
+      const rec = await uploadExpiring(env, key, 60);
+      const path = new URL(rec.url).pathname;
+      // Read (and cached) five seconds before it expires.
+      env.clock.advance(55_000);
+      const warm = await env.app.request(path);
+      await warm.body?.cancel();
+      assert.equal(warm.status, 200, serve);
+      const etag = warm.headers.get("etag")!;
+      const again = await env.app.request(path, {
+        headers: { "if-none-match": etag },
+      });
+      await again.body?.cancel();
+      assert.equal(again.status, 304, `${serve}: fresh and cached`);
+      // Six seconds later: expired, though the cached row is younger than its TTL.
+      env.clock.advance(6_000);
+      const revalidated = await env.app.request(path, {
+        headers: { "if-none-match": etag },
+      });
+      await revalidated.body?.cancel();
+      assert.equal(
+        revalidated.status,
+        404,
+        `${serve}: revalidation after expiry`,
+      );
+      const plain = await env.app.request(path);
+      await plain.body?.cancel();
+      assert.equal(plain.status, 404, `${serve}: GET after expiry`);
+      assert.equal(plain.headers.get("x-accel-redirect"), null);
+    } finally {
+      await env.close();
+    }
+  }
+});

@@ -21,6 +21,14 @@ interface Mutation {
 
 const MUTATIONS: Mutation[] = [
   {
+    name: "keys: cached keys trusted while change notices are not heard",
+    file: "services/accounts/api_keys.ts",
+    from: `  get(hash: string) {
+    if (!this.#hearing) return undefined;`,
+    to: `  get(hash: string) {`,
+    tests: ["tests/image_cache_test.ts"],
+  },
+  {
     name: "keys: one account revokes another's key",
     file: "services/accounts/api_keys.ts",
     from: `    .where("id", "=", keyId).where("user_id", "=", userId)`,

@@ -1,3 +1,4 @@
+import { revokeApiKey } from "../services/accounts/api_keys.ts";
 import assert from "node:assert/strict";
 import {
   databaseKinds,
@@ -323,6 +324,51 @@ test("while its link to the database's notices is down an instance trusts no cac
     assert.equal((await fetchBytes(a.env, otherPath)).res.status, 200);
     await deleteByApi(b.env, other.key, other.d.id);
     assert.equal((await fetchBytes(a.env, otherPath)).res.status, 404);
+  } finally {
+    await b.close();
+    await a.close();
+    await shared.close();
+  }
+});
+
+test("while its link to the database's notices is down an instance trusts no cached key: a key revoked through another instance is 110 there at once", async () => {
+  const shared = await testDatabase();
+  // Every listener of A (the key cache and the row cache each have one) is told.
+  const links: ((up: boolean) => void)[] = [];
+  const link = (up: boolean) => links.forEach((l) => l(up));
+  const deaf: Database = {
+    ...shared,
+    listen: (_channel, _onMessage, onLink) => {
+      if (onLink) {
+        links.push(onLink);
+        onLink(true);
+      }
+      return Promise.resolve(() => Promise.resolve());
+    },
+  };
+  const a = await cacheEnv({ database: deaf });
+  const b = await cacheEnv({ shareWith: a.env, database: shared });
+  try {
+    const { key, user } = await userWithKey(a.env);
+    const use = async () =>
+      (await a.env.app.request("/api/1/screenshot/presets", {
+        headers: { authorization: `Bearer ${key}` },
+      })).status;
+    assert.equal(await use(), 200);
+    // The link goes down; the key is used meanwhile (read from the database, and not to
+    // be kept), then revoked through B, whose notice A cannot hear.
+    link(false);
+    assert.equal(await use(), 200);
+    const keyId = (await shared.db.selectFrom("api_keys").select("id")
+      .where("user_id", "=", user.id).executeTakeFirstOrThrow()).id;
+    assert.ok(
+      await revokeApiKey(shared.db, user.id, keyId, b.env.clock),
+    );
+    const r = await a.env.app.request("/api/1/screenshot/presets", {
+      headers: { authorization: `Bearer ${key}` },
+    });
+    assert.equal(r.status, 401);
+    assert.equal((await r.json()).error.code, 110);
   } finally {
     await b.close();
     await a.close();

@@ -21,6 +21,20 @@ interface Mutation {
 
 const MUTATIONS: Mutation[] = [
   {
+    name: "URL import: a sixth redirect allowed",
+    file: "services/net/url_import.ts",
+    from: `export const MAX_IMPORT_REDIRECTS = 5;`,
+    to: `export const MAX_IMPORT_REDIRECTS = 6;`,
+    tests: ["tests/url_import_test.ts"],
+  },
+  {
+    name: "base64: the size cap doubled",
+    file: "services/bodies/base64_file.ts",
+    from: `    if (this.rec.size + bytes.length > this.maxBytes) {`,
+    to: `    if (this.rec.size + bytes.length > this.maxBytes * 2) {`,
+    tests: ["tests/form_bodies_test.ts"],
+  },
+  {
     name: "keys: cached keys trusted while change notices are not heard",
     file: "services/accounts/api_keys.ts",
     from: `  get(hash: string) {

@@ -280,6 +280,24 @@ test("base64 errors: bad base64 and a data URI of a non-image get 141, over MAX_
         413,
         130,
       ],
+      // The boundary itself: one byte over the cap is too big, the cap itself is not
+      // (random bytes, so 141 there).
+      [
+        "one byte over",
+        `key=${key}&image=${
+          encodeURIComponent(b64(crypto.getRandomValues(new Uint8Array(20001))))
+        }`,
+        413,
+        130,
+      ],
+      [
+        "exactly the cap",
+        `key=${key}&image=${
+          encodeURIComponent(b64(crypto.getRandomValues(new Uint8Array(20000))))
+        }`,
+        415,
+        141,
+      ],
       [
         "a URL",
         `key=${key}&source=${encodeURIComponent("http://127.0.0.1:1/x.png")}`,

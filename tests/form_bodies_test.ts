@@ -397,3 +397,37 @@ test("the upload route keeps BODY_MAX_FIELDS and BODY_MAX_TOKEN from the config:
     await env.close();
   }
 });
+
+test("a base64 image is cut at MAX_FILE_BYTES exactly: one byte over is marked truncated with no more than the cap written, the cap itself is whole", async () => {
+  const tmpDir = await Deno.makeTempDir();
+  const opts = { tmpDir, maxFileBytes: 20_000, maxFiles: 5 };
+  try {
+    for (const [n, truncated] of [[20_000, false], [20_001, true]] as const) {
+      const bytes = crypto.getRandomValues(new Uint8Array(n));
+      for (
+        const read of [
+          () =>
+            receiveUrlencoded(
+              chunked(`image=${encodeURIComponent(b64(bytes))}`, [1000]),
+              opts,
+            ),
+          () =>
+            receiveJson(
+              chunked(JSON.stringify({ image: b64(bytes) }), [1000]),
+              opts,
+            ),
+        ]
+      ) {
+        const form = await read();
+        const [file] = form.files;
+        assert.equal(file.truncated, truncated, `${n}`);
+        assert.ok(file.size <= 20_000, `${n}: ${file.size} bytes written`);
+        const written = (await Deno.stat(file.path)).size;
+        assert.ok(written <= 20_000, `${n}: ${written} bytes on disk`);
+        await form.cleanup();
+      }
+    }
+  } finally {
+    await Deno.remove(tmpDir, { recursive: true });
+  }
+});

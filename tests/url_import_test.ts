@@ -297,6 +297,8 @@ test("URL import errors: non-image 141, too large 130 (announced or streamed), s
       ["/big-streamed", 413, 130],
       ["/stall", 504, 231],
       ["/missing.png", 502, 221],
+      // Six redirects, one past the five allowed (chain?n=4, five, is stored above).
+      ["/chain?n=5", 502, 221],
       ["/chain?n=6", 502, 221],
       ["/to-ftp", 400, 200],
     ];

@@ -5,8 +5,10 @@
  *
  *   deno task mutate            # every mutation
  *   deno task mutate strip      # only those whose name contains "strip"
+ *   deno task mutate --check    # only that every entry still matches the code (CI)
  *
- * Prints one line per mutation (caught / SURVIVED) and exits 1 when any survived.
+ * Prints one line per mutation (caught / SURVIVED) and exits 1 when any survived; an
+ * entry whose text is not in its file exactly once is stale, an error of its own (exit 2).
  */
 
 interface Mutation {
@@ -70,8 +72,10 @@ const MUTATIONS: Mutation[] = [
   {
     name: "key precedence: the query key wins over the header",
     file: "routes/api_auth.ts",
-    from: `    let key = bearerKey(c);`,
-    to: `    let key = c.req.query("key") || bearerKey(c);`,
+    from: `    let key = headerKey(c);
+    const sessionToken`,
+    to: `    let key = presentKey(c.req.query("key")) ?? headerKey(c);
+    const sessionToken`,
     tests: ["tests/accounts_test.ts"],
   },
   {
@@ -186,8 +190,8 @@ const MUTATIONS: Mutation[] = [
   {
     name: "rate limit: the per-key limit is off by one",
     file: "services/accounts/rate_limit.ts",
-    from: `  if (row.count > limit) {`,
-    to: `  if (row.count > limit + 1) {`,
+    from: `      left: Math.min(n, this.limit - before),`,
+    to: `      left: Math.min(n, this.limit - before + 1),`,
     tests: ["tests/accounts_test.ts"],
   },
   {
@@ -209,8 +213,8 @@ const MUTATIONS: Mutation[] = [
   {
     name: "screenshots: colorScheme ignored",
     file: "services/screenshots/capture_steps.ts",
-    from: `    if (opts.colorScheme !== "default") {`,
-    to: `    if (false) {`,
+    from: `      ...(opts.colorScheme !== "default"`,
+    to: `      ...(false`,
     tests: ["tests/screenshot_test.ts"],
   },
   {
@@ -230,10 +234,39 @@ const MUTATIONS: Mutation[] = [
 ];
 
 const root = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
-const only = Deno.args[0]?.toLowerCase();
+const checkOnly = Deno.args.includes("--check");
+const only = Deno.args.find((a) => !a.startsWith("--"))?.toLowerCase();
 const chosen = MUTATIONS.filter((m) =>
   !only || m.name.toLowerCase().includes(only)
 );
+
+/**
+ * The entries whose text to replace is not in their file exactly once: stale (the code
+ * moved on) or ambiguous. Such an entry would test nothing, so it is an error of its own.
+ */
+async function staleEntries(dir: string, list: Mutation[]): Promise<string[]> {
+  const stale: string[] = [];
+  for (const m of list) {
+    const text = await Deno.readTextFile(`${dir}/${m.file}`).catch(() => "");
+    const count = text.split(m.from).length - 1;
+    if (count !== 1) {
+      stale.push(`${m.name}: its text occurs ${count} times in ${m.file}`);
+    }
+  }
+  return stale;
+}
+
+if (checkOnly) {
+  // `deno task mutate --check` (CI): every entry still names code that exists, once.
+  const stale = await staleEntries(root, chosen);
+  for (const line of stale) console.log(`STALE     ${line}`);
+  console.log(
+    `${
+      chosen.length - stale.length
+    } of ${chosen.length} mutation entries match the code`,
+  );
+  Deno.exit(stale.length ? 1 : 0);
+}
 
 /** A scratch copy of the working tree (node_modules linked, not copied). */
 async function scratchCopy(): Promise<string> {
@@ -262,6 +295,16 @@ async function runTests(dir: string, tests: string[]): Promise<boolean> {
   return out.success;
 }
 
+{
+  const stale = await staleEntries(root, chosen);
+  if (stale.length) {
+    for (const line of stale) console.log(`STALE     ${line}`);
+    console.log(
+      "stale entries are errors: fix them first (deno task mutate --check)",
+    );
+    Deno.exit(2);
+  }
+}
 const dir = await scratchCopy();
 let survived = 0;
 try {
@@ -273,14 +316,6 @@ try {
   for (const m of chosen) {
     const path = `${dir}/${m.file}`;
     const original = await Deno.readTextFile(path);
-    const count = original.split(m.from).length - 1;
-    if (count !== 1) {
-      console.log(
-        `STALE     ${m.name}: the text to replace occurs ${count} times in ${m.file}`,
-      );
-      survived++;
-      continue;
-    }
     let mutated = original.replace(m.from, m.to);
     if (m.to.includes("raw(") && !/import \{[^}]*\braw\b/.test(mutated)) {
       mutated = `import { raw } from "hono/html";\n${mutated}`;

@@ -221,6 +221,26 @@ for (const kind of databaseKinds()) {
     }
   });
 
+  test(`[${kind}] with leases of several calls the limit is still exact: 121 a minute admits 121 calls, not one more`, async () => {
+    // 121/min is leased two calls at a time: the last lease has room for one.
+    const env = await testEnv({ kind, env: { RATE_LIMIT_PER_MINUTE: "121" } });
+    try {
+      const { key } = await userWithKey(env);
+      const statuses: number[] = [];
+      for (let i = 0; i < 123; i++) {
+        const r = await env.app.request("/api/1/screenshot/presets", {
+          headers: { authorization: `Bearer ${key}` },
+        });
+        await r.body?.cancel();
+        statuses.push(r.status);
+      }
+      assert.equal(statuses.filter((s) => s === 200).length, 121);
+      assert.deepEqual(statuses.slice(121), [429, 429]);
+    } finally {
+      await env.close();
+    }
+  });
+
   test(`[${kind}] the database holds no clear key or password`, async () => {
     const env = await testEnv({ kind });
     try {

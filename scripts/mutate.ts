@@ -23,6 +23,13 @@ interface Mutation {
 
 const MUTATIONS: Mutation[] = [
   {
+    name: "keyless bodies: the 64 KiB prefix raised to 64 MiB",
+    file: "services/bodies/multipart.ts",
+    from: `export const KEY_PREFIX_BYTES = 64 * 1024;`,
+    to: `export const KEY_PREFIX_BYTES = 64 * 1024 * 1024;`,
+    tests: ["tests/form_bodies_test.ts"],
+  },
+  {
     name: "URL import: a sixth redirect allowed",
     file: "services/net/url_import.ts",
     from: `export const MAX_IMPORT_REDIRECTS = 5;`,

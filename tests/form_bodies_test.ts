@@ -8,7 +8,7 @@ import {
 import { receiveMultipart } from "../services/bodies/multipart.ts";
 import { TextPartMarker } from "../services/bodies/multipart_text_parts.ts";
 import { makeImage } from "./fixtures.ts";
-import type { ApiError } from "../schemas/errors.ts";
+import { ApiError } from "../schemas/errors.ts";
 
 /** A body stream of `text` cut at the given places (chunk edges inside escapes included). */
 function chunked(text: string, cuts: number[]): ReadableStream<Uint8Array> {
@@ -427,6 +427,38 @@ test("a base64 image is cut at MAX_FILE_BYTES exactly: one byte over is marked t
         await form.cleanup();
       }
     }
+  } finally {
+    await Deno.remove(tmpDir, { recursive: true });
+  }
+});
+
+test("a keyless multipart body of text fields alone is refused once its first 64 KiB are in, the rest unread", async () => {
+  const tmpDir = await Deno.makeTempDir();
+  try {
+    const boundary = "----keyless";
+    const field = (i: number) =>
+      `--${boundary}\r\nContent-Disposition: form-data; name="f${i}"\r\n\r\n${
+        "x".repeat(30_000)
+      }\r\n`;
+    // Some 90 fields of 30 KB, no file part: 2.7 MB that no key ever admits.
+    const body = endlessBody(field(0), field(1), 90 * field(1).length);
+    let asked = 0;
+    const err = await receiveMultipart(
+      body.stream,
+      `multipart/form-data; boundary=${boundary}`,
+      {
+        tmpDir,
+        maxFileBytes: 1_000_000,
+        maxFiles: 5,
+        admit: () => {
+          asked++;
+          return Promise.reject(new ApiError(100));
+        },
+      },
+    ).then(() => undefined, (e) => e as ApiError);
+    assert.equal(err?.code, 100);
+    assert.equal(asked, 1);
+    assert.ok(body.pulled() < 512 * 1024, `read ${body.pulled()} bytes`);
   } finally {
     await Deno.remove(tmpDir, { recursive: true });
   }

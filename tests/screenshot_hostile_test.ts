@@ -138,6 +138,12 @@ test("a meta refresh, soon or late, to an allowed page is followed and captured,
   for (const path of ["/refresh", "/refresh-late"]) {
     const r = await shot({ url: `${fixture.origin}${path}` });
     assert.equal(r.status, 200, `${path}: ${JSON.stringify(r.body)}`);
+    // The page it led to is what was captured, not the "wait" page.
+    assert.equal(
+      r.body.data.metadata.url,
+      `${fixture.origin}/plain`,
+      `${path}: ${JSON.stringify(r.body.data.metadata)}`,
+    );
   }
 });
 
@@ -162,6 +168,8 @@ test("alert, confirm, prompt, an alert on load and beforeunload are dismissed: e
 test("popups (one of them never loading) do not hold up the capture of their opener", async () => {
   const r = await shot({ url: `${fixture.origin}/popup` });
   assert.equal(r.status, 200, JSON.stringify(r.body));
+  // Well within the capture's own bound: a popup that never loads is not waited for.
+  assert.ok(r.ms < TIMEOUT_MS, `${Math.round(r.ms)} ms`);
 });
 
 test("fullPage of a 200,000 px wide page is capped in width as in height: a 200 within the documented caps, never a 5xx", async () => {

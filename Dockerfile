@@ -4,10 +4,12 @@
 FROM debian:bookworm-slim
 
 ENV DEBIAN_FRONTEND=noninteractive
-# Node.js/npm only to fetch Deno from the npm registry (the deno package ships the binary).
+# Node.js/npm only to fetch Deno from the npm registry (the deno package ships the binary),
+# at the exact version the suite runs on. (The base image is named by tag: pin it by digest
+# where you build, `FROM debian:bookworm-slim@sha256:…`, from `docker pull`'s RepoDigest.)
 RUN apt-get update -qq \
  && apt-get install -y -qq --no-install-recommends nodejs npm ca-certificates \
- && npm install -g deno@2 \
+ && npm install -g deno@2.9.6 \
  && npm cache clean --force \
  && rm -rf /var/lib/apt/lists/*
 
@@ -15,6 +17,9 @@ COPY scripts/install_system.sh /tmp/install_system.sh
 RUN bash /tmp/install_system.sh runtime && rm -rf /var/lib/apt/lists/* /tmp/install_system.sh
 
 WORKDIR /app
+# Deno's cache in the app's folder, owned by the user the service runs as: filled here as
+# root, it was root's (in /root/.cache) and the service, as uid 10001, could not use it.
+ENV DENO_DIR=/app/.deno
 COPY deno.json deno.lock ./
 RUN deno install
 COPY . .
@@ -22,7 +27,8 @@ RUN deno cache main.ts
 
 RUN useradd --system --uid 10001 --home-dir /app imagehost \
  && mkdir -p /data \
- && chown imagehost /data
+ && chown imagehost /data \
+ && chown -R imagehost /app/.deno
 USER imagehost
 
 ENV DATA_DIR=/data \

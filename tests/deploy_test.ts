@@ -23,7 +23,15 @@ test("the Dockerfile lints clean and installs through the same script CI runs, a
   assert.ok(r.ok);
   const df = await Deno.readTextFile(`${root}/Dockerfile`);
   assert.match(df, /^FROM debian:/m);
-  assert.match(df, /npm install -g deno@2/);
+  // Deno at an exact version, and its cache owned by the user the service runs as.
+  assert.match(df, /npm install -g deno@\d+\.\d+\.\d+ /);
+  const denoDir = /^ENV DENO_DIR=(\S+)$/m.exec(df)?.[1];
+  assert.ok(denoDir, "DENO_DIR is set");
+  assert.ok(
+    df.indexOf("ENV DENO_DIR=") < df.indexOf("RUN deno install"),
+    "the cache is filled where DENO_DIR says",
+  );
+  assert.match(df, new RegExp(`chown -R imagehost ${denoDir}\\b`));
   assert.match(df, /bash \/tmp\/install_system\.sh runtime/);
   assert.match(df, /^USER imagehost$/m);
   assert.match(df, /^HEALTHCHECK .*\n?.*\/healthz/m);
@@ -74,6 +82,34 @@ test("compose.yaml lints clean and runs PostgreSQL, an S3 store, one browser, tw
     s.app1.environment.SCREENSHOT_PROXY_ADVERTISE,
     s.app2.environment.SCREENSHOT_PROXY_ADVERTISE,
   );
+  // No secret is written in compose.yaml: each comes from .env, and .env.example names it.
+  const example = await Deno.readTextFile(`${root}/.env.example`);
+  const text = await Deno.readTextFile(`${root}/compose.yaml`);
+  assert.doesNotMatch(text, /change-me/);
+  for (
+    const v of [
+      s.postgres.environment.POSTGRES_PASSWORD,
+      s.minio.environment.MINIO_ROOT_PASSWORD,
+      s.app1.environment.S3_SECRET_ACCESS_KEY,
+      /postgres:\/\/postgres:([^@]+)@/.exec(
+        s.app1.environment.DATABASE_URL,
+      )![1],
+    ]
+  ) {
+    const name = /^\$\{(\w+):\?/.exec(v)?.[1];
+    assert.ok(name, `${v} comes from the environment`);
+    assert.match(example, new RegExp(`^${name}=`, "m"), name);
+  }
+  // DevTools is reachable only from the apps, on a network with no way out; the data
+  // services only from the apps; the proxy only reaches the apps.
+  const on = (net: string) =>
+    Object.keys(s).filter((k) => (s[k].networks ?? []).includes(net)).sort();
+  assert.deepEqual(s.browser.networks, ["browsers"]);
+  assert.deepEqual(on("browsers"), ["app1", "app2", "browser"]);
+  assert.deepEqual(on("data"), ["app1", "app2", "minio", "postgres"]);
+  assert.deepEqual(on("front"), ["app1", "app2", "proxy"]);
+  assert.equal(c.networks.browsers.internal, true);
+  assert.equal(c.networks.data.internal, true);
   const nginx = await Deno.readTextFile(`${root}/deploy/nginx.conf`);
   assert.match(nginx, /server app1:8080/);
   assert.match(nginx, /server app2:8080/);

@@ -111,7 +111,8 @@ test("captures spread over two browser services; when one dies the next captures
   const browsers = await Promise.all(
     ports.map((p) => startDevtoolsBrowser("127.0.0.1", p)),
   );
-  const pools = browsers.map((b) =>
+  const logs = browsers.map(() => memoryLogger());
+  const pools = browsers.map((b, i) =>
     new ChromiumScreenshotter({
       wsEndpoint: b.endpoint,
       concurrency: 2,
@@ -119,7 +120,7 @@ test("captures spread over two browser services; when one dies the next captures
       recycleAfter: 100,
       timeoutMs: 10_000,
       allowRules: parseAllowList(`127.0.0.1:${fixture.port}`),
-      log: memoryLogger(),
+      log: logs[i],
     })
   );
   const spread = new SpreadScreenshotter(pools);
@@ -143,7 +144,12 @@ test("captures spread over two browser services; when one dies the next captures
       const r = await spread.capture(shot(`${fixture.origin}/`));
       assert.deepEqual(await centrePixel(r.bytes), [0, 255, 0]);
     }
-    assert.equal(pools[0].usable, false, "the dead one is skipped meanwhile");
+    // The dead one was tried (its connect refused) and its captures went to the other;
+    // when it is tried again depends on its backoff, not on this test's pace.
+    assert.ok(
+      logs[0].lines.some((l) => l.msg === "browser start failed"),
+      "the dead service was tried and passed over",
+    );
     assert.equal(await spread.ready(1000), true);
     // Back (a new browser, a new DevTools URL, the same address): once its backoff is
     // over, the spread uses it again.
@@ -189,7 +195,7 @@ test("one account flooding slow captures cannot hold up another's: each account 
     executablePath: CHROMIUM,
     concurrency: 2,
     perOwner: 1,
-    queueMax: 10,
+    queueMax: 12,
     recycleAfter: 100,
     timeoutMs: 20_000,
     allowRules: parseAllowList(`127.0.0.1:${fixture.port}`),
@@ -197,19 +203,20 @@ test("one account flooding slow captures cannot hold up another's: each account 
   });
   try {
     await shooter.start();
-    // A: six captures of a page that takes a second, all at once.
+    // A: eight captures of a page that takes a second, all at once: on a first-come line
+    // over two slots, a capture sent after them would wait about four seconds.
     const flood = Array.from(
-      { length: 6 },
+      { length: 8 },
       () => shooter.capture({ ...shot(`${fixture.origin}/slow`), owner: "A" }),
     );
-    await waitUntil(() => shooter.load === 6, 5000);
-    // B: three light captures one after another, each with a deadline A's queue of six
-    // one-second captures on a first-come line would have outlasted.
+    await waitUntil(() => shooter.load === 8, 5000);
+    // B: three light captures one after another, each with a deadline (3.5 s) such a
+    // line would have outlasted.
     for (let i = 0; i < 3; i++) {
       const r = await shooter.capture({
         ...shot(`${fixture.origin}/`),
         owner: "B",
-        timeoutMs: 2500,
+        timeoutMs: 3500,
       });
       assert.deepEqual(await centrePixel(r.bytes), [0, 255, 0]);
     }

@@ -23,6 +23,20 @@ interface Mutation {
 
 const MUTATIONS: Mutation[] = [
   {
+    name: "store: an upload's files renamed without their folder synced",
+    file: "services/store/fs_store.ts",
+    from: `    await Promise.all([...parents].map((p) => syncFile(p)));`,
+    to: `    void parents;`,
+    tests: ["tests/store_test.ts"],
+  },
+  {
+    name: "store: an upload's files renamed without being synced",
+    file: "services/store/fs_store.ts",
+    from: `      entries.map((e) => syncFile(e.path)),`,
+    to: `      entries.map(() => Promise.resolve()),`,
+    tests: ["tests/store_test.ts"],
+  },
+  {
     name: "keyless bodies: the 64 KiB prefix raised to 64 MiB",
     file: "services/bodies/multipart.ts",
     from: `export const KEY_PREFIX_BYTES = 64 * 1024;`,

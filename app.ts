@@ -119,6 +119,18 @@ export function createApp(deps: AppDeps): App {
     }
   });
 
+  // A method no route answers (TRACE, PROPFIND, made-up ones) is 405 with `Allow` here,
+  // before authentication: behind /api/1 it met the key check first (401), and TRACE,
+  // whose Request may not be copied, had failed earlier as a plain-text 500 (see
+  // Lifecycle.track). Methods some route answers elsewhere get their 405 from notFound.
+  app.use(async (c, next) => {
+    if (KNOWN_METHODS.has(c.req.method)) return await next();
+    const allowed = methodsFor(app, c.req.path, c.req.method);
+    return errorResponse(c, 405, {
+      headers: allowed.length ? { Allow: allowed.join(", ") } : {},
+    });
+  });
+
   registerSystemRoutes(app, deps);
   // Before the image host, whose `/<name>.<ext>` pattern would shadow /openapi.json.
   registerDocsRoutes(app, deps);
@@ -151,8 +163,7 @@ export function createApp(deps: AppDeps): App {
   // router and the middleware chain (issue #19).
   const fast = imageFastPath(deps, rowCache);
   const dispatch = app.fetch;
-  app.fetch = (req, env, ctx) =>
-    unknownMethod(app, req) ?? fast(req, env) ?? dispatch(req, env, ctx);
+  app.fetch = (req, env, ctx) => fast(req, env) ?? dispatch(req, env, ctx);
   documentPublicRoutes(app);
 
   app.notFound(async (c) => {
@@ -238,25 +249,6 @@ const KNOWN_METHODS = new Set([
   "DELETE",
   "OPTIONS",
 ]);
-
-/**
- * 405 in the envelope for a method no route answers (TRACE, PROPFIND, made-up ones),
- * before authentication or routing: TRACE reached the router and failed there as a
- * plain-text 500 (a copy of its Request is refused: "Method is forbidden"). `Allow` lists
- * what the path does answer, when it is a path of ours. (CONNECT never gets here: Deno's
- * HTTP server answers it 400 itself.)
- */
-function unknownMethod(app: App, req: Request): Response | undefined {
-  if (KNOWN_METHODS.has(req.method)) return undefined;
-  const allowed = methodsFor(app, new URL(req.url).pathname, req.method);
-  return Response.json(errorBody(405), {
-    status: 405,
-    headers: {
-      ...(allowed.length ? { Allow: allowed.join(", ") } : {}),
-      "X-Request-Id": crypto.randomUUID(),
-    },
-  });
-}
 
 /**
  * The methods some route answers for `path` (for 405 + Allow). Route patterns become regexes

@@ -23,6 +23,7 @@ import { ApiError, type ErrorCode, noSpace } from "../schemas/errors.ts";
 import { isNoSpace } from "../services/runtime/file_io.ts";
 import { receiveMultipart } from "../services/bodies/multipart.ts";
 import type {
+  BodyOptions,
   ReceivedFile,
   ReceivedForm,
 } from "../services/bodies/received.ts";
@@ -30,7 +31,6 @@ import { allowRulesOf } from "../schemas/allow_list.ts";
 import { type ImportLimits, importUrl } from "../services/net/url_import.ts";
 import { WorkSlots } from "../services/runtime/work_slots.ts";
 import {
-  type BodyOptions,
   receiveJson,
   receiveUrlencoded,
 } from "../services/bodies/form_bodies.ts";

@@ -1,24 +1,12 @@
 import { ApiError } from "../../schemas/errors.ts";
 import { Base64File } from "./base64_file.ts";
 import { FILE_FIELDS, KEY_PREFIX_BYTES } from "./multipart.ts";
-import type { ReceivedForm } from "./received.ts";
+import type { BodyOptions, ReceivedForm } from "./received.ts";
 import {
   DEFAULT_MAX_FIELDS,
   DEFAULT_MAX_TOKEN,
   tooManyFields,
 } from "./budgets.ts";
-
-/** Options shared with receiveMultipart. */
-export interface BodyOptions {
-  tmpDir: string;
-  maxFileBytes: number;
-  maxFiles: number;
-  /** Plain fields or members at most (BODY_MAX_FIELDS; 100 when unset). */
-  maxFields?: number;
-  /** Longest JSON literal, in characters (BODY_MAX_TOKEN; 256 when unset). */
-  maxToken?: number;
-  admit?: (fields: Record<string, string>) => Promise<unknown>;
-}
 
 const FIELD_MAX = 64 * 1024;
 

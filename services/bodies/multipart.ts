@@ -5,7 +5,7 @@ import { Buffer } from "node:buffer";
 import { ApiError } from "../../schemas/errors.ts";
 import { writeAll } from "../runtime/file_io.ts";
 import { Base64File } from "./base64_file.ts";
-import type { ReceivedFile, ReceivedForm } from "./received.ts";
+import type { BodyOptions, ReceivedFile, ReceivedForm } from "./received.ts";
 import { DEFAULT_MAX_FIELDS, tooManyFields } from "./budgets.ts";
 import { TextPartMarker } from "./multipart_text_parts.ts";
 
@@ -184,20 +184,7 @@ class TextSink {
 export async function receiveMultipart(
   body: ReadableStream<Uint8Array>,
   contentType: string,
-  opts: {
-    tmpDir: string;
-    maxFileBytes: number;
-    maxFiles: number;
-    /** Plain fields at most (BODY_MAX_FIELDS): past it, 160 and the rest unread. */
-    maxFields?: number;
-    /**
-     * Authenticates from the fields seen so far; it runs once, at the first file part or
-     * once {@link KEY_PREFIX_BYTES} have arrived without one (or at the end of a form with
-     * no file). When it throws, the rest of the body is never read, so a caller without a
-     * valid key costs at most that prefix. A body key must therefore precede the files.
-     */
-    admit?: (fields: Record<string, string>) => Promise<unknown>;
-  },
+  opts: BodyOptions,
 ): Promise<ReceivedForm> {
   // Whole-body cap: every allowed file at its limit plus room for fields and boundaries.
   // Base64 text parts are a third larger than the bytes they carry (plus line breaks).

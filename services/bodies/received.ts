@@ -3,8 +3,8 @@
  * (multipart.ts, with text parts found by multipart_text_parts.ts and byte_search.ts),
  * urlencoded and JSON bodies (form_bodies.ts) and base64 images within any of them
  * (base64_file.ts). Each gives a ReceivedForm (this file): every file part already in a
- * temp file, and the text fields. A leaf, so the readers of each body type can share it
- * without importing one another.
+ * temp file, and the text fields; with BodyOptions, what each takes. A leaf, so the
+ * readers of each body type can share both without importing one another.
  */
 
 /** One file part, already on disk in a temp file. */
@@ -27,4 +27,22 @@ export interface ReceivedForm {
   fields: Record<string, string>;
   /** Removes every temp file; safe to call twice. */
   cleanup(): Promise<void>;
+}
+
+/** How every body reader reads: where temp files go, and the limits it keeps. */
+export interface BodyOptions {
+  tmpDir: string;
+  maxFileBytes: number;
+  maxFiles: number;
+  /** Plain fields or members at most (BODY_MAX_FIELDS; 100 when unset): past it, 160. */
+  maxFields?: number;
+  /** Longest JSON literal, in characters (BODY_MAX_TOKEN; 256 when unset). */
+  maxToken?: number;
+  /**
+   * Authenticates from the fields seen so far; it runs once, at the first file part or
+   * once KEY_PREFIX_BYTES have arrived without one (or at the end of a body with no
+   * file). When it throws, the rest of the body is never read, so a caller without a
+   * valid key costs at most that prefix. A body key must therefore precede the files.
+   */
+  admit?: (fields: Record<string, string>) => Promise<unknown>;
 }

@@ -23,6 +23,43 @@ interface Mutation {
 
 const MUTATIONS: Mutation[] = [
   {
+    name: "bodies: the field budget ignored",
+    file: "services/bodies/form_bodies.ts",
+    from: `    if (++this.#count > max) throw tooManyFields(max);`,
+    to: `    ++this.#count;`,
+    tests: ["tests/form_bodies_test.ts"],
+  },
+  {
+    name: "screenshots: the pixel budget ignored",
+    file: "services/screenshots/screenshot_service.ts",
+    from:
+      `  const over = (w: number, h: number) => w * h * dpr * dpr > budget;`,
+    to: `  const over = (_w: number, _h: number) => dpr < 0;`,
+    tests: ["tests/screenshot_options_test.ts"],
+  },
+  {
+    name: "screenshots: one account may hold every slot",
+    file: "services/screenshots/fair_slots.ts",
+    from: `    return this.#active < this.concurrency &&
+      this.heldBy(owner) < this.perOwner;`,
+    to: `    return this.#active < this.concurrency;`,
+    tests: ["tests/fair_slots_test.ts"],
+  },
+  {
+    name: "uploads: files deleted while the row's insert may still commit",
+    file: "services/images/pipeline.ts",
+    from: `      if (!(inserting && isDatabaseOutage(e))) await dropFiles();`,
+    to: `      await dropFiles();`,
+    tests: ["tests/stall_test.ts"],
+  },
+  {
+    name: "uploads: the BMP scratch budget ignored",
+    file: "services/images/pipeline.ts",
+    from: `    const scratch = this.#reserveBmpScratch(shape.bmp);`,
+    to: `    const scratch = 0;`,
+    tests: ["tests/bmp_test.ts"],
+  },
+  {
     name: "store: an upload's files renamed without their folder synced",
     file: "services/store/fs_store.ts",
     from: `    await Promise.all([...parents].map((p) => syncFile(p)));`,

@@ -9,7 +9,11 @@ import {
   startupLine,
 } from "./services/runtime/composition.ts";
 import { drainAndStop, Lifecycle } from "./services/runtime/lifecycle.ts";
-import { capabilities, profileProblem } from "./services/runtime/profile.ts";
+import {
+  capabilities,
+  profileProblem,
+  resolveProfile,
+} from "./services/runtime/profile.ts";
 import { withTimeout } from "./services/runtime/timeout.ts";
 
 /** Reads the environment once, builds the dependencies and serves the app. */
@@ -26,13 +30,14 @@ async function main() {
   }
   // What the platform refuses (Deno Deploy: native code, processes, disk writes) against
   // what this configuration needs: one line naming the variable to set, not a stack trace.
-  const problem = profileProblem(config, capabilities(config.DATA_DIR)) ??
-    chromiumPathProblem(config);
+  const can = capabilities(config.DATA_DIR);
+  const problem = profileProblem(config, can) ?? chromiumPathProblem(config);
   if (problem) {
     console.error(problem);
     Deno.exit(2);
   }
-  await Deno.mkdir(config.DATA_DIR, { recursive: true });
+  config = resolveProfile(config, can);
+  if (can.writeDataDir) await Deno.mkdir(config.DATA_DIR, { recursive: true });
   const log = jsonLogger;
   const rt = await buildRuntime(config, log, {
     pgliteDir: join(config.DATA_DIR, "pgdata"),

@@ -43,6 +43,8 @@ import {
   type ImageRecord,
   toImageRecord,
 } from "../services/images/records.ts";
+import { removeScratch } from "../services/runtime/scratch_files.ts";
+import type { RequestScratch } from "../services/images/pipeline.ts";
 
 /**
  * Security requirement of every /api/1 route: Bearer header, X-API-Key header or ?key=;
@@ -429,9 +431,13 @@ export function registerUploadRoutes(
   const { db } = deps.database;
 
   /** One import's limits; its time is what is left of the request's `deadline`. */
-  const importLimits = (field: string, deadline: number): ImportLimits => ({
+  const importLimits = (
+    field: string,
+    deadline: number,
+    maxBytes: number,
+  ): ImportLimits => ({
     rules: allowRulesOf(deps.config),
-    maxBytes: deps.config.MAX_FILE_BYTES,
+    maxBytes,
     timeoutMs: Math.max(1, deadline - Date.now()),
     field,
   });
@@ -440,6 +446,7 @@ export function registerUploadRoutes(
   const receiveBody = async (
     c: Context<AppEnv>,
     sources: string[],
+    scratch: RequestScratch,
   ): Promise<ReceivedForm> => {
     const type = c.req.header("content-type") ?? "";
     const receive = isMultipart(c)
@@ -471,8 +478,8 @@ export function registerUploadRoutes(
       await authenticateDeferred(c, deps, undefined);
     }
     return await receive(c.req.raw.body, {
-      tmpDir: pipeline.tmpDir,
-      maxFileBytes: deps.config.MAX_FILE_BYTES,
+      tmpDir: scratch.dir,
+      maxFileBytes: scratch.maxFileBytes,
       maxFiles: deps.config.MAX_FILES,
       maxFields: deps.config.BODY_MAX_FIELDS,
       maxToken: deps.config.BODY_MAX_TOKEN,
@@ -481,7 +488,11 @@ export function registerUploadRoutes(
   };
 
   /** `?source=` URLs as files still to fetch, after the body's own (131 past MAX_FILES). */
-  const querySources = (sources: string[], form: ReceivedForm) => {
+  const querySources = (
+    sources: string[],
+    form: ReceivedForm,
+    scratch: RequestScratch,
+  ) => {
     if (form.files.length + sources.length > deps.config.MAX_FILES) {
       throw new ApiError(131, {
         details: [{
@@ -493,7 +504,7 @@ export function registerUploadRoutes(
       index: form.files.length + i,
       field: "source",
       filename: "image",
-      path: join(pipeline.tmpDir, `url-${crypto.randomUUID()}`),
+      path: join(scratch.dir, `url-${crypto.randomUUID()}`),
       size: 0,
       sha256: "",
       truncated: false,
@@ -508,7 +519,7 @@ export function registerUploadRoutes(
    * 90 s, and up to 15 × the timeout. Files without a URL are passed through. Each answer
    * is a promise, so the pipeline takes the files in order as they arrive.
    */
-  const materializeAll = (files: ReceivedFile[]) => {
+  const materializeAll = (files: ReceivedFile[], scratch: RequestScratch) => {
     const timeout = deps.config.URL_IMPORT_TIMEOUT_MS;
     const deadline = Date.now() + timeout;
     // Every import may wait its turn (the line holds them all); one that starts with no
@@ -519,7 +530,7 @@ export function registerUploadRoutes(
         const got = await importUrl(
           file.url!,
           file.path,
-          importLimits(file.field, deadline),
+          importLimits(file.field, deadline, scratch.maxFileBytes),
         );
         return { ...file, ...got };
       }, timeout * 2)
@@ -527,12 +538,21 @@ export function registerUploadRoutes(
   };
 
   const handleUpload = async (c: Context<AppEnv>) => {
-    await Deno.mkdir(pipeline.tmpDir, { recursive: true });
+    const scratch = await pipeline.requestScratch();
+    try {
+      return await uploadWith(c, scratch);
+    } finally {
+      scratch.release();
+    }
+  };
+
+  /** The upload itself, its scratch files in `scratch`. */
+  const uploadWith = async (c: Context<AppEnv>, scratch: RequestScratch) => {
     const sources = (c.req.queries("source") ?? []).filter(Boolean);
-    const form = await receiveBody(c, sources);
+    const form = await receiveBody(c, sources, scratch);
     const files = [...form.files];
     try {
-      files.push(...querySources(sources, form));
+      files.push(...querySources(sources, form, scratch));
       const userId = await authenticateDeferred(c, deps, form.fields.key);
       if (files.length === 0) throw new ApiError(140);
       const expiration = parseExpiration(
@@ -544,7 +564,7 @@ export function registerUploadRoutes(
       const images: ImageRecord[] = [];
       const errors: UploadFailure[] = [];
       const errorsThrown: ApiError[] = [];
-      const fetched = materializeAll(files);
+      const fetched = materializeAll(files, scratch);
       // Each import's failure is read in its turn below, never left unhandled.
       for (const f of fetched) f.catch(() => {});
       for (const [i, received] of files.entries()) {
@@ -567,7 +587,7 @@ export function registerUploadRoutes(
             message: err.message,
           });
         } finally {
-          await Deno.remove(received.path).catch(() => {});
+          await removeScratch(received.path).catch(() => {});
         }
       }
       if (files.length === 1 && errorsThrown.length) throw errorsThrown[0];

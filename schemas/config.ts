@@ -66,6 +66,23 @@ export const ConfigSchema = z.object({
    */
   BMP_SCRATCH_MB: int(256, 1, 65_536),
   BMP_SCRATCH_TOTAL_MB: int(1024, 1, 1_048_576),
+  /**
+   * Where an upload's scratch files go (the received body, URL imports, variants before the
+   * store takes them): `disk` (DATA_DIR/tmp), `memory` (this process's memory, within
+   * MEMORY_BODY_MB; nothing is written to disk), or `auto` (the default): memory where
+   * DATA_DIR may not be written (Deno Deploy), else disk.
+   */
+  SCRATCH: z.enum(["auto", "disk", "memory"]).default("auto"),
+  /**
+   * With memory scratch: what all uploads of this process may hold at once; past it an
+   * upload is refused with 250 / HTTP 503 and Retry-After.
+   */
+  MEMORY_BODY_MB: int(256, 16, 1_048_576),
+  /**
+   * With memory scratch: what one request's images may hold together (each file's limit
+   * is the smaller of this and MAX_FILE_BYTES); past it, 130 / HTTP 413.
+   */
+  MEMORY_REQUEST_MB: int(64, 1, 1_048_576),
   /** Per file: how long decoding and making its variants may take (else 143). */
   IMAGE_TIMEOUT_MS: int(20_000, 1_000, 600_000),
   /** Images processed at once; default: the cores. */

@@ -64,11 +64,14 @@ run_tests() {
   rm -f "$log"
 }
 run_tests "deno test (suite)" -A --parallel tests/
-# The image suites again on sharp's WebAssembly engine, as on a platform that refuses native
-# code (Deno Deploy): hostile corpus, metadata strip, formats, bombs, decode deadline.
-run_tests "deno test (image suites, --deny-ffi: WebAssembly engine)" -A --deny-ffi --parallel \
+# The image suites again as on a platform that refuses native code and disk writes (Deno
+# Deploy): sharp's WebAssembly engine, and uploads received in memory (SCRATCH=memory):
+# hostile corpus, metadata strip, formats, bombs, decode deadline, URL imports.
+TEST_SCRATCH=memory run_tests "deno test (image suites, --deny-ffi, SCRATCH=memory)" \
+  -A --deny-ffi --parallel \
   tests/image_engine_test.ts tests/hostile_images_test.ts tests/metadata_test.ts \
-  tests/bmp_test.ts tests/upload_test.ts tests/abuse_test.ts tests/disk_full_test.ts
+  tests/bmp_test.ts tests/upload_test.ts tests/abuse_test.ts tests/disk_full_test.ts \
+  tests/url_import_test.ts
 # Memory and flood figures are measured with the machine otherwise quiet: beside the
 # parallel suite a login flood's RSS growth varied by ±15 MB around its 100 MB bound.
 run_tests "deno task test:flood" -A tests/alone/flood.ts

@@ -1,8 +1,14 @@
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
-import { fetchBytes, json, test, testEnv, userWithKey } from "./helpers.ts";
+import {
+  fetchBytes,
+  json,
+  scratchFiles,
+  test,
+  testEnv,
+  userWithKey,
+} from "./helpers.ts";
 import { formWith, makeImage, makeNoiseJpeg } from "./fixtures.ts";
-import { processTag } from "../services/runtime/scratch_dir.ts";
 import { startFixture } from "./fixture_server.ts";
 
 test("Chevereto V4's X-API-Key header authenticates, after Authorization and before body and query keys, and browsers may send it (CORS)", async () => {
@@ -335,8 +341,7 @@ test("base64 errors: bad base64 and a data URI of a non-image get 141, over MAX_
       }),
     );
     assert.deepEqual([json400.status, json400.body.error.code], [400, 160]);
-    const tmp = `${env.dataDir}/tmp/${processTag()}`;
-    assert.deepEqual([...Deno.readDirSync(tmp)].map((e) => e.name), []);
+    assert.deepEqual(scratchFiles(env), []);
   } finally {
     await env.close();
   }

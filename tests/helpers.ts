@@ -15,6 +15,7 @@ import type { BlobStore } from "../services/store/blob_store.ts";
 import { createUser } from "../services/accounts/accounts.ts";
 import { createApiKey } from "../services/accounts/api_keys.ts";
 import { processTag } from "../services/runtime/scratch_dir.ts";
+import { memoryFileNames } from "../services/runtime/scratch_files.ts";
 
 /**
  * Deno.test without the op/resource sanitizers (PGlite and servers keep handles open).
@@ -158,6 +159,8 @@ export async function testEnv(
     BASE_URL: "http://localhost:8080",
     DATA_DIR: dataDir,
     LOG_REQUESTS: "false",
+    // TEST_SCRATCH=memory runs a suite with uploads received in memory, as on Deno Deploy.
+    SCRATCH: Deno.env.get("TEST_SCRATCH") ?? "auto",
     ...opts.env,
   });
   const database = opts.database ?? await testDatabase(opts.kind);
@@ -273,10 +276,11 @@ export async function fetchBytes(
 }
 
 /**
- * Files left in this process's scratch folder (in the app's DATA_DIR): upload temp files,
- * and the TIFF a BMP is rewritten to.
+ * Files left in this process's scratch folder (in the app's DATA_DIR, or in memory with
+ * SCRATCH=memory): upload temp files, and the TIFF a BMP is rewritten to.
  */
 export function scratchFiles(env: TestEnv): string[] {
+  if (env.config.SCRATCH === "memory") return memoryFileNames();
   try {
     return [...Deno.readDirSync(`${env.config.DATA_DIR}/tmp/${processTag()}`)]
       .map((

@@ -3,6 +3,7 @@ import { loadConfig } from "../schemas/config.ts";
 import {
   type Capabilities,
   profileProblem,
+  resolveProfile,
 } from "../services/runtime/profile.ts";
 import { test } from "./helpers.ts";
 
@@ -29,9 +30,16 @@ test("start-up names the one variable to set for each thing the platform refuses
     S3_ACCESS_KEY_ID: "k",
     S3_SECRET_ACCESS_KEY: "s",
   };
+  // With both, uploads are received in memory (SCRATCH=auto), unless disk is asked for.
+  assert.equal(
+    profileProblem(loadConfig(s3), { ...sandbox, run: true }),
+    undefined,
+  );
+  assert.equal(resolveProfile(loadConfig(s3), sandbox).SCRATCH, "memory");
+  assert.equal(resolveProfile(loadConfig(s3), all).SCRATCH, "disk");
   assert.match(
-    profileProblem(loadConfig(s3), sandbox)!,
-    /writable DATA_DIR/,
+    profileProblem(loadConfig({ ...s3, SCRATCH: "disk" }), sandbox)!,
+    /set SCRATCH=memory/,
   );
   // No subprocesses: a local Chromium cannot start; a browser service or none is fine.
   const noRun = { ...all, run: false };
@@ -89,6 +97,18 @@ test("main.ts in a sandbox that refuses disk writes or processes stops at once w
       // Never connected to: the check comes before anything is opened.
       { DATABASE_URL: "postgres://127.0.0.1:1/none", SCREENSHOTS: "off" },
       /set STORE=s3/,
+    ],
+    [
+      ["--deny-write", "--deny-run", "--deny-ffi"],
+      {
+        DATABASE_URL: "postgres://127.0.0.1:1/none",
+        STORE: "s3",
+        S3_ENDPOINT: "http://127.0.0.1:1",
+        S3_BUCKET: "b",
+        SCRATCH: "disk",
+        SCREENSHOTS: "off",
+      },
+      /set SCRATCH=memory/,
     ],
     [
       ["--allow-write", "--deny-run"],

@@ -6,6 +6,7 @@ import {
   databaseKinds,
   fetchBytes,
   json,
+  scratchFiles,
   test,
   type TestEnv,
   testEnv,
@@ -22,7 +23,6 @@ import {
 import { sql } from "kysely";
 import { sweepExpired } from "../services/images/records.ts";
 import { openDatabase } from "../services/db/database.ts";
-import { processTag } from "../services/runtime/scratch_dir.ts";
 import { loadConfig } from "../schemas/config.ts";
 
 async function storedFiles(env: TestEnv): Promise<string[]> {
@@ -885,7 +885,6 @@ test("every kind of upload leaves the temp folder empty: a stripped JPEG with a 
   const env = await testEnv();
   try {
     const { key } = await userWithKey(env);
-    const tmp = `${env.dataDir}/tmp/${processTag()}`;
     const jpeg = await makeImage("jpeg", { width: 1500, height: 900 });
     const webp = new Uint8Array(
       await sharp(await makeImage("png")).withMetadata({ orientation: 3 })
@@ -905,7 +904,7 @@ test("every kind of upload leaves the temp folder empty: a stripped JPEG with a 
     for (const [name, bytes, status] of cases) {
       const r = await upload(env, key, formWith([{ name, bytes }]));
       assert.equal(r.status, status, name);
-      assert.deepEqual([...Deno.readDirSync(tmp)], [], name);
+      assert.deepEqual(scratchFiles(env), [], name);
     }
     const live = await env.deps.database.db.selectFrom("images")
       .select(["ext", "medium_ext"]).orderBy("created_at").execute();
@@ -952,8 +951,7 @@ test("a key sent as a form field authenticates the upload, and a bad one gets 11
       }),
     );
     assert.equal(r.body.error.code, 100);
-    const tmp = [...Deno.readDirSync(`${env.dataDir}/tmp/${processTag()}`)];
-    assert.deepEqual(tmp, []);
+    assert.deepEqual(scratchFiles(env), []);
   } finally {
     await env.close();
   }
@@ -1080,14 +1078,7 @@ test("a client that hangs up mid-upload leaves no temp file, stores nothing, and
     await conn.write(head);
     // 1 MB of the promised 5 MB, then the client is gone.
     await conn.write(new Uint8Array(1_000_000).fill(0xab));
-    const tmp = `${env.dataDir}/tmp/${processTag()}`;
-    const names = () => {
-      try {
-        return [...Deno.readDirSync(tmp)].map((e) => e.name);
-      } catch {
-        return []; // not made yet
-      }
-    };
+    const names = () => scratchFiles(env);
     await waitUntil(() => names().length === 1, 5000);
     assert.equal(names().length, 1, "the part is being written to a temp file");
     conn.close();
@@ -1131,9 +1122,7 @@ test("a body over the whole-request cap is refused with HTTP 413 and code 413, a
     for (let i = 0; i < 90; i++) fd.append(`f${i}`, "y".repeat(60_000));
     const big = await upload(env, key, fd);
     assert.deepEqual([big.status, big.body.error.code], [413, 413]);
-    assert.deepEqual([
-      ...Deno.readDirSync(`${env.dataDir}/tmp/${processTag()}`),
-    ], []);
+    assert.deepEqual(scratchFiles(env), []);
   } finally {
     await env.close();
   }

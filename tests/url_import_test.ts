@@ -11,7 +11,6 @@ import {
 } from "./helpers.ts";
 import { makeImage } from "./fixtures.ts";
 import { countingListener, startFixture } from "./fixture_server.ts";
-import { processTag } from "../services/runtime/scratch_dir.ts";
 import { nameOf } from "../services/net/url_import.ts";
 import { createApiClient } from "../sdk/src/client.ts";
 import type { ServiceError } from "../sdk/src/errors.ts";
@@ -181,13 +180,7 @@ function requestsFor(url: string, key: string): [string, Request][] {
 }
 
 function tempFiles(env: TestEnv): string[] {
-  try {
-    return [...Deno.readDirSync(`${env.dataDir}/tmp/${processTag()}`)].map((
-      e,
-    ) => e.name);
-  } catch {
-    return [];
-  }
+  return scratchFiles(env);
 }
 
 test("a URL in any body type or ?source=, with the key in any place, is downloaded and stored byte for byte (sniffed from the bytes, named after the path)", async () => {

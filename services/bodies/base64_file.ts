@@ -4,6 +4,7 @@ import { Buffer } from "node:buffer";
 import { ApiError } from "../../schemas/errors.ts";
 import { writeAll } from "../runtime/file_io.ts";
 import type { ReceivedFile } from "./received.ts";
+import { openScratch, type ScratchFile } from "../runtime/scratch_files.ts";
 
 const BASE64 = /^[A-Za-z0-9+/]*$/;
 
@@ -20,7 +21,7 @@ export const MAX_URL_LENGTH = 8192;
  */
 export class Base64File {
   readonly rec: ReceivedFile;
-  #file: Promise<Deno.FsFile>;
+  #file: Promise<ScratchFile>;
   #hash: Hash = createHash("sha256");
   #carry = "";
   #head: string | undefined = "";
@@ -45,7 +46,10 @@ export class Base64File {
       sha256: "",
       truncated: false,
     };
-    this.#file = Deno.open(this.rec.path, { write: true, createNew: true });
+    this.#file = openScratch(this.rec.path, {
+      write: true,
+      createNew: true,
+    });
     this.#file.catch((e) => this.error ??= e);
   }
 

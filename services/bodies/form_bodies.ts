@@ -7,6 +7,7 @@ import {
   DEFAULT_MAX_TOKEN,
   tooManyFields,
 } from "./budgets.ts";
+import { removeScratch } from "../runtime/scratch_files.ts";
 
 const FIELD_MAX = 64 * 1024;
 
@@ -65,7 +66,7 @@ class TextForm {
 
   cleanup = async () => {
     await Promise.all(
-      this.images.map((f) => Deno.remove(f.rec.path).catch(() => {})),
+      this.images.map((f) => removeScratch(f.rec.path).catch(() => {})),
     );
   };
 

@@ -8,6 +8,11 @@ import { Base64File } from "./base64_file.ts";
 import type { BodyOptions, ReceivedFile, ReceivedForm } from "./received.ts";
 import { DEFAULT_MAX_FIELDS, tooManyFields } from "./budgets.ts";
 import { TextPartMarker } from "./multipart_text_parts.ts";
+import {
+  openScratch,
+  removeScratch,
+  type ScratchFile,
+} from "../runtime/scratch_files.ts";
 
 /** Form fields that carry image files (DESIGN.md). */
 export const FILE_FIELDS = new Set(["images", "images[]", "image", "source"]);
@@ -36,7 +41,7 @@ const WRITE_SIZE = 256 * 1024;
  * which is the backpressure: at most two buffers per file are ever in use.
  */
 class FileSink {
-  #file: Promise<Deno.FsFile>;
+  #file: Promise<ScratchFile>;
   #buf: Uint8Array;
   #spare: Uint8Array;
   #len = 0;
@@ -48,7 +53,7 @@ class FileSink {
   constructor(readonly rec: ReceivedFile, private readonly pool: Uint8Array[]) {
     this.#buf = pool.pop() ?? new Uint8Array(WRITE_SIZE);
     this.#spare = pool.pop() ?? new Uint8Array(WRITE_SIZE);
-    this.#file = Deno.open(rec.path, { write: true, createNew: true });
+    this.#file = openScratch(rec.path, { write: true, createNew: true });
     this.#file.catch((e) => this.error ??= e);
   }
 
@@ -204,7 +209,7 @@ export async function receiveMultipart(
   const writePool: Uint8Array[] = [];
   const fields: Record<string, string> = {};
   const cleanup = async () => {
-    await Promise.all(files.map((f) => Deno.remove(f.path).catch(() => {})));
+    await Promise.all(files.map((f) => removeScratch(f.path).catch(() => {})));
   };
   const maxFields = opts.maxFields ?? DEFAULT_MAX_FIELDS;
   let bb: busboy.Busboy;

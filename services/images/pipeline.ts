@@ -50,6 +50,17 @@ import { rewriteAvif } from "./formats/avif_strip.ts";
 import { WorkSlots } from "../runtime/work_slots.ts";
 import { engineThreads, imageEngine } from "./engine.ts";
 import { ScratchBudget } from "./formats/scratch_budget.ts";
+import {
+  isMemoryPath,
+  limitFolder,
+  MEMORY_ROOT,
+  readScratch,
+  releaseFolder,
+  removeScratch,
+  setMemoryBudget,
+  statScratch,
+  writeScratch,
+} from "../runtime/scratch_files.ts";
 
 /** Accepted types, detected from the bytes: media type → stored extension. */
 const ACCEPTED: Record<string, string> = {
@@ -126,6 +137,14 @@ function encode(img: Sharp, ext: string): Sharp {
   }
 }
 
+/** One request's scratch: the folder its received files go in, each file's limit. */
+export interface RequestScratch {
+  dir: string;
+  maxFileBytes: number;
+  /** Ends the folder's own budget (after the request's files are gone). */
+  release(): void;
+}
+
 /**
  * Turns a received file into a stored image: detects the type from the bytes, refuses
  * oversize dimensions before decoding, decodes for real while making the variants, strips
@@ -138,6 +157,8 @@ export class ImagePipeline {
   readonly #slots: WorkSlots;
   /** The scratch disk the BMP rewrites of this process may hold (see #reserveBmpScratch). */
   readonly #bmpScratch: ScratchBudget;
+  /** Scratch files live in memory (SCRATCH=memory), so libvips reads and writes bytes. */
+  readonly #memory: boolean;
   constructor(
     private readonly deps: Pick<
       AppDeps,
@@ -145,7 +166,12 @@ export class ImagePipeline {
     >,
   ) {
     // A folder per process: instances sharing DATA_DIR never clean each other's uploads.
-    this.tmpDir = join(deps.config.DATA_DIR, "tmp", processTag());
+    // Or none on disk at all where DATA_DIR may not be written (SCRATCH=memory).
+    this.#memory = deps.config.SCRATCH === "memory";
+    this.tmpDir = this.#memory
+      ? join(MEMORY_ROOT, "tmp", processTag())
+      : join(deps.config.DATA_DIR, "tmp", processTag());
+    if (this.#memory) setMemoryBudget(deps.config.MEMORY_BODY_MB);
     // libvips' operation cache only helps repeated identical work; it holds decoded
     // images in memory, which is the opposite of what an upload server wants.
     sharp.cache(false);
@@ -162,8 +188,34 @@ export class ImagePipeline {
     );
   }
 
+  /**
+   * Where one request's received files go, and each file's limit. On disk: the process's
+   * temp folder and MAX_FILE_BYTES. In memory: a folder of its own holding at most
+   * MEMORY_REQUEST_MB (130 past it), which is then each file's limit too if smaller.
+   */
+  async requestScratch(): Promise<RequestScratch> {
+    const { config } = this.deps;
+    if (!this.#memory) {
+      await Deno.mkdir(this.tmpDir, { recursive: true });
+      return {
+        dir: this.tmpDir,
+        maxFileBytes: config.MAX_FILE_BYTES,
+        release: () => {},
+      };
+    }
+    const dir = join(this.tmpDir, `req-${crypto.randomUUID()}`);
+    const budget = config.MEMORY_REQUEST_MB * 1024 * 1024;
+    limitFolder(dir, budget);
+    return {
+      dir,
+      maxFileBytes: Math.min(config.MAX_FILE_BYTES, budget),
+      release: () => releaseFolder(dir),
+    };
+  }
+
   /** Creates the temp dir and removes what dead processes (a crash) left beside it. */
   async init(): Promise<this> {
+    if (this.#memory) return this;
     await claimScratchDir(join(this.deps.config.DATA_DIR, "tmp"));
     return this;
   }
@@ -265,7 +317,7 @@ export class ImagePipeline {
     } finally {
       await Promise.all(
         temps.filter((p) => !handedOver.has(p)).map((p) =>
-          Deno.remove(p).catch(() => {})
+          removeScratch(p).catch(() => {})
         ),
       );
       this.#bmpScratch.release(scratch);
@@ -283,8 +335,9 @@ export class ImagePipeline {
       throw new ApiError(130);
     }
     if (file.size === 0) throw new ApiError(141, { message: "Empty file" });
-    const source = file.size <= DECODE_FROM_MEMORY_MAX
-      ? await Deno.readFile(file.path)
+    // A memory scratch file is handed over as its bytes (no copy): libvips cannot open it.
+    const source = file.size <= DECODE_FROM_MEMORY_MAX || this.#memory
+      ? await readScratch(file.path)
       : file.path;
     const type = await sniffType(source);
     const ext = type && ACCEPTED[type.mime];
@@ -360,7 +413,9 @@ export class ImagePipeline {
     };
     const vext = variantExt(ext);
     const decodable = shape.bmp
-      ? await this.#bmpAsTiff(source, shape.bmp, tmp("px.tif"), deadline)
+      ? await this.#input(
+        await this.#bmpAsTiff(source, shape.bmp, tmp("px.tif"), deadline),
+      )
       : source;
     const input = () =>
       sharp(decodable, {
@@ -380,16 +435,24 @@ export class ImagePipeline {
     const variants = (async () => {
       try {
         if (mediumPath) {
-          await encode(input().resize(MEDIUM_SIZE, MEDIUM_SIZE, fit), vext)
-            .toFile(mediumPath);
-          await encode(
-            sharp(mediumPath, { animated }).resize(THUMB_SIZE, THUMB_SIZE, fit)
-              .timeout({ seconds: seconds() }),
-            vext,
-          ).toFile(thumbPath);
+          await this.#save(
+            encode(input().resize(MEDIUM_SIZE, MEDIUM_SIZE, fit), vext),
+            mediumPath,
+          );
+          await this.#save(
+            encode(
+              sharp(await this.#input(mediumPath), { animated })
+                .resize(THUMB_SIZE, THUMB_SIZE, fit)
+                .timeout({ seconds: seconds() }),
+              vext,
+            ),
+            thumbPath,
+          );
         } else {
-          await encode(input().resize(THUMB_SIZE, THUMB_SIZE, fit), vext)
-            .toFile(thumbPath);
+          await this.#save(
+            encode(input().resize(THUMB_SIZE, THUMB_SIZE, fit), vext),
+            thumbPath,
+          );
         }
       } catch (e) {
         throw decodeFailure(e);
@@ -462,7 +525,7 @@ export class ImagePipeline {
       const img = sharp(source, { animated, limitInputPixels: false })
         .rotate().timeout({ seconds: seconds() });
       try {
-        await (ext === "webp"
+        await this.#save(ext === "webp"
           ? img.webp(
             await withReader(source, webpIsLossless)
               ? { lossless: true }
@@ -474,7 +537,7 @@ export class ImagePipeline {
           ? img.tiff({ compression: "lzw" })
           : ext === "gif"
           ? img.gif()
-          : img.png()).toFile(originalPath);
+          : img.png(), originalPath);
       } catch (e) {
         // A whole-file decode can fail where the variants' first page did not: a TIFF
         // whose directory chain loops back (libvips: "IFD looping") is a broken file.
@@ -482,6 +545,17 @@ export class ImagePipeline {
       }
     }
     return { originalPath, thumbPath, mediumPath, vext };
+  }
+
+  /** What libvips is to read for a scratch file: its path, or its bytes when in memory. */
+  async #input(path: string): Promise<string | Uint8Array> {
+    return isMemoryPath(path) ? await readScratch(path) : path;
+  }
+
+  /** libvips' output into a scratch file: written by libvips, or its bytes into memory. */
+  async #save(img: Sharp, path: string): Promise<void> {
+    if (!isMemoryPath(path)) await img.toFile(path);
+    else await writeScratch(path, await img.toBuffer());
   }
 
   /**
@@ -524,7 +598,7 @@ export class ImagePipeline {
   ): Promise<ImageRecord & { duplicate?: boolean }> {
     const { config, database, store, clock } = this.deps;
     const { originalPath, thumbPath, mediumPath, vext } = made;
-    const size = (await Deno.stat(originalPath)).size;
+    const size = (await statScratch(originalPath)).size;
     const row = {
       id,
       user_id: userId,

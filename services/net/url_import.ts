@@ -4,6 +4,7 @@ import type { AllowRule } from "../../schemas/allow_list.ts";
 import { writeAll } from "../runtime/file_io.ts";
 import { startGuardProxy } from "./guard_proxy.ts";
 import { checkTarget, notAllowed, parseTargetUrl } from "./target.ts";
+import { openScratch } from "../runtime/scratch_files.ts";
 
 /** Redirects an import follows before it gives up (221). */
 export const MAX_IMPORT_REDIRECTS = 5;
@@ -137,7 +138,7 @@ async function saveBody(
   fail: (message: string, code?: 221 | 231) => ApiError,
 ): Promise<{ size: number; sha256: string }> {
   const hash = createHash("sha256");
-  const file = await Deno.open(path, {
+  const file = await openScratch(path, {
     write: true,
     create: true,
     truncate: true,

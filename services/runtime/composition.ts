@@ -86,7 +86,10 @@ export async function openScreenshotter(
   }
   // One pool for the local browser, or one per browser service listed; several are
   // spread over (SpreadScreenshotter), sharing one ad engine.
-  const filterEngines = new FilterEngines(join(config.DATA_DIR, "cache"));
+  // Built engines are cached on disk, where there is one to write (not with memory scratch).
+  const filterEngines = new FilterEngines(
+    config.SCRATCH === "memory" ? undefined : join(config.DATA_DIR, "cache"),
+  );
   const endpoints = config.BROWSER_ENDPOINTS.length
     ? config.BROWSER_ENDPOINTS
     : [undefined];

@@ -1,3 +1,5 @@
+import { MEMORY_ROOT } from "./scratch_files.ts";
+
 /** Writes every byte: a single `write` may take only part of them (files, sockets). */
 export async function writeAll(
   w: { write(p: Uint8Array): Promise<number> },
@@ -12,7 +14,7 @@ export async function writeAll(
  * bytes it got, fewer than `buf.length` only at the end of the file.
  */
 export async function readFull(
-  f: Deno.FsFile,
+  f: { read(p: Uint8Array): Promise<number | null> },
   buf: Uint8Array,
 ): Promise<number> {
   let off = 0;
@@ -46,6 +48,8 @@ export async function readWhole(
 
 /** fsync(2) of one file or folder: its bytes (or its names) survive a crash. */
 export async function syncFile(path: string): Promise<void> {
+  // A scratch file held in memory (no writable disk) has nothing to make durable.
+  if (path.startsWith(MEMORY_ROOT)) return;
   const f = await Deno.open(path, { read: true });
   try {
     await f.sync();

@@ -47,9 +47,9 @@ export function profileProblem(
     if (config.STORE === "fs") {
       return `${why}, so images cannot be stored on disk: set STORE=s3 with S3_ENDPOINT and S3_BUCKET`;
     }
-    // Uploads are still received into DATA_DIR/tmp before they are decoded (bodies held in
-    // memory where no disk is writable are not built yet: issue 33).
-    return `${why}, and uploads are received into DATA_DIR/tmp: give the service a writable DATA_DIR (a tmpfs will do)`;
+    if (config.SCRATCH === "disk") {
+      return `${why}, so uploads cannot be received on disk: set SCRATCH=memory (or auto), with MEMORY_BODY_MB`;
+    }
   }
   if (
     !can.run && config.SCREENSHOTS === "on" && !config.BROWSER_WS_ENDPOINT
@@ -57,4 +57,16 @@ export function profileProblem(
     return "starting processes is refused here, so a local Chromium cannot run: set BROWSER_WS_ENDPOINT to a browser service, or SCREENSHOTS=off";
   }
   return undefined;
+}
+
+/**
+ * The configuration as this platform runs it: SCRATCH=auto becomes memory where DATA_DIR
+ * may not be written, else disk.
+ */
+export function resolveProfile<C extends Pick<Config, "SCRATCH">>(
+  config: C,
+  can: Capabilities,
+): C {
+  if (config.SCRATCH !== "auto") return config;
+  return { ...config, SCRATCH: can.writeDataDir ? "disk" : "memory" };
 }

@@ -23,6 +23,11 @@ import { checkTarget, parseTargetUrl } from "../net/target.ts";
 import { presetById, PRESETS } from "../../schemas/presets.ts";
 import type { CaptureOptions, CaptureResult } from "./screenshotter.ts";
 import { requestHash, ShotCache } from "./shot_cache.ts";
+import {
+  mkdirScratch,
+  removeScratch,
+  writeScratch,
+} from "../runtime/scratch_files.ts";
 
 /** A validated screenshot request (schema defaults applied), without the key. */
 export type ScreenshotRequest = Omit<
@@ -174,9 +179,9 @@ export class ScreenshotService {
     target: URL,
     shot: CaptureResult,
   ): Promise<ScreenshotAnswer> {
-    await Deno.mkdir(this.pipeline.tmpDir, { recursive: true });
+    await mkdirScratch(this.pipeline.tmpDir);
     const path = join(this.pipeline.tmpDir, `shot-${crypto.randomUUID()}`);
-    await Deno.writeFile(path, shot.bytes);
+    await writeScratch(path, shot.bytes);
     try {
       const ext = req.format === "jpeg" ? "jpg" : req.format;
       const rec = await this.pipeline.ingest(userId, {
@@ -197,7 +202,7 @@ export class ScreenshotService {
         contentType: MIME[req.format],
       };
     } finally {
-      await Deno.remove(path).catch(() => {});
+      await removeScratch(path).catch(() => {});
     }
   }
 }

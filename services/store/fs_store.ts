@@ -9,6 +9,11 @@ import {
 } from "./blob_store.ts";
 import { readFull, syncFile, writeAll } from "../runtime/file_io.ts";
 import { claimScratchDir, processTag } from "../runtime/scratch_dir.ts";
+import {
+  isMemoryPath,
+  readScratch,
+  removeScratch,
+} from "../runtime/scratch_files.ts";
 
 /** rename(2) across filesystems fails with EXDEV. */
 function isCrossDevice(e: unknown): boolean {
@@ -66,6 +71,12 @@ export class FsStore implements BlobStore {
     path: string,
     _meta?: { contentType: string },
   ): Promise<void> {
+    if (isMemoryPath(path)) {
+      // Scratch held in memory (SCRATCH=memory): written out like any other bytes.
+      await this.put(key, await readScratch(path));
+      await removeScratch(path).catch(() => {});
+      return;
+    }
     const final = this.#path(key);
     await syncFile(path);
     try {
@@ -93,6 +104,10 @@ export class FsStore implements BlobStore {
   async putFiles(
     entries: { key: string; path: string; contentType: string }[],
   ): Promise<void> {
+    if (entries.some((e) => isMemoryPath(e.path))) {
+      for (const e of entries) await this.putFile(e.key, e.path, e);
+      return;
+    }
     const synced = await Promise.allSettled(
       entries.map((e) => syncFile(e.path)),
     );

@@ -8,6 +8,11 @@ import {
 } from "./blob_store.ts";
 import { readFull } from "../runtime/file_io.ts";
 import { unavailable } from "../../schemas/errors.ts";
+import {
+  openScratch,
+  removeScratch,
+  type ScratchFile,
+} from "../runtime/scratch_files.ts";
 
 /** Settings of an S3-compatible bucket (path-style addressing). */
 export interface S3Options {
@@ -154,7 +159,7 @@ export class S3Store implements BlobStore {
     path: string,
     meta: { contentType: string },
   ): Promise<void> {
-    const f = await Deno.open(path, { read: true });
+    const f = await openScratch(path, { read: true });
     try {
       const { size } = await f.stat();
       if (size <= this.#partSize) {
@@ -169,12 +174,12 @@ export class S3Store implements BlobStore {
     } finally {
       f.close();
     }
-    await Deno.remove(path).catch(() => {});
+    await removeScratch(path).catch(() => {});
   }
 
   async #multipart(
     key: string,
-    f: Deno.FsFile,
+    f: ScratchFile,
     size: number,
     contentType: string,
   ) {

@@ -14,6 +14,7 @@
 
 import { BufWriter, fourcc, StripBuffers } from "./metadata_strip.ts";
 import { copyRange, type Read } from "./positioned_read.ts";
+import { openScratch } from "../../runtime/scratch_files.ts";
 
 /** Item types that make up a picture; any other item (Exif, mime, uri) is dropped. */
 const KEEP_ITEMS = new Set(["av01", "grid", "iovl", "iden", "tmap"]);
@@ -100,7 +101,7 @@ export async function rewriteAvif(
     if (e instanceof Refused || e instanceof RangeError) return "refused";
     throw e;
   }
-  const f = await Deno.open(out, { write: true, createNew: true });
+  const f = await openScratch(out, { write: true, createNew: true });
   const buf = buffers.take();
   try {
     const w = new BufWriter(f, buf);

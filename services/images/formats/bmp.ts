@@ -17,6 +17,7 @@
 
 import { readFull, writeAll } from "../../runtime/file_io.ts";
 import { MalformedImage, SeqReader, StripBuffers } from "./metadata_strip.ts";
+import { openScratch, type ScratchFile } from "../../runtime/scratch_files.ts";
 
 /** The file is not a BMP this decoder can read: the upload is refused with 141. */
 export class MalformedBmp extends MalformedImage {
@@ -203,7 +204,7 @@ export async function bmpToTiff(
   buffers: StripBuffers = new StripBuffers(),
 ): Promise<void> {
   const file = typeof source === "string"
-    ? await Deno.open(source, { read: true })
+    ? await openScratch(source, { read: true })
     : undefined;
   const window = file && buffers.take();
   try {
@@ -212,7 +213,7 @@ export async function bmpToTiff(
       : SeqReader.ofBytes(source as Uint8Array);
     await src.take(info.dataOffset);
     // Read too: an alpha left 0 everywhere is set to 255 in place at the end.
-    const f = await Deno.open(out, {
+    const f = await openScratch(out, {
       read: true,
       write: true,
       createNew: true,
@@ -268,7 +269,7 @@ class TiffRows {
   x = 0;
 
   constructor(
-    private readonly f: Deno.FsFile,
+    private readonly f: ScratchFile,
     private readonly info: BmpInfo,
     private readonly deadline: number,
   ) {

@@ -12,6 +12,7 @@
 
 import { writeAll } from "../../runtime/file_io.ts";
 import type { Read } from "./positioned_read.ts";
+import { openScratch, type ScratchFile } from "../../runtime/scratch_files.ts";
 
 /**
  * The file's structure is broken (a truncated chunk, no end marker, a bad marker): the
@@ -46,7 +47,7 @@ export class SeqReader {
   #end = 0; // window's offset past the last loaded byte
   pos = 0; // file position of the first unread byte
   constructor(
-    private readonly f: Deno.FsFile | undefined,
+    private readonly f: ScratchFile | undefined,
     readonly size: number,
     private readonly buf: Uint8Array,
   ) {}
@@ -101,7 +102,7 @@ export class BufWriter {
   #len = 0;
   #flushed = 0; // bytes already in the file
   constructor(
-    private readonly f: Deno.FsFile,
+    private readonly f: ScratchFile,
     private readonly buf: Uint8Array,
   ) {}
   /** Bytes written so far (the next write's offset in the file). */
@@ -145,11 +146,11 @@ async function transform(
   buffers: StripBuffers,
   body: (r: SeqReader, w: BufWriter) => Promise<void>,
 ) {
-  const f = await Deno.open(src, { read: true });
+  const f = await openScratch(src, { read: true });
   const rbuf = buffers.take();
   const wbuf = buffers.take();
   try {
-    const out = await Deno.open(dst, { write: true, createNew: true });
+    const out = await openScratch(dst, { write: true, createNew: true });
     try {
       const w = new BufWriter(out, wbuf);
       await body(new SeqReader(f, (await f.stat()).size, rbuf), w);

@@ -5,6 +5,7 @@
  */
 
 import { readFull } from "../../runtime/file_io.ts";
+import { openScratch, type ScratchFile } from "../../runtime/scratch_files.ts";
 
 /** Up to n bytes of the file from `offset` (fewer past its end). */
 export type Read = (offset: number, n: number) => Promise<Uint8Array>;
@@ -15,7 +16,7 @@ export function readBytes(bytes: Uint8Array): Read {
 }
 
 /** `Read` over an open file. */
-export function readFile(f: Deno.FsFile): Read {
+export function readFile(f: ScratchFile): Read {
   return async (offset, n) => {
     await f.seek(offset, Deno.SeekMode.Start);
     const buf = new Uint8Array(n);
@@ -34,7 +35,7 @@ export async function withReader<T>(
   if (typeof source !== "string") {
     return await use(readBytes(source), () => Promise.resolve(source.length));
   }
-  const f = await Deno.open(source, { read: true });
+  const f = await openScratch(source, { read: true });
   try {
     return await use(readFile(f), async () => (await f.stat()).size);
   } finally {

@@ -10,6 +10,7 @@
 
 import { BufWriter, StripBuffers } from "./metadata_strip.ts";
 import { copyRange, type Read } from "./positioned_read.ts";
+import { openScratch } from "../../runtime/scratch_files.ts";
 
 /** Tags that describe pixels (layout, colour, compression, resolution), nothing else. */
 const PIXEL_TAGS = new Set([
@@ -164,7 +165,7 @@ export async function rewriteTiff(
 ): Promise<boolean> {
   const pages = await pixelDirectories(read, size);
   if (!pages) return false;
-  const f = await Deno.open(out, { write: true, createNew: true });
+  const f = await openScratch(out, { write: true, createNew: true });
   const buf = buffers.take();
   try {
     const w = new BufWriter(f, buf);

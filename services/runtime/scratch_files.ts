@@ -1,0 +1,262 @@
+import { ApiError, OUTAGE_RETRY_AFTER_S } from "../../schemas/errors.ts";
+
+/**
+ * An upload's scratch files (the received body's files, URL imports, variants and the
+ * stripped original before the store takes them), on disk or, where no disk may be
+ * written (Deno Deploy and any sandbox like it), in this process's memory. Paths under
+ * {@link MEMORY_ROOT} live in memory; every other path is a real file. The readers and
+ * writers of scratch files open them here, so one code path serves both profiles.
+ */
+export const MEMORY_ROOT = "memory:";
+
+/** The subset of Deno.FsFile the scratch readers and writers use. */
+export interface ScratchFile {
+  read(p: Uint8Array): Promise<number | null>;
+  write(p: Uint8Array): Promise<number>;
+  seek(offset: number | bigint, whence: Deno.SeekMode): Promise<number>;
+  stat(): Promise<{ size: number }>;
+  sync(): Promise<void>;
+  syncData(): Promise<void>;
+  close(): void;
+}
+
+/** True for a path that lives in memory. */
+export function isMemoryPath(path: string): boolean {
+  return path.startsWith(MEMORY_ROOT);
+}
+
+const MiB = 1024 * 1024;
+
+/**
+ * The bytes of every memory scratch file of this process, within one budget: a write that
+ * would pass it is refused with 250 / HTTP 503 and Retry-After (other uploads hold the
+ * memory now), so a burst of large uploads cannot take the process down.
+ */
+class MemoryScratch {
+  readonly files = new Map<string, MemoryEntry>();
+  /** Folders with a budget of their own (one request's body): its limit and use. */
+  readonly folders = new Map<string, { limit: number; held: number }>();
+  budget = 256 * MiB;
+  #held = 0;
+
+  /** Bytes held now by every memory file. */
+  get held(): number {
+    return this.#held;
+  }
+
+  /**
+   * Takes `bytes` more for a file of `folder`: 130 past the folder's own limit (the
+   * request can never fit, so no retry), 250 past the process's (others hold it now).
+   */
+  take(bytes: number, folder?: string) {
+    const f = folder === undefined ? undefined : this.folders.get(folder);
+    if (f && bytes > 0 && f.held + bytes > f.limit) {
+      throw new ApiError(130, {
+        details: [{
+          path: "memory",
+          message: `the images of one request may take at most ${
+            Math.floor(f.limit / MiB)
+          } MB here (MEMORY_REQUEST_MB)`,
+        }],
+      });
+    }
+    if (bytes > 0 && this.#held + bytes > this.budget) {
+      throw new ApiError(250, {
+        headers: { "Retry-After": String(OUTAGE_RETRY_AFTER_S) },
+        details: [{
+          path: "memory",
+          message:
+            "other uploads hold the memory for received images (MEMORY_BODY_MB); try again shortly",
+        }],
+      });
+    }
+    this.#held += bytes;
+    if (f) f.held += bytes;
+  }
+
+  give(bytes: number, folder?: string) {
+    this.#held -= bytes;
+    const f = folder === undefined ? undefined : this.folders.get(folder);
+    if (f) f.held -= bytes;
+  }
+
+  remove(path: string) {
+    const e = this.files.get(path);
+    if (!e) throw new Deno.errors.NotFound(`no scratch file ${path}`);
+    this.files.delete(path);
+    this.give(e.buf.length, e.folder);
+  }
+}
+
+/** One memory file: its bytes (capacity may exceed size until it is closed). */
+interface MemoryEntry {
+  buf: Uint8Array;
+  size: number;
+  folder: string;
+}
+
+function folderOf(path: string): string {
+  return path.slice(0, path.lastIndexOf("/"));
+}
+
+const memory = new MemoryScratch();
+
+/** Sets the process's memory budget for scratch files (MEMORY_BODY_MB). */
+export function setMemoryBudget(mb: number): void {
+  memory.budget = mb * MiB;
+}
+
+/**
+ * Gives a memory folder (one request's received files) a budget of its own, until
+ * {@link releaseFolder}: writes past it throw 130.
+ */
+export function limitFolder(folder: string, bytes: number): void {
+  if (isMemoryPath(folder)) memory.folders.set(folder, { limit: bytes, held: 0 });
+}
+
+/** Ends a folder's own budget (its files, if any are left, still count for the process). */
+export function releaseFolder(folder: string): void {
+  memory.folders.delete(folder);
+}
+
+/** Bytes the memory scratch files hold now (for tests and the logs). */
+export function memoryHeld(): number {
+  return memory.held;
+}
+
+/** The names of the memory scratch files that exist now (tests: none may be left behind). */
+export function memoryFileNames(): string[] {
+  return [...memory.files.keys()].map((p) => p.slice(p.lastIndexOf("/") + 1));
+}
+
+class MemoryFile implements ScratchFile {
+  #pos = 0;
+  constructor(
+    private readonly path: string,
+    private readonly entry: MemoryEntry,
+  ) {}
+
+  read(p: Uint8Array): Promise<number | null> {
+    const { buf, size } = this.entry;
+    if (this.#pos >= size) return Promise.resolve(p.length ? null : 0);
+    const n = Math.min(p.length, size - this.#pos);
+    p.set(buf.subarray(this.#pos, this.#pos + n));
+    this.#pos += n;
+    return Promise.resolve(n);
+  }
+
+  write(p: Uint8Array): Promise<number> {
+    if (memory.files.get(this.path) !== this.entry) {
+      return Promise.reject(new Deno.errors.NotFound(this.path));
+    }
+    const end = this.#pos + p.length;
+    const e = this.entry;
+    if (end > e.buf.length) {
+      // Grows by half again (fewer copies for a file written piece by piece); the
+      // slack counts against the budget until close() trims it.
+      const cap = Math.max(end, Math.min(e.buf.length * 1.5, end + 64 * MiB));
+      memory.take(Math.ceil(cap) - e.buf.length, e.folder);
+      const next = new Uint8Array(Math.ceil(cap));
+      next.set(e.buf.subarray(0, e.size));
+      e.buf = next;
+    }
+    e.buf.set(p, this.#pos);
+    this.#pos = end;
+    if (end > e.size) e.size = end;
+    return Promise.resolve(p.length);
+  }
+
+  seek(offset: number | bigint, whence: Deno.SeekMode): Promise<number> {
+    const o = Number(offset);
+    this.#pos = whence === Deno.SeekMode.Start
+      ? o
+      : whence === Deno.SeekMode.Current
+      ? this.#pos + o
+      : this.entry.size + o;
+    return Promise.resolve(this.#pos);
+  }
+
+  stat(): Promise<{ size: number }> {
+    return Promise.resolve({ size: this.entry.size });
+  }
+
+  /** Nothing to make durable: memory files never outlive the request. */
+  sync(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  syncData(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  close(): void {
+    const e = this.entry;
+    if (e.buf.length > e.size && memory.files.get(this.path) === e) {
+      memory.give(e.buf.length - e.size, e.folder);
+      e.buf = e.buf.slice(0, e.size);
+    }
+  }
+}
+
+/** Opens a scratch file, in memory or on disk (Deno.open's options). */
+export async function openScratch(
+  path: string,
+  opts: Deno.OpenOptions,
+): Promise<ScratchFile> {
+  if (!isMemoryPath(path)) return await Deno.open(path, opts);
+  let entry = memory.files.get(path);
+  if (entry && opts.createNew) {
+    throw new Deno.errors.AlreadyExists(`scratch file ${path} exists`);
+  }
+  if (!entry) {
+    if (!opts.create && !opts.createNew) {
+      throw new Deno.errors.NotFound(`no scratch file ${path}`);
+    }
+    entry = { buf: new Uint8Array(0), size: 0, folder: folderOf(path) };
+    memory.files.set(path, entry);
+  } else if (opts.truncate) {
+    memory.give(entry.buf.length, entry.folder);
+    entry.buf = new Uint8Array(0);
+    entry.size = 0;
+  }
+  return new MemoryFile(path, entry);
+}
+
+/** A scratch file's whole bytes (a memory file's own bytes, not a copy). */
+export async function readScratch(path: string): Promise<Uint8Array> {
+  if (!isMemoryPath(path)) return await Deno.readFile(path);
+  const e = memory.files.get(path);
+  if (!e) throw new Deno.errors.NotFound(`no scratch file ${path}`);
+  return e.buf.subarray(0, e.size);
+}
+
+/** Writes a whole scratch file at once (libvips' output, made in memory). */
+export async function writeScratch(
+  path: string,
+  bytes: Uint8Array,
+): Promise<void> {
+  if (!isMemoryPath(path)) return await Deno.writeFile(path, bytes);
+  if (memory.files.has(path)) memory.remove(path);
+  const folder = folderOf(path);
+  memory.take(bytes.length, folder);
+  memory.files.set(path, { buf: bytes, size: bytes.length, folder });
+}
+
+/** Removes a scratch file (NotFound when there is none, as Deno.remove). */
+export async function removeScratch(path: string): Promise<void> {
+  if (!isMemoryPath(path)) return await Deno.remove(path);
+  memory.remove(path);
+}
+
+/** Creates a scratch folder; memory needs none. */
+export async function mkdirScratch(path: string): Promise<void> {
+  if (!isMemoryPath(path)) await Deno.mkdir(path, { recursive: true });
+}
+
+/** A scratch file's size in bytes. */
+export async function statScratch(path: string): Promise<{ size: number }> {
+  if (!isMemoryPath(path)) return await Deno.stat(path);
+  const e = memory.files.get(path);
+  if (!e) throw new Deno.errors.NotFound(`no scratch file ${path}`);
+  return { size: e.size };
+}

@@ -119,6 +119,15 @@ export const ConfigSchema = z.object({
     "must be a ws:// DevTools URL or the http://host:port of one (several: comma-separated)",
   ).optional(),
   /**
+   * The shared secret of the browser services in BROWSER_WS_ENDPOINT (`deno task browser`),
+   * sent with every request to them. With it, each capture's network guard runs on the
+   * browser's host and this instance opens no port for the browser (Deno Deploy can open
+   * none); without it, BROWSER_WS_ENDPOINT is a bare DevTools endpoint and the guard runs
+   * here (SCREENSHOT_PROXY_LISTEN).
+   */
+  BROWSER_TOKEN: z.string().min(16, "must be at least 16 characters")
+    .optional(),
+  /**
    * The address each capture's network guard listens on (a free port each time): one the
    * browser can reach. 127.0.0.1 for a local browser; off loopback the guard asks for
    * per-capture credentials.
@@ -245,6 +254,24 @@ export const ConfigSchema = z.object({
 /** Validated service configuration. */
 export type Config = z.output<typeof ConfigSchema>;
 
+/**
+ * The environment of the browser service (`deno task browser`, scripts/browser.ts):
+ * Chromium, its DevTools and the captures' network guards on one host, reached by the
+ * app instances with BROWSER_TOKEN.
+ */
+export const BrowserServiceConfigSchema = z.object({
+  BROWSER_TOKEN: z.string().min(16, "must be at least 16 characters"),
+  BROWSER_LISTEN: z.string().default("0.0.0.0"),
+  BROWSER_PORT: int(9222, 0, 65535),
+  CHROMIUM_PATH: z.string().optional(),
+  /** Non-public addresses the pages may reach (as the app's; empty in production). */
+  FETCH_ALLOW_PRIVATE: allowList,
+  SCREENSHOT_ALLOW_PRIVATE: allowList,
+});
+
+/** The browser service's validated environment. */
+export type BrowserServiceConfig = z.output<typeof BrowserServiceConfigSchema>;
+
 /** Thrown when the environment holds a bad value; the message names each variable. */
 export class ConfigError extends Error {}
 
@@ -253,10 +280,24 @@ export class ConfigError extends Error {}
  * falls back to the default instead of failing.
  */
 export function loadConfig(env: Record<string, string | undefined>): Config {
+  return loadWith(ConfigSchema, env);
+}
+
+/** {@link loadConfig} for the browser service's environment. */
+export function loadBrowserServiceConfig(
+  env: Record<string, string | undefined>,
+): BrowserServiceConfig {
+  return loadWith(BrowserServiceConfigSchema, env);
+}
+
+function loadWith<S extends z.ZodType>(
+  schema: S,
+  env: Record<string, string | undefined>,
+): z.output<S> {
   const clean = Object.fromEntries(
     Object.entries(env).filter(([, v]) => v !== undefined && v !== ""),
   );
-  const r = ConfigSchema.safeParse(clean);
+  const r = schema.safeParse(clean);
   if (!r.success) {
     const lines = r.error.issues.map((i) =>
       `${i.path.join(".") || "config"}: ${i.message}${

@@ -86,3 +86,75 @@ export async function startDevtoolsBrowser(
     },
   };
 }
+
+/**
+ * The browser service with its own guards (`deno task browser`: scripts/browser.ts) on
+ * `address:port`, with BROWSER_TOKEN `token` and `allow` as its FETCH_ALLOW_PRIVATE; with
+ * `netns`, inside that namespace. Its log lines are kept for the test to read.
+ */
+export async function startBrowserService(opts: {
+  address: string;
+  port: number;
+  token: string;
+  allow?: string;
+  netns?: string;
+}) {
+  const script = new URL("../scripts/browser.ts", import.meta.url).pathname;
+  const cmd = [Deno.execPath(), "run", "-A", script];
+  const proc = new Deno.Command(opts.netns ? "ip" : cmd[0], {
+    args: opts.netns ? ["netns", "exec", opts.netns, ...cmd] : cmd.slice(1),
+    env: {
+      BROWSER_TOKEN: opts.token,
+      BROWSER_LISTEN: opts.address,
+      BROWSER_PORT: String(opts.port),
+      CHROMIUM_PATH: requireChromium(),
+      FETCH_ALLOW_PRIVATE: opts.allow ?? "",
+    },
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const lines: string[] = [];
+  const collect = async (s: ReadableStream<Uint8Array>) => {
+    const dec = new TextDecoder();
+    for await (const chunk of s) {
+      lines.push(
+        ...dec.decode(chunk, { stream: true }).split("\n").filter(Boolean),
+      );
+    }
+  };
+  const collecting = Promise.all([collect(proc.stdout), collect(proc.stderr)]);
+  const endpoint = `http://${opts.address}:${opts.port}`;
+  const headers = { authorization: `Bearer ${opts.token}` };
+  await waitUntilAsync(
+    async () => {
+      try {
+        const r = await fetch(`${endpoint}/json/version`, {
+          headers,
+          signal: AbortSignal.timeout(1000),
+        });
+        await r.body?.cancel();
+        return r.ok;
+      } catch {
+        return false;
+      }
+    },
+    30_000,
+    100,
+  );
+  return {
+    endpoint,
+    lines,
+    /** Guards and DevTools connections open at the service now. */
+    async health(): Promise<{ guards: number; devtools: number }> {
+      const r = await fetch(`${endpoint}/health`, { headers });
+      return await r.json();
+    },
+    async stop(signal: Deno.Signal = "SIGTERM") {
+      try {
+        proc.kill(signal);
+      } catch { /* gone */ }
+      await proc.status;
+      await collecting.catch(() => {});
+    },
+  };
+}

@@ -525,19 +525,22 @@ export class ImagePipeline {
       const img = sharp(source, { animated, limitInputPixels: false })
         .rotate().timeout({ seconds: seconds() });
       try {
-        await this.#save(ext === "webp"
-          ? img.webp(
-            await withReader(source, webpIsLossless)
-              ? { lossless: true }
-              : { quality: 95 },
-          )
-          : ext === "avif"
-          ? img.avif({ quality: 80 })
-          : ext === "tiff"
-          ? img.tiff({ compression: "lzw" })
-          : ext === "gif"
-          ? img.gif()
-          : img.png(), originalPath);
+        await this.#save(
+          ext === "webp"
+            ? img.webp(
+              await withReader(source, webpIsLossless)
+                ? { lossless: true }
+                : { quality: 95 },
+            )
+            : ext === "avif"
+            ? img.avif({ quality: 80 })
+            : ext === "tiff"
+            ? img.tiff({ compression: "lzw" })
+            : ext === "gif"
+            ? img.gif()
+            : img.png(),
+          originalPath,
+        );
       } catch (e) {
         // A whole-file decode can fail where the variants' first page did not: a TIFF
         // whose directory chain loops back (libvips: "IFD looping") is a broken file.

@@ -22,7 +22,12 @@ export interface GuardProxy {
    * Replaces the filtered hosts: a guard started ahead of its capture (a spare context's)
    * learns them when the capture takes it, before any request.
    */
-  setFilterHosts(hosts: readonly string[]): void;
+  setFilterHosts(hosts: readonly string[]): void | Promise<void>;
+  /**
+   * Brings `events` and `allowed` up to date: a guard running beside a remote browser
+   * (the browser service's) is asked; one in this process is always current.
+   */
+  refresh?(): Promise<void>;
   close(): Promise<void>;
 }
 

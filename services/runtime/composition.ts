@@ -97,6 +97,7 @@ export async function openScreenshotter(
     new ChromiumScreenshotter({
       executablePath,
       wsEndpoint,
+      browserToken: config.BROWSER_TOKEN,
       concurrency: config.SCREENSHOT_CONCURRENCY,
       perOwner: config.SCREENSHOT_PER_KEY,
       queueMax: config.SCREENSHOT_QUEUE,

@@ -111,7 +111,9 @@ export function setMemoryBudget(mb: number): void {
  * {@link releaseFolder}: writes past it throw 130.
  */
 export function limitFolder(folder: string, bytes: number): void {
-  if (isMemoryPath(folder)) memory.folders.set(folder, { limit: bytes, held: 0 });
+  if (isMemoryPath(folder)) {
+    memory.folders.set(folder, { limit: bytes, held: 0 });
+  }
 }
 
 /** Ends a folder's own budget (its files, if any are left, still count for the process). */

@@ -26,6 +26,7 @@ import {
 } from "./chromium_launch.ts";
 import { type CaptureSettings, CaptureSteps } from "./capture_steps.ts";
 import { FairSlots } from "./fair_slots.ts";
+import { startRemoteGuard } from "./remote_guard.ts";
 
 /** Settings of the pool. */
 export interface ChromiumOptions extends CaptureSettings, LaunchOptions {
@@ -91,6 +92,8 @@ export class ChromiumScreenshotter implements Screenshotter {
 
   #filters: FilterEngines;
   #steps: CaptureSteps;
+  /** Our id at a browser service: its guards for us close with our connection. */
+  readonly #client = crypto.randomUUID();
 
   constructor(private readonly opts: ChromiumOptions) {
     this.#filters = opts.filterEngines ?? processFilterEngines;
@@ -148,7 +151,10 @@ export class ChromiumScreenshotter implements Screenshotter {
 
   /** True when a browser is connected, or one can be had within timeoutMs. */
   async #launch(): Promise<Browser> {
-    const browser = await openBrowser(this.opts);
+    const browser = await openBrowser({
+      ...this.opts,
+      browserClient: this.#client,
+    });
     browser.once("disconnected", () => {
       if (this.#browser === browser) {
         this.#browser = undefined;
@@ -215,6 +221,52 @@ export class ChromiumScreenshotter implements Screenshotter {
 
   /** A new context (through a new guard) and its page, for the next capture. */
   async #makeSpare(browser: Browser): Promise<Spare> {
+    const { guard, credentials } = await this.#startGuard();
+    let context: BrowserContext | undefined;
+    try {
+      context = await browser.createBrowserContext({
+        proxyServer: guard.url,
+        // Chromium sends loopback straight out unless told otherwise; everything must
+        // pass the guard.
+        proxyBypassList: ["<-loopback>"],
+        downloadBehavior: { policy: "deny" },
+      });
+      const page = await context.newPage();
+      // Answers the guard's 407 (a guard off loopback, or the browser service's).
+      if (credentials) await page.authenticate(credentials);
+      return { browser, context, page, guard };
+    } catch (e) {
+      await context?.close().catch(() => {});
+      await guard.close();
+      throw await this.#explain(e, browser);
+    }
+  }
+
+  /**
+   * A capture's guard: asked of the browser service, which runs it beside its Chromium
+   * (BROWSER_TOKEN set), or started here, where the browser reaches it.
+   */
+  async #startGuard(): Promise<{
+    guard: GuardProxy;
+    credentials?: { username: string; password: string };
+  }> {
+    const { browserToken, wsEndpoint } = this.opts;
+    if (browserToken && wsEndpoint) {
+      try {
+        const guard = await startRemoteGuard({
+          endpoint: wsEndpoint,
+          token: browserToken,
+          client: this.#client,
+        });
+        return { guard, credentials: guard.credentials };
+      } catch (e) {
+        this.opts.log.error({
+          msg: "the browser service gave no guard",
+          error: describe(e),
+        });
+        throw new ApiError(240, { headers: { "Retry-After": "5" } });
+      }
+    }
     const listen = this.opts.proxyListen ?? "127.0.0.1";
     // Off loopback, only the capture holding these may use its guard.
     const credentials = isLoopbackHost(listen) ? undefined : {
@@ -231,24 +283,7 @@ export class ChromiumScreenshotter implements Screenshotter {
       this.opts.log.error({ msg: "guard cannot listen", error: describe(e) });
       throw new ApiError(240, { headers: { "Retry-After": "30" } });
     });
-    let context: BrowserContext | undefined;
-    try {
-      context = await browser.createBrowserContext({
-        proxyServer: guard.url,
-        // Chromium sends loopback straight out unless told otherwise; everything must
-        // pass the guard.
-        proxyBypassList: ["<-loopback>"],
-        downloadBehavior: { policy: "deny" },
-      });
-      const page = await context.newPage();
-      // Answers the guard's 407 (a remote browser's guard listens off loopback).
-      if (credentials) await page.authenticate(credentials);
-      return { browser, context, page, guard };
-    } catch (e) {
-      await context?.close().catch(() => {});
-      await guard.close();
-      throw await this.#explain(e, browser);
-    }
+    return { guard, credentials };
   }
 
   /** Starts making the next spare, unless one is on its way or the pool is closed. */
@@ -335,11 +370,11 @@ export class ChromiumScreenshotter implements Screenshotter {
       let timer: ReturnType<typeof setTimeout> | undefined;
       try {
         return await Promise.race([
-          readying.then(({ context, page, guard }) => {
+          readying.then(async ({ context, page, guard }) => {
             // Also at the guard, not only in the page: a cross-site ad frame may run in a
             // process of its own, which the page's blocked-URL list does not reach; every
             // process's connections pass the guard.
-            guard.setFilterHosts([
+            await guard.setFilterHosts([
               ...blocking.hosts,
               ...exemptSite(blocking.listHosts, new URL(opts.url)),
             ]);

@@ -8,6 +8,7 @@ import puppeteer, { type Browser } from "puppeteer-core";
 import type { Logger } from "../runtime/logger.ts";
 import { answersWithin, withTimeout } from "../runtime/timeout.ts";
 import { HOME_FLAG, OWNER_FLAG, reapOrphans } from "./reap.ts";
+import { serviceHeaders } from "./remote_guard.ts";
 
 /** Starts Chromium so that it dies with this process (a kill -9 included). */
 const CHILD_SCRIPT = new URL("./chromium_child.sh", import.meta.url).pathname;
@@ -53,6 +54,14 @@ export interface LaunchOptions {
   executablePath?: string;
   /** A remote browser's DevTools endpoint (BROWSER_WS_ENDPOINT). */
   wsEndpoint?: string;
+  /**
+   * The browser service's shared secret (BROWSER_TOKEN): with it, wsEndpoint is a
+   * `deno task browser` service, reached with the token, whose own guards the captures
+   * use (remote_guard.ts); without it, a bare DevTools endpoint and a guard here.
+   */
+  browserToken?: string;
+  /** This pool's id at the browser service (its guards close with our connection). */
+  browserClient?: string;
   /** The capture timeout; the DevTools protocol's own bound is 10 s above it. */
   timeoutMs: number;
   log: Logger;
@@ -83,8 +92,13 @@ export async function openBrowser(opts: LaunchOptions): Promise<Browser> {
     ? await withTimeout(
       (async () =>
         await puppeteer.connect({
-          browserWSEndpoint: await discoverWsEndpoint(wsEndpoint, 5000),
+          browserWSEndpoint: await discoverWsEndpoint(
+            wsEndpoint,
+            5000,
+            access(opts),
+          ),
           protocolTimeout: opts.timeoutMs + 10_000,
+          wsOptions: { headers: access(opts) },
         }))(),
       10_000,
       "connecting to the remote browser timed out",
@@ -109,6 +123,16 @@ export async function openBrowser(opts: LaunchOptions): Promise<Browser> {
   return browser;
 }
 
+/** The headers a browser service wants (none for a bare DevTools endpoint). */
+function access(opts: LaunchOptions): Record<string, string> {
+  if (!opts.browserToken || !opts.wsEndpoint) return {};
+  return serviceHeaders({
+    endpoint: opts.wsEndpoint,
+    token: opts.browserToken,
+    client: opts.browserClient ?? "",
+  });
+}
+
 /**
  * The ws:// URL of a DevTools endpoint. A ws URL is taken as it is; for http://host:port the
  * browser is asked (/json/version) for its current one, which changes at every browser
@@ -118,6 +142,7 @@ export async function openBrowser(opts: LaunchOptions): Promise<Browser> {
 export async function discoverWsEndpoint(
   endpoint: string,
   timeoutMs: number,
+  headers: Record<string, string> = {},
 ): Promise<string> {
   if (/^wss?:/.test(endpoint)) return endpoint;
   const base = new URL(endpoint);
@@ -126,6 +151,7 @@ export async function discoverWsEndpoint(
     if (ip) base.hostname = ip;
   }
   const res = await fetch(new URL("/json/version", base), {
+    headers,
     signal: AbortSignal.timeout(timeoutMs),
   });
   if (!res.ok) {

@@ -107,7 +107,7 @@ export async function loadPage(
         throw new Error("the page or its browser went away while loading");
       }
       if (gotoError && !REPLACED.test(gotoError.message) && !last.failure) {
-        throw judgeFailure(gotoError.message, guard);
+        throw await judgeFailure(gotoError.message, guard);
       }
       await new Promise((r) => setTimeout(r, 20));
     }
@@ -125,7 +125,7 @@ export async function loadPage(
       details: [{ message: "the page's server could not be reached" }],
     });
   }
-  if (last.failure) throw judgeFailure(last.failure, guard);
+  if (last.failure) throw await judgeFailure(last.failure, guard);
   if (waitUntil === "networkidle0" || waitUntil === "networkidle2") {
     // Idle for 500 ms with no (or at most two) requests in flight, as puppeteer defines
     // it; a page that never goes quiet is a timeout.
@@ -147,8 +147,12 @@ export async function loadPage(
 }
 
 /** A failed main-frame navigation: the guard's refusal (210), a timeout (230), else 220. */
-function judgeFailure(message: string, guard: GuardProxy): ApiError {
+async function judgeFailure(
+  message: string,
+  guard: GuardProxy,
+): Promise<ApiError> {
   if (/timeout/i.test(message)) return new ApiError(230);
+  await guard.refresh?.().catch(() => {});
   if (guard.events.some((ev) => ev.kind === "blocked")) {
     return new ApiError(210);
   }

@@ -1,0 +1,153 @@
+import assert from "node:assert/strict";
+import sharp from "sharp";
+import { test, waitUntilAsync } from "./helpers.ts";
+import { countingListener, startFixture } from "./fixture_server.ts";
+import { startBrowserService } from "./browser_service.ts";
+import { freePort } from "./pg_cluster.ts";
+import { ChromiumScreenshotter } from "../services/screenshots/chromium.ts";
+import { parseAllowList } from "../schemas/allow_list.ts";
+import { memoryLogger } from "../services/runtime/logger.ts";
+import { ApiError } from "../schemas/errors.ts";
+import { PRESETS } from "../schemas/presets.ts";
+import type { CaptureOptions } from "../services/screenshots/screenshotter.ts";
+
+const TOKEN = "test-token-" + crypto.randomUUID();
+
+function shot(url: string): CaptureOptions {
+  const p = PRESETS.find((x) => x.id === "desktop-720p") ?? PRESETS[0];
+  return {
+    url,
+    viewport: p,
+    format: "png",
+    fullPage: false,
+    noAds: false,
+    noCookie: false,
+    colorScheme: "default",
+    zoom: 1,
+  };
+}
+
+async function centrePixel(png: Uint8Array): Promise<number[]> {
+  const img = sharp(png);
+  const { width, height } = await img.metadata();
+  const { data } = await img.extract({
+    left: Math.floor(width! / 2),
+    top: Math.floor(height! / 2),
+    width: 1,
+    height: 1,
+  }).removeAlpha().raw().toBuffer({ resolveWithObject: true });
+  return [...data];
+}
+
+test("the browser service refuses a missing or wrong BROWSER_TOKEN on every route, DevTools included, and logs each refusal", async () => {
+  const service = await startBrowserService({
+    address: "127.0.0.1",
+    port: freePort(),
+    token: TOKEN,
+  });
+  const shooter = new ChromiumScreenshotter({
+    wsEndpoint: service.endpoint,
+    browserToken: "wrong-token-0123456789",
+    concurrency: 1,
+    queueMax: 2,
+    recycleAfter: 100,
+    timeoutMs: 10_000,
+    allowRules: [],
+    log: memoryLogger(),
+  });
+  try {
+    for (
+      const [path, init] of [
+        ["/json/version", {}],
+        ["/health", {}],
+        ["/guards", { method: "POST" }],
+        ["/devtools/browser/x", {
+          headers: { upgrade: "websocket", connection: "Upgrade" },
+        }],
+      ] as [string, RequestInit][]
+    ) {
+      for (const auth of [undefined, "Bearer nope", `Bearer ${TOKEN}x`]) {
+        const res = await fetch(`${service.endpoint}${path}`, {
+          ...init,
+          headers: {
+            ...init.headers,
+            ...(auth ? { authorization: auth } : {}),
+          },
+        });
+        await res.body?.cancel();
+        assert.equal(res.status, 401, `${path} with ${auth}`);
+      }
+    }
+    // An instance with the wrong token gets no browser: 240, not a hang.
+    await assert.rejects(
+      shooter.capture(shot("http://127.0.0.1:1/")),
+      (e) => e instanceof ApiError && e.code === 240,
+    );
+    await waitUntilAsync(
+      () =>
+        Promise.resolve(
+          service.lines.filter((l) => /browser token (refused|missing)/.test(l))
+            .length >= 12,
+        ),
+      5000,
+    );
+    const refused = service.lines.filter((l) =>
+      /browser token (refused|missing)/.test(l)
+    );
+    assert.ok(refused.length >= 12, service.lines.join("\n"));
+    assert.ok(refused.some((l) => l.includes("/devtools/browser/x")));
+  } finally {
+    await shooter.close();
+    await service.stop();
+  }
+});
+
+test("with BROWSER_TOKEN every page request leaves through the browser service's own guard: what it allows is captured, a denied loopback page is 210 with zero requests, and the guards close with the instance", async () => {
+  const green = startFixture({
+    "/":
+      `<!doctype html><style>html,body{margin:0;height:100%;background:#00ff00}</style><img src="/pixel">`,
+    "/pixel": () => new Response(null, { status: 204 }),
+  });
+  const denied = countingListener();
+  const service = await startBrowserService({
+    address: "127.0.0.1",
+    port: freePort(),
+    token: TOKEN,
+    allow: `127.0.0.1:${green.port}`,
+  });
+  // The instance's own allow list is empty: were its own guard used, the green page would
+  // be refused. Only the service's guard, which allows it, can fetch it.
+  const shooter = new ChromiumScreenshotter({
+    wsEndpoint: service.endpoint,
+    browserToken: TOKEN,
+    concurrency: 1,
+    queueMax: 2,
+    recycleAfter: 100,
+    timeoutMs: 10_000,
+    allowRules: parseAllowList(""),
+    log: memoryLogger(),
+  });
+  try {
+    const res = await shooter.capture(shot(`${green.origin}/`));
+    assert.deepEqual(await centrePixel(res.bytes), [0, 255, 0]);
+    assert.deepEqual(green.requests.map((r) => r.path).sort(), ["/", "/pixel"]);
+    await assert.rejects(
+      shooter.capture(shot(`http://127.0.0.1:${denied.port}/`)),
+      (e) => e instanceof ApiError && e.code === 210,
+    );
+    assert.equal(denied.accepted, 0);
+    // The spare's guard is open at the service while the instance is connected.
+    assert.ok((await service.health()).guards >= 1);
+    await shooter.close();
+    await waitUntilAsync(
+      async () => (await service.health()).guards === 0,
+      5000,
+    );
+    assert.deepEqual(await service.health(), { guards: 0, devtools: 0 });
+  } finally {
+    await shooter.close();
+    await service.stop();
+    await green.close();
+    await denied.close();
+  }
+});

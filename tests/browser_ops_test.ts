@@ -5,6 +5,7 @@ import { test, waitUntil, waitUntilAsync } from "./helpers.ts";
 import { startFixture } from "./fixture_server.ts";
 import { requireChromium, startDevtoolsBrowser } from "./browser_service.ts";
 import { freePort } from "./pg_cluster.ts";
+import { linkedNamespace } from "./netns.ts";
 import { ChromiumScreenshotter } from "../services/screenshots/chromium.ts";
 import { SpreadScreenshotter } from "../services/screenshots/spread.ts";
 import { openScreenshotter } from "../services/runtime/composition.ts";
@@ -305,53 +306,11 @@ test("off loopback the guard proxy refuses requests without this capture's crede
   }
 });
 
-/** Runs a command, failing the test with its output when it fails. */
-async function sh(cmd: string, ...args: string[]) {
-  const out = await new Deno.Command(cmd, {
-    args,
-    stdout: "piped",
-    stderr: "piped",
-  })
-    .output();
-  if (!out.success) {
-    throw new Error(
-      `${cmd} ${args.join(" ")}: ${new TextDecoder().decode(out.stderr)}`,
-    );
-  }
-}
-
 test("a browser on another host (its own network namespace, reached over a veth /30 the test makes) captures through the guard, which it can reach only over that link, and a denied page sees zero requests", async () => {
-  const tag = crypto.randomUUID().slice(0, 6);
-  const ns = `ihb${tag}`;
-  const hostIf = `ihh${tag}`;
-  const nsIf = `ihn${tag}`;
-  // A /30 of the test's own, inside this machine only.
-  const octet = 16 + Math.floor(Math.random() * 200);
-  const hostIp = `10.231.${octet}.1`;
-  const nsIp = `10.231.${octet}.2`;
-  await sh("ip", "netns", "add", ns);
+  const { ns, hostIp, nsIp, destroy } = await linkedNamespace();
   let browser: Awaited<ReturnType<typeof startDevtoolsBrowser>> | undefined;
   let shooter: ChromiumScreenshotter | undefined;
   try {
-    await sh("ip", "link", "add", hostIf, "type", "veth", "peer", "name", nsIf);
-    await sh("ip", "link", "set", nsIf, "netns", ns);
-    await sh("ip", "addr", "add", `${hostIp}/30`, "dev", hostIf);
-    await sh("ip", "link", "set", hostIf, "up");
-    await sh(
-      "ip",
-      "netns",
-      "exec",
-      ns,
-      "ip",
-      "addr",
-      "add",
-      `${nsIp}/30`,
-      "dev",
-      nsIf,
-    );
-    await sh("ip", "netns", "exec", ns, "ip", "link", "set", nsIf, "up");
-    await sh("ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up");
-
     browser = await startDevtoolsBrowser(nsIp, 9222, ns);
     shooter = new ChromiumScreenshotter({
       wsEndpoint: browser.endpoint,
@@ -380,8 +339,7 @@ test("a browser on another host (its own network namespace, reached over a veth 
   } finally {
     await shooter?.close();
     await browser?.kill();
-    await sh("ip", "netns", "del", ns).catch(() => {});
-    await sh("ip", "link", "del", hostIf).catch(() => {});
+    await destroy();
   }
 });
 

@@ -56,8 +56,8 @@ export function startFixture(
  * A bare loopback listener that counts every TCP connection it accepts: the port a guard
  * denies, where a test asserts nothing even connected.
  */
-export function countingListener() {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+export function countingListener(hostname = "127.0.0.1") {
+  const listener = Deno.listen({ hostname, port: 0 });
   const state = { accepted: 0 };
   const accepting = (async () => {
     for await (const conn of listener) {

@@ -34,7 +34,13 @@ export async function keyBeforeStart(
  */
 export async function startService(
   env: Record<string, string>,
-  opts: { dataDir?: string; port?: number; denoFlags?: string[] } = {},
+  opts: {
+    dataDir?: string;
+    port?: number;
+    denoFlags?: string[];
+    /** Instead of `-A`: the permission flags exactly (a sandbox's). */
+    permissions?: string[];
+  } = {},
 ) {
   const dataDir = opts.dataDir ??
     await Deno.makeTempDir({ prefix: "imagehost-proc-" });
@@ -42,7 +48,7 @@ export async function startService(
   const proc = new Deno.Command(Deno.execPath(), {
     args: [
       "run",
-      "-A",
+      ...(opts.permissions ?? ["-A"]),
       ...(opts.denoFlags ?? []),
       new URL("../main.ts", import.meta.url).pathname,
     ],

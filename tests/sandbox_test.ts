@@ -1,0 +1,303 @@
+/**
+ * The service as Deno Deploy runs it: no native code, no subprocess, no disk writes
+ * (`deno task start:sandbox`), on PostgreSQL, an S3 bucket (s3rver) and a browser service
+ * with its own guard on "another host" (a network namespace this test makes). The whole
+ * product, walked through once.
+ */
+import assert from "node:assert/strict";
+import sharp from "sharp";
+import { test } from "./helpers.ts";
+import { startPgCluster } from "./pg_cluster.ts";
+import { startS3 } from "./s3_server.ts";
+import { startService } from "./service_process.ts";
+import { startBrowserService } from "./browser_service.ts";
+import { linkedNamespace } from "./netns.ts";
+import { countingListener, startFixture } from "./fixture_server.ts";
+import { formWith, makeImage } from "./fixtures.ts";
+
+const TOKEN = `sandbox-${crypto.randomUUID()}`;
+const GREEN =
+  `<!doctype html><style>html,body{margin:0;height:100%;background:#00ff00}</style><body></body>`;
+
+/** The flags of `deno task start:sandbox`, read from deno.json so the two cannot differ. */
+async function sandboxFlags(): Promise<string[]> {
+  const tasks = JSON.parse(
+    await Deno.readTextFile(new URL("../deno.json", import.meta.url)),
+  ).tasks as Record<string, string>;
+  const flags = tasks["start:sandbox"].split(/\s+/).filter((a) =>
+    a.startsWith("--")
+  );
+  for (
+    const f of ["--deny-ffi", "--deny-run", "--deny-write", "--allow-net"]
+  ) assert.ok(flags.includes(f), f);
+  assert.ok(!flags.some((f) => /^--allow-(all|ffi|run|write)|^-A$/.test(f)));
+  return flags;
+}
+
+/** Green within a lossy encoder's rounding. */
+function assertGreen(px: number[]) {
+  assert.ok(px[0] < 8 && px[1] > 247 && px[2] < 8, `not green: ${px}`);
+}
+
+async function centre(bytes: Uint8Array): Promise<number[]> {
+  const img = sharp(bytes);
+  const { width, height } = await img.metadata();
+  const { data } = await img.extract({
+    left: Math.floor(width! / 2),
+    top: Math.floor(height! / 2),
+    width: 1,
+    height: 1,
+  }).removeAlpha().raw().toBuffer({ resolveWithObject: true });
+  return [...data];
+}
+
+/** Ports the process listens on (ss), by its pid. */
+async function listeningPorts(pid: number): Promise<number[]> {
+  const out = await new Deno.Command("ss", {
+    args: ["-Hltnp"],
+    stdout: "piped",
+  })
+    .output();
+  return new TextDecoder().decode(out.stdout).split("\n")
+    .filter((l) => l.includes(`pid=${pid},`))
+    .map((l) => Number(l.split(/\s+/)[3].split(":").pop()));
+}
+
+test("under Deno Deploy's limits (no FFI, no subprocess, no disk writes) the service does its whole job on PostgreSQL, S3 and a browser service: accounts, every upload body, variants, viewer, list, delete, expiry, screenshots and the site", async () => {
+  const flags = await sandboxFlags();
+  const pg = await startPgCluster();
+  const s3 = await startS3();
+  const net = await linkedNamespace();
+  // Pages for the browser, on this side of the link; the browser service may reach them
+  // (its own FETCH_ALLOW_PRIVATE), nothing else may. A second port it must never reach.
+  const pages = startFixture({ "/": GREEN }, net.hostIp);
+  const denied = countingListener(net.hostIp);
+  // An image for URL imports, on loopback: the instance fetches it itself.
+  const png = await makeImage("png", { width: 200, height: 100 });
+  const remote = await makeImage("png", { width: 300, height: 100 });
+  const imports = startFixture({
+    "/a.png": () =>
+      new Response(new Uint8Array(remote), {
+        headers: { "content-type": "image/png" },
+      }),
+  });
+  let browser: Awaited<ReturnType<typeof startBrowserService>> | undefined;
+  let svc: Awaited<ReturnType<typeof startService>> | undefined;
+  try {
+    browser = await startBrowserService({
+      address: net.nsIp,
+      port: 9222,
+      token: TOKEN,
+      allow: `${net.hostIp}:${pages.port}`,
+      netns: net.ns,
+    });
+    svc = await startService({
+      DATABASE_URL: pg.url,
+      ...s3.env,
+      SCREENSHOTS: "on",
+      BROWSER_WS_ENDPOINT: browser.endpoint,
+      BROWSER_TOKEN: TOKEN,
+      // The instance checks a target before asking the browser; the browser service's
+      // guard checks every request the page makes. `denied` passes the first check here
+      // so that the second is the one that refuses it.
+      FETCH_ALLOW_PRIVATE:
+        `127.0.0.1:${imports.port},${net.hostIp}:${pages.port},${net.hostIp}:${denied.port}`,
+      // A DATA_DIR it could not write anyway: nothing may be put there.
+      DATA_DIR: "/nonexistent-imagehost-data",
+    }, { permissions: flags });
+    const base = svc.base;
+    const form = (data: Record<string, string>, cookie = "") => ({
+      method: "POST",
+      redirect: "manual" as const,
+      headers: {
+        "content-type": "application/x-www-form-urlencoded",
+        origin: base,
+        ...(cookie ? { cookie } : {}),
+      },
+      body: new URLSearchParams(data).toString(),
+    });
+
+    // Sign-up, then a key from the account page.
+    const signup = await fetch(
+      `${base}/signup`,
+      form({ email: "deploy@example.com", password: "a long enough password" }),
+    );
+    await signup.body?.cancel();
+    assert.equal(signup.status, 303);
+    const cookie = signup.headers.get("set-cookie")!.split(";")[0];
+    const account = await (await fetch(`${base}/account`, {
+      headers: { cookie },
+    })).text();
+    const csrf = account.match(/name="_csrf" value="([^"]+)"/)![1];
+    const made = await fetch(
+      `${base}/account/keys`,
+      form({ _csrf: csrf, label: "deploy" }, cookie),
+    );
+    await made.body?.cancel();
+    const carried = made.headers.get("set-cookie")!.split(";")[0];
+    const shown = await (await fetch(`${base}/account`, {
+      headers: { cookie: `${cookie}; ${carried}` },
+    })).text();
+    const key = shown.match(/value="(ihk_[A-Za-z0-9_-]{43})"/)![1];
+    const auth = { authorization: `Bearer ${key}` };
+    const api = async (path: string, init: RequestInit = {}) => {
+      const res = await fetch(`${base}${path}`, {
+        ...init,
+        headers: { ...auth, ...init.headers },
+      });
+      return { status: res.status, body: await res.json() };
+    };
+
+    // An image that expires in a minute, first, so its end comes during the walk.
+    const expiringAt = Date.now() + 60_000;
+    const fdExp = formWith([{ name: "e.gif", bytes: await makeImage("gif") }]);
+    const expiring = await api("/api/1/upload?expiration=60", {
+      method: "POST",
+      body: fdExp,
+    });
+    assert.equal(expiring.status, 200, JSON.stringify(expiring.body));
+    assert.equal(expiring.body.data.expiration, 60);
+
+    // Every body type: multipart, urlencoded base64, JSON data URI, a URL import.
+    const jpeg = await makeImage("jpeg", { width: 1500, height: 900 });
+    const fd = formWith([{ name: "big.jpg", bytes: jpeg }]);
+    const multipart = await api("/api/1/upload", { method: "POST", body: fd });
+    assert.equal(multipart.status, 200, JSON.stringify(multipart.body));
+    const b64 = btoa(String.fromCharCode(...png));
+    const urlencoded = await api("/api/1/upload", {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ image: b64, name: "enc" }).toString(),
+    });
+    assert.equal(urlencoded.status, 200, JSON.stringify(urlencoded.body));
+    const json = await api("/api/1/upload", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({
+        images: [
+          `data:image/webp;base64,${
+            btoa(String.fromCharCode(...await makeImage("webp")))
+          }`,
+        ],
+      }),
+    });
+    assert.equal(json.status, 200, JSON.stringify(json.body));
+    const imported = await api(
+      `/api/1/upload?source=${encodeURIComponent(`${imports.origin}/a.png`)}`,
+      { method: "POST" },
+    );
+    assert.equal(imported.status, 200, JSON.stringify(imported.body));
+    assert.deepEqual(imports.requests.map((r) => r.path), ["/a.png"]);
+
+    // Originals and variants, from the bucket through the service.
+    const rec = multipart.body.data;
+    for (
+      const [url, width] of [
+        [rec.url, 1500],
+        [rec.medium.url, 1024],
+        [rec.thumb.url, 320],
+      ] as const
+    ) {
+      const got = await fetch(url);
+      assert.equal(got.status, 200, url);
+      const meta = await sharp(new Uint8Array(await got.arrayBuffer()))
+        .metadata();
+      assert.equal(meta.width, width, url);
+    }
+    const same = await fetch(urlencoded.body.data.url);
+    assert.deepEqual(new Uint8Array(await same.arrayBuffer()), png);
+    let inBucket = 0;
+    for await (const _ of s3.store.list()) inBucket++;
+    assert.ok(inBucket >= 9, `${inBucket} objects in the bucket`);
+
+    // Viewer and list.
+    const viewer = await fetch(rec.url_viewer);
+    const viewerHtml = await viewer.text();
+    assert.equal(viewer.status, 200);
+    assert.ok(viewerHtml.includes(rec.url), "the viewer shows the image");
+    const list = await api("/api/1/images");
+    assert.equal(list.status, 200);
+    assert.equal(list.body.data.images.length, 5);
+
+    // Screenshots through the browser service: shared, inline, and one it must refuse.
+    const shared = await api("/api/1/screenshot", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ url: `${pages.origin}/` }),
+    });
+    assert.equal(shared.status, 200, JSON.stringify(shared.body));
+    const sharedBytes = new Uint8Array(
+      await (await fetch(shared.body.data.url)).arrayBuffer(),
+    );
+    assertGreen(await centre(sharedBytes));
+    const inline = await fetch(`${base}/api/1/screenshot`, {
+      method: "POST",
+      headers: { ...auth, "content-type": "application/json" },
+      body: JSON.stringify({
+        url: `${pages.origin}/`,
+        share: false,
+        format: "webp",
+        response: "binary",
+      }),
+    });
+    assert.equal(inline.status, 200);
+    assert.equal(inline.headers.get("content-type"), "image/webp");
+    assertGreen(await centre(new Uint8Array(await inline.arrayBuffer())));
+    const refused = await api("/api/1/screenshot", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ url: `http://${net.hostIp}:${denied.port}/` }),
+    });
+    assert.equal(refused.body.error?.code, 210, JSON.stringify(refused.body));
+    assert.equal(denied.accepted, 0);
+
+    // Delete: the record and its files are gone at once.
+    const del = await api(`/api/1/images/${json.body.data.id}`, {
+      method: "DELETE",
+    });
+    assert.equal(del.status, 200);
+    const gone = await fetch(json.body.data.url);
+    await gone.body?.cancel();
+    assert.equal(gone.status, 404);
+
+    // The site's pages.
+    for (const path of ["/", "/docs", "/login", "/images", "/account"]) {
+      const page = await fetch(`${base}${path}`, { headers: { cookie } });
+      await page.body?.cancel();
+      assert.equal(page.status, 200, path);
+    }
+
+    // The minute is over: the expiring image answers 404, its viewer too.
+    await new Promise((r) =>
+      setTimeout(r, Math.max(0, expiringAt + 1500 - Date.now()))
+    );
+    for (const url of [expiring.body.data.url, expiring.body.data.url_viewer]) {
+      const r = await fetch(url);
+      await r.body?.cancel();
+      assert.equal(r.status, 404, url);
+    }
+
+    // It ran as the sandbox lets it: the WebAssembly engine, uploads in memory, no port
+    // but its own (the guards are the browser service's), no refused write or spawn.
+    const log = svc.log();
+    assert.match(log, /"msg":"image engine","engine":"wasm"/);
+    assert.deepEqual(await listeningPorts(svc.proc.pid), [svc.port]);
+    assert.doesNotMatch(
+      log,
+      /NotCapable|PermissionDenied|Requires (write|run)/,
+    );
+    assert.ok(
+      (await browser.health()).guards >= 1,
+      "the captures' guards were the service's",
+    );
+  } finally {
+    await svc?.close();
+    await browser?.stop();
+    await pages.close();
+    await denied.close();
+    await imports.close();
+    await net.destroy();
+    await s3.close();
+    await pg.destroy();
+  }
+});

@@ -17,7 +17,11 @@ import { allowRulesOf } from "../../schemas/allow_list.ts";
 import type { Screenshotter } from "../screenshots/screenshotter.ts";
 import { installChromium } from "../screenshots/install.ts";
 import { ImagePipeline } from "../images/pipeline.ts";
-import { engineThreads, imageEngine } from "../images/engine.ts";
+import {
+  engineThreads,
+  imageEngine,
+  warmEngine,
+} from "../images/engine.ts";
 import { sweepExpired } from "../images/records.ts";
 import { sweepRateLimits } from "../accounts/rate_limit.ts";
 import { sweepShotCache } from "../screenshots/shot_cache.ts";
@@ -193,6 +197,8 @@ async function buildRest(
   opts: { pgliteDir: string },
   shooting: Promise<Screenshotter | undefined>,
 ): Promise<{ deps: Omit<AppDeps, "clock">; close(): Promise<void> }> {
+  // Beside the database's start, not after it: the engine's own start runs on its threads.
+  const warming = warmEngine();
   const database = await openDatabase(
     config.DATABASE_URL
       ? {
@@ -230,6 +236,7 @@ async function buildRest(
   // Which libvips runs (native, or WebAssembly where native code is refused) and how
   // image work is spread over it: the first thing to read when uploads are slow.
   const engine = imageEngine();
+  await warming;
   log.info({
     msg: "image engine",
     engine,

@@ -230,6 +230,14 @@ export const ConfigSchema = z.object({
         "is required when SCREENSHOT_PROXY_LISTEN is a wildcard address: the browser must be told where to reach this instance",
     });
   }
+  if (c.BROWSER_TOKEN && !c.BROWSER_WS_ENDPOINT) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["BROWSER_TOKEN"],
+      message:
+        "is the secret of the browser services in BROWSER_WS_ENDPOINT: set that too, or unset this",
+    });
+  }
   if (c.IMAGE_SERVE === "proxy" && c.STORE !== "fs") {
     ctx.addIssue({
       code: "custom",

@@ -347,6 +347,13 @@ test("bad configuration values name the variable", () => {
     [{ FETCH_ALLOW_PRIVATE: "10.0.0.0/8,nonsense" }, /FETCH_ALLOW_PRIVATE/],
     [{ URL_IMPORT_TIMEOUT_MS: "5" }, /URL_IMPORT_TIMEOUT_MS/],
     [{ IMAGE_CACHE_MB: "-1" }, /IMAGE_CACHE_MB/],
+    [{ SCRATCH: "tape" }, /SCRATCH/],
+    [{ SCRATCH: "memory", MEMORY_BODY_MB: "1" }, /MEMORY_BODY_MB/],
+    [{ BROWSER_TOKEN: "short" }, /BROWSER_TOKEN/],
+    [
+      { BROWSER_TOKEN: "0123456789abcdef0" },
+      /BROWSER_TOKEN.*BROWSER_WS_ENDPOINT/,
+    ],
   ];
   for (const [env, re] of bad) {
     assert.throws(

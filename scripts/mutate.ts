@@ -23,6 +23,27 @@ interface Mutation {
 
 const MUTATIONS: Mutation[] = [
   {
+    name: "browser service: any token accepted",
+    file: "services/screenshots/browser_gateway.ts",
+    from: `      if (!safeEqual(given, expected)) {`,
+    to: `      if (!given) {`,
+    tests: ["tests/browser_gateway_test.ts"],
+  },
+  {
+    name: "memory scratch: the process budget ignored",
+    file: "services/runtime/scratch_files.ts",
+    from: `    if (bytes > 0 && this.#held + bytes > this.budget) {`,
+    to: `    if (bytes > 0 && this.#held + bytes > this.budget * 64) {`,
+    tests: ["tests/scratch_files_test.ts"],
+  },
+  {
+    name: "memory scratch: a request's own budget ignored",
+    file: "services/runtime/scratch_files.ts",
+    from: `    if (f && bytes > 0 && f.held + bytes > f.limit) {`,
+    to: `    if (f && bytes > 0 && f.held + bytes > f.limit * 64) {`,
+    tests: ["tests/scratch_files_test.ts"],
+  },
+  {
     name: "bodies: the field budget ignored",
     file: "services/bodies/form_bodies.ts",
     from: `    if (++this.#count > max) throw tooManyFields(max);`,

@@ -141,7 +141,9 @@ try {
     row("service, first upload answered", service),
   ]);
   console.log(
-    `service ÷ bare (p50): ${(pct(service, 50) / pct(reference, 50)).toFixed(2)}×; ` +
+    `service ÷ bare (p50): ${
+      (pct(service, 50) / pct(reference, 50)).toFixed(2)
+    }×; ` +
       `runs: ${RUNS}; flags: ${FLAGS.join(" ")}`,
   );
 } finally {

@@ -72,6 +72,10 @@ TEST_SCRATCH=memory run_tests "deno test (image suites, --deny-ffi, SCRATCH=memo
   tests/image_engine_test.ts tests/hostile_images_test.ts tests/metadata_test.ts \
   tests/bmp_test.ts tests/upload_test.ts tests/abuse_test.ts tests/disk_full_test.ts \
   tests/url_import_test.ts
+# The hostile-page corpus again through a browser service with its own guard (deno task
+# browser), as captures from Deno Deploy run: SSRF spellings, redirects, sockets.
+TEST_BROWSER_SERVICE=1 run_tests "deno test (hostile pages via the browser service's guard)" \
+  -A tests/screenshot_hostile_test.ts
 # Memory and flood figures are measured with the machine otherwise quiet: beside the
 # parallel suite a login flood's RSS growth varied by ±15 MB around its 100 MB bound.
 run_tests "deno task test:flood" -A tests/alone/flood.ts

@@ -7,6 +7,8 @@ import { findChromium } from "../services/screenshots/chromium_launch.ts";
 import { fullPageClip } from "../services/screenshots/full_page.ts";
 import { parseAllowList } from "../schemas/allow_list.ts";
 import { memoryLogger } from "../services/runtime/logger.ts";
+import { startBrowserService } from "./browser_service.ts";
+import { freePort } from "./pg_cluster.ts";
 
 const CHROMIUM = findChromium(Deno.env.get("TEST_CHROMIUM_PATH"));
 if (!CHROMIUM) {
@@ -92,8 +94,25 @@ const fixture = startFixture({
 const ALLOW = `127.0.0.1:${fixture.port}`;
 
 const TIMEOUT_MS = 4000;
+/**
+ * With TEST_BROWSER_SERVICE=1 the captures run on a browser service with its own guard
+ * (`deno task browser`), as from Deno Deploy: the same corpus must hold against the guard
+ * on the browser's side. CI runs this file both ways.
+ */
+const viaService = Deno.env.get("TEST_BROWSER_SERVICE") === "1";
+const TOKEN = `hostile-${crypto.randomUUID()}`;
+const service = viaService
+  ? await startBrowserService({
+    address: "127.0.0.1",
+    port: freePort(),
+    token: TOKEN,
+    allow: `127.0.0.1:${fixture.port}`,
+  })
+  : undefined;
 const shooter = new ChromiumScreenshotter({
-  executablePath: CHROMIUM,
+  ...(service
+    ? { wsEndpoint: service.endpoint, browserToken: TOKEN }
+    : { executablePath: CHROMIUM }),
   concurrency: 2,
   queueMax: 16,
   recycleAfter: 1000,
@@ -288,6 +307,7 @@ test("a captured page's WebSockets, HTTPS (CONNECT) and plain requests to a deni
 
 test("teardown", async () => {
   await shooter.close();
+  await service?.stop();
   await env.close();
   await fixture.close();
   await denied.close();

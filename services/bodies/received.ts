@@ -3,11 +3,12 @@
  * (multipart.ts, with text parts found by multipart_text_parts.ts and byte_search.ts),
  * urlencoded and JSON bodies (form_bodies.ts) and base64 images within any of them
  * (base64_file.ts). Each gives a ReceivedForm (this file): every file part already in a
- * temp file, and the text fields; with BodyOptions, what each takes. A leaf, so the
+ * scratch file (on disk, or in memory with SCRATCH=memory: runtime/scratch_files.ts), and
+ * the text fields; with BodyOptions, what each takes. A leaf, so the
  * readers of each body type can share both without importing one another.
  */
 
-/** One file part, already on disk in a temp file. */
+/** One file part, already in a scratch file (disk or memory). */
 export interface ReceivedFile {
   index: number;
   field: string;

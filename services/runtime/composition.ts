@@ -17,11 +17,7 @@ import { allowRulesOf } from "../../schemas/allow_list.ts";
 import type { Screenshotter } from "../screenshots/screenshotter.ts";
 import { installChromium } from "../screenshots/install.ts";
 import { ImagePipeline } from "../images/pipeline.ts";
-import {
-  engineThreads,
-  imageEngine,
-  warmEngine,
-} from "../images/engine.ts";
+import { engineThreads, imageEngine, warmEngine } from "../images/engine.ts";
 import { sweepExpired } from "../images/records.ts";
 import { sweepRateLimits } from "../accounts/rate_limit.ts";
 import { sweepShotCache } from "../screenshots/shot_cache.ts";

@@ -154,6 +154,45 @@ test("a keyless upload to a real server is answered 401 while the client is stil
   }
 });
 
+test("a slow keyless multipart client is answered 401 as soon as its file part begins, not once 64 KiB have come", async () => {
+  const env = await testEnv();
+  const server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    env.app.fetch,
+  );
+  const conn = await Deno.connect({
+    hostname: "127.0.0.1",
+    port: server.addr.port,
+  });
+  try {
+    const boundary = "----slow";
+    // The head, a field and the start of a file part, then a few bytes and silence: the
+    // client promises 5 MB and sends them as slowly as it likes.
+    await conn.write(new TextEncoder().encode(
+      `POST /api/1/upload HTTP/1.1\r\nhost: x\r\n` +
+        `content-type: multipart/form-data; boundary=${boundary}\r\n` +
+        `content-length: 5000000\r\n\r\n--${boundary}\r\n` +
+        `Content-Disposition: form-data; name="title"\r\n\r\nslow\r\n--${boundary}\r\n` +
+        `Content-Disposition: form-data; name="image"; filename="a.jpg"\r\n\r\n` +
+        "x".repeat(100),
+    ));
+    const buf = new Uint8Array(4096);
+    const read = await Promise.race([
+      conn.read(buf),
+      new Promise<"late">((r) => setTimeout(() => r("late"), 3000)),
+    ]);
+    assert.notEqual(read, "late", "no answer within 3 s");
+    const head = new TextDecoder().decode(buf.subarray(0, read as number));
+    assert.match(head, /^HTTP\/1\.1 401 /);
+    assert.match(head, /"code":100/);
+    assert.deepEqual(scratchFiles(env), []);
+  } finally {
+    conn.close();
+    await server.shutdown();
+    await env.close();
+  }
+});
+
 test("an empty key in a JSON body, a form or the query does not hide a real key of lower precedence", async () => {
   const env = await testEnv();
   try {

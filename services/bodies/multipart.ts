@@ -343,7 +343,9 @@ export async function receiveMultipart(
   };
   try {
     let total = 0;
-    for await (const chunk of readPooled(body)) {
+    // Until the caller is admitted, pieces are taken as they arrive: a slow client whose
+    // file part has begun is refused at once, not once 64 KB have come.
+    for await (const chunk of readPooled(body, () => !admitted)) {
       total += chunk.length;
       if (total > maxTotal) {
         overTotal = true;
@@ -409,10 +411,13 @@ export async function receiveMultipart(
  * Yields the body in full READ_SIZE chunks (the last one shorter) of a rotating set of
  * reused buffers. Full chunks keep the pool's promise whatever size the network's pieces
  * are: a 64 KB field spans at most three of them. A byte stream is read BYOB straight into
- * the buffers; any other stream's chunks are copied in.
+ * the buffers; any other stream's chunks are copied in. While `eager()` holds, whatever
+ * has arrived is yielded at once as a copy of its own (outside the pool, so the promise
+ * still holds): the first bytes of a body decide admission.
  */
 async function* readPooled(
   body: ReadableStream<Uint8Array>,
+  eager: () => boolean = () => false,
 ): AsyncGenerator<Uint8Array> {
   const pool = Array.from(
     { length: READ_POOL },
@@ -442,8 +447,13 @@ async function* readPooled(
             break;
           }
           filled += r.value.length;
+          if (eager()) break;
         }
-        if (filled) yield new Uint8Array(pool[slot], 0, filled);
+        if (filled) {
+          yield filled < READ_SIZE && !done
+            ? new Uint8Array(pool[slot], 0, filled).slice()
+            : new Uint8Array(pool[slot], 0, filled);
+        }
         if (done) return;
       }
     } finally {
@@ -457,6 +467,10 @@ async function* readPooled(
     while (true) {
       const { value, done } = await reader.read();
       if (done) break;
+      if (eager() && filled === 0) {
+        yield value.slice();
+        continue;
+      }
       let off = 0;
       while (off < value.length) {
         const n = Math.min(READ_SIZE - filled, value.length - off);

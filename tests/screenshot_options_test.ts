@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import sharp from "sharp";
 import { json, test, type TestEnv, testEnv, userWithKey } from "./helpers.ts";
-import { startFixture } from "./fixture_server.ts";
+import { countingListener, startFixture } from "./fixture_server.ts";
 import { testScreenshotter } from "./browser_service.ts";
 import { requestHash } from "../services/screenshots/shot_cache.ts";
 import { wantsBytes } from "../routes/screenshot.ts";
@@ -377,6 +377,32 @@ test("reducedMotion, hideSelectors, css and js change the page before the captur
     [thrown.status, thrown.body.error.code, thrown.body.error.details[0].path],
     [400, 160, "js"],
   );
+});
+
+test("a js that navigates within the guard's rules is followed and the new page captured; one that navigates to a denied address is 210 and it sees no connection", async () => {
+  for (
+    const js of [
+      `location.href = "/quads"`,
+      `document.body.insertAdjacentHTML("beforeend", '<a id="go" href="/quads">go</a>'); document.getElementById("go").click()`,
+      `setTimeout(() => location.assign("/quads"), 20)`,
+    ]
+  ) {
+    const r = await shot({ url: `${fixture.origin}/box`, js });
+    assert.equal(r.status, 200, `${js}: ${JSON.stringify(r.body)}`);
+    assert.deepEqual(await pixel(image(r), 50, 50), [255, 0, 0], js);
+    assert.deepEqual(await pixel(image(r), 150, 150), [0, 0, 0], js);
+  }
+  const denied = countingListener();
+  try {
+    const r = await shot({
+      url: `${fixture.origin}/box`,
+      js: `location.href = "http://127.0.0.1:${denied.port}/"`,
+    });
+    assert.equal(r.body.error?.code, 210, JSON.stringify(r.body));
+    assert.equal(denied.accepted, 0);
+  } finally {
+    await denied.close();
+  }
 });
 
 test("a userAgent with a line break or another control character is 160 naming it, and no page is loaded (it was a 502 quoting Chromium's protocol error)", async () => {

@@ -10,7 +10,7 @@ import { ApiError } from "../../schemas/errors.ts";
 import type { Logger } from "../runtime/logger.ts";
 import { withTimeout } from "../runtime/timeout.ts";
 import type { GuardProxy } from "../net/guard_proxy.ts";
-import { loadPage } from "./page_load.ts";
+import { loadPage, runAndFollow } from "./page_load.ts";
 import { type BlockList, trackerLists } from "./block_lists.ts";
 import {
   blocks,
@@ -90,7 +90,8 @@ export class CaptureSteps {
       ) throw new Error("browser lost while loading");
       throw e;
     }
-    await this.#arrange(page, opts, deadline, blocking);
+    const moved = await this.#arrange(page, opts, deadline, blocking, guard);
+    if (moved) loaded = moved;
     const shot = await this.#capture(page, opts, deadline);
     const title = await withTimeout(page.title(), 1000, "title").catch(() =>
       ""
@@ -269,7 +270,9 @@ export class CaptureSteps {
     opts: CaptureOptions,
     deadline: number,
     blocking: Blocking,
-  ) {
+    guard: GuardProxy,
+  ): Promise<{ status: number | null; url: string } | undefined> {
+    let moved: { status: number | null; url: string } | undefined;
     const left = () => Math.max(1, deadline - Date.now());
     if (opts.waitForSelector) {
       // A little before the deadline, so the answer says what was missing (222).
@@ -327,25 +330,47 @@ export class CaptureSteps {
         [...blocking.blocked],
       );
     }
-    if (opts.js) {
-      // In an async function: the script may await; its statements run as written.
-      const script = `(async () => {\n${opts.js}\n})()`;
-      await withTimeout(page.evaluate(script), left(), "js").catch((e) => {
-        if (Date.now() >= deadline) throw new ApiError(230);
-        throw new ApiError(160, {
-          details: [{
-            path: "js",
-            message: `the script failed: ${describe(e).split("\n")[0]}`.slice(
-              0,
-              300,
-            ),
-          }],
-        });
-      });
-    }
+    if (opts.js) moved = await this.#runScript(page, opts, deadline, guard);
     if (opts.delay) {
       await new Promise((r) => setTimeout(r, Math.min(opts.delay!, left())));
     }
+    return moved;
+  }
+
+  /**
+   * Runs the caller's `js`. A script may navigate the page (a link's click, `location`):
+   * the new page is loaded as the first was, through the same guard and its rules (210
+   * when it refuses it), and captured; returns its status and URL then. A script that
+   * throws is 160.
+   */
+  async #runScript(
+    page: Page,
+    opts: CaptureOptions,
+    deadline: number,
+    guard: GuardProxy,
+  ): Promise<{ status: number | null; url: string } | undefined> {
+    const left = () => Math.max(1, deadline - Date.now());
+    // In an async function: the script may await; its statements run as written.
+    const script = `(async () => {\n${opts.js}\n})()`;
+    return await runAndFollow(
+      page,
+      guard,
+      deadline,
+      opts.waitUntil,
+      () =>
+        withTimeout(page.evaluate(script), left(), "js").catch((e) => {
+          if (Date.now() >= deadline) throw new ApiError(230);
+          // Its page went away under it: it navigated, which is followed.
+          if (/context was destroyed/i.test(describe(e))) return;
+          throw new ApiError(160, {
+            details: [{
+              path: "js",
+              message: `the script failed: ${describe(e).split("\n")[0]}`
+                .slice(0, 300),
+            }],
+          });
+        }),
+    );
   }
 
   /** The capture itself: a PDF, one element, a clip, the full page or the viewport. */

@@ -23,6 +23,9 @@ interface Navigation {
   failure?: string;
 }
 
+/** How long a script's page must stay put after it ends to count as not navigating. */
+const SCRIPT_QUIET_MS = 50;
+
 /** Errors of a navigation replaced by another (meta refresh, script redirect). */
 const REPLACED =
   /ERR_ABORTED|frame was detached|Navigating frame was detached|interrupted by another navigation|Execution context was destroyed/i;
@@ -41,20 +44,76 @@ export async function loadPage(
   url: string,
   guard: GuardProxy,
   deadline: number,
-  waitUntil: "load" | "domcontentloaded" | "networkidle0" | "networkidle2" =
-    "load",
+  waitUntil: WaitUntil = "load",
 ): Promise<{ status: number | null; url: string }> {
   const settleOn = waitUntil === "domcontentloaded"
     ? "domcontentloaded"
     : "load";
+  return (await settle(page, guard, deadline, waitUntil, {
+    url,
+    start: () =>
+      page.goto(url, {
+        waitUntil: settleOn,
+        timeout: Math.max(1, deadline - Date.now()),
+      }),
+  }))!;
+}
+
+/** What a capture waits for before it is taken (the API's `waitUntil`). */
+export type WaitUntil =
+  | "load"
+  | "domcontentloaded"
+  | "networkidle0"
+  | "networkidle2";
+
+/**
+ * Runs the caller's script on the loaded page and, when it navigates (`location`, a
+ * form, a click), follows the page to where it comes to rest as {@link loadPage} does,
+ * through the same guard (210 when the guard refused the new document). Returns the new
+ * document's status and URL, or undefined when the script stayed on its page. `run`
+ * rejects with the script's own error (an ApiError) unless the script navigated.
+ */
+export async function runAndFollow(
+  page: Page,
+  guard: GuardProxy,
+  deadline: number,
+  waitUntil: WaitUntil | undefined,
+  run: () => Promise<unknown>,
+): Promise<{ status: number | null; url: string } | undefined> {
+  return await settle(page, guard, deadline, waitUntil ?? "load", {
+    url: page.url(),
+    start: run,
+    script: true,
+  });
+}
+
+/**
+ * The shared loop: starts the navigation (or the script), then waits until the main frame
+ * has settled. For a script that does not navigate, answers undefined once it has ended
+ * and nothing started within {@link SCRIPT_QUIET_MS}.
+ */
+async function settle(
+  page: Page,
+  guard: GuardProxy,
+  deadline: number,
+  waitUntil: WaitUntil,
+  how: { url: string; start: () => Promise<unknown>; script?: boolean },
+): Promise<{ status: number | null; url: string } | undefined> {
+  const settleOn = waitUntil === "domcontentloaded"
+    ? "domcontentloaded"
+    : "load";
+  const { url } = how;
   const main = page.mainFrame();
   let loading = true;
   let changedAt = Date.now();
   let last: Navigation = { url };
+  /** A script's run: still running, or ended (having navigated or not). */
+  let navigated = !how.script;
   const isMain = (r: HTTPRequest) =>
     r.isNavigationRequest() && r.frame() === main;
   const onRequest = (r: HTTPRequest) => {
     if (!isMain(r)) return;
+    navigated = true;
     loading = true;
     changedAt = Date.now();
     last = { url: r.url() };
@@ -84,11 +143,30 @@ export async function loadPage(
   page.on("error", onCrash);
   let gotoError: Error | undefined;
   try {
-    page.goto(url, {
-      waitUntil: settleOn,
-      timeout: Math.max(1, deadline - Date.now()),
-    }).catch((e: Error) => gotoError = e);
+    how.start().then(
+      () => {
+        // A script ended: if it set no navigation off, the page is as it was (a
+        // navigation it scheduled starts within SCRIPT_QUIET_MS, and resets this).
+        if (how.script && !navigated) {
+          loading = false;
+          changedAt = Date.now();
+        }
+      },
+      (e: Error) => {
+        gotoError = e;
+        if (how.script && !navigated) {
+          loading = false;
+          changedAt = Date.now();
+        }
+      },
+    );
     for (;;) {
+      if (how.script && !loading && !navigated) {
+        if (gotoError) throw gotoError;
+        if (Date.now() - changedAt >= SCRIPT_QUIET_MS) return undefined;
+        await new Promise((r) => setTimeout(r, 10));
+        continue;
+      }
       if (!loading) {
         // Settled unless the document announced a meta refresh it is about to follow.
         quiet ??= await withTimeout(
@@ -106,7 +184,10 @@ export async function loadPage(
       if (crashed || page.isClosed() || !page.browser().connected) {
         throw new Error("the page or its browser went away while loading");
       }
-      if (gotoError && !REPLACED.test(gotoError.message) && !last.failure) {
+      if (
+        gotoError && !how.script && !REPLACED.test(gotoError.message) &&
+        !last.failure
+      ) {
         throw await judgeFailure(gotoError.message, guard);
       }
       await new Promise((r) => setTimeout(r, 20));

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { parse } from "yaml";
 import { test } from "./helpers.ts";
 import { START_ENV, START_V8_FLAGS } from "./start_task.ts";
+import { startNginx } from "./nginx.ts";
 
 const root = new URL("../", import.meta.url).pathname;
 
@@ -115,4 +116,62 @@ test("compose.yaml lints clean and runs PostgreSQL, an S3 store, one browser, tw
   assert.match(nginx, /server app2:8080/);
   assert.match(nginx, /X-Forwarded-Proto \$scheme/);
   assert.match(nginx, /proxy_next_upstream error timeout/);
+});
+
+test("deploy/nginx.conf cuts slow clients the service cannot (Deno.serve has no header or idle timeout): a request head still incomplete after client_header_timeout is closed, while the service alone keeps it", async () => {
+  const root = new URL("..", import.meta.url).pathname;
+  const conf = await Deno.readTextFile(`${root}/deploy/nginx.conf`);
+  const timeouts = [
+    ...conf.matchAll(
+      /^\s*(client_header_timeout|client_body_timeout|keepalive_timeout|send_timeout)\s+(\d+)s;/gm,
+    ),
+  ].map((m) => [m[1], Number(m[2])] as const);
+  assert.deepEqual(
+    timeouts.map(([k]) => k).sort(),
+    [
+      "client_body_timeout",
+      "client_header_timeout",
+      "keepalive_timeout",
+      "send_timeout",
+    ],
+  );
+  const header = Object.fromEntries(timeouts).client_header_timeout;
+  assert.ok(header <= 10, `client_header_timeout ${header}s`);
+  const app = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    () => new Response("ok"),
+  );
+  // The deploy file's own timeout lines, in front of a bare server.
+  const nginx = await startNginx(`  server {
+    listen LISTEN;
+${timeouts.map(([k, v]) => `    ${k} ${v}s;`).join("\n")}
+    location / { proxy_pass http://127.0.0.1:${app.addr.port}; }
+  }`);
+  const slowHead = async (port: number) => {
+    const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+    await conn.write(new TextEncoder().encode("GET / HTTP/1.1\r\nhost: x\r\n"));
+    const t = performance.now();
+    const got = await Promise.race([
+      conn.read(new Uint8Array(1024)).catch(() => null),
+      new Promise<"open">((r) =>
+        setTimeout(() => r("open"), (header + 3) * 1000)
+      ),
+    ]);
+    conn.close();
+    return { got, s: (performance.now() - t) / 1000 };
+  };
+  try {
+    const [viaNginx, direct] = await Promise.all([
+      slowHead(Number(new URL(nginx.base).port)),
+      slowHead(app.addr.port),
+    ]);
+    // nginx closed it (no answer: read gives null) within its timeout and a margin.
+    assert.equal(viaNginx.got, null);
+    assert.ok(viaNginx.s < header + 2, `${viaNginx.s} s`);
+    // The bare server still held it: what the proxy is there for.
+    assert.equal(direct.got, "open");
+  } finally {
+    await nginx.close();
+    await app.shutdown();
+  }
 });

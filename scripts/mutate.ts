@@ -23,6 +23,20 @@ interface Mutation {
 
 const MUTATIONS: Mutation[] = [
   {
+    name: "duplicates: a record without its bytes still answers",
+    file: "services/images/pipeline.ts",
+    from: `    if (!(await store.stat(blobKeys(row).original))) {`,
+    to: `    if (!(await store.stat(blobKeys(row).original)) && false) {`,
+    tests: ["tests/orphans_test.ts"],
+  },
+  {
+    name: "sweep: rows without bytes kept",
+    file: "services/images/orphans.ts",
+    from: `      if (await store.stat(blobKeys(row).original)) continue;`,
+    to: `      if (await store.stat(blobKeys(row).original) || true) continue;`,
+    tests: ["tests/orphans_test.ts"],
+  },
+  {
     name: "browser service: any token accepted",
     file: "services/screenshots/browser_gateway.ts",
     from: `      if (!safeEqual(given, expected)) {`,

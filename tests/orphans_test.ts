@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { sweepOrphans } from "../services/images/orphans.ts";
+import { sweepMissing, sweepOrphans } from "../services/images/orphans.ts";
 import type { BlobStore } from "../services/store/blob_store.ts";
 import { formWith, makeImage } from "./fixtures.ts";
 import { test, testEnv, upload, userWithKey } from "./helpers.ts";
@@ -81,3 +81,85 @@ for (const kind of ["fs", "s3"] as const) {
     }
   });
 }
+
+test("a record whose bytes are gone is repaired: the same bytes sent again are stored anew (not a duplicate pointing at nothing), and the sweep removes such rows of the last two hours so they answer 404", async () => {
+  const env = await testEnv();
+  try {
+    const store = env.deps.store;
+    const db = env.deps.database.db;
+    const { key } = await userWithKey(env);
+    const bytes = await makeImage("png", { width: 41 });
+    const first = await upload(env, key, formWith([{ name: "a.png", bytes }]));
+    assert.equal(first.status, 200);
+    const id = first.body.data.id;
+    // What a refused upload whose insert committed later leaves: a row, no bytes.
+    for await (const o of store.list()) {
+      if (o.key.startsWith(id)) await store.delete(o.key);
+    }
+    const again = await upload(env, key, formWith([{ name: "a.png", bytes }]));
+    assert.equal(again.status, 200, JSON.stringify(again.body));
+    assert.notEqual(again.body.data.id, id);
+    assert.equal(again.body.data.duplicate, undefined);
+    const served = await env.app.request(new URL(again.body.data.url).pathname);
+    assert.equal(served.status, 200);
+    assert.deepEqual(new Uint8Array(await served.arrayBuffer()), bytes);
+    const old = await env.app.request(`/api/1/images/${id}`, {
+      headers: { authorization: `Bearer ${key}` },
+    });
+    await old.body?.cancel();
+    assert.equal(old.status, 404);
+
+    // The sweep: two more rows lose their bytes; one of them is older than its window.
+    const lost = await upload(
+      env,
+      key,
+      formWith([{
+        name: "b.png",
+        bytes: await makeImage("png", { width: 42 }),
+      }]),
+    );
+    const old2 = await upload(
+      env,
+      key,
+      formWith([{
+        name: "c.png",
+        bytes: await makeImage("png", { width: 43 }),
+      }]),
+    );
+    await db.updateTable("images")
+      .set({ created_at: new Date(env.clock.now().getTime() - 3 * 3600_000) })
+      .where("id", "=", old2.body.data.id).execute();
+    for await (const o of store.list()) {
+      if (
+        o.key.startsWith(lost.body.data.id) ||
+        o.key.startsWith(old2.body.data.id)
+      ) await store.delete(o.key);
+    }
+    const opts = { windowS: 7200, graceS: 60 };
+    // The app's clock wrote created_at: the sweep reads the same one.
+    const at = (ms: number) => ({
+      now: () => new Date(env.clock.now().getTime() + ms),
+    });
+    // Within the grace period (an upload may still be in flight): nothing yet.
+    assert.deepEqual(await sweepMissing(db, store, at(0), opts), []);
+    assert.deepEqual(
+      await sweepMissing(db, store, at(120_000), opts),
+      [lost.body.data.id],
+    );
+    const listed = await env.app.request("/api/1/images", {
+      headers: { authorization: `Bearer ${key}` },
+    });
+    const ids = (await listed.json()).data.images.map((i: { id: string }) =>
+      i.id
+    );
+    assert.ok(!ids.includes(lost.body.data.id));
+    assert.ok(ids.includes(again.body.data.id), "an intact image stays");
+    const viewer = await env.app.request(
+      new URL(lost.body.data.url_viewer).pathname,
+    );
+    await viewer.body?.cancel();
+    assert.equal(viewer.status, 404);
+  } finally {
+    await env.close();
+  }
+});

@@ -2,6 +2,7 @@ import type { Kysely } from "kysely";
 import type { DB } from "../db/schema.ts";
 import type { Clock } from "../runtime/clock.ts";
 import type { BlobStore } from "../store/blob_store.ts";
+import { blobKeys, deleteImage } from "./records.ts";
 
 /**
  * Removes store objects that no live image row claims and that are older than `graceS`:
@@ -45,4 +46,38 @@ export async function sweepOrphans(
 /** The image id a store key belongs to (`<id>.<ext>`, `<id>.th.<ext>`, ...). */
 function idOf(key: string): string {
   return key.slice(0, key.indexOf("."));
+}
+
+/**
+ * The other half of the orphan sweep: live rows whose original is missing from the store
+ * (a row whose insert committed after its upload was refused and its files removed; the
+ * write side keeps files while an insert's outcome is unknown, so this is the second line).
+ * Each is marked deleted, so it answers 404 everywhere at once (caches are told), and its
+ * remaining bytes removed. Only rows created in the last `windowS` seconds, but not the
+ * last `graceS` (uploads in flight), are looked at: one stat each, so the cost follows the
+ * upload rate, not the library. Returns the ids removed.
+ */
+export async function sweepMissing(
+  db: Kysely<DB>,
+  store: BlobStore,
+  clock: Clock,
+  opts: { windowS: number; graceS: number },
+): Promise<string[]> {
+  const now = clock.now().getTime();
+  const removed: string[] = [];
+  let after = "";
+  for (;;) {
+    const rows = await db.selectFrom("images").selectAll()
+      .where("deleted_at", "is", null)
+      .where("created_at", ">=", new Date(now - opts.windowS * 1000))
+      .where("created_at", "<=", new Date(now - opts.graceS * 1000))
+      .where("id", ">", after).orderBy("id").limit(200).execute();
+    if (!rows.length) return removed;
+    for (const row of rows) {
+      if (await store.stat(blobKeys(row).original)) continue;
+      await deleteImage(db, store, row, clock);
+      removed.push(row.id);
+    }
+    after = rows.at(-1)!.id;
+  }
 }

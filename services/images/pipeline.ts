@@ -234,6 +234,13 @@ export class ImagePipeline {
       await deleteImage(database.db, store, row, clock);
       return undefined;
     }
+    // A record whose bytes are gone (an insert that committed after its upload was
+    // refused and its files removed) is not an answer: it is removed, and these bytes
+    // take its place. One stat, on the rare path of a duplicate.
+    if (!(await store.stat(blobKeys(row).original))) {
+      await deleteImage(database.db, store, row, clock);
+      return undefined;
+    }
     return { ...toImageRecord(config, row), duplicate: true };
   }
 

@@ -21,7 +21,7 @@ import { engineThreads, imageEngine, warmEngine } from "../images/engine.ts";
 import { sweepExpired } from "../images/records.ts";
 import { sweepRateLimits } from "../accounts/rate_limit.ts";
 import { sweepShotCache } from "../screenshots/shot_cache.ts";
-import { sweepOrphans } from "../images/orphans.ts";
+import { sweepMissing, sweepOrphans } from "../images/orphans.ts";
 import { ApiError } from "../../schemas/errors.ts";
 import { systemClock } from "./clock.ts";
 import type { PostgresTimeouts } from "../db/postgres.ts";
@@ -256,6 +256,18 @@ async function buildRest(
       )
       .catch((e) =>
         log.error({ msg: "orphan sweep failed", error: String(e) })
+      );
+    // Rows whose bytes are gone, from the last two hours (each is looked at twice).
+    sweepMissing(database.db, store, systemClock, {
+      windowS: 7200,
+      graceS: 60,
+    })
+      .then((ids) =>
+        ids.length &&
+        log.error({ msg: "records without their bytes removed", ids })
+      )
+      .catch((e) =>
+        log.error({ msg: "missing-bytes sweep failed", error: String(e) })
       );
   }, 3_600_000);
   return {

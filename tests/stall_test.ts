@@ -174,3 +174,84 @@ test("SIGTERM while PostgreSQL is frozen exits 0 within SHUTDOWN_DRAIN_MS + SHUT
     await pgc.destroy();
   }
 });
+
+test("with PostgreSQL frozen, 80 requests at once each get their 503 within DB_CONNECT_TIMEOUT_MS + DB_STATEMENT_TIMEOUT_MS, and once it thaws none fails", async () => {
+  const pgc = await startPgCluster();
+  try {
+    const key = await keyBeforeStart(
+      { url: pgc.url },
+      "bound@example.com",
+      "correct horse battery",
+    );
+    const svc = await startService({
+      DATABASE_URL: pgc.url,
+      DB_CONNECT_TIMEOUT_MS: "1000",
+      DB_STATEMENT_TIMEOUT_MS: "1000",
+      RATE_LIMIT_PER_MINUTE: "0",
+    });
+    const png = await makeImage("png", { width: 31 });
+    const kinds = [
+      () =>
+        fetch(`${svc.base}/api/1/images`, {
+          headers: { authorization: `Bearer ${key}` },
+          signal: AbortSignal.timeout(20_000),
+        }),
+      () => {
+        const fd = new FormData();
+        fd.append("image", new Blob([png as BlobPart]), "b.png");
+        return fetch(`${svc.base}/api/1/upload`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${key}` },
+          body: fd,
+          signal: AbortSignal.timeout(20_000),
+        });
+      },
+    ];
+    try {
+      for (const k of kinds) {
+        const r = await k();
+        await r.body?.cancel();
+        assert.equal(r.status, 200);
+      }
+      await pgc.pause();
+      const frozen = await Promise.all(
+        Array.from({ length: 80 }, async (_, i) => {
+          const t = performance.now();
+          const r = await kinds[i % 2]();
+          const body = await r.json();
+          return {
+            status: r.status,
+            code: body.error?.code,
+            ms: performance.now() - t,
+          };
+        }),
+      );
+      await pgc.resume();
+      const worst = Math.max(...frozen.map((f) => f.ms));
+      assert.ok(
+        frozen.every((f) => f.status === 503 && f.code === 250),
+        JSON.stringify(frozen.filter((f) => f.status !== 503)),
+      );
+      // 1000 + 1000 documented, plus what a loaded machine adds.
+      assert.ok(
+        worst < 2000 + 1500,
+        `slowest 503 after ${Math.round(worst)} ms`,
+      );
+      console.log(`frozen: 80 × 503, slowest ${Math.round(worst)} ms`);
+      // Thawed: the same load again, and nothing fails.
+      const after = await Promise.all(
+        Array.from({ length: 40 }, async () => {
+          const r = await kinds[0]();
+          await r.body?.cancel();
+          return r.status;
+        }),
+      );
+      assert.deepEqual([...new Set(after)], [200]);
+    } finally {
+      await pgc.resume();
+      await svc.close();
+    }
+  } finally {
+    await pgc.destroy();
+  }
+});

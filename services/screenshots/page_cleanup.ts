@@ -124,6 +124,9 @@ export const COOKIE_SELECTORS = [
   "#termly-code-snippet-support",
   "#cmpbox",
   "#cmpbox2",
+  // Sourcepoint: a fixed container around a cross-origin iframe, whose text we cannot read.
+  '[id^="sp_message_container_"]',
+  'iframe[id^="sp_message_iframe_"]',
 ];
 
 /** Accept buttons of those managers, clicked so sites that gate content on consent show it. */
@@ -152,27 +155,73 @@ export function hideCss(selectors: string[]): string {
 
 /**
  * Runs in the page: clicks the known managers' accept buttons, then hides what is shaped
- * like a consent dialog and nothing else: a fixed or sticky element (or a dialog) whose text
- * talks about cookies or consent AND that holds a control labelled accept, agree, allow,
- * reject, decline, OK, got it (and their German, French, Spanish, Italian, Dutch and
- * Portuguese forms). A sticky navigation with a "Cookie policy" link has no such control
- * and stays. Scrolling a banner locked is unlocked only when something was hidden.
+ * like a consent dialog and nothing else. A word or two is not enough; it takes:
+ * - an overlay: a fixed or sticky element, or a dialog;
+ * - consent prose: its own text (outside its links and buttons) talks about cookies,
+ *   consent or privacy, and the sentences that do are most of that text;
+ * - consent controls: two or more buttons or links labelled as consent answers (accept,
+ *   agree, "I'm happy", "Accept and continue", reject, settings, … in the usual European
+ *   languages, matched as phrases, not whole labels) with at least one accept or reject;
+ *   or, on a one-line notice (prose under 200 characters), one accept control;
+ * - or, for a manager whose dialog is a cross-origin iframe (Sourcepoint, TCF CMPs): an
+ *   overlay holding such an iframe, named or addressed as consent.
+ * So a sticky header with a "Cookies" link and a promo's Close button, or a footer with
+ * "Privacy & cookie settings" and an unrelated OK, stay. When something was hidden, the
+ * scroll lock a consent wall puts on the page is lifted.
  */
 export function dismissCookieBanners(acceptSelectors: string[]): number {
   for (const sel of acceptSelectors) {
     const b = document.querySelector<HTMLElement>(sel);
     if (b) b.click();
   }
-  const topic = /\b(cookies?|consent|gdpr|tracking|privacy settings)\b/i;
-  const answer =
-    /^\s*(accept|accept all|accept cookies|allow|allow all|agree|i agree|agree and close|reject|reject all|decline|deny|ok|okay|got it|i understand|understood|continue|close|dismiss|save|confirm|alle akzeptieren|akzeptieren|zustimmen|ablehnen|einverstanden|tout accepter|accepter|j'accepte|refuser|aceptar|aceptar todo|rechazar|accetta|accetta tutto|rifiuta|accepteren|alles accepteren|weigeren|aceitar|rejeitar)\s*[.!]?\s*$/i;
-  const isControl = (el: Element) =>
-    el.matches(
-      'button, [role="button"], input[type="button"], input[type="submit"], a',
-    ) &&
-    answer.test(
-      (el as HTMLElement).innerText || (el as HTMLInputElement).value || "",
+  const topic =
+    /\b(cookies?|consent|gdpr|tracking|privacy settings|your privacy|personal data|data protection|datenschutz|einwilligung|confidentialité|consentement|vie privée|privacidad|consentimiento|riservatezza|consenso|toestemming|privacidade)\b/i;
+  const accept =
+    /(^|[\s,.!¡¿(])(accept|agree|allow|ok|okay|got it|i understand|understood|i'?m happy|i am happy|yes|continue|akzeptieren|zustimmen|einverstanden|annehmen|accepter|j'accepte|d'accord|aceptar|acepto|accetta|accetto|accepteren|akkoord|aceitar|concordo)(?=$|[\s,.!?)])/i;
+  const reject =
+    /(^|[\s,.!(])(reject|decline|deny|refuse|necessary only|only necessary|essential only|ablehnen|refuser|rechazar|rifiuta|weigeren|rejeitar)(?=$|[\s,.!?)])/i;
+  const manage =
+    /(^|[\s,.!(&])(settings|preferences|customi[sz]e|manage|options|more info|learn more|cookie policy|privacy policy|einstellungen|paramètres|personnaliser|configurar|impostazioni|instellingen|personalizar)(?=$|[\s,.!?)])/i;
+  const controlSelector =
+    'button, [role="button"], input[type="button"], input[type="submit"], a';
+  const label = (el: Element) =>
+    ((el as HTMLElement).innerText || (el as HTMLInputElement).value || "")
+      .trim();
+  const cmpFrame = /consent|cmp|gdpr|tcf|sp_message|privacy-?mgmt|cookie/i;
+
+  /** The element's own prose: its text without that of its controls. */
+  const proseOf = (el: HTMLElement) => {
+    let text = el.innerText || "";
+    for (const c of Array.from(el.querySelectorAll(controlSelector))) {
+      const l = label(c);
+      if (l) text = text.replace(l, " ");
+    }
+    return text.trim();
+  };
+  const isConsentDialog = (el: HTMLElement) => {
+    const frames = Array.from(el.querySelectorAll("iframe")).filter((f) =>
+      cmpFrame.test(
+        [f.id, f.title, f.name, f.getAttribute("src") ?? ""].join(" "),
+      )
     );
+    if (frames.length) return true;
+    const raw = proseOf(el);
+    const prose = raw.replace(/\s+/g, " ");
+    if (!topic.test(prose) || prose.length > 3000) return false;
+    // Most of the prose is about consent: the sentences (or lines) that mention it.
+    const sentences = raw.split(/(?<=[.!?])\s+|\n+/).map((x) => x.trim());
+    const about = sentences.filter((x) => topic.test(x)).join(" ").length;
+    if (about < prose.length / 2) return false;
+    const labels = Array.from(el.querySelectorAll(controlSelector)).map(label)
+      .filter((l) => l && l.length <= 40);
+    const answers = labels.filter((l) => accept.test(l) || reject.test(l));
+    const consent = labels.filter((l) =>
+      accept.test(l) || reject.test(l) || manage.test(l)
+    );
+    return (consent.length >= 2 && answers.length >= 1) ||
+      (prose.length < 200 && labels.some((l) => accept.test(l)));
+  };
+
   let hidden = 0;
   const candidates = Array.from(
     document.querySelectorAll<HTMLElement>(
@@ -185,17 +234,19 @@ export function dismissCookieBanners(acceptSelectors: string[]): number {
     const overlay = style.position === "fixed" || style.position === "sticky" ||
       el.matches('[role="dialog"], [role="alertdialog"], [aria-modal="true"]');
     if (!overlay || style.display === "none") continue;
-    const text = el.innerText || "";
-    if (!topic.test(text) || text.length > 5000) continue;
-    if (!Array.from(el.querySelectorAll("*")).some(isControl)) continue;
+    if (!isConsentDialog(el)) continue;
     el.setAttribute("data-imagehost-hidden", "");
     el.style.setProperty("display", "none", "important");
     hidden++;
   }
-  if (hidden > 0) {
+  if (hidden > 0 || document.querySelector('[id^="sp_message_container_"]')) {
+    // A consent wall locks scrolling (overflow hidden, or the body pinned in place).
     for (const el of [document.documentElement, document.body]) {
       if (!el) continue;
       el.style.setProperty("overflow", "auto", "important");
+      if (getComputedStyle(el).position === "fixed") {
+        el.style.setProperty("position", "static", "important");
+      }
     }
   }
   return hidden;

@@ -23,6 +23,13 @@ interface Mutation {
 
 const MUTATIONS: Mutation[] = [
   {
+    name: "hiding: link and button text counted as consent prose",
+    file: "services/screenshots/page_cleanup.ts",
+    from: `    const raw = proseOf(el);`,
+    to: `    const raw = el.innerText || "";`,
+    tests: ["tests/screenshot_hiding_test.ts"],
+  },
+  {
     name: "duplicates: a record without its bytes still answers",
     file: "services/images/pipeline.ts",
     from: `    if (!(await store.stat(blobKeys(row).original))) {`,

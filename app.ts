@@ -15,6 +15,7 @@ import { registerSystemRoutes } from "./routes/system.ts";
 import { registerDocsRoutes } from "./routes/docs.ts";
 import { registerAccountRoutes } from "./routes/account.tsx";
 import { apiAuth, keyCacheOf } from "./routes/api_auth.ts";
+import { wholeBodyLimit } from "./routes/body_limit.ts";
 import { registerUploadRoutes } from "./routes/upload.ts";
 import { registerImageListRoutes } from "./routes/image_list.ts";
 import { imageFastPath, registerHostRoutes } from "./routes/host.ts";
@@ -130,6 +131,9 @@ export function createApp(deps: AppDeps): App {
       headers: allowed.length ? { Allow: allowed.join(", ") } : {},
     });
   });
+
+  // Bodies read whole (everything but an upload's) are bounded before anyone reads them.
+  app.use(wholeBodyLimit(deps.config.BODY_MAX_KB));
 
   registerSystemRoutes(app, deps);
   // Before the image host, whose `/<name>.<ext>` pattern would shadow /openapi.json.

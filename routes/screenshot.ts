@@ -104,6 +104,7 @@ export const postScreenshotRoute = createRoute({
       222,
       230,
       240,
+      413,
       415,
     ),
   },

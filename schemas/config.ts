@@ -56,6 +56,12 @@ export const ConfigSchema = z.object({
    * urlencoded fields, JSON members. Past it: 160 at once, the rest unread.
    */
   BODY_MAX_FIELDS: int(100, 1, 10_000),
+  /**
+   * Any body a route reads whole (all but an upload's, which streams with its own limits):
+   * a screenshot's JSON, the site's forms, the key check of a keyless JSON request. Past
+   * it, 413 before more is read.
+   */
+  BODY_MAX_KB: int(1024, 16, 1_048_576),
   /** Longest JSON number (or true/false/null) in a body, in characters (else 160). */
   BODY_MAX_TOKEN: int(256, 8, 65_536),
   /** Decoded pixels an upload may have, all frames of an animation together (else 142). */

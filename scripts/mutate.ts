@@ -23,6 +23,13 @@ interface Mutation {
 
 const MUTATIONS: Mutation[] = [
   {
+    name: "bodies: a body read whole is not bounded",
+    file: "routes/body_limit.ts",
+    from: `    maxSize: maxKb * 1024,`,
+    to: `    maxSize: maxKb * 1024 * 1024,`,
+    tests: ["tests/abuse_test.ts"],
+  },
+  {
     name: "hiding: link and button text counted as consent prose",
     file: "services/screenshots/page_cleanup.ts",
     from: `    const raw = proseOf(el);`,

@@ -193,6 +193,78 @@ test("a slow keyless multipart client is answered 401 as soon as its file part b
   }
 });
 
+test("a body read whole (a screenshot's JSON, keyless or not) is cut at BODY_MAX_KB with 413: a 200 MB stream is not read to its end, and a declared 50 MB is refused unread", async () => {
+  const env = await testEnv({ env: { BODY_MAX_KB: "64" } });
+  const server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    env.app.fetch,
+  );
+  try {
+    const { key } = await userWithKey(env);
+    const url = `http://127.0.0.1:${server.addr.port}/api/1/screenshot`;
+    const keyed: Record<string, string>[] = [{}, {
+      authorization: `Bearer ${key}`,
+    }];
+    for (const auth of keyed) {
+      let pulled = 0;
+      const body = new ReadableStream<Uint8Array<ArrayBuffer>>({
+        pull(c) {
+          if (pulled > 200e6) return c.close();
+          const chunk = new TextEncoder().encode(
+            pulled ? "a".repeat(65536) : '{"url":"',
+          );
+          pulled += chunk.length;
+          c.enqueue(chunk);
+        },
+      });
+      const res = await fetch(url, {
+        method: "POST",
+        headers: { "content-type": "application/json", ...auth },
+        body,
+      });
+      const out = await res.json();
+      assert.deepEqual([res.status, out.error.code], [413, 413]);
+      assert.match(out.error.details[0].message, /BODY_MAX_KB/);
+      assert.ok(pulled < 20e6, `${pulled} bytes pulled`);
+    }
+    // Declared too large: refused from the header, nothing read.
+    const conn = await Deno.connect({
+      hostname: "127.0.0.1",
+      port: server.addr.port,
+    });
+    try {
+      await conn.write(new TextEncoder().encode(
+        `POST /api/1/screenshot HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 50000000\r\n\r\n{"url":"`,
+      ));
+      const buf = new Uint8Array(2048);
+      const n = await conn.read(buf);
+      assert.match(
+        new TextDecoder().decode(buf.subarray(0, n!)),
+        /^HTTP\/1\.1 413 /,
+      );
+    } finally {
+      conn.close();
+    }
+    // A screenshot request of ordinary size still reaches its route (here: 210, the
+    // loopback target refused).
+    const ok = await fetch(url, {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        authorization: `Bearer ${key}`,
+      },
+      body: JSON.stringify({
+        url: "http://127.0.0.1:1/",
+        css: "a{}".repeat(5000),
+      }),
+    });
+    assert.equal((await ok.json()).error.code, 210);
+  } finally {
+    await server.shutdown();
+    await env.close();
+  }
+});
+
 test("an empty key in a JSON body, a form or the query does not hide a real key of lower precedence", async () => {
   const env = await testEnv();
   try {

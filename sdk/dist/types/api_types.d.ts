@@ -2742,6 +2742,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description 413 Request too large */
+            413: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 413;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 413: Request too large
+                             * @enum {integer}
+                             */
+                            code: 413;
+                            /** @example Request too large */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
             /** @description 415 Unsupported media type */
             415: {
                 headers: {

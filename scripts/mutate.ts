@@ -23,6 +23,43 @@ interface Mutation {
 
 const MUTATIONS: Mutation[] = [
   {
+    name: "bodies: a keyless multipart waits for a full chunk before admission",
+    file: "services/bodies/multipart.ts",
+    from: `    for await (const chunk of readPooled(body, () => !admitted)) {`,
+    to: `    for await (const chunk of readPooled(body, () => false)) {`,
+    tests: ["tests/abuse_test.ts"],
+  },
+  {
+    name: "js: a navigation the script starts is not followed",
+    file: "services/screenshots/page_load.ts",
+    from: `    navigated = true;\n    loading = true;`,
+    to: `    loading = true;`,
+    tests: ["tests/screenshot_options_test.ts"],
+  },
+  {
+    name: "profile: no writable disk, yet uploads received on disk",
+    file: "services/runtime/profile.ts",
+    from:
+      `  return { ...config, SCRATCH: can.writeDataDir ? "disk" : "memory" };`,
+    to: `  return { ...config, SCRATCH: "disk" };`,
+    tests: ["tests/profile_test.ts"],
+  },
+  {
+    name: "memory scratch: a file's growth slack never given back",
+    file: "services/runtime/scratch_files.ts",
+    from: `      memory.give(e.buf.length - e.size, e.folder);`,
+    to: `      memory.give(0, e.folder);`,
+    tests: ["tests/scratch_files_test.ts"],
+  },
+  {
+    name: "sweep: rows of uploads still in flight judged as missing bytes",
+    file: "services/images/orphans.ts",
+    from:
+      `      .where("created_at", "<=", new Date(now - opts.graceS * 1000))\n`,
+    to: ``,
+    tests: ["tests/orphans_test.ts"],
+  },
+  {
     name: "bodies: a body read whole is not bounded",
     file: "routes/body_limit.ts",
     from: `    maxSize: maxKb * 1024,`,

@@ -70,8 +70,11 @@ export function createApp(deps: AppDeps): App {
   const app = new OpenAPIHono<AppEnv>({
     // Chevereto's documented requests end the path in a slash (/api/1/upload/?key=…):
     // under /api/1 one trailing slash is the same route.
+    // ImgBB's clients call /1/upload (api.imgbb.com/1/upload): the same route, so that
+    // only the host changes for them.
     getPath: (req) => {
       const path = getPath(req);
+      if (path === "/1/upload" || path === "/1/upload/") return "/api/1/upload";
       return path.length > 7 && path.startsWith("/api/1/") && path.endsWith("/")
         ? path.slice(0, -1)
         : path;

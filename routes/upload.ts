@@ -45,6 +45,8 @@ import {
 } from "../services/images/records.ts";
 import { removeScratch } from "../services/runtime/scratch_files.ts";
 import type { RequestScratch } from "../services/images/pipeline.ts";
+import { CHEVERETO_FIELDS } from "../schemas/chevereto.ts";
+import { cheveretoFields, cheveretoShaped } from "./chevereto_answer.ts";
 
 /**
  * Security requirement of every /api/1 route: Bearer header, X-API-Key header or ?key=;
@@ -200,7 +202,12 @@ export const postUploadRoute = createRoute({
     "the answer as Chevereto does: `json` (default), `txt` (the direct URL as text/plain, " +
     "one line per stored image) or `redirect` (303 to the first image's viewer page); " +
     "errors are always the JSON envelope. `name` (ImgBB) or `title` (Chevereto) sets the " +
-    "title instead of the file name.",
+    "title instead of the file name." +
+    " The same operation answers at `/1/upload`, ImgBB's own path, so ImgBB clients " +
+    "need only the host changed. A Chevereto-shaped request (an X-API-Key header, a " +
+    "`source` field, or `format=json`) that stores one image also gets Chevereto V1.1's " +
+    "`status_code`, `status_txt` and `image` (`image.url`, `image.display_url`, …) beside " +
+    "the envelope; `success` stays the envelope's boolean.",
   security: API_SECURITY_OR_BODY_KEY,
   request: {
     query: UploadQuerySchema,
@@ -276,7 +283,7 @@ export const postUploadRoute = createRoute({
               ImageRecordSchema,
               MultiUploadSchema,
             ]),
-          ),
+          ).extend(CHEVERETO_FIELDS),
           examples: {
             one: {
               summary: "One image",
@@ -558,7 +565,8 @@ export function registerUploadRoutes(
       const expiration = parseExpiration(
         form.fields.expiration ?? c.req.query("expiration"),
       );
-      const format = parseFormat(form.fields.format ?? c.req.query("format"));
+      const formatGiven = form.fields.format ?? c.req.query("format");
+      const format = parseFormat(formatGiven);
       const title = (form.fields.name || form.fields.title ||
         c.req.query("name") || c.req.query("title"))?.slice(0, 255);
       const images: ImageRecord[] = [];
@@ -597,7 +605,13 @@ export function registerUploadRoutes(
       if (format === "redirect" && images.length) {
         return c.redirect(images[0].url_viewer, 303);
       }
-      if (files.length === 1) return c.json(ok(images[0]), 200);
+      if (files.length === 1) {
+        // Chevereto's clients read `image.url` and `status_code`: theirs beside ours.
+        const chevereto = cheveretoShaped(c, files, formatGiven)
+          ? cheveretoFields(images[0])
+          : {};
+        return c.json({ ...ok(images[0]), ...chevereto }, 200);
+      }
       if (images.length === 0) {
         // An outage is not the files' fault: answer it as such, so clients retry.
         const outage = errorsThrown.find((e) => e.code === 250);

@@ -356,8 +356,9 @@ test("the requests of ImgBB's and Chevereto's documented examples work as writte
     const gif = "R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7";
     const fd = new FormData();
     fd.append("image", gif);
+    // ImgBB's own path, so that only the host changes for its clients.
     let r = await json(
-      await env.app.request(`/api/1/upload?expiration=600&key=${key}`, {
+      await env.app.request(`/1/upload?expiration=600&key=${key}`, {
         method: "POST",
         body: fd,
       }),
@@ -368,6 +369,18 @@ test("the requests of ImgBB's and Chevereto's documented examples work as writte
       [1, 1, 600],
     );
     assert.equal(r.body.data.image.mime, "image/gif");
+    // An ImgBB request gets ImgBB's answer alone: no Chevereto fields.
+    assert.equal(r.body.status_code, undefined);
+    assert.equal(r.body.image, undefined);
+    const trailing = await env.app.request(`/1/upload/?key=${key}`, {
+      method: "POST",
+      body: formWith([{
+        field: "image",
+        name: "s.png",
+        bytes: await makeImage("png", { width: 3 }),
+      }]),
+    });
+    assert.equal(trailing.status, 200);
     // Chevereto V4: -H "X-API-Key: …" -F "source=@image.jpg"
     const chev = new FormData();
     chev.append(
@@ -384,6 +397,23 @@ test("the requests of ImgBB's and Chevereto's documented examples work as writte
       }),
     );
     assert.equal(r.status, 200, JSON.stringify(r.body));
+    // Chevereto V1.1's answer beside ours: what its clients read (ShareX's
+    // {json:image.url}, the uploaders' image.url / image.display_url).
+    assert.equal(r.body.success, true);
+    assert.deepEqual([r.body.status_code, r.body.status_txt], [200, "OK"]);
+    const img = r.body.image;
+    assert.equal(img.url, r.body.data.url);
+    assert.equal(img.url_viewer, r.body.data.url_viewer);
+    assert.equal(img.display_url, r.body.data.medium.url);
+    assert.equal(img.thumb.url, r.body.data.thumb.url);
+    assert.deepEqual(
+      [img.name, img.extension, img.original_filename, img.width],
+      ["image", "jpg", "image.jpg", 33],
+    );
+    assert.match(img.date, /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/);
+    const fetched = await env.app.request(new URL(img.url).pathname);
+    assert.equal(fetched.status, 200);
+    assert.equal(fetched.headers.get("content-type"), "image/jpeg");
     // An npm ImgBB client's FormData.append("image", base64) with a photo: megabytes of
     // text, streamed like a file (with MIME line breaks, and typed text/plain, too).
     const photo = await makeNoiseJpeg(1200, 900);

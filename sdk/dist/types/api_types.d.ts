@@ -58,7 +58,7 @@ export interface paths {
         put?: never;
         /**
          * Upload one or more images
-         * @description Images in `images` (also `images[]`, `image`, `source`), each a file part, a base64 string or data: URI, or an http(s) URL the server downloads; bodies may be multipart/form-data, application/x-www-form-urlencoded or application/json, and `?source=<url>` works with or without a body (and by GET). URL imports go through the same network guard as screenshots (public addresses only, every redirect and resolved address re-checked, at most 5 redirects, MAX_FILE_BYTES; the URLs of one request are fetched URL_IMPORTS_AT_ONCE at a time within one URL_IMPORT_TIMEOUT_MS): 210 not allowed, 221 could not fetch, 231 timed out. One image returns the image record; several return `{images, count, errors?}`: files that fail are listed in `errors` while the others are stored. Types are detected from the bytes: JPEG, PNG, GIF, WebP, AVIF, BMP, TIFF. Uploading bytes you already uploaded returns the existing record with `duplicate: true`. `format` (query or field) picks the answer as Chevereto does: `json` (default), `txt` (the direct URL as text/plain, one line per stored image) or `redirect` (303 to the first image's viewer page); errors are always the JSON envelope. `name` (ImgBB) or `title` (Chevereto) sets the title instead of the file name.
+         * @description Images in `images` (also `images[]`, `image`, `source`), each a file part, a base64 string or data: URI, or an http(s) URL the server downloads; bodies may be multipart/form-data, application/x-www-form-urlencoded or application/json, and `?source=<url>` works with or without a body (and by GET). URL imports go through the same network guard as screenshots (public addresses only, every redirect and resolved address re-checked, at most 5 redirects, MAX_FILE_BYTES; the URLs of one request are fetched URL_IMPORTS_AT_ONCE at a time within one URL_IMPORT_TIMEOUT_MS): 210 not allowed, 221 could not fetch, 231 timed out. One image returns the image record; several return `{images, count, errors?}`: files that fail are listed in `errors` while the others are stored. Types are detected from the bytes: JPEG, PNG, GIF, WebP, AVIF, BMP, TIFF. Uploading bytes you already uploaded returns the existing record with `duplicate: true`. `format` (query or field) picks the answer as Chevereto does: `json` (default), `txt` (the direct URL as text/plain, one line per stored image) or `redirect` (303 to the first image's viewer page); errors are always the JSON envelope. `name` (ImgBB) or `title` (Chevereto) sets the title instead of the file name. The same operation answers at `/1/upload`, ImgBB's own path, so ImgBB clients need only the host changed. A Chevereto-shaped request (an X-API-Key header, a `source` field, or `format=json`) that stores one image also gets Chevereto V1.1's `status_code`, `status_txt` and `image` (`image.url`, `image.display_url`, …) beside the envelope; `success` stays the envelope's boolean.
          */
         post: operations["postUpload"];
         delete?: never;
@@ -364,6 +364,86 @@ export interface components {
          * @enum {integer}
          */
         ErrorCode: 100 | 110 | 120 | 130 | 131 | 140 | 141 | 142 | 143 | 150 | 160 | 170 | 200 | 210 | 220 | 221 | 222 | 230 | 231 | 240 | 250 | 403 | 404 | 405 | 413 | 415 | 500;
+        /** @description Chevereto's image object (Chevereto-shaped requests with one image only) */
+        CheveretoImage: {
+            /**
+             * @description The title without its extension
+             * @example holiday
+             */
+            name: string;
+            /** @example png */
+            extension: string;
+            /** @example aB3xK9pQ2m.png */
+            filename: string;
+            /** @example holiday.png */
+            original_filename: string;
+            /** @example image/png */
+            mime: string;
+            /** @example 48213 */
+            size: number;
+            /** @example 1920 */
+            width: number;
+            /** @example 1080 */
+            height: number;
+            /**
+             * @description Upload time, UTC, as Chevereto writes it
+             * @example 2026-11-25 22:13:20
+             */
+            date: string;
+            /** @example 2026-11-25 22:13:20 */
+            date_gmt: string;
+            /** @example aB3xK9pQ2m */
+            id_encoded: string;
+            /**
+             * Format: uri
+             * @example https://img.example.com/aB3xK9pQ2m.png
+             */
+            url: string;
+            /**
+             * Format: uri
+             * @example https://example.com/i/aB3xK9pQ2m
+             */
+            url_viewer: string;
+            /**
+             * Format: uri
+             * @example https://img.example.com/aB3xK9pQ2m.md.png
+             */
+            display_url: string;
+            thumb: {
+                /** @example aB3xK9pQ2m.th.png */
+                filename: string;
+                /** @example aB3xK9pQ2m.th */
+                name: string;
+                /** @example image/png */
+                mime: string;
+                /** @example png */
+                extension: string;
+                /**
+                 * Format: uri
+                 * @example https://img.example.com/aB3xK9pQ2m.th.png
+                 */
+                url: string;
+            };
+            medium: {
+                /** @example aB3xK9pQ2m.th.png */
+                filename: string;
+                /** @example aB3xK9pQ2m.th */
+                name: string;
+                /** @example image/png */
+                mime: string;
+                /** @example png */
+                extension: string;
+                /**
+                 * Format: uri
+                 * @example https://img.example.com/aB3xK9pQ2m.th.png
+                 */
+                url: string;
+            };
+            /** Format: uri */
+            delete_url: string;
+            /** @description Seconds the image lives after upload; 0 = forever */
+            expiration: number;
+        };
         Deleted: {
             id: string;
             /** @enum {boolean} */
@@ -874,6 +954,17 @@ export interface operations {
                         /** @enum {boolean} */
                         success: true;
                         data: components["schemas"]["ImageRecord"] | components["schemas"]["MultiUpload"];
+                        /**
+                         * @description Chevereto's: the HTTP status (Chevereto-shaped requests only)
+                         * @enum {number}
+                         */
+                        status_code?: 200;
+                        /**
+                         * @description Chevereto's: `OK` (Chevereto-shaped requests only)
+                         * @enum {string}
+                         */
+                        status_txt?: "OK";
+                        image?: components["schemas"]["CheveretoImage"];
                     };
                     "text/plain": string;
                 };
@@ -1344,6 +1435,17 @@ export interface operations {
                         /** @enum {boolean} */
                         success: true;
                         data: components["schemas"]["ImageRecord"] | components["schemas"]["MultiUpload"];
+                        /**
+                         * @description Chevereto's: the HTTP status (Chevereto-shaped requests only)
+                         * @enum {number}
+                         */
+                        status_code?: 200;
+                        /**
+                         * @description Chevereto's: `OK` (Chevereto-shaped requests only)
+                         * @enum {string}
+                         */
+                        status_txt?: "OK";
+                        image?: components["schemas"]["CheveretoImage"];
                     };
                     "text/plain": string;
                 };

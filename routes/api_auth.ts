@@ -114,7 +114,13 @@ async function admitSession(
   token: string,
 ): Promise<void> {
   const site = c.req.header("sec-fetch-site");
-  if (site !== undefined && site !== "same-origin") {
+  // Browsers send Sec-Fetch-Site only to secure origins (https, localhost); over plain
+  // http elsewhere the Origin header is what tells a foreign page, so it is checked too.
+  const origin = c.req.header("origin");
+  const foreign = (site !== undefined && site !== "same-origin") ||
+    (origin !== undefined && origin !== new URL(deps.config.BASE_URL).origin &&
+      origin !== new URL(c.req.url).origin);
+  if (foreign) {
     throw new ApiError(403, {
       message: "Session calls are accepted from this site's own pages only",
     });

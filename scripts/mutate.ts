@@ -23,6 +23,22 @@ interface Mutation {
 
 const MUTATIONS: Mutation[] = [
   {
+    name: "forms: pages sent with no-referrer (Chromium posts Origin: null)",
+    file: "routes/pages/layout.tsx",
+    from: `    referrerPolicy: "same-origin",`,
+    to: `    referrerPolicy: "no-referrer",`,
+    tests: ["tests/site_browser_test.ts"],
+  },
+  {
+    name: "session: a foreign Origin without Sec-Fetch-Site accepted",
+    file: "routes/api_auth.ts",
+    from:
+      `    (origin !== undefined && origin !== new URL(deps.config.BASE_URL).origin &&`,
+    to:
+      `    (origin === "never" && origin !== new URL(deps.config.BASE_URL).origin &&`,
+    tests: ["tests/site_test.ts"],
+  },
+  {
     name: "bodies: a keyless multipart waits for a full chunk before admission",
     file: "services/bodies/multipart.ts",
     from: `    for await (const chunk of readPooled(body, () => !admitted)) {`,

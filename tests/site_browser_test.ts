@@ -61,10 +61,21 @@ const env: TestEnv = await testEnv({
   },
 });
 
+/**
+ * The same server under a name that is not BASE_URL's, as a newcomer reaches it on a LAN:
+ * plain http on a name Chromium maps to 127.0.0.1 itself (no DNS is asked).
+ */
+const ALIAS_HOST = "images-lan.test";
+const alias = `http://${ALIAS_HOST}:${server.addr.port}`;
+
 const browser: Browser = await puppeteer.launch({
   executablePath: requireChromium(),
   headless: true,
-  args: [...CHROMIUM_FLAGS, "--no-sandbox"],
+  args: [
+    ...CHROMIUM_FLAGS,
+    "--no-sandbox",
+    `--host-resolver-rules=MAP ${ALIAS_HOST} 127.0.0.1`,
+  ],
 });
 /** CSP violations and page errors seen by any page, by URL. */
 const problems: string[] = [];
@@ -95,7 +106,7 @@ async function newPage(
   page.on("request", (r) => {
     const u = new URL(r.url());
     if (
-      u.origin === base || u.origin === fixture.origin ||
+      u.origin === base || u.origin === fixture.origin || u.origin === alias ||
       u.protocol === "data:" || u.protocol === "blob:"
     ) {
       return r.continue();
@@ -160,6 +171,40 @@ const b64 = (b: Uint8Array) =>
 /** Pages the accessibility pass visits, found by the flows below. */
 const visits: { name: string; path: string; signedIn: boolean }[] = [];
 let owner: Page;
+
+test("over plain http on a host name that is not BASE_URL's, the sign-up, log-out and log-in forms work (they were a bare 403: no-referrer made Chromium post Origin: null)", async () => {
+  const page = await newPage();
+  try {
+    const answers: number[] = [];
+    page.on("response", (r) => {
+      if (r.request().method() === "POST") answers.push(r.status());
+    });
+    await page.goto(`${alias}/signup`);
+    await page.type("#email", "lan@example.com");
+    await page.type("#password", "a long enough password");
+    await Promise.all([
+      page.waitForNavigation(),
+      page.click("button[type=submit]"),
+    ]);
+    assert.equal(page.url(), `${alias}/account`, `answers: ${answers}`);
+    assert.match(await page.content(), /lan@example\.com/);
+    await Promise.all([
+      page.waitForNavigation(),
+      page.click('form[action="/logout"] button'),
+    ]);
+    await page.goto(`${alias}/login`);
+    await page.type("#email", "lan@example.com");
+    await page.type("#password", "a long enough password");
+    await Promise.all([
+      page.waitForNavigation(),
+      page.click("button[type=submit]"),
+    ]);
+    assert.equal(page.url(), `${alias}/account`, `answers: ${answers}`);
+    assert.ok(answers.every((s) => s === 303), `answers: ${answers}`);
+  } finally {
+    await page.browserContext().close();
+  }
+});
 
 test("a reload of the key page never creates another key, and revoking asks first", async () => {
   owner = await newPage();

@@ -167,6 +167,20 @@ test("the site's pages call the API with the session and its token; without the 
     });
     assert.equal(crossSite.status, 403);
     assert.equal(crossSite.body.error.code, 403);
+    // Over plain http off localhost browsers send no Sec-Fetch-Site: a foreign Origin
+    // alone is refused (it was 200), our own origin (BASE_URL's or the request's) is not.
+    const foreign = await call({
+      cookie: s.cookie,
+      "x-csrf-token": s.token,
+      origin: "http://evil.example",
+    });
+    assert.deepEqual([foreign.status, foreign.body.error.code], [403, 403]);
+    const own = await call({
+      cookie: s.cookie,
+      "x-csrf-token": s.token,
+      origin: "http://localhost:8080",
+    });
+    assert.equal(own.status, 200);
     const signedOut = await call({ "x-csrf-token": s.token });
     assert.equal(signedOut.body.error.code, 110);
     // Another site's browser cannot even ask: the token header is not allowed by CORS.

@@ -20,10 +20,15 @@ export function formCsrf(config: Config) {
 /**
  * Security headers of the site's pages: scripts and styles from our own origin only (no
  * inline ones anywhere), images also from the image host and data: (previews of inline
- * screenshots), nothing may frame us, forms post only to us.
+ * screenshots), nothing may frame us, forms post only to us, referrers only to ourselves.
  */
 export function pageSecurity(config: Config) {
   return secureHeaders({
+    // Not secureHeaders' no-referrer: under it Chromium posts our own forms with
+    // `Origin: null`, and over plain http on any host but localhost (no Sec-Fetch-Site
+    // there) the form check could only refuse them. same-origin sends our origin to
+    // ourselves and nothing to anyone else.
+    referrerPolicy: "same-origin",
     contentSecurityPolicy: {
       defaultSrc: ["'self'"],
       imgSrc: [

@@ -56,6 +56,10 @@ await run("npx", [
   "-y",
   "openapi-typescript@7.13.0",
   `${root}openapi.yaml`,
+  // A request field with a default is optional to the caller (the server fills it in):
+  // openapi-typescript otherwise makes every such field required, which put the zod
+  // output type where the input type belongs (`format`, `fullPage`, … in a screenshot).
+  "--default-non-nullable=false",
   "-o",
   `${sdk}/src/api_types.ts`,
 ]);

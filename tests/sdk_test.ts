@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import ts from "typescript";
 import puppeteer, { type Browser, type Page } from "puppeteer-core";
 import sharp from "sharp";
 import { test, type TestEnv, testEnv, userWithKey } from "./helpers.ts";
@@ -614,4 +615,42 @@ test("teardown", async () => {
   await site.close();
   await server.shutdown();
   await env.close();
+});
+
+test("every TypeScript example of the SDK's README compiles under tsc --strict against the published types (request fields with defaults are optional)", async () => {
+  const root = new URL("..", import.meta.url).pathname;
+  const readme = await Deno.readTextFile(`${root}sdk/README.md`);
+  const blocks = [...readme.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]);
+  assert.ok(blocks.length >= 1, "the README has TypeScript examples");
+  const dir = await Deno.makeTempDir({ prefix: "imagehost-readme-ts-" });
+  try {
+    const files = await Promise.all(blocks.map(async (code, i) => {
+      const path = `${dir}/example_${i}.ts`;
+      // What a page has in scope: the file a user picked.
+      await Deno.writeTextFile(
+        path,
+        `declare const file: File;\n${code}\nexport {};\n`,
+      );
+      return path;
+    }));
+    const program = ts.createProgram(files, {
+      strict: true,
+      noEmit: true,
+      target: ts.ScriptTarget.ES2022,
+      module: ts.ModuleKind.ESNext,
+      moduleResolution: ts.ModuleResolutionKind.Bundler,
+      lib: ["lib.es2022.d.ts", "lib.dom.d.ts", "lib.dom.iterable.d.ts"],
+      skipLibCheck: true,
+      baseUrl: dir,
+      paths: {
+        "image-uploader-widget": [`${root}sdk/dist/types/index.d.ts`],
+      },
+    });
+    const errors = ts.getPreEmitDiagnostics(program).map((d) =>
+      ts.flattenDiagnosticMessageText(d.messageText, "\n")
+    );
+    assert.deepEqual(errors, []);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });

@@ -540,18 +540,18 @@ export interface components {
                 width: number;
                 height: number;
                 /** @default 1 */
-                deviceScaleFactor: number;
+                deviceScaleFactor?: number;
                 /** @default false */
-                isMobile: boolean;
+                isMobile?: boolean;
                 /** @default false */
-                hasTouch: boolean;
+                hasTouch?: boolean;
             };
             /**
              * @description png, jpeg, webp, or pdf (a document: only with `share` false, so it comes back inline or as the raw body; `fullPage` false prints the first page only)
              * @default png
              * @enum {string}
              */
-            format: "png" | "jpeg" | "webp" | "pdf";
+            format?: "png" | "jpeg" | "webp" | "pdf";
             /** @description jpeg and webp only: 1-100 (default 85) */
             quality?: number;
             /**
@@ -559,12 +559,12 @@ export interface components {
              * @default A4
              * @enum {string}
              */
-            pdfPaper: "A4" | "Letter";
+            pdfPaper?: "A4" | "Letter";
             /**
              * @description Capture the whole page, not just the viewport. Capped at 16384 CSS px tall and 16384 CSS px (and 16384 device px) wide, and at MAX_IMAGE_PIXELS device pixels (the height is cut first); a larger page is captured from its top left corner.
              * @default false
              */
-            fullPage: boolean;
+            fullPage?: boolean;
             /**
              * @description Capture only the first element this CSS selector matches (222 when none does)
              * @example main article
@@ -590,31 +590,31 @@ export interface components {
              * @default load
              * @enum {string}
              */
-            waitUntil: "load" | "domcontentloaded" | "networkidle0" | "networkidle2";
+            waitUntil?: "load" | "domcontentloaded" | "networkidle0" | "networkidle2";
             /** @description Then wait until an element matching this selector exists (222 if it never does within the timeout) */
             waitForSelector?: string;
             /**
              * @description Then wait this many ms more (at most 10000)
              * @default 0
              */
-            delay: number;
+            delay?: number;
             /** @description The whole capture's deadline in ms, waiting for a browser included; at most the server's SCREENSHOT_TIMEOUT_MS (160 above it), which is also the default */
             timeout?: number;
             /**
              * @description Block and hide ads: AdGuard Base (EasyList + AdGuard English, shipped with the service) through a filter engine decides every request and hides ad containers; a blocked ad's empty wrapper collapses
              * @default false
              */
-            noAds: boolean;
+            noAds?: boolean;
             /**
              * @description Block requests to analytics and tracking hosts (noAds blocks ads and these)
              * @default false
              */
-            blockTrackers: boolean;
+            blockTrackers?: boolean;
             /**
              * @description Hide consent banners: known consent managers, AdGuard's Cookie Notices list (shipped with the service), and fixed, sticky or dialog elements about cookies that hold an accept or reject control
              * @default false
              */
-            noCookie: boolean;
+            noCookie?: boolean;
             /**
              * @description Elements to hide (visibility: hidden) before the capture
              * @example [
@@ -631,18 +631,18 @@ export interface components {
              * @default default
              * @enum {string}
              */
-            colorScheme: "default" | "light" | "dark";
+            colorScheme?: "default" | "light" | "dark";
             /**
              * @description Emulate prefers-reduced-motion: reduce
              * @default false
              */
-            reducedMotion: boolean;
+            reducedMotion?: boolean;
             /**
              * @description Browser zoom, 0.5 to 2 (0.5, 0.75, 1, 1.25, 1.5, 2 in SPEC.md)
              * @default 1
              * @example 1
              */
-            zoom: number;
+            zoom?: number;
             /** @description User-Agent instead of the preset's (one line: no control characters) */
             userAgent?: string;
             /**
@@ -671,18 +671,18 @@ export interface components {
              * @description Seconds a result may be reused: the same request (same options) by the same user within this time answers the stored result, `cached: true`, without a capture. 0: always capture.
              * @default 0
              */
-            cache: number;
+            cache?: number;
             /**
              * @description With `share` false: `binary` answers the raw image (or PDF) with its content type instead of the JSON envelope (`Accept: image/*` or `application/pdf` does the same); errors stay JSON
              * @default json
              * @enum {string}
              */
-            response: "json" | "binary";
+            response?: "json" | "binary";
             /**
              * @description false: return the image inline (or raw) and store nothing
              * @default true
              */
-            share: boolean;
+            share?: boolean;
         };
         Preset: {
             /** @example iphone-14-pro */

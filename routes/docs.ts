@@ -14,37 +14,21 @@ import { serveAsset } from "./pages/static_assets.ts";
 
 /** The OpenAPI document of an app, as served and as written to openapi.yaml. */
 export function openApiDocument(app: App, serverUrl?: string) {
+  // One scheme, so a generated client given the key sends it once, in Authorization: with
+  // the other places listed as alternatives on every operation, hey-api's `auth` sent it
+  // in Authorization, X-API-Key, a cookie, X-CSRF-Token and ?key= at once. The other
+  // places still work (clients written for ImgBB and Chevereto use them) and are named
+  // here; the site's session is the site's own, not an API scheme.
   app.openAPIRegistry.registerComponent("securitySchemes", "bearer", {
     type: "http",
     scheme: "bearer",
-    description: "Authorization: Bearer <API_KEY>",
-  });
-  app.openAPIRegistry.registerComponent("securitySchemes", "apiKeyHeader", {
-    type: "apiKey",
-    in: "header",
-    name: "X-API-Key",
-    description: "X-API-Key: <API_KEY> (Chevereto V4; after Authorization)",
-  });
-  app.openAPIRegistry.registerComponent("securitySchemes", "queryKey", {
-    type: "apiKey",
-    in: "query",
-    name: "key",
-    description: "?key=<API_KEY> (lowest precedence)",
-  });
-  app.openAPIRegistry.registerComponent("securitySchemes", "sessionCookie", {
-    type: "apiKey",
-    in: "cookie",
-    name: SESSION_COOKIE,
     description:
-      "The site's session cookie (with sessionToken; this site's pages only)",
-  });
-  app.openAPIRegistry.registerComponent("securitySchemes", "sessionToken", {
-    type: "apiKey",
-    in: "header",
-    name: SESSION_TOKEN_HEADER,
-    description:
-      "The session's form token, which the site's pages carry: with the session cookie " +
-      "it stands for a key on same-origin calls (a cross-site request is refused, 403)",
+      "Authorization: Bearer <API_KEY>. Send the key here. Also accepted, " +
+      "for clients written for ImgBB and Chevereto, in this order after it: " +
+      "`X-API-Key: <API_KEY>` (Chevereto V4), the body's `key` (uploads), `?key=` " +
+      `(ImgBB). The site's own pages call the API with their session instead (the ` +
+      `\`${SESSION_COOKIE}\` cookie with its token in \`${SESSION_TOKEN_HEADER}\`, same ` +
+      "origin only).",
   });
   return app.getOpenAPI31Document({
     openapi: "3.1.0",

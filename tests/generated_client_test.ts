@@ -24,7 +24,8 @@ type Answer = PostUploadResponses[200]["data"];
 const kindsTyped: Exact<Answer["kind"], "image" | "batch"> = true;
 
 const [base, key, png, page] = Deno.args;
-client.setConfig({ baseUrl: base, headers: { Authorization: "Bearer " + key } });
+// The generator's own way to give the key: it puts it where each operation's security says.
+client.setConfig({ baseUrl: base, auth: key });
 const out: Record<string, unknown> = { codesTyped, kindsTyped };
 
 const up = await postUpload({ body: { image: png, title: "generated" } });
@@ -59,7 +60,7 @@ out.badScreenshotCode = bad.error?.error.code;
 console.log(JSON.stringify(out));
 `;
 
-test("a client made by a second generator (@hey-api/openapi-ts) from openapi.yaml compiles under strict and round-trips upload → record → delete → screenshot against a live server, its error branch typed by code", async () => {
+test("a client made by a second generator (@hey-api/openapi-ts) from openapi.yaml compiles under strict and round-trips upload → record → delete → screenshot against a live server, its error branch typed by code, the key given once and sent in Authorization alone", async () => {
   const dir = await Deno.makeTempDir({ prefix: "imagehost-genclient-" });
   const fixture = startFixture({
     "/page": `<!doctype html><body style="background:#08f"><h1>hi</h1></body>`,
@@ -80,7 +81,21 @@ test("a client made by a second generator (@hey-api/openapi-ts) from openapi.yam
     port: 0,
     signal: ac.signal,
     onListen: () => {},
-  }, env.app.fetch);
+  }, (req) => {
+    // Where the key travelled: it should be in Authorization alone.
+    const u = new URL(req.url);
+    const places = [
+      ...(u.searchParams.has("key") ? ["?key="] : []),
+      ...["x-api-key", "cookie", "x-csrf-token"].filter((h) =>
+        req.headers.has(h)
+      ),
+    ];
+    if (places.length) leaks.push(`${req.method} ${u.pathname}: ${places}`);
+    if (req.headers.get("authorization")) bearer++;
+    return env.app.fetch(req);
+  });
+  const leaks: string[] = [];
+  let bearer = 0;
   try {
     await createClient({
       input: new URL("../openapi.yaml", import.meta.url).pathname,
@@ -128,6 +143,11 @@ test("a client made by a second generator (@hey-api/openapi-ts) from openapi.yam
       badScreenshotCode: 200,
     });
     assert.match(out.upload.medium, /^http:\/\/localhost:8080\/[\w-]+\.png$/);
+    // Each operation lists bearer alone (the site's session is not an API scheme): with
+    // `auth` set, hey-api sent the key in Authorization, X-API-Key, a cookie, X-CSRF-Token
+    // and ?key= at once.
+    assert.deepEqual(leaks, []);
+    assert.equal(bearer, 6, "every call carried Authorization");
   } finally {
     ac.abort();
     await server.finished;

@@ -47,6 +47,8 @@ import { removeScratch } from "../services/runtime/scratch_files.ts";
 import type { RequestScratch } from "../services/images/pipeline.ts";
 import { CHEVERETO_FIELDS } from "../schemas/chevereto.ts";
 import { cheveretoFields, cheveretoShaped } from "./chevereto_answer.ts";
+import { HoldBudget, holdLimits } from "../services/bodies/key_hold.ts";
+import { clientAddress } from "./client_address.ts";
 
 /**
  * Security requirement of every /api/1 route, as declared: the bearer key alone, so a
@@ -137,9 +139,11 @@ function bodyFields(form: boolean) {
   });
   return {
     key: text(
-      "API key, when none is sent in a header or the query. Put it before the images: " +
-        "it is checked when the first image begins (or after 64 KB), and without a valid " +
-        "one the rest of the body is not read (100/110).",
+      "API key, when none is sent in a header or the query. In a multipart body put it " +
+        "before the files: it is checked when the first file begins (or after 64 KB). In a " +
+        "urlencoded or JSON body it may come anywhere: what precedes it is held within " +
+        "UNAUTH_HOLD_MB while the client keeps sending. Without a valid one the rest of " +
+        "the body is not read (100/110).",
     ),
     rest: {
       expiration: form
@@ -433,6 +437,9 @@ export function registerUploadRoutes(
 ) {
   const { db } = deps.database;
 
+  /** Bytes bodies bring before their key, for the whole process (key_hold.ts). */
+  const holds = new HoldBudget(holdLimits(deps.config), deps.clock);
+
   /** One import's limits; its time is what is left of the request's `deadline`. */
   const importLimits = (
     field: string,
@@ -480,6 +487,10 @@ export function registerUploadRoutes(
     if (headerKey(c) !== undefined) {
       await authenticateDeferred(c, deps, undefined);
     }
+    // Without a key in a header or the query, a text body may hold its bytes until its
+    // `key` comes (Chevereto's clients send it last), within the hold's budgets.
+    const keyless = headerKey(c) === undefined && !c.req.query("key");
+    const address = clientAddress(c, deps.config.TRUST_PROXY) ?? "unknown";
     return await receive(c.req.raw.body, {
       tmpDir: scratch.dir,
       maxFileBytes: scratch.maxFileBytes,
@@ -487,6 +498,7 @@ export function registerUploadRoutes(
       maxFields: deps.config.BODY_MAX_FIELDS,
       maxToken: deps.config.BODY_MAX_TOKEN,
       admit: (fields) => authenticateDeferred(c, deps, fields.key),
+      hold: keyless ? (stalled) => holds.open(address, stalled) : undefined,
     });
   };
 

@@ -62,6 +62,16 @@ export const ConfigSchema = z.object({
    * it, 413 before more is read.
    */
   BODY_MAX_KB: int(1024, 16, 1_048_576),
+  /**
+   * A urlencoded or JSON upload whose `key` comes after its image (Chevereto's clients)
+   * has its bytes held until the key comes: at most this many MB per request, per client
+   * address and per process, and while the client sends at least 64 KB/s after 2 s;
+   * past any of these it is answered 401 at once, the rest unread. Bodies keyed in a
+   * header or ?key= never hold.
+   */
+  UNAUTH_HOLD_MB: int(32, 1, 65_536),
+  UNAUTH_HOLD_ADDRESS_MB: int(32, 1, 65_536),
+  UNAUTH_HOLD_TOTAL_MB: int(128, 1, 1_048_576),
   /** Longest JSON number (or true/false/null) in a body, in characters (else 160). */
   BODY_MAX_TOKEN: int(256, 8, 65_536),
   /** Decoded pixels an upload may have, all frames of an animation together (else 142). */

@@ -23,6 +23,21 @@ interface Mutation {
 
 const MUTATIONS: Mutation[] = [
   {
+    name:
+      "bodies: a text body's key must precede its image (Chevereto's clients fail)",
+    file: "services/bodies/form_bodies.ts",
+    from: `    if (this.#hold?.mayWait(this.#total)) return;`,
+    to: ``,
+    tests: ["tests/key_hold_test.ts"],
+  },
+  {
+    name: "bodies: a keyless text body held past its budget",
+    file: "services/bodies/key_hold.ts",
+    from: `      requestTotal > l.perRequest || mine + n > l.perAddress ||`,
+    to: `      mine + n > l.perAddress ||`,
+    tests: ["tests/key_hold_test.ts"],
+  },
+  {
     name: "forms: pages sent with no-referrer (Chromium posts Origin: null)",
     file: "routes/pages/layout.tsx",
     from: `    referrerPolicy: "same-origin",`,

@@ -19,6 +19,35 @@ async function send(base: string, key: string, png: Uint8Array, name: string) {
   return { status: r.status, body };
 }
 
+/** Every record the service lists for the key. */
+async function listAll(base: string, key: string) {
+  const listed: { id: string; size: number; image: { url: string } }[] = [];
+  for (let page = 1;; page++) {
+    const r = await fetch(
+      `${base}/api/1/images?per_page=100&page=${page}`,
+      { headers: { authorization: `Bearer ${key}` } },
+    );
+    const body = await r.json();
+    assert.equal(r.status, 200, JSON.stringify(body));
+    listed.push(...body.data.images);
+    if (body.data.images.length < 100) break;
+  }
+  return listed;
+}
+
+/** The listed records whose file does not answer whole. */
+async function recordsWithoutBytes(base: string, key: string) {
+  const missing: string[] = [];
+  for (const rec of await listAll(base, key)) {
+    const file = await fetch(rec.image.url);
+    const bytes = new Uint8Array(await file.arrayBuffer());
+    if (file.status !== 200 || bytes.length !== rec.size) {
+      missing.push(`${rec.id}: ${file.status}, ${bytes.length} of ${rec.size}`);
+    }
+  }
+  return missing;
+}
+
 test("uploads refused while PostgreSQL is frozen (SIGSTOP) leave no record without its bytes: each one sent again is stored or answered as the same image, and every record's file is there", async () => {
   const pgc = await startPgCluster();
   const s3 = await startS3();
@@ -79,6 +108,14 @@ test("uploads refused while PostgreSQL is frozen (SIGSTOP) leave no record witho
       refused.length > 0,
       `the stall was seen: ${JSON.stringify(counts)}`,
     );
+    // Before anything is sent again: the records the thaw committed have their bytes.
+    // (Checked here, not only at the end, since sending the same bytes again now repairs a
+    // record without them, which would hide a write side that deleted them.)
+    assert.deepEqual(
+      await recordsWithoutBytes(base, key),
+      [],
+      `records without their bytes after the thaw (${JSON.stringify(counts)})`,
+    );
     // Each refused upload sent again once the database answers: stored now, or the same
     // image if its first row was committed after all. Either way its bytes must be there.
     for (const f of refused) {
@@ -91,29 +128,9 @@ test("uploads refused while PostgreSQL is frozen (SIGSTOP) leave no record witho
       acked.set(r.body.data.id, r.body.data.size);
     }
     // Every record the service lists has its file, and every acknowledged one is listed.
-    const listed: { id: string; size: number; image: { url: string } }[] = [];
-    for (let page = 1;; page++) {
-      const r = await fetch(
-        `${base}/api/1/images?per_page=100&page=${page}`,
-        { headers: { authorization: `Bearer ${key}` } },
-      );
-      const body = await r.json();
-      assert.equal(r.status, 200, JSON.stringify(body));
-      listed.push(...body.data.images);
-      if (body.data.images.length < 100) break;
-    }
-    const missing: string[] = [];
-    for (const rec of listed) {
-      const file = await fetch(rec.image.url);
-      const bytes = new Uint8Array(await file.arrayBuffer());
-      if (file.status !== 200 || bytes.length !== rec.size) {
-        missing.push(
-          `${rec.id}: ${file.status}, ${bytes.length} of ${rec.size}`,
-        );
-      }
-    }
+    const listed = await listAll(base, key);
     assert.deepEqual(
-      missing,
+      await recordsWithoutBytes(base, key),
       [],
       `records without their bytes (${JSON.stringify(counts)})`,
     );

@@ -8,21 +8,49 @@ import {
   tooManyFields,
 } from "./budgets.ts";
 import { removeScratch } from "../runtime/scratch_files.ts";
+import type { KeyHold } from "./key_hold.ts";
 
 const FIELD_MAX = 64 * 1024;
 
 /**
  * What both text-body readers keep: the plain fields, the images decoded so far, and the
- * one admission (authentication) that runs when the first image begins or after 64 KB.
+ * one admission (authentication). It runs as soon as a `key` field has come; without one,
+ * when the first image begins or after 64 KB, unless the request may hold its bytes until
+ * the key comes (`hold`: clients written for Chevereto send `source` before `key`), which
+ * lasts while the hold's budgets and rate allow.
  */
 class TextForm {
   readonly fields: Record<string, string> = {};
   readonly images: Base64File[] = [];
   #admitted: boolean;
   #count = 0;
+  #total = 0;
+  #imageStarted = false;
+  readonly #hold: KeyHold | undefined;
+  /** The client fell below the hold's rate: the reader was stopped, admission is due. */
+  stalled = false;
 
-  constructor(private readonly opts: BodyOptions) {
+  constructor(private readonly opts: BodyOptions, stop: () => void) {
     this.#admitted = !opts.admit;
+    this.#hold = opts.admit && opts.hold
+      ? opts.hold(() => {
+        this.stalled = true;
+        stop();
+      })
+      : undefined;
+  }
+
+  /**
+   * After each piece of the body (`n` more bytes): admits once a key has come, or when
+   * an image has begun (or 64 KB have come) and the body may not hold any longer.
+   */
+  async progress(n = 0): Promise<void> {
+    this.#total += n;
+    if (this.#admitted) return;
+    if (this.fields.key) return await this.admit();
+    if (!this.#imageStarted && this.#total <= KEY_PREFIX_BYTES) return;
+    if (this.#hold?.mayWait(this.#total)) return;
+    await this.admit();
   }
 
   /** Keeps a plain field; past the field budget, 160 (each one counts, repeats too). */
@@ -41,12 +69,14 @@ class TextForm {
   async admit(): Promise<void> {
     if (this.#admitted) return;
     this.#admitted = true;
+    this.#hold?.release();
     await this.opts.admit!(this.fields);
   }
 
-  /** Admits, then starts the next image (131 past MAX_FILES). */
+  /** Admits (or holds: see progress), then starts the next image (131 past MAX_FILES). */
   async startImage(field: string): Promise<Base64File> {
-    await this.admit();
+    this.#imageStarted = true;
+    await this.progress();
     if (this.images.length >= this.opts.maxFiles) {
       throw new ApiError(131, {
         details: [{
@@ -72,12 +102,14 @@ class TextForm {
 
   /** After a failure: waits for writes in flight, removes every temp file, rethrows. */
   async fail(e: unknown): Promise<never> {
+    this.#hold?.release();
     await Promise.allSettled(this.images.map((f) => f.abandon()));
     await this.cleanup();
     throw e;
   }
 
   result(): ReceivedForm {
+    this.#hold?.release();
     return {
       files: this.images.map((f) => f.rec),
       fields: this.fields,
@@ -112,7 +144,7 @@ export async function receiveUrlencoded(
 ): Promise<ReceivedForm> {
   const maxTotal = opts.maxFiles * Math.ceil(opts.maxFileBytes * 4 / 3) * 3 +
     4 * 1024 * 1024;
-  const form = new TextForm(opts);
+  const form = new TextForm(opts, () => reader.cancel().catch(() => {}));
   // Parser state: the current name, or the current value (plain text or an image).
   let name = "";
   let inValue = false;
@@ -186,7 +218,7 @@ export async function receiveUrlencoded(
       if (done) break;
       total += value.length;
       if (total > maxTotal) throw new ApiError(413);
-      if (total > KEY_PREFIX_BYTES) await form.admit();
+      await form.progress(value.length);
       const chunk = decoder.decode(value, { stream: true });
       let start = 0;
       for (let i = 0; i < chunk.length; i++) {
@@ -217,6 +249,8 @@ export async function receiveUrlencoded(
         }
       }
     }
+    // A client that stalled while its key had not come: refused as it stands.
+    if (form.stalled) await form.admit();
     if (inValue || name) await endValue();
     await form.admit();
   } catch (e) {
@@ -241,7 +275,7 @@ export async function receiveJson(
 ): Promise<ReceivedForm> {
   const maxTotal = opts.maxFiles * Math.ceil(opts.maxFileBytes * 4 / 3) * 2 +
     4 * 1024 * 1024;
-  const form = new TextForm(opts);
+  const form = new TextForm(opts, () => reader.cancel().catch(() => {}));
   const { fields, images } = form;
   const malformed = (why: string) =>
     new ApiError(160, {
@@ -381,7 +415,7 @@ export async function receiveJson(
       if (done) break;
       total += chunk.length;
       if (total > maxTotal) throw new ApiError(413);
-      if (total > KEY_PREFIX_BYTES) await form.admit();
+      await form.progress(chunk.length);
       const pos = { i: 0 };
       while (pos.i < chunk.length) {
         if (inString) {
@@ -453,6 +487,7 @@ export async function receiveJson(
         if (state === "value" && literal) state = "afterValue";
       }
     }
+    if (form.stalled) await form.admit();
     if (literal) endLiteral();
     if (state !== "end") throw malformed("the body ends early");
     await form.admit();

@@ -7,6 +7,7 @@
  * the text fields; with BodyOptions, what each takes. A leaf, so the
  * readers of each body type can share both without importing one another.
  */
+import type { KeyHold } from "./key_hold.ts";
 
 /** One file part, already in a scratch file (disk or memory). */
 export interface ReceivedFile {
@@ -46,4 +47,10 @@ export interface BodyOptions {
    * valid key costs at most that prefix. A body key must therefore precede the files.
    */
   admit?: (fields: Record<string, string>) => Promise<unknown>;
+  /**
+   * Text bodies (urlencoded, JSON) only: lets a body hold what comes before its `key`
+   * (see key_hold.ts); `stalled` stops the reader when the client falls below the rate.
+   * Unset: a body key must precede the images, as in multipart.
+   */
+  hold?: (stalled: () => void) => KeyHold;
 }

@@ -1,43 +1,15 @@
 import assert from "node:assert/strict";
-import sharp from "sharp";
+import { centrePixel } from "./pixels.ts";
 import { test, waitUntilAsync } from "./helpers.ts";
 import { countingListener, startFixture } from "./fixture_server.ts";
-import { startBrowserService } from "./browser_service.ts";
+import { desktopShot, startBrowserService } from "./browser_service.ts";
 import { freePort } from "./pg_cluster.ts";
 import { ChromiumScreenshotter } from "../services/screenshots/chromium.ts";
 import { parseAllowList } from "../schemas/allow_list.ts";
 import { memoryLogger } from "../services/runtime/logger.ts";
 import { ApiError } from "../schemas/errors.ts";
-import { PRESETS } from "../schemas/presets.ts";
-import type { CaptureOptions } from "../services/screenshots/screenshotter.ts";
 
 const TOKEN = "test-token-" + crypto.randomUUID();
-
-function shot(url: string): CaptureOptions {
-  const p = PRESETS.find((x) => x.id === "desktop-720p") ?? PRESETS[0];
-  return {
-    url,
-    viewport: p,
-    format: "png",
-    fullPage: false,
-    noAds: false,
-    noCookie: false,
-    colorScheme: "default",
-    zoom: 1,
-  };
-}
-
-async function centrePixel(png: Uint8Array): Promise<number[]> {
-  const img = sharp(png);
-  const { width, height } = await img.metadata();
-  const { data } = await img.extract({
-    left: Math.floor(width! / 2),
-    top: Math.floor(height! / 2),
-    width: 1,
-    height: 1,
-  }).removeAlpha().raw().toBuffer({ resolveWithObject: true });
-  return [...data];
-}
 
 test("the browser service refuses a missing or wrong BROWSER_TOKEN on every route, DevTools included, and logs each refusal", async () => {
   const service = await startBrowserService({
@@ -80,7 +52,7 @@ test("the browser service refuses a missing or wrong BROWSER_TOKEN on every rout
     }
     // An instance with the wrong token gets no browser: 240, not a hang.
     await assert.rejects(
-      shooter.capture(shot("http://127.0.0.1:1/")),
+      shooter.capture(desktopShot("http://127.0.0.1:1/")),
       (e) => e instanceof ApiError && e.code === 240,
     );
     await waitUntilAsync(
@@ -128,11 +100,11 @@ test("with BROWSER_TOKEN every page request leaves through the browser service's
     log: memoryLogger(),
   });
   try {
-    const res = await shooter.capture(shot(`${green.origin}/`));
+    const res = await shooter.capture(desktopShot(`${green.origin}/`));
     assert.deepEqual(await centrePixel(res.bytes), [0, 255, 0]);
     assert.deepEqual(green.requests.map((r) => r.path).sort(), ["/", "/pixel"]);
     await assert.rejects(
-      shooter.capture(shot(`http://127.0.0.1:${denied.port}/`)),
+      shooter.capture(desktopShot(`http://127.0.0.1:${denied.port}/`)),
       (e) => e instanceof ApiError && e.code === 210,
     );
     assert.equal(denied.accepted, 0);

@@ -1,9 +1,13 @@
 import assert from "node:assert/strict";
+import { centrePixel } from "./pixels.ts";
 import { connect } from "node:net";
-import sharp from "sharp";
 import { test, waitUntil, waitUntilAsync } from "./helpers.ts";
 import { startFixture } from "./fixture_server.ts";
-import { requireChromium, startDevtoolsBrowser } from "./browser_service.ts";
+import {
+  desktopShot,
+  requireChromium,
+  startDevtoolsBrowser,
+} from "./browser_service.ts";
 import { freePort } from "./pg_cluster.ts";
 import { linkedNamespace } from "./netns.ts";
 import { ChromiumScreenshotter } from "../services/screenshots/chromium.ts";
@@ -13,10 +17,8 @@ import { loadConfig } from "../schemas/config.ts";
 import { findChromium } from "../services/screenshots/chromium_launch.ts";
 import { parseAllowList } from "../schemas/allow_list.ts";
 import { startGuardProxy } from "../services/net/guard_proxy.ts";
-import { PRESETS } from "../schemas/presets.ts";
 import { memoryLogger } from "../services/runtime/logger.ts";
 import { ApiError } from "../schemas/errors.ts";
-import type { CaptureOptions } from "../services/screenshots/screenshotter.ts";
 
 const CHROMIUM = requireChromium();
 
@@ -39,32 +41,6 @@ const fixture = startFixture({
 });
 const denied = startFixture({ "/": "<h1>secret</h1>" });
 
-function shot(url: string): CaptureOptions {
-  const p = PRESETS.find((x) => x.id === "desktop-720p") ?? PRESETS[0];
-  return {
-    url,
-    viewport: p,
-    format: "png",
-    fullPage: false,
-    noAds: false,
-    noCookie: false,
-    colorScheme: "default",
-    zoom: 1,
-  };
-}
-
-async function centrePixel(bytes: Uint8Array): Promise<number[]> {
-  const img = sharp(bytes);
-  const { width, height } = await img.metadata();
-  const { data } = await img.extract({
-    left: Math.floor(width! / 2),
-    top: Math.floor(height! / 2),
-    width: 1,
-    height: 1,
-  }).removeAlpha().raw().toBuffer({ resolveWithObject: true });
-  return [...data];
-}
-
 test("a remote browser named by http://host:port is found again after it restarts with a new DevTools URL; captures meanwhile answer 240 at once", async () => {
   const port = freePort();
   let browser = await startDevtoolsBrowser("127.0.0.1", port);
@@ -79,21 +55,21 @@ test("a remote browser named by http://host:port is found again after it restart
     log,
   });
   try {
-    const first = await shooter.capture(shot(`${fixture.origin}/`));
+    const first = await shooter.capture(desktopShot(`${fixture.origin}/`));
     assert.deepEqual(await centrePixel(first.bytes), [0, 255, 0]);
     const firstWs = await browser.wsUrl();
 
     await browser.kill();
     await waitUntilAsync(async () => !(await shooter.ready(500)), 5000);
     await assert.rejects(
-      shooter.capture(shot(`${fixture.origin}/`)),
+      shooter.capture(desktopShot(`${fixture.origin}/`)),
       (e) => e instanceof ApiError && e.code === 240,
     );
 
     browser = await startDevtoolsBrowser("127.0.0.1", port);
     assert.notEqual(await browser.wsUrl(), firstWs, "a new browser, a new URL");
     await waitUntilAsync(() => shooter.ready(1000), 15_000, 250);
-    const again = await shooter.capture(shot(`${fixture.origin}/`));
+    const again = await shooter.capture(desktopShot(`${fixture.origin}/`));
     assert.deepEqual(await centrePixel(again.bytes), [0, 255, 0]);
     // The failures were logged as sentences, not "[object Object]".
     const failures = log.lines.filter((l) => l.msg === "browser start failed");
@@ -128,7 +104,7 @@ test("captures spread over two browser services; when one dies the next captures
   /** Two slow captures at once: each service holds one. */
   const bothUsed = async () => {
     const two = [0, 1].map(() =>
-      spread.capture(shot(`${fixture.origin}/slow`))
+      spread.capture(desktopShot(`${fixture.origin}/slow`))
     );
     await waitUntil(() => pools.every((p) => p.load === 1), 5000);
     for (const r of await Promise.all(two)) {
@@ -142,7 +118,7 @@ test("captures spread over two browser services; when one dies the next captures
     await browsers[0].kill();
     await waitUntilAsync(async () => !(await pools[0].ready(300)), 5000);
     for (let i = 0; i < 6; i++) {
-      const r = await spread.capture(shot(`${fixture.origin}/`));
+      const r = await spread.capture(desktopShot(`${fixture.origin}/`));
       assert.deepEqual(await centrePixel(r.bytes), [0, 255, 0]);
     }
     // The dead one was tried (its connect refused) and its captures went to the other;
@@ -182,7 +158,7 @@ test("BROWSER_WS_ENDPOINT may list several browser services: one pool each, spre
     assert.ok(shooter instanceof SpreadScreenshotter);
     // Neither answers: a capture gets 240 from the last one tried, not a hang or a 500.
     await assert.rejects(
-      shooter.capture(shot(`${fixture.origin}/`)),
+      shooter.capture(desktopShot(`${fixture.origin}/`)),
       (e) => e instanceof ApiError && e.code === 240,
     );
   } finally {
@@ -208,14 +184,18 @@ test("one account flooding slow captures cannot hold up another's: each account 
     // over two slots, a capture sent after them would wait about four seconds.
     const flood = Array.from(
       { length: 8 },
-      () => shooter.capture({ ...shot(`${fixture.origin}/slow`), owner: "A" }),
+      () =>
+        shooter.capture({
+          ...desktopShot(`${fixture.origin}/slow`),
+          owner: "A",
+        }),
     );
     await waitUntil(() => shooter.load === 8, 5000);
     // B: three light captures one after another, each with a deadline (3.5 s) such a
     // line would have outlasted.
     for (let i = 0; i < 3; i++) {
       const r = await shooter.capture({
-        ...shot(`${fixture.origin}/`),
+        ...desktopShot(`${fixture.origin}/`),
         owner: "B",
         timeoutMs: 3500,
       });
@@ -243,10 +223,11 @@ test("a capture whose browser dies mid-capture answers 240 (retry), not a 500", 
     await shooter.start();
     const pid = shooter.pid!;
     const before = fixture.requests.filter((r) => r.path === "/hang").length;
-    const inFlight = shooter.capture(shot(`${fixture.origin}/hang`)).then(
-      () => "captured",
-      (e) => e,
-    );
+    const inFlight = shooter.capture(desktopShot(`${fixture.origin}/hang`))
+      .then(
+        () => "captured",
+        (e) => e,
+      );
     await waitUntil(
       () => fixture.requests.filter((r) => r.path === "/hang").length > before,
       10_000,
@@ -257,7 +238,7 @@ test("a capture whose browser dies mid-capture answers 240 (retry), not a 500", 
     assert.equal(err.code, 240);
     assert.equal(err.headers?.["Retry-After"], "5");
     // And the next capture gets a new browser.
-    const next = await shooter.capture(shot(`${fixture.origin}/`));
+    const next = await shooter.capture(desktopShot(`${fixture.origin}/`));
     assert.deepEqual(await centrePixel(next.bytes), [0, 255, 0]);
     assert.notEqual(shooter.pid, pid);
   } finally {
@@ -325,14 +306,14 @@ test("a browser on another host (its own network namespace, reached over a veth 
     // The page is on this host's 127.0.0.1, which from the namespace is the browser's own
     // loopback: only the guard, over the link, can fetch it.
     const before = fixture.requests.filter((r) => r.path === "/").length;
-    const res = await shooter.capture(shot(`${fixture.origin}/`));
+    const res = await shooter.capture(desktopShot(`${fixture.origin}/`));
     assert.deepEqual(await centrePixel(res.bytes), [0, 255, 0]);
     assert.equal(
       fixture.requests.filter((r) => r.path === "/").length,
       before + 1,
     );
     await assert.rejects(
-      shooter.capture(shot(`${denied.origin}/`)),
+      shooter.capture(desktopShot(`${denied.origin}/`)),
       (e) => e instanceof ApiError && e.code === 210,
     );
     assert.equal(denied.requests.length, 0);

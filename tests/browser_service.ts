@@ -1,3 +1,5 @@
+import { PRESETS } from "../schemas/presets.ts";
+import type { CaptureOptions } from "../services/screenshots/screenshotter.ts";
 import { ChromiumScreenshotter } from "../services/screenshots/chromium.ts";
 import {
   discoverWsEndpoint,
@@ -156,5 +158,20 @@ export async function startBrowserService(opts: {
       await proc.status;
       await collecting.catch(() => {});
     },
+  };
+}
+
+/** A plain capture of `url` at the desktop-720p preset, as PNG, with nothing hidden. */
+export function desktopShot(url: string): CaptureOptions {
+  const p = PRESETS.find((x) => x.id === "desktop-720p") ?? PRESETS[0];
+  return {
+    url,
+    viewport: p,
+    format: "png",
+    fullPage: false,
+    noAds: false,
+    noCookie: false,
+    colorScheme: "default",
+    zoom: 1,
   };
 }

@@ -17,3 +17,16 @@ export async function pixel(
   const i = (y * info.width + x) * 3;
   return [data[i], data[i + 1], data[i + 2]];
 }
+
+/** The RGB of an encoded image's centre pixel. */
+export async function centrePixel(bytes: Uint8Array): Promise<number[]> {
+  const img = sharp(bytes);
+  const { width, height } = await img.metadata();
+  const { data } = await img.extract({
+    left: Math.floor(width! / 2),
+    top: Math.floor(height! / 2),
+    width: 1,
+    height: 1,
+  }).removeAlpha().raw().toBuffer({ resolveWithObject: true });
+  return [...data];
+}

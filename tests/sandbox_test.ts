@@ -5,6 +5,7 @@
  * product, walked through once.
  */
 import assert from "node:assert/strict";
+import { centrePixel } from "./pixels.ts";
 import sharp from "sharp";
 import { test } from "./helpers.ts";
 import { startPgCluster } from "./pg_cluster.ts";
@@ -37,18 +38,6 @@ async function sandboxFlags(): Promise<string[]> {
 /** Green within a lossy encoder's rounding. */
 function assertGreen(px: number[]) {
   assert.ok(px[0] < 8 && px[1] > 247 && px[2] < 8, `not green: ${px}`);
-}
-
-async function centre(bytes: Uint8Array): Promise<number[]> {
-  const img = sharp(bytes);
-  const { width, height } = await img.metadata();
-  const { data } = await img.extract({
-    left: Math.floor(width! / 2),
-    top: Math.floor(height! / 2),
-    width: 1,
-    height: 1,
-  }).removeAlpha().raw().toBuffer({ resolveWithObject: true });
-  return [...data];
 }
 
 /** Ports the process listens on (ss), by its pid. */
@@ -229,7 +218,7 @@ test("under Deno Deploy's limits (no FFI, no subprocess, no disk writes) the ser
     const sharedBytes = new Uint8Array(
       await (await fetch(shared.body.data.url)).arrayBuffer(),
     );
-    assertGreen(await centre(sharedBytes));
+    assertGreen(await centrePixel(sharedBytes));
     const inline = await fetch(`${base}/api/1/screenshot`, {
       method: "POST",
       headers: { ...auth, "content-type": "application/json" },
@@ -242,7 +231,7 @@ test("under Deno Deploy's limits (no FFI, no subprocess, no disk writes) the ser
     });
     assert.equal(inline.status, 200);
     assert.equal(inline.headers.get("content-type"), "image/webp");
-    assertGreen(await centre(new Uint8Array(await inline.arrayBuffer())));
+    assertGreen(await centrePixel(new Uint8Array(await inline.arrayBuffer())));
     const refused = await api("/api/1/screenshot", {
       method: "POST",
       headers: { "content-type": "application/json" },

@@ -397,7 +397,9 @@ export function registerSiteRoutes(
     }[];
   }) {
     const pages = Math.max(1, Math.ceil(props.total / PER_PAGE));
-    const link = (page: number, source = props.source) =>
+    // `source` is explicit: a default would also stand in for an undefined one, and the
+    // "All" link (no source) kept the current filter.
+    const link = (page: number, source: string | undefined) =>
       `/images?${new URLSearchParams({
         ...(page > 1 ? { page: String(page) } : {}),
         ...(source ? { source } : {}),
@@ -440,7 +442,8 @@ export function registerSiteRoutes(
               {props.total > 0
                 ? (
                   <>
-                    This page is empty. <a href={link(1)}>Go to page 1</a>.
+                    This page is empty.{" "}
+                    <a href={link(1, props.source)}>Go to page 1</a>.
                   </>
                 )
                 : (
@@ -468,7 +471,11 @@ export function registerSiteRoutes(
                   name="_csrf"
                   value={props.user.csrfToken}
                 />
-                <input type="hidden" name="back" value={link(props.page)} />
+                <input
+                  type="hidden"
+                  name="back"
+                  value={link(props.page, props.source)}
+                />
                 <label class="check">
                   <input type="checkbox" data-select-all="bulk" />
                   Select all on this page
@@ -527,7 +534,7 @@ export function registerSiteRoutes(
                           id={rec.id}
                           title={rec.title}
                           confirm={`Delete “${rec.title}” for good?`}
-                          back={link(props.page)}
+                          back={link(props.page, props.source)}
                         />
                       </div>
                     </div>
@@ -541,7 +548,7 @@ export function registerSiteRoutes(
             {props.page > 1 && (
               <a
                 class="button secondary"
-                href={link(props.page - 1)}
+                href={link(props.page - 1, props.source)}
                 rel="prev"
               >
                 ← Newer
@@ -553,7 +560,7 @@ export function registerSiteRoutes(
             {props.page < pages && (
               <a
                 class="button secondary"
-                href={link(props.page + 1)}
+                href={link(props.page + 1, props.source)}
                 rel="next"
               >
                 Older →

@@ -419,6 +419,19 @@ test("My images deletes one or several of the user's own images from its form wi
     assert.match(empty, /No images here yet/);
     assert.match(empty, /href="\/screenshot"/);
     assert.doesNotMatch(empty, /Delete selected/);
+    // The filters: on Screenshots, "All" goes back to all (it kept the filter) and the
+    // others name theirs.
+    const filtered = await (await env.app.request("/images?source=screenshot", {
+      headers: { cookie: fresh.cookie },
+    })).text();
+    const nav = filtered.match(/<nav aria-label="Show">([\s\S]*?)<\/nav>/)![1];
+    const hrefs = [...nav.matchAll(/href="([^"]+)"/g)].map((m) => m[1]);
+    assert.deepEqual(hrefs, [
+      "/images",
+      "/images?source=upload",
+      "/images?source=screenshot",
+    ]);
+    assert.match(nav, /aria-current="page"[^>]*>Screenshots|>Screenshots<\/a>/);
     // Signed out, the page sends people to log in.
     const anon = await env.app.request("/images");
     assert.equal(anon.status, 303);

@@ -396,6 +396,28 @@ test("the screenshot page captures a page with the chosen options, stores it whe
   visits.push({ name: "screenshot", path: "/screenshot", signedIn: true });
 });
 
+test("the screenshot form shows Quality only for jpeg and webp, and Paper only for pdf", async () => {
+  await owner.goto(`${base}/screenshot`);
+  const shown = () =>
+    owner.evaluate(() => {
+      const f = document.getElementById("shot-form") as HTMLFormElement;
+      const visible = (name: string) =>
+        !(f.elements.namedItem(name) as HTMLElement).closest("[hidden]");
+      return [visible("quality"), visible("pdfPaper")];
+    });
+  const seen: Record<string, boolean[]> = {};
+  for (const format of ["png", "jpeg", "webp", "pdf"]) {
+    await owner.select("#f-format", format);
+    seen[format] = await shown();
+  }
+  assert.deepEqual(seen, {
+    png: [false, false],
+    jpeg: [true, false],
+    webp: [true, false],
+    pdf: [false, true],
+  });
+});
+
 test("My images pages through 30 images and deletes two chosen ones after asking", async () => {
   // 26 more through the API with the session, so there are two pages of 24.
   const colours = Array.from({ length: 26 }, (_, i) => i);

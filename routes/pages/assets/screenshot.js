@@ -14,6 +14,17 @@ const toggleViewport = () => {
 preset.addEventListener("change", toggleViewport);
 toggleViewport();
 
+// Quality applies to jpeg and webp only, the paper size to pdf only: shown when they do.
+const format = form.elements.format;
+const qualityField = form.elements.quality.parentElement;
+const paperField = form.elements.pdfPaper.parentElement;
+const toggleFormat = () => {
+  qualityField.hidden = format.value !== "jpeg" && format.value !== "webp";
+  paperField.hidden = format.value !== "pdf";
+};
+format.addEventListener("change", toggleFormat);
+toggleFormat();
+
 // The devices come from the API (the page's own list is the same table, shown at once):
 // what the API offers is what the picker offers.
 fetch("/api/1/screenshot/presets", { headers: { "X-CSRF-Token": token } })

@@ -10,11 +10,11 @@ import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import puppeteer, { type Browser, type Page } from "puppeteer-core";
 import sharp from "sharp";
-import { test, type TestEnv, testEnv } from "./helpers.ts";
+import { test, type TestEnv, testEnv, userWithKey } from "./helpers.ts";
 import { startFixture } from "./fixture_server.ts";
 import { requireChromium, testScreenshotter } from "./browser_service.ts";
 import { CHROMIUM_FLAGS } from "../services/screenshots/chromium_launch.ts";
-import { makeImage } from "./fixtures.ts";
+import { formWith, makeImage } from "./fixtures.ts";
 
 // deno-lint-ignore no-explicit-any
 type Any = any;
@@ -734,6 +734,52 @@ function controlContrast(): string[] {
   }
   return weak;
 }
+
+test("copy buttons work outside a secure context (plain http on a LAN name, where there is no clipboard API): the text is copied and nothing throws", async () => {
+  const { key } = await userWithKey(env);
+  const up = await env.app.request("/api/1/upload", {
+    method: "POST",
+    headers: { authorization: `Bearer ${key}` },
+    body: formWith([{ name: "c.png", bytes: await makeImage("png") }]),
+  });
+  const rec = (await up.json()).data;
+  const page = await newPage();
+  try {
+    const errors: string[] = [];
+    page.on("pageerror", (e) => errors.push(String(e)));
+    await page.evaluateOnNewDocument(() => {
+      document.addEventListener("copy", (e) => {
+        const t = e.target as HTMLTextAreaElement;
+        (globalThis as Any).__copied = t.value ?? String(getSelection());
+      }, true);
+    });
+    await page.goto(`${alias}${new URL(rec.url_viewer).pathname}`);
+    assert.equal(
+      await page.evaluate(() => globalThis.isSecureContext),
+      false,
+      "the LAN name is not a secure context",
+    );
+    const button = (await page.$("[data-copy]"))!;
+    const field = await button.evaluate((b) =>
+      (document.getElementById(
+        (b as HTMLElement).dataset.copy!,
+      ) as HTMLInputElement).value
+    );
+    await button.click();
+    await page.waitForFunction(
+      (b) => (b as HTMLElement).textContent === "Copied",
+      { timeout: 3000 },
+      button,
+    );
+    assert.equal(
+      await page.evaluate(() => (globalThis as Any).__copied),
+      field,
+    );
+    assert.deepEqual(errors, []);
+  } finally {
+    await page.browserContext().close();
+  }
+});
 
 test("teardown", async () => {
   await owner.browserContext().close();

@@ -114,11 +114,14 @@ summary{cursor:pointer;font-weight:600;padding:.5rem 0}
 
 /**
  * Page script of every page: copy buttons (`data-copy` names an element whose value is
- * copied; `data-copy-text` carries the text itself), and forms that ask first
+ * copied; `data-copy-text` carries the text itself; outside a secure context, where
+ * browsers have no clipboard API (plain http on a LAN address), through a selected
+ * textarea and the copy command, so a button never throws), and forms that ask first
  * (`data-confirm`). Inline handlers are off limits under our CSP, so everything is here.
  */
 export const PAGE_JS = `
-document.addEventListener("click",e=>{const b=e.target.closest("[data-copy],[data-copy-text]");if(!b)return;const el=b.dataset.copy&&document.getElementById(b.dataset.copy);const text=el?(el.value??el.textContent):b.dataset.copyText;const label=b.textContent;navigator.clipboard.writeText(text).then(()=>{b.textContent="Copied";setTimeout(()=>b.textContent=label,1500)},()=>{if(el&&el.select)el.select()})});
+const copyText=async t=>{if(navigator.clipboard&&window.isSecureContext){try{await navigator.clipboard.writeText(t);return true}catch{}}const a=document.createElement("textarea");a.value=t;a.setAttribute("readonly","");a.style.cssText="position:fixed;top:0;left:0;opacity:0";document.body.append(a);a.select();let ok=false;try{ok=document.execCommand("copy")}catch{}a.remove();return ok};
+document.addEventListener("click",async e=>{const b=e.target.closest("[data-copy],[data-copy-text]");if(!b)return;const el=b.dataset.copy&&document.getElementById(b.dataset.copy);const text=el?(el.value??el.textContent):b.dataset.copyText;const label=b.textContent;if(await copyText(text)){b.textContent="Copied";setTimeout(()=>b.textContent=label,1500)}else if(el&&el.select)el.select()});
 document.addEventListener("submit",e=>{const f=e.target.closest("form[data-confirm]");if(!f)return;let msg=f.dataset.confirm;const n=[...f.elements].filter(x=>x.name==="id"&&x.type==="checkbox"&&x.checked).length;if(f.dataset.confirmCount!==undefined){if(!n){e.preventDefault();alert("Select the images to delete first.");return}msg=msg.replace("{n}",n+(n===1?" image":" images"))}if(!confirm(msg))e.preventDefault()});
 document.addEventListener("change",e=>{const a=e.target.closest("[data-select-all]");if(!a)return;for(const c of document.querySelectorAll("input[name=id][form='"+a.dataset.selectAll+"']"))c.checked=a.checked});
 `;

@@ -472,14 +472,36 @@ function createUploadWidget(app, options = {}) {
       class: "copy",
       "aria-label": `Copy ${label}`
     }, `Copy ${label}`);
-    b.addEventListener("click", () => {
-      navigator.clipboard?.writeText(value).then(() => {
+    b.addEventListener("click", async () => {
+      if (await copyText(value)) {
         b.textContent = "Copied";
         setTimeout(() => b.textContent = `Copy ${label}`, 1500);
-      }).catch(() => {
-      });
+      } else b.textContent = "Select and copy the link";
     });
     return b;
+  };
+  const copyText = async (value) => {
+    if (navigator.clipboard && globalThis.isSecureContext) {
+      try {
+        await navigator.clipboard.writeText(value);
+        return true;
+      } catch {
+      }
+    }
+    const area = el("textarea", {
+      readonly: ""
+    });
+    area.value = value;
+    area.style.cssText = "position:fixed;top:0;left:0;opacity:0";
+    wrap.append(area);
+    area.select();
+    let ok = false;
+    try {
+      ok = document.execCommand("copy");
+    } catch {
+    }
+    area.remove();
+    return ok;
   };
   const showRecord = (meta, rec) => {
     const ok = el("div", {

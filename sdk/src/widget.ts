@@ -304,13 +304,38 @@ export function createUploadWidget(
       class: "copy",
       "aria-label": `Copy ${label}`,
     }, `Copy ${label}`);
-    b.addEventListener("click", () => {
-      navigator.clipboard?.writeText(value).then(() => {
+    b.addEventListener("click", async () => {
+      if (await copyText(value)) {
         b.textContent = "Copied";
         setTimeout(() => b.textContent = `Copy ${label}`, 1500);
-      }).catch(() => {});
+      } else b.textContent = "Select and copy the link";
     });
     return b;
+  };
+
+  /**
+   * Copies with the clipboard API where the page is a secure context; elsewhere (plain
+   * http on a LAN address, where browsers have none) through a selected textarea and the
+   * copy command. False when neither worked.
+   */
+  const copyText = async (value: string): Promise<boolean> => {
+    if (navigator.clipboard && globalThis.isSecureContext) {
+      try {
+        await navigator.clipboard.writeText(value);
+        return true;
+      } catch { /* the fallback below */ }
+    }
+    const area = el("textarea", { readonly: "" });
+    area.value = value;
+    area.style.cssText = "position:fixed;top:0;left:0;opacity:0";
+    wrap.append(area);
+    area.select();
+    let ok = false;
+    try {
+      ok = document.execCommand("copy");
+    } catch { /* unsupported */ }
+    area.remove();
+    return ok;
   };
 
   const showRecord = (meta: HTMLElement, rec: ImageRecord) => {

@@ -39,6 +39,11 @@ const pngBytes = await makeImage("png", {
 const fixture = startFixture({
   "/page":
     `<!doctype html><html><head><title>Fixture page</title></head><body style="margin:0;background:#2e86de"><h1 style="color:#fff">Hello from the fixture</h1></body></html>`,
+  // A name with a space: the import box takes one address per line, spaces and all.
+  "/my%20photo.png": () =>
+    new Response(pngBytes as Uint8Array<ArrayBuffer>, {
+      headers: { "content-type": "image/png" },
+    }),
   "/photo.png": () =>
     new Response(pngBytes as Uint8Array<ArrayBuffer>, {
       headers: { "content-type": "image/png" },
@@ -303,16 +308,16 @@ test("the home page uploads a dropped file and an imported address with the sess
     const area = root.querySelector("textarea")!;
     area.value = url;
     root.querySelector<HTMLFormElement>("form.urls")!.requestSubmit();
-  }, `${fixture.origin}/photo.png`);
+  }, `\n  ${fixture.origin}/my photo.png  \n\n`);
   await owner.waitForFunction(() =>
     /Imported 1 of 1/.test(
       document.querySelector("[data-image-uploader]")!.shadowRoot!
         .querySelector(".status")!.textContent!,
     ), { timeout: 15_000 });
-  assert.ok(fixture.requests.some((r) => r.path === "/photo.png"));
+  assert.ok(fixture.requests.some((r) => r.path === "/my%20photo.png"));
   const afterImport = await listed(owner);
   assert.equal(afterImport.total, 3);
-  assert.equal(afterImport.images[0].title, "photo.png");
+  assert.equal(afterImport.images[0].title, "my photo.png");
   const dropped = afterImport.images.find((i: Any) =>
     i.title === "dropped.jpg"
   );

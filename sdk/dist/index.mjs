@@ -399,7 +399,7 @@ function createUploadWidget(app, options = {}) {
     }, "Or import from web addresses (one per line)"), area, row);
     form.addEventListener("submit", (e) => {
       e.preventDefault();
-      const urls = area.value.split(/\s+/).filter(Boolean);
+      const urls = area.value.split(/\r?\n/).map((l) => l.trim()).filter(Boolean);
       if (urls.length) importAddresses(urls).then(() => area.value = "");
     });
     panel.append(form);

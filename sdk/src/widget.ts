@@ -233,7 +233,10 @@ export function createUploadWidget(
     );
     form.addEventListener("submit", (e) => {
       e.preventDefault();
-      const urls = area.value.split(/\s+/).filter(Boolean);
+      // One address a line, as the label says: a space belongs to its address.
+      const urls = area.value.split(/\r?\n/).map((l) => l.trim()).filter(
+        Boolean,
+      );
       if (urls.length) importAddresses(urls).then(() => area.value = "");
     });
     panel.append(form);

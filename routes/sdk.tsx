@@ -5,6 +5,7 @@ import type { AppDeps } from "../services/runtime/deps.ts";
 import { Layout, pageSecurity } from "./pages/layout.tsx";
 import { serveAsset } from "./pages/static_assets.ts";
 import { ApiError } from "../schemas/errors.ts";
+import { sessionUser } from "./session.ts";
 
 const DIST = new URL("../sdk/dist/", import.meta.url);
 
@@ -17,7 +18,9 @@ form.addEventListener("submit", (e) => {
   e.preventDefault();
   const key = document.getElementById("demo-key").value.trim();
   const multiple = document.getElementById("demo-multiple").checked;
-  const app = new ServiceApp(key);
+  // Signed in and no key given: the widget uploads to this account with the session.
+  const token = document.querySelector('meta[name="csrf-token"]')?.content;
+  const app = !key && token ? ServiceApp.forSession(token) : new ServiceApp(key);
   app.createUploadWidget({
     multiple,
     onStart: (files) => write("Uploading " + files.length + " file(s)…"),
@@ -96,10 +99,12 @@ export function registerSdkRoutes(app: App, deps: AppDeps) {
 
   serveAsset(app, "/assets/demo.js", DEMO_JS, "text/javascript; charset=utf-8");
   app.use("/demo", pageSecurity(deps.config));
-  app.get("/demo", (c) =>
-    c.html(
+  app.get("/demo", async (c) => {
+    const user = await sessionUser(c, deps);
+    return c.html(
       <Layout
         title="Upload widget demo"
+        user={user}
         head={
           <>
             <script src="/service-sdk.min.js"></script>
@@ -108,10 +113,21 @@ export function registerSdkRoutes(app: App, deps: AppDeps) {
         }
       >
         <h1>Upload widget demo</h1>
-        <p>
-          Paste an API key from <a href="/account">your account</a>{" "}
-          and open the widget. Any page can do the same with three lines:
-        </p>
+        {user
+          ? (
+            <p>
+              You are signed in: the widget uploads to your account as it is. To
+              try it as another site would, paste an API key from{" "}
+              <a href="/account">your account</a>. Any page can do the same with
+              three lines:
+            </p>
+          )
+          : (
+            <p>
+              Paste an API key from <a href="/account">your account</a>{" "}
+              and open the widget. Any page can do the same with three lines:
+            </p>
+          )}
         <pre
           tabindex={0}
           aria-label="Example code"
@@ -120,8 +136,15 @@ export function registerSdkRoutes(app: App, deps: AppDeps) {
   new ServiceApp("YOUR_API_KEY").createUploadWidget({ onSuccess: (r) => console.log(r.url) });
 </script>`}</code></pre>
         <form id="demo-form">
-          <label for="demo-key">API key</label>
-          <input id="demo-key" type="password" required autocomplete="off" />
+          <label for="demo-key">
+            API key{user ? " (optional: you are signed in)" : ""}
+          </label>
+          <input
+            id="demo-key"
+            type="password"
+            required={!user}
+            autocomplete="off"
+          />
           <label>
             <input id="demo-multiple" type="checkbox" checked /> Several files
           </label>
@@ -138,5 +161,6 @@ export function registerSdkRoutes(app: App, deps: AppDeps) {
         </progress>
         <ul id="demo-log" aria-live="polite"></ul>
       </Layout>,
-    ));
+    );
+  });
 }

@@ -740,6 +740,30 @@ function controlContrast(): string[] {
   return weak;
 }
 
+test("the demo page uploads with the session for a signed-in user: no key asked, the dropped file lands in their images", async () => {
+  await owner.goto(`${base}/demo`);
+  const before = (await listed(owner)).total;
+  assert.equal(
+    await owner.$eval("#demo-key", (i) => (i as HTMLInputElement).required),
+    false,
+  );
+  await owner.click("#demo-form button[type=submit]");
+  await owner.waitForSelector("[data-image-uploader]");
+  const png = await makeImage("png", { width: 77, height: 20 });
+  await dropFiles(owner, [{
+    name: "demo.png",
+    type: "image/png",
+    b64: b64(png),
+  }]);
+  await owner.waitForFunction(
+    () => /Done: /.test(document.getElementById("demo-log")!.textContent!),
+    { timeout: 15_000 },
+  );
+  const after = await listed(owner);
+  assert.equal(after.total, before + 1);
+  assert.ok(after.images.some((i: Any) => i.title === "demo.png"));
+});
+
 test("copy buttons work outside a secure context (plain http on a LAN name, where there is no clipboard API): the text is copied and nothing throws", async () => {
   const { key } = await userWithKey(env);
   const up = await env.app.request("/api/1/upload", {

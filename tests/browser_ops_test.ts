@@ -7,6 +7,7 @@ import {
   desktopShot,
   requireChromium,
   startDevtoolsBrowser,
+  testScreenshotter,
 } from "./browser_service.ts";
 import { freePort } from "./pg_cluster.ts";
 import { linkedNamespace } from "./netns.ts";
@@ -168,15 +169,11 @@ test("BROWSER_WS_ENDPOINT may list several browser services: one pool each, spre
 });
 
 test("one account flooding slow captures cannot hold up another's: each account gets its share of the slots, in turns", async () => {
-  const shooter = new ChromiumScreenshotter({
-    executablePath: CHROMIUM,
-    concurrency: 2,
+  const shooter = testScreenshotter(`127.0.0.1:${fixture.port}`, {
     perOwner: 1,
     queueMax: 12,
     recycleAfter: 100,
     timeoutMs: 20_000,
-    allowRules: parseAllowList(`127.0.0.1:${fixture.port}`),
-    log: memoryLogger(),
   });
   try {
     await shooter.start();
@@ -210,14 +207,11 @@ test("one account flooding slow captures cannot hold up another's: each account 
 });
 
 test("a capture whose browser dies mid-capture answers 240 (retry), not a 500", async () => {
-  const shooter = new ChromiumScreenshotter({
-    executablePath: CHROMIUM,
+  const shooter = testScreenshotter(`127.0.0.1:${fixture.port}`, {
     concurrency: 1,
     queueMax: 2,
     recycleAfter: 100,
     timeoutMs: 20_000,
-    allowRules: parseAllowList(`127.0.0.1:${fixture.port}`),
-    log: memoryLogger(),
   });
   try {
     await shooter.start();

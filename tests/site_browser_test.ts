@@ -122,15 +122,20 @@ async function newPage(
   return page;
 }
 
-/** Signs up through the form; the page is then on /account. */
-async function signUp(page: Page, email: string) {
-  await page.goto(`${base}/signup`);
+/** Fills and sends the sign-up or log-in form at `url`; resolves once it has answered. */
+async function sendAuthForm(page: Page, url: string, email: string) {
+  await page.goto(url);
   await page.type("#email", email);
   await page.type("#password", "a long enough password");
   await Promise.all([
     page.waitForNavigation(),
     page.click("button[type=submit]"),
   ]);
+}
+
+/** Signs up through the form; the page is then on /account. */
+async function signUp(page: Page, email: string) {
+  await sendAuthForm(page, `${base}/signup`, email);
   // Sign-up lands on the uploader; the key flows go on from the account page.
   assert.equal(new URL(page.url()).pathname, "/");
   assert.ok(await page.$("[data-image-uploader]"), "the uploader is shown");
@@ -187,26 +192,14 @@ test("over plain http on a host name that is not BASE_URL's, the sign-up, log-ou
     page.on("response", (r) => {
       if (r.request().method() === "POST") answers.push(r.status());
     });
-    await page.goto(`${alias}/signup`);
-    await page.type("#email", "lan@example.com");
-    await page.type("#password", "a long enough password");
-    await Promise.all([
-      page.waitForNavigation(),
-      page.click("button[type=submit]"),
-    ]);
+    await sendAuthForm(page, `${alias}/signup`, "lan@example.com");
     assert.equal(page.url(), `${alias}/`, `answers: ${answers}`);
     assert.ok(await page.$('form[action="/logout"]'), "signed in");
     await Promise.all([
       page.waitForNavigation(),
       page.click('form[action="/logout"] button'),
     ]);
-    await page.goto(`${alias}/login`);
-    await page.type("#email", "lan@example.com");
-    await page.type("#password", "a long enough password");
-    await Promise.all([
-      page.waitForNavigation(),
-      page.click("button[type=submit]"),
-    ]);
+    await sendAuthForm(page, `${alias}/login`, "lan@example.com");
     assert.equal(page.url(), `${alias}/`, `answers: ${answers}`);
     assert.ok(answers.every((s) => s === 303), `answers: ${answers}`);
   } finally {

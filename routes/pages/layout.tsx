@@ -5,14 +5,22 @@ import { secureHeaders } from "hono/secure-headers";
 import type { Config } from "../../schemas/config.ts";
 
 /**
- * CSRF guard of every HTML form: a form post must come from our own origin (BASE_URL's,
- * or the origin the request was addressed to when behind no proxy).
+ * Our own origins: BASE_URL's, or the one the request was addressed to (behind no proxy,
+ * a LAN name or address). The one rule for the site's forms and its session API calls.
  */
-export function formCsrf(config: Config) {
+export function ownOrigin(
+  config: Pick<Config, "BASE_URL">,
+): (origin: string, requestUrl: string) => boolean {
   const baseOrigin = new URL(config.BASE_URL).origin;
+  return (origin, requestUrl) =>
+    origin === baseOrigin || origin === new URL(requestUrl).origin;
+}
+
+/** CSRF guard of every HTML form: a form post must come from our own origin. */
+export function formCsrf(config: Config) {
+  const own = ownOrigin(config);
   return csrf({
-    origin: (origin, c) =>
-      origin === baseOrigin || origin === new URL(c.req.url).origin,
+    origin: (origin, c) => own(origin, c.req.url),
     secFetchSite: ["same-origin"],
   });
 }

@@ -1,4 +1,4 @@
-import { MEMORY_ROOT } from "./scratch_files.ts";
+import { isMemoryPath } from "./scratch_files.ts";
 
 /** Writes every byte: a single `write` may take only part of them (files, sockets). */
 export async function writeAll(
@@ -49,7 +49,7 @@ export async function readWhole(
 /** fsync(2) of one file or folder: its bytes (or its names) survive a crash. */
 export async function syncFile(path: string): Promise<void> {
   // A scratch file held in memory (no writable disk) has nothing to make durable.
-  if (path.startsWith(MEMORY_ROOT)) return;
+  if (isMemoryPath(path)) return;
   const f = await Deno.open(path, { read: true });
   try {
     await f.sync();

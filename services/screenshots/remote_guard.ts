@@ -1,5 +1,4 @@
 import type { GuardEvent, GuardProxy } from "../net/guard_proxy.ts";
-import { withTimeout } from "../runtime/timeout.ts";
 
 /** Where a browser service is and how this instance presents itself to it. */
 export interface BrowserServiceAccess {
@@ -30,15 +29,12 @@ export async function startRemoteGuard(
   GuardProxy & { credentials: { username: string; password: string } }
 > {
   const call = async (path: string, init: RequestInit = {}) => {
-    const res = await withTimeout(
-      fetch(new URL(path, access.endpoint), {
-        ...init,
-        headers: { ...serviceHeaders(access), ...init.headers },
-        signal: AbortSignal.timeout(timeoutMs),
-      }),
-      timeoutMs,
-      "the browser service did not answer",
-    );
+    // The signal bounds the whole call, the answer's body included.
+    const res = await fetch(new URL(path, access.endpoint), {
+      ...init,
+      headers: { ...serviceHeaders(access), ...init.headers },
+      signal: AbortSignal.timeout(timeoutMs),
+    });
     if (!res.ok) {
       await res.body?.cancel();
       throw new Error(`the browser service answered ${res.status} to ${path}`);

@@ -5,7 +5,6 @@ import { test, waitUntil, waitUntilAsync } from "./helpers.ts";
 import { startFixture } from "./fixture_server.ts";
 import {
   desktopShot,
-  requireChromium,
   startDevtoolsBrowser,
   testScreenshotter,
 } from "./browser_service.ts";
@@ -20,8 +19,6 @@ import { parseAllowList } from "../schemas/allow_list.ts";
 import { startGuardProxy } from "../services/net/guard_proxy.ts";
 import { memoryLogger } from "../services/runtime/logger.ts";
 import { ApiError } from "../schemas/errors.ts";
-
-const CHROMIUM = requireChromium();
 
 const GREEN =
   `<!doctype html><style>html,body{margin:0;height:100%;background:#00ff00}</style><body></body>`;

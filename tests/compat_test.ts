@@ -579,3 +579,106 @@ test("Chevereto's documented GET example (/api/1/upload/?key=…&source=<url>&fo
     await fixture.close();
   }
 });
+
+/**
+ * What ShareX does with a custom uploader (.sxcu): Parameters go in the query, Headers as
+ * given, Arguments as form fields before the file, the file under FileFormName; then each
+ * output template (`{json:a.b}`, or the older `$json:a.b$`) is read out of the answer.
+ */
+async function shareX(
+  request: (url: string, init: RequestInit) => Promise<Response>,
+  sxcu: Record<string, unknown>,
+  file: File,
+) {
+  const url = new URL(sxcu.RequestURL as string);
+  for (const [k, v] of Object.entries(sxcu.Parameters ?? {})) {
+    url.searchParams.set(k, String(v));
+  }
+  const form = new FormData();
+  for (const [k, v] of Object.entries(sxcu.Arguments ?? {})) {
+    form.append(k, String(v));
+  }
+  form.append(sxcu.FileFormName as string, file);
+  const res = await request(url.pathname + url.search, {
+    method: sxcu.RequestMethod as string,
+    headers: sxcu.Headers as Record<string, string>,
+    body: form,
+  });
+  const answer = await res.json();
+  const read = (template: string) => {
+    const path = /^(?:\{json:([\w.]+)\}|\$json:([\w.]+)\$)$/.exec(template);
+    assert.ok(path, `a template ShareX reads: ${template}`);
+    return (path[1] ?? path[2]).split(".").reduce(
+      // deno-lint-ignore no-explicit-any
+      (o: any, k) => o?.[k],
+      answer,
+    );
+  };
+  return { status: res.status, read };
+}
+
+test("a ShareX uploader written for Chevereto (X-API-Key, the file in `source`, its {json:image.…} paths, old and new syntax) works with only the host changed", async () => {
+  const env = await testEnv();
+  try {
+    const { key } = await userWithKey(env);
+    const png = await makeImage("png", { width: 300 });
+    // Chevereto's own ShareX uploader, as its docs hand it out, host and key changed;
+    // the older `$json:…$` spelling of ShareX before 13.7 beside it.
+    const chevereto = {
+      Version: "14.1.0",
+      Name: "Chevereto",
+      DestinationType: "ImageUploader",
+      RequestMethod: "POST",
+      RequestURL: "http://localhost:8080/api/1/upload",
+      Headers: { "X-API-Key": key },
+      Body: "MultipartFormData",
+      Arguments: { format: "json" },
+      FileFormName: "source",
+      URL: "{json:image.url}",
+      ThumbnailURL: "{json:image.thumb.url}",
+      DeletionURL: "{json:image.delete_url}",
+      ErrorMessage: "{json:error.message}",
+    };
+    const legacy = {
+      ...chevereto,
+      Headers: {},
+      RequestURL: "http://localhost:8080/api/1/upload",
+      Arguments: { key, format: "json" },
+      URL: "$json:image.url$",
+      ThumbnailURL: "$json:image.medium.url$",
+      DeletionURL: "$json:image.delete_url$",
+      ErrorMessage: "$json:error.message$",
+    };
+    for (const sxcu of [chevereto, legacy]) {
+      const r = await shareX(
+        (u, i) => Promise.resolve(env.app.request(u, i)),
+        sxcu,
+        new File([png as Uint8Array<ArrayBuffer>], "Screenshot 1.png"),
+      );
+      assert.equal(r.status, 200);
+      const url = r.read(sxcu.URL);
+      assert.match(url, /^http:\/\/localhost:8080\/[\w-]+\.png$/);
+      // Each link ShareX keeps answers: the bytes uploaded, a smaller copy, the delete page.
+      const got = await fetchBytes(env, new URL(url).pathname);
+      assert.equal(got.res.status, 200);
+      assert.deepEqual(got.bytes, png);
+      const small = await env.app.request(
+        new URL(r.read(sxcu.ThumbnailURL)).pathname,
+      );
+      assert.equal(small.status, 200);
+      assert.equal(small.headers.get("content-type"), "image/png");
+      await small.body?.cancel();
+      assert.match(r.read(sxcu.DeletionURL), /\/delete\/[\w-]+\/[\w-]+$/);
+    }
+    // A wrong key: ShareX shows ErrorMessage's path, which our error envelope fills.
+    const bad = await shareX(
+      (u, i) => Promise.resolve(env.app.request(u, i)),
+      { ...chevereto, Headers: { "X-API-Key": "not-a-key" } },
+      new File([png as Uint8Array<ArrayBuffer>], "x.png"),
+    );
+    assert.equal(bad.status, 401);
+    assert.match(bad.read(chevereto.ErrorMessage), /key/i);
+  } finally {
+    await env.close();
+  }
+});

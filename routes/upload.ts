@@ -190,7 +190,12 @@ export const postUploadRoute = createRoute({
     "Images in `images` (also `images[]`, `image`, `source`), each a file part, a base64 " +
     "string or data: URI, or an http(s) URL the server downloads; bodies may be " +
     "multipart/form-data, application/x-www-form-urlencoded or application/json, and " +
-    "`?source=<url>` works with or without a body (and by GET). URL imports go through " +
+    "`?source=<url>` works with or without a body (and by GET). Here the multipart body " +
+    "is documented, which carries all three (a file part, or a text part with base64 or " +
+    "a URL); the urlencoded and JSON bodies are documented under `POST /1/upload`, the " +
+    "same operation at ImgBB's path, which answers every body too. One body type per " +
+    "operation is what client generators can use: given several, hey-api sends JSON " +
+    "only and orval JSON-encodes every body. URL imports go through " +
     "the same network guard as screenshots (public addresses only, every redirect and " +
     "resolved address re-checked, at most 5 redirects, MAX_FILE_BYTES; the URLs of one " +
     "request are fetched URL_IMPORTS_AT_ONCE at a time within one URL_IMPORT_TIMEOUT_MS): " +
@@ -223,7 +228,13 @@ export const postUploadRoute = createRoute({
               key: FORM_FIELDS.key,
               images: {
                 type: "array",
-                items: { type: "string", format: "binary" },
+                // anyOf, not oneOf: a file part and a text part are both strings to
+                // JSON Schema. Generators type it Blob | File | string.
+                items: {
+                  anyOf: [{ type: "string", format: "binary" }, {
+                    type: "string",
+                  }],
+                },
                 description:
                   "Image files (also `images[]`, `image`, `source`); a text value is " +
                   "read as base64 (streamed, any size) or an http(s) URL to import",
@@ -231,41 +242,6 @@ export const postUploadRoute = createRoute({
               ...FORM_FIELDS.rest,
             },
           },
-        },
-        "application/x-www-form-urlencoded": {
-          schema: {
-            type: "object",
-            properties: {
-              key: FORM_FIELDS.key,
-              image: {
-                type: "string",
-                description:
-                  "The image as base64, a data: URI or an http(s) URL (also `images`, " +
-                  "`source`; repeat for several); base64 is decoded as it arrives",
-              },
-              ...FORM_FIELDS.rest,
-            },
-          },
-          example: { image: "https://example.com/cat.png" },
-        },
-        "application/json": {
-          schema: {
-            type: "object",
-            properties: {
-              key: JSON_FIELDS.key,
-              image: {
-                oneOf: [{ type: "string" }, {
-                  type: "array",
-                  items: { type: "string" },
-                }],
-                description:
-                  "base64, a data: URI or an http(s) URL, or a list of them (also " +
-                  "`images`, `source`)",
-              },
-              ...JSON_FIELDS.rest,
-            },
-          },
-          example: { image: "https://example.com/cat.png" },
         },
       },
     },
@@ -339,6 +315,71 @@ export const getUploadRoute = createRoute({
     303: postUploadRoute.responses[303],
     ...errorResponses(...UPLOAD_ERRORS),
   },
+});
+
+/**
+ * POST /1/upload, documented only: ImgBB's path for the same upload (app.ts maps it to
+ * /api/1/upload), where the urlencoded and JSON bodies are written down, so that each
+ * documented operation has one body a client generator can use (see postUploadRoute).
+ */
+export const postUploadEncodedRoute = createRoute({
+  method: "post",
+  path: "/1/upload",
+  operationId: "postUploadEncoded",
+  tags: ["Images"],
+  summary: "Upload images as base64 or URLs in a urlencoded or JSON body",
+  description:
+    "The same operation as `POST /api/1/upload`, at ImgBB's own path (ImgBB's and " +
+    "Chevereto's clients send these bodies: `key=…&image=<base64>` or " +
+    '`{"key": "…", "image": "<base64 or URL>"}`); it answers a multipart body too. ' +
+    "Answers, errors, `format` and the Chevereto fields are those of `POST /api/1/upload`.",
+  security: API_SECURITY_OR_BODY_KEY,
+  request: {
+    query: UploadQuerySchema,
+    body: {
+      required: false,
+      description:
+        "The images and fields; may be left out when `?source=` names the images",
+      content: {
+        "application/x-www-form-urlencoded": {
+          schema: {
+            type: "object",
+            properties: {
+              key: FORM_FIELDS.key,
+              image: {
+                type: "string",
+                description:
+                  "The image as base64, a data: URI or an http(s) URL (also `images`, " +
+                  "`source`; repeat for several); base64 is decoded as it arrives",
+              },
+              ...FORM_FIELDS.rest,
+            },
+          },
+          example: { image: "https://example.com/cat.png" },
+        },
+        "application/json": {
+          schema: {
+            type: "object",
+            properties: {
+              key: JSON_FIELDS.key,
+              image: {
+                oneOf: [{ type: "string" }, {
+                  type: "array",
+                  items: { type: "string" },
+                }],
+                description:
+                  "base64, a data: URI or an http(s) URL, or a list of them (also " +
+                  "`images`, `source`)",
+              },
+              ...JSON_FIELDS.rest,
+            },
+          },
+          example: { image: "https://example.com/cat.png" },
+        },
+      },
+    },
+  },
+  responses: postUploadRoute.responses,
 });
 
 /** GET /api/1/images/{id}: the record of one of the caller's images. */
@@ -658,6 +699,8 @@ export function registerUploadRoutes(
   };
 
   app.openapi(postUploadRoute, (c) => handleUpload(c));
+  // Documented only: /1/upload reaches postUploadRoute's handler through app.ts's getPath.
+  app.openAPIRegistry.registerPath(postUploadEncodedRoute);
   app.openapi(getUploadRoute, (c) => handleUpload(c));
 
   /** The caller's live image; anyone else's is reported as absent, not forbidden. */

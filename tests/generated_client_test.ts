@@ -14,7 +14,7 @@ import { Buffer } from "node:buffer";
  */
 const DRIVER = `
 import { client } from "./client.gen.ts";
-import { deleteImage, getImage, postScreenshot, postUpload } from "./sdk.gen.ts";
+import { deleteImage, getImage, postScreenshot, postUpload, postUploadEncoded } from "./sdk.gen.ts";
 import type { GetImageErrors, PostUploadResponses } from "./types.gen.ts";
 
 type Exact<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
@@ -23,16 +23,31 @@ const codesTyped: Exact<GetImageCode, 100 | 110 | 120 | 160 | 170 | 250 | 403 | 
 type Answer = PostUploadResponses[200]["data"];
 const kindsTyped: Exact<Answer["kind"], "image" | "batch"> = true;
 
-const [base, key, png, page] = Deno.args;
+const [base, key, png, page, catUrl, jpeg] = Deno.args;
 // The generator's own way to give the key: it puts it where each operation's security says.
 client.setConfig({ baseUrl: base, auth: key });
 const out: Record<string, unknown> = { codesTyped, kindsTyped };
 
-const up = await postUpload({ body: { image: png, title: "generated" } });
-if (!up.data) throw new Error("upload: " + JSON.stringify(up.error));
-const rec = up.data.data;
-if (rec.kind !== "image") throw new Error("one image, not a batch");
+/** One upload's record, or the error that stopped it. */
+function record(r: Awaited<ReturnType<typeof postUpload>>, what: string) {
+  if (!r.data) throw new Error(what + ": " + JSON.stringify(r.error));
+  if (r.data.data.kind !== "image") throw new Error(what + ": one image, not a batch");
+  return r.data.data;
+}
+
+// A file, a base64 string and a URL, each as the generated types have them: no cast, no
+// header set by hand.
+const bytes = Uint8Array.from(atob(png), (ch) => ch.charCodeAt(0));
+const file = new File([bytes], "file.png", { type: "image/png" });
+const rec = record(await postUpload({ body: { images: [file], title: "generated" } }), "file");
 out.upload = { kind: rec.kind, title: rec.title, width: rec.width, medium: rec.medium.url };
+const asText = record(await postUpload({ body: { images: [png] } }), "base64");
+out.base64 = { sameImage: asText.id === rec.id, duplicate: asText.duplicate };
+out.url = record(await postUpload({ body: { images: [catUrl] } }), "url").width;
+// The urlencoded/JSON operation (ImgBB's path): hey-api sends it as JSON.
+const enc = await postUploadEncoded({ body: { image: jpeg, name: "encoded" } });
+if (!enc.data || enc.data.data.kind !== "image") throw new Error("encoded: " + JSON.stringify(enc.error));
+out.encoded = { title: enc.data.data.title, mime: enc.data.data.image.mime };
 
 const got = await getImage({ path: { id: rec.id } });
 if (!got.data) throw new Error("get: " + JSON.stringify(got.error));
@@ -60,10 +75,12 @@ out.badScreenshotCode = bad.error?.error.code;
 console.log(JSON.stringify(out));
 `;
 
-test("a client made by a second generator (@hey-api/openapi-ts) from openapi.yaml compiles under strict and round-trips upload → record → delete → screenshot against a live server, its error branch typed by code, the key given once and sent in Authorization alone", async () => {
+test("a client made by a second generator (@hey-api/openapi-ts) from openapi.yaml compiles under strict and uploads a file, a base64 string and a URL through postUpload (multipart) and base64 through postUploadEncoded (JSON) with no cast or hand-set header, then round-trips record → delete → screenshot against a live server, its error branch typed by code, the key given once and sent in Authorization alone", async () => {
   const dir = await Deno.makeTempDir({ prefix: "imagehost-genclient-" });
+  const cat = await makeImage("png", { width: 48 });
   const fixture = startFixture({
     "/page": `<!doctype html><body style="background:#08f"><h1>hi</h1></body>`,
+    "/cat.png": () => new Response(cat as Uint8Array<ArrayBuffer>),
   });
   const shooter = testScreenshotter(`127.0.0.1:${fixture.port}`, {
     concurrency: 1,
@@ -118,6 +135,8 @@ test("a client made by a second generator (@hey-api/openapi-ts) from openapi.yam
         key,
         png,
         `${fixture.origin}/page`,
+        `${fixture.origin}/cat.png`,
+        Buffer.from(await makeImage("jpeg", { width: 30 })).toString("base64"),
       ],
       cwd: dir,
       stdout: "piped",
@@ -135,6 +154,9 @@ test("a client made by a second generator (@hey-api/openapi-ts) from openapi.yam
         width: 64,
         medium: out.upload.medium,
       },
+      base64: { sameImage: true, duplicate: true },
+      url: 48,
+      encoded: { title: "encoded", mime: "image/jpeg" },
       sameUrl: true,
       deleted: true,
       goneCode: 404,
@@ -147,12 +169,126 @@ test("a client made by a second generator (@hey-api/openapi-ts) from openapi.yam
     // `auth` set, hey-api sent the key in Authorization, X-API-Key, a cookie, X-CSRF-Token
     // and ?key= at once.
     assert.deepEqual(leaks, []);
-    assert.equal(bearer, 6, "every call carried Authorization");
+    assert.equal(bearer, 9, "every call carried Authorization");
   } finally {
     ac.abort();
     await server.finished;
     await env.close();
     await shooter.close();
+    await fixture.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+/**
+ * A program against orval's fetch client made from openapi.yaml: a file, a base64 string
+ * and a URL through `postUpload`, typed as orval types them, with no cast and no header
+ * but the key's. `deno run --check` compiles it under strict first.
+ */
+const ORVAL_DRIVER = `
+import { getImage, postUpload } from "./api.ts";
+
+const [key, png, catUrl] = Deno.args;
+const auth: RequestInit = { headers: { Authorization: "Bearer " + key } };
+
+/** The record of a one-image upload, or the error that stopped it. */
+function record(r: Awaited<ReturnType<typeof postUpload>>, what: string) {
+  if (r.status !== 200 || typeof r.data === "string" || r.data.data.kind !== "image") {
+    throw new Error(what + ": " + r.status + " " + JSON.stringify(r.data));
+  }
+  return r.data.data;
+}
+
+const bytes = Uint8Array.from(atob(png), (ch) => ch.charCodeAt(0));
+const file = new File([bytes], "orval.png", { type: "image/png" });
+const a = record(await postUpload({ images: [file], title: "orval" }, undefined, auth), "file");
+const b = record(await postUpload({ images: [png] }, undefined, auth), "base64");
+const c = record(await postUpload({ images: [catUrl] }, { format: "json" }, auth), "url");
+const got = await getImage(a.id, auth);
+console.log(JSON.stringify({
+  file: { title: a.title, width: a.width },
+  base64: { sameImage: b.id === a.id, duplicate: b.duplicate },
+  url: c.width,
+  read: got.status === 200 && got.data.data.id === a.id,
+}));
+`;
+
+test("a client made by orval (fetch) from openapi.yaml compiles under strict and uploads a file, a base64 string and a URL through postUpload (multipart) with no cast and no hand-set content type, against a live server", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "imagehost-orval-" });
+  const cat = await makeImage("png", { width: 52 });
+  const fixture = startFixture({
+    "/cat.png": () => new Response(cat as Uint8Array<ArrayBuffer>),
+  });
+  const env = await testEnv({
+    env: { FETCH_ALLOW_PRIVATE: `127.0.0.1:${fixture.port}` },
+  });
+  const ac = new AbortController();
+  const contentTypes: string[] = [];
+  const server = Deno.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    signal: ac.signal,
+    onListen: () => {},
+  }, (req) => {
+    if (req.method === "POST") {
+      contentTypes.push(req.headers.get("content-type")?.split(";")[0] ?? "");
+    }
+    return env.app.fetch(req);
+  });
+  try {
+    const base = `http://127.0.0.1:${server.addr.port}`;
+    await Deno.writeTextFile(
+      `${dir}/orval.config.cjs`,
+      `module.exports = { api: { input: { target: ${
+        JSON.stringify(new URL("../openapi.yaml", import.meta.url).pathname)
+      } }, output: { target: "./api.ts", client: "fetch", mode: "single", baseUrl: ${
+        JSON.stringify(base)
+      } } } };`,
+    );
+    const gen = await new Deno.Command("npx", {
+      args: ["-y", "orval@8.38.0", "--config", "orval.config.cjs"],
+      cwd: dir,
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    assert.ok(gen.success, new TextDecoder().decode(gen.stderr));
+    await Deno.writeTextFile(`${dir}/driver.ts`, ORVAL_DRIVER);
+    const { key } = await userWithKey(env);
+    const png = Buffer.from(await makeImage("png", { width: 70 })).toString(
+      "base64",
+    );
+    const run = await new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "--no-config",
+        "--check",
+        `--allow-net=127.0.0.1:${server.addr.port}`,
+        `${dir}/driver.ts`,
+        key,
+        png,
+        `${fixture.origin}/cat.png`,
+      ],
+      cwd: dir,
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    assert.equal(run.code, 0, new TextDecoder().decode(run.stderr));
+    assert.deepEqual(JSON.parse(new TextDecoder().decode(run.stdout)), {
+      file: { title: "orval", width: 70 },
+      base64: { sameImage: true, duplicate: true },
+      url: 52,
+      read: true,
+    });
+    // orval sent each upload as multipart, with the boundary fetch chose.
+    assert.deepEqual(contentTypes, [
+      "multipart/form-data",
+      "multipart/form-data",
+      "multipart/form-data",
+    ]);
+  } finally {
+    ac.abort();
+    await server.finished;
+    await env.close();
     await fixture.close();
     await Deno.remove(dir, { recursive: true });
   }

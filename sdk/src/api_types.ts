@@ -61,9 +61,29 @@ export interface paths {
         put?: never;
         /**
          * Upload one or more images
-         * @description Images in `images` (also `images[]`, `image`, `source`), each a file part, a base64 string or data: URI, or an http(s) URL the server downloads; bodies may be multipart/form-data, application/x-www-form-urlencoded or application/json, and `?source=<url>` works with or without a body (and by GET). URL imports go through the same network guard as screenshots (public addresses only, every redirect and resolved address re-checked, at most 5 redirects, MAX_FILE_BYTES; the URLs of one request are fetched URL_IMPORTS_AT_ONCE at a time within one URL_IMPORT_TIMEOUT_MS): 210 not allowed, 221 could not fetch, 231 timed out. One image returns the image record; several return `{images, count, errors?}`: files that fail are listed in `errors` while the others are stored. Types are detected from the bytes: JPEG, PNG, GIF, WebP, AVIF, BMP, TIFF. Uploading bytes you already uploaded returns the existing record with `duplicate: true`. `format` (query or field) picks the answer as Chevereto does: `json` (default), `txt` (the direct URL as text/plain, one line per stored image) or `redirect` (303 to the first image's viewer page); errors are always the JSON envelope. `name` (ImgBB) or `title` (Chevereto) sets the title instead of the file name. The same operation answers at `/1/upload`, ImgBB's own path, so ImgBB clients need only the host changed. A Chevereto-shaped request (an X-API-Key header, a `source` field, or `format=json`) that stores one image also gets Chevereto V1.1's `status_code`, `status_txt` and `image` (`image.url`, `image.display_url`, …) beside the envelope; `success` stays the envelope's boolean.
+         * @description Images in `images` (also `images[]`, `image`, `source`), each a file part, a base64 string or data: URI, or an http(s) URL the server downloads; bodies may be multipart/form-data, application/x-www-form-urlencoded or application/json, and `?source=<url>` works with or without a body (and by GET). Here the multipart body is documented, which carries all three (a file part, or a text part with base64 or a URL); the urlencoded and JSON bodies are documented under `POST /1/upload`, the same operation at ImgBB's path, which answers every body too. One body type per operation is what client generators can use: given several, hey-api sends JSON only and orval JSON-encodes every body. URL imports go through the same network guard as screenshots (public addresses only, every redirect and resolved address re-checked, at most 5 redirects, MAX_FILE_BYTES; the URLs of one request are fetched URL_IMPORTS_AT_ONCE at a time within one URL_IMPORT_TIMEOUT_MS): 210 not allowed, 221 could not fetch, 231 timed out. One image returns the image record; several return `{images, count, errors?}`: files that fail are listed in `errors` while the others are stored. Types are detected from the bytes: JPEG, PNG, GIF, WebP, AVIF, BMP, TIFF. Uploading bytes you already uploaded returns the existing record with `duplicate: true`. `format` (query or field) picks the answer as Chevereto does: `json` (default), `txt` (the direct URL as text/plain, one line per stored image) or `redirect` (303 to the first image's viewer page); errors are always the JSON envelope. `name` (ImgBB) or `title` (Chevereto) sets the title instead of the file name. The same operation answers at `/1/upload`, ImgBB's own path, so ImgBB clients need only the host changed. A Chevereto-shaped request (an X-API-Key header, a `source` field, or `format=json`) that stores one image also gets Chevereto V1.1's `status_code`, `status_txt` and `image` (`image.url`, `image.display_url`, …) beside the envelope; `success` stays the envelope's boolean.
          */
         post: operations["postUpload"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/1/upload": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Upload images as base64 or URLs in a urlencoded or JSON body
+         * @description The same operation as `POST /api/1/upload`, at ImgBB's own path (ImgBB's and Chevereto's clients send these bodies: `key=…&image=<base64>` or `{"key": "…", "image": "<base64 or URL>"}`); it answers a multipart body too. Answers, errors, `format` and the Chevereto fields are those of `POST /api/1/upload`.
+         */
+        post: operations["postUploadEncoded"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1337,7 +1357,7 @@ export interface operations {
                      */
                     key?: string;
                     /** @description Image files (also `images[]`, `image`, `source`); a text value is read as base64 (streamed, any size) or an http(s) URL to import */
-                    images?: string[];
+                    images?: (string)[];
                     /**
                      * @description Seconds until the image is deleted (60–15552000), e.g. 86400 for a day; empty or absent: kept for good
                      * @example
@@ -1359,6 +1379,402 @@ export interface operations {
                      */
                     title?: string;
                 };
+            };
+        };
+        responses: {
+            /** @description Stored: one image sent, its record (`kind` image); several, a batch (`kind` batch: the records stored and the files refused) */
+            200: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 200;
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["ImageRecord"] | components["schemas"]["MultiUpload"];
+                        /**
+                         * @description Chevereto's: the HTTP status (Chevereto-shaped requests only)
+                         * @enum {number}
+                         */
+                        status_code?: 200;
+                        /**
+                         * @description Chevereto's: `OK` (Chevereto-shaped requests only)
+                         * @enum {string}
+                         */
+                        status_txt?: "OK";
+                        image?: components["schemas"]["CheveretoImage"];
+                    };
+                    "text/plain": string;
+                };
+            };
+            /** @description format=redirect: to the first stored image's viewer page */
+            303: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description The viewer page (url_viewer) */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description 131 Too many files; 140 No image file provided; 160 Invalid request; 200 Invalid URL */
+            400: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 400;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 131: Too many files; 140: No image file provided; 160: Invalid request; 200: Invalid URL
+                             * @enum {integer}
+                             */
+                            code: 131 | 140 | 160 | 200;
+                            /** @example Too many files */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 100 No API key provided; 110 Invalid API key; 120 User not found */
+            401: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 401;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 100: No API key provided; 110: Invalid API key; 120: User not found
+                             * @enum {integer}
+                             */
+                            code: 100 | 110 | 120;
+                            /** @example No API key provided */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 403 Forbidden; 210 URL not allowed */
+            403: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 403;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 403: Forbidden; 210: URL not allowed
+                             * @enum {integer}
+                             */
+                            code: 403 | 210;
+                            /** @example Forbidden */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 405 Method not allowed (another method on this path; Allow lists the ones it has) */
+            405: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 405;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 405: Method not allowed
+                             * @enum {integer}
+                             */
+                            code: 405;
+                            /** @example Method not allowed */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 130 File size too large; 142 Image dimensions too large; 413 Request too large */
+            413: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 413;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 130: File size too large; 142: Image dimensions too large; 413: Request too large
+                             * @enum {integer}
+                             */
+                            code: 130 | 142 | 413;
+                            /** @example File size too large */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 141 Unsupported image type */
+            415: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 415;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 141: Unsupported image type
+                             * @enum {integer}
+                             */
+                            code: 141;
+                            /** @example Unsupported image type */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 143 Image took too long to process; 150 No files could be uploaded */
+            422: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 422;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 143: Image took too long to process; 150: No files could be uploaded
+                             * @enum {integer}
+                             */
+                            code: 143 | 150;
+                            /** @example Image took too long to process */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 170 Rate limit exceeded */
+            429: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 429;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 170: Rate limit exceeded
+                             * @enum {integer}
+                             */
+                            code: 170;
+                            /** @example Rate limit exceeded */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 500 Internal error */
+            500: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 500;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 500: Internal error
+                             * @enum {integer}
+                             */
+                            code: 500;
+                            /** @example Internal error */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 221 Image could not be fetched */
+            502: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 502;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 221: Image could not be fetched
+                             * @enum {integer}
+                             */
+                            code: 221;
+                            /** @example Image could not be fetched */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 250 Service temporarily unavailable */
+            503: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 503;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 250: Service temporarily unavailable
+                             * @enum {integer}
+                             */
+                            code: 250;
+                            /** @example Service temporarily unavailable */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 231 Image fetch timed out */
+            504: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 504;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 231: Image fetch timed out
+                             * @enum {integer}
+                             */
+                            code: 231;
+                            /** @example Image fetch timed out */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+        };
+    };
+    postUploadEncoded: {
+        parameters: {
+            query?: {
+                /** @description Address of an image to import (Chevereto's `?source=`); repeat for several. The server downloads it through the same network guard as screenshots: public http(s) addresses only, at most 5 redirects, every hop re-checked. For example `?source=https://example.com/cat.png`. */
+                source?: string[];
+                /** @description Seconds until the image is deleted, e.g. 86400 for a day (none: kept for good) */
+                expiration?: number;
+                /** @description json (default): the envelope; txt: the direct URL as text/plain; redirect: 303 to the viewer page */
+                format?: "json" | "txt" | "redirect";
+                /** @description Title of the image (ImgBB); `title` is taken too */
+                name?: string;
+                /** @description Title of the image (Chevereto) */
+                title?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The images and fields; may be left out when `?source=` names the images */
+        requestBody?: {
+            content: {
                 /**
                  * @example {
                  *       "image": "https://example.com/cat.png"

@@ -226,18 +226,24 @@ export const postUploadRoute = createRoute({
             type: "object",
             properties: {
               key: FORM_FIELDS.key,
+              // Files in `images` and text in `source`, each with one type, so that
+              // Swagger UI offers a file picker and generated clients type a File or a
+              // string without a cast. Either field takes either kind.
               images: {
                 type: "array",
-                // anyOf, not oneOf: a file part and a text part are both strings to
-                // JSON Schema. Generators type it Blob | File | string.
-                items: {
-                  anyOf: [{ type: "string", format: "binary" }, {
-                    type: "string",
-                  }],
-                },
+                items: { type: "string", format: "binary" },
                 description:
                   "Image files (also `images[]`, `image`, `source`); a text value is " +
                   "read as base64 (streamed, any size) or an http(s) URL to import",
+              },
+              source: {
+                type: "array",
+                items: { type: "string" },
+                // No "string" placeholder in Swagger UI's Try it out: nothing to import.
+                example: [],
+                description:
+                  "Images as text (Chevereto's field; also `images`, `image`): base64, " +
+                  "a data: URI or an http(s) URL the server downloads, one a part",
               },
               ...FORM_FIELDS.rest,
             },

@@ -41,9 +41,9 @@ const bytes = Uint8Array.from(atob(png), (ch) => ch.charCodeAt(0));
 const file = new File([bytes], "file.png", { type: "image/png" });
 const rec = record(await postUpload({ body: { images: [file], title: "generated" } }), "file");
 out.upload = { kind: rec.kind, title: rec.title, width: rec.width, medium: rec.medium.url };
-const asText = record(await postUpload({ body: { images: [png] } }), "base64");
+const asText = record(await postUpload({ body: { source: [png] } }), "base64");
 out.base64 = { sameImage: asText.id === rec.id, duplicate: asText.duplicate };
-out.url = record(await postUpload({ body: { images: [catUrl] } }), "url").width;
+out.url = record(await postUpload({ body: { source: [catUrl] } }), "url").width;
 // The urlencoded/JSON operation (ImgBB's path): hey-api sends it as JSON.
 const enc = await postUploadEncoded({ body: { image: jpeg, name: "encoded" } });
 if (!enc.data || enc.data.data.kind !== "image") throw new Error("encoded: " + JSON.stringify(enc.error));
@@ -202,8 +202,8 @@ function record(r: Awaited<ReturnType<typeof postUpload>>, what: string) {
 const bytes = Uint8Array.from(atob(png), (ch) => ch.charCodeAt(0));
 const file = new File([bytes], "orval.png", { type: "image/png" });
 const a = record(await postUpload({ images: [file], title: "orval" }, undefined, auth), "file");
-const b = record(await postUpload({ images: [png] }, undefined, auth), "base64");
-const c = record(await postUpload({ images: [catUrl] }, { format: "json" }, auth), "url");
+const b = record(await postUpload({ source: [png] }, undefined, auth), "base64");
+const c = record(await postUpload({ source: [catUrl] }, { format: "json" }, auth), "url");
 const got = await getImage(a.id, auth);
 console.log(JSON.stringify({
   file: { title: a.title, width: a.width },

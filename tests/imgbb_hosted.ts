@@ -60,9 +60,12 @@ try {
   for (let i = 0; i < 3; i++) {
     const png = await makeImage("png", { width: 60 + i, height: 25 });
     try {
+      // Its type for `image` is a File, which it appends to a multipart body.
       const answer = await imgbbUpload({
         key,
-        image: Buffer.from(png).toString("base64"),
+        image: new File([png as Uint8Array<ArrayBuffer>], `photo-${i}.png`, {
+          type: "image/png",
+        }),
       }) as { data?: { url?: string } };
       results["imgbb-image-uploader"].push({
         url: answer.data?.url,

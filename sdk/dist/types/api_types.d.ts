@@ -1354,7 +1354,12 @@ export interface operations {
                      */
                     key?: string;
                     /** @description Image files (also `images[]`, `image`, `source`); a text value is read as base64 (streamed, any size) or an http(s) URL to import */
-                    images?: (string)[];
+                    images?: string[];
+                    /**
+                     * @description Images as text (Chevereto's field; also `images`, `image`): base64, a data: URI or an http(s) URL the server downloads, one a part
+                     * @example []
+                     */
+                    source?: string[];
                     /**
                      * @description Seconds until the image is deleted (60–15552000), e.g. 86400 for a day; empty or absent: kept for good
                      * @example

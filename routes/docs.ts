@@ -129,9 +129,35 @@ const SWAGGER_FILES: Record<string, string> = {
 };
 
 /** Our start-up script for Swagger UI: inline scripts are refused by our CSP. */
-const DOCS_JS = `window.ui = SwaggerUIBundle({
+const DOCS_JS =
+  `// Swagger UI's own dark theme (its html.dark-mode rules), following the system's choice.
+const darkScheme = matchMedia("(prefers-color-scheme: dark)");
+const applyScheme = () =>
+  document.documentElement.classList.toggle("dark-mode", darkScheme.matches);
+applyScheme();
+darkScheme.addEventListener("change", applyScheme);
+// Landmarks and headings: Swagger UI puts the operations in its own <main>, leaves the
+// API's description and the server picker outside any landmark, and goes from the h1
+// title to h3 tags. Each part outside <main> becomes a named region, and a heading for
+// screen readers opens the operations.
+const section = (label) => (Original, system) => (props) =>
+  system.React.createElement("section", { "aria-label": label },
+    system.React.createElement(Original, props));
+const landmarks = () => ({
+  wrapComponents: {
+    InfoContainer: section("About this API"),
+    ServersContainer: section("Server"),
+    AuthorizeBtnContainer: section("Authorization"),
+    operations: (Original, system) => (props) =>
+      system.React.createElement(system.React.Fragment, null,
+        system.React.createElement("h2", { className: "docs-sr-only" }, "Operations"),
+        system.React.createElement(Original, props)),
+  },
+});
+window.ui = SwaggerUIBundle({
   url: "/openapi.json",
   dom_id: "#swagger-ui",
+  plugins: [landmarks],
   // Deep links put a link inside each operation's toggle button (a focusable element in
   // a button: axe's nested-interactive); without them the path is plain text.
   deepLinking: false,
@@ -165,6 +191,8 @@ const DOCS_CSS = `.swagger-ui .info .title small{background:#57606a}
 body{margin:0}
 .docs-nav{margin:0;padding:.6rem 1rem;font:16px/1.5 system-ui,sans-serif;border-bottom:1px solid #d0d7de}
 .docs-nav a{color:#0969da}
+.docs-sr-only{position:absolute;width:1px;height:1px;padding:0;margin:-1px;overflow:hidden;clip:rect(0,0,0,0);white-space:nowrap;border:0}
+@media (prefers-color-scheme:dark){html,body{background:#1c1c1c;color:#e6edf3}.docs-nav{border-color:#30363d}.docs-nav a,html.dark-mode .swagger-ui .info .url,html.dark-mode .swagger-ui .info a{color:#4493f8}html.dark-mode .swagger-ui .btn.authorize,html.dark-mode .swagger-ui .btn.authorize span{color:#3fb950;border-color:#3fb950}html.dark-mode .swagger-ui .btn.authorize svg{fill:#3fb950}}
 `;
 
 /**
@@ -205,7 +233,7 @@ function registerSwaggerUi(app: App) {
 </head>
 <body>
 <nav class="docs-nav" aria-label="Site"><a href="/">← Image host</a> · <a href="/openapi.yaml">openapi.yaml</a> · <a href="/openapi.json">openapi.json</a></nav>
-<main id="swagger-ui"><noscript>The interactive docs need JavaScript; the contract itself is <a href="/openapi.yaml">openapi.yaml</a>.</noscript></main>
+<div id="swagger-ui"><noscript>The interactive docs need JavaScript; the contract itself is <a href="/openapi.yaml">openapi.yaml</a>.</noscript></div>
 </body>
 </html>`));
   const immutable = "public, max-age=31536000, immutable";

@@ -268,14 +268,19 @@ select,input,textarea{font:inherit;font-size:16px;color:inherit;background:trans
 textarea{width:100%;min-height:2.6em;resize:vertical}
 label{font-size:14px;font-weight:600}
 .fp{height:4px;margin-top:4px}
+.codes{margin-top:10px;border-top:1px solid #eaeef2;padding-top:8px}
+.codes textarea{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:13px;white-space:pre;overflow-x:auto}
 select:focus-visible,textarea:focus-visible{outline:3px solid #0969da;outline-offset:1px}
-@media (prefers-color-scheme:dark){.panel{background:#161b22;color:#e6edf3}.inline .panel{border-color:#30363d}button{background:#21262d;border-color:#8b949e}select,input,textarea{border-color:#8b949e}.err{color:#f85149}.ok a{color:#4493f8}.drop.over{background:#0c2d6b}.hint{color:#8d96a0}li{border-color:#30363d}.progress{background:#30363d}}
+@media (prefers-color-scheme:dark){.panel{background:#161b22;color:#e6edf3}.inline .panel{border-color:#30363d}button{background:#21262d;border-color:#8b949e}select,input,textarea{border-color:#8b949e}.err{color:#f85149}.ok a{color:#4493f8}.drop.over{background:#0c2d6b}.hint{color:#8d96a0}li{border-color:#30363d}.codes{border-color:#30363d}.progress{background:#30363d}}
 `;
 function el(tag, attrs = {}, text) {
   const e = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
   if (text !== void 0) e.textContent = text;
   return e;
+}
+function plural(label) {
+  return label.replace(/^(Direct|Viewer) link\b/, "$1 links");
 }
 function humanSize(n) {
   return n < 1024 * 1024 ? `${Math.round(n / 1024)} KB` : `${(n / 1024 / 1024).toFixed(1)} MB`;
@@ -355,6 +360,64 @@ function createUploadWidget(app, options = {}) {
   const list = el("ul", {
     "aria-label": "Files"
   });
+  const codes = el("div", {
+    class: "codes",
+    hidden: ""
+  });
+  const codeType = el("select", {
+    id: "iu-code-type"
+  });
+  const allCodes = el("textarea", {
+    id: "iu-codes",
+    readonly: "",
+    rows: "3",
+    spellcheck: "false",
+    "aria-label": "Codes of every uploaded image"
+  });
+  const copyAll = el("button", {
+    type: "button",
+    class: "copy"
+  }, "Copy all");
+  {
+    const row = el("div", {
+      class: "row"
+    });
+    row.append(el("label", {
+      for: "iu-code-type"
+    }, "Embed codes"), codeType, copyAll);
+    codes.append(row, allCodes);
+  }
+  let shownRecords = [];
+  const fillCodes = () => {
+    allCodes.value = shownRecords.map((r) => embedCodes(r)[codeType.value]).filter((c) => c !== void 0).join("\n");
+    allCodes.rows = Math.min(Math.max(shownRecords.length, 2), 8);
+  };
+  const showCodes = (records) => {
+    shownRecords = records;
+    codes.hidden = records.length === 0;
+    if (!records.length) return;
+    const labels = Object.keys(embedCodes(records[0]));
+    const keep = labels.includes(codeType.value) ? codeType.value : labels[0];
+    codeType.textContent = "";
+    for (const l of labels) {
+      codeType.append(el("option", {
+        value: l
+      }, plural(l)));
+    }
+    codeType.value = keep;
+    fillCodes();
+  };
+  codeType.addEventListener("change", fillCodes);
+  copyAll.addEventListener("click", async () => {
+    if (await copyText(allCodes.value)) {
+      copyAll.textContent = "Copied";
+      setTimeout(() => copyAll.textContent = "Copy all", 1500);
+    } else {
+      allCodes.focus();
+      allCodes.select();
+      copyAll.textContent = "Selected: press Ctrl+C";
+    }
+  });
   panel.append(header, drop, hint, input);
   let expirationSelect;
   if (options.expirationChoices) {
@@ -404,7 +467,7 @@ function createUploadWidget(app, options = {}) {
     });
     panel.append(form);
   }
-  panel.append(progress, status, list);
+  panel.append(progress, status, list, codes);
   backdrop.append(panel);
   if ("adoptedStyleSheets" in root && typeof CSSStyleSheet === "function") {
     const sheet = new CSSStyleSheet();
@@ -522,6 +585,7 @@ function createUploadWidget(app, options = {}) {
   async function handleFiles(incoming) {
     if (busy || incoming.length === 0) return;
     list.textContent = "";
+    showCodes([]);
     setProgress(0);
     status.classList.remove("err");
     const errors = [];
@@ -568,15 +632,16 @@ function createUploadWidget(app, options = {}) {
           onFileProgress,
           expiration: expiration()
         });
-        res.data.images.forEach((rec) => {
-          const f = valid.find((v) => (v.name || "image") === rec.title) ?? valid[0];
-          showRecord(metas.get(f), rec);
-        });
+        for (const [i, rec] of byPosition(res.data)) {
+          const meta = metas.get(valid[i]);
+          if (meta) showRecord(meta, rec);
+        }
         for (const e of res.data.errors ?? []) {
           metas.get(valid[e.index])?.append(el("div", {
             class: "err"
           }, e.message));
         }
+        showCodes(res.data.images);
         status.textContent = `Uploaded ${res.data.count} of ${valid.length}.`;
         options.onSuccess?.(res, valid);
       } else {
@@ -586,6 +651,9 @@ function createUploadWidget(app, options = {}) {
           expiration: expiration()
         });
         showRecord(metas.get(valid[0]), res.data);
+        showCodes([
+          res.data
+        ]);
         status.textContent = "Uploaded.";
         options.onSuccess?.(res, valid);
       }
@@ -594,6 +662,30 @@ function createUploadWidget(app, options = {}) {
       options.onError?.(err, valid);
     } finally {
       busy = false;
+      settleRows();
+    }
+  }
+  function byPosition(batch) {
+    const failed = new Set((batch.errors ?? []).map((e) => e.index));
+    const pairs = [];
+    let next = 0;
+    for (const rec of batch.images) {
+      while (failed.has(next)) next++;
+      pairs.push([
+        next++,
+        rec
+      ]);
+    }
+    return pairs;
+  }
+  function settleRows() {
+    for (const meta of list.querySelectorAll(".meta")) {
+      meta.querySelector("progress")?.remove();
+      if (!meta.querySelector(".ok, .err")) {
+        meta.append(el("div", {
+          class: "err"
+        }, "Not uploaded"));
+      }
     }
   }
   function showFailure(e, item) {
@@ -618,6 +710,7 @@ function createUploadWidget(app, options = {}) {
     }
     busy = true;
     list.textContent = "";
+    showCodes([]);
     setProgress(0);
     status.classList.remove("err");
     const metas = urls.map(urlItem);
@@ -626,18 +719,15 @@ function createUploadWidget(app, options = {}) {
       const res = await app.importUrls(urls, {
         expiration: expiration()
       });
-      let next = 0;
-      const failed = new Set((res.data.errors ?? []).map((e) => e.index));
       for (const e of res.data.errors ?? []) {
         metas[e.index]?.append(el("div", {
           class: "err"
         }, e.message));
       }
-      for (const rec of res.data.images) {
-        while (failed.has(next)) next++;
-        if (metas[next]) showRecord(metas[next], rec);
-        next++;
+      for (const [i, rec] of byPosition(res.data)) {
+        if (metas[i]) showRecord(metas[i], rec);
       }
+      showCodes(res.data.images);
       setProgress(100);
       status.textContent = `Imported ${res.data.count} of ${urls.length}.`;
       options.onSuccess?.(res, []);
@@ -651,6 +741,7 @@ function createUploadWidget(app, options = {}) {
       options.onError?.(err, []);
     } finally {
       busy = false;
+      settleRows();
     }
   }
   drop.addEventListener("click", () => input.click());

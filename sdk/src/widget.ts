@@ -5,7 +5,12 @@ import type {
   UploadResponse,
 } from "./types.ts";
 import { ServiceError } from "./errors.ts";
-import { bbcodeEmbed, htmlEmbed, markdownImage } from "./embed_codes.ts";
+import {
+  bbcodeEmbed,
+  embedCodes,
+  htmlEmbed,
+  markdownImage,
+} from "./embed_codes.ts";
 
 /** Options of createUploadWidget (SPEC.md 4.3 plus a few of our own). */
 export interface WidgetOptions {
@@ -94,8 +99,10 @@ select,input,textarea{font:inherit;font-size:16px;color:inherit;background:trans
 textarea{width:100%;min-height:2.6em;resize:vertical}
 label{font-size:14px;font-weight:600}
 .fp{height:4px;margin-top:4px}
+.codes{margin-top:10px;border-top:1px solid #eaeef2;padding-top:8px}
+.codes textarea{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:13px;white-space:pre;overflow-x:auto}
 select:focus-visible,textarea:focus-visible{outline:3px solid #0969da;outline-offset:1px}
-@media (prefers-color-scheme:dark){.panel{background:#161b22;color:#e6edf3}.inline .panel{border-color:#30363d}button{background:#21262d;border-color:#8b949e}select,input,textarea{border-color:#8b949e}.err{color:#f85149}.ok a{color:#4493f8}.drop.over{background:#0c2d6b}.hint{color:#8d96a0}li{border-color:#30363d}.progress{background:#30363d}}
+@media (prefers-color-scheme:dark){.panel{background:#161b22;color:#e6edf3}.inline .panel{border-color:#30363d}button{background:#21262d;border-color:#8b949e}select,input,textarea{border-color:#8b949e}.err{color:#f85149}.ok a{color:#4493f8}.drop.over{background:#0c2d6b}.hint{color:#8d96a0}li{border-color:#30363d}.codes{border-color:#30363d}.progress{background:#30363d}}
 `;
 
 function el<K extends keyof HTMLElementTagNameMap>(
@@ -107,6 +114,11 @@ function el<K extends keyof HTMLElementTagNameMap>(
   for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
   if (text !== undefined) e.textContent = text;
   return e;
+}
+
+/** A code type's label for a batch: "Direct link" → "Direct links". */
+function plural(label: string): string {
+  return label.replace(/^(Direct|Viewer) link\b/, "$1 links");
 }
 
 function humanSize(n: number) {
@@ -191,6 +203,60 @@ export function createUploadWidget(
     "aria-live": "polite",
   });
   const list = el("ul", { "aria-label": "Files" });
+  // Every link of the last batch in one box, as ImgBB and Chevereto show it: a code type
+  // picked once, the codes as text (readable and selectable without any clipboard API)
+  // and one Copy all.
+  const codes = el("div", { class: "codes", hidden: "" });
+  const codeType = el("select", { id: "iu-code-type" });
+  const allCodes = el("textarea", {
+    id: "iu-codes",
+    readonly: "",
+    rows: "3",
+    spellcheck: "false",
+    "aria-label": "Codes of every uploaded image",
+  });
+  const copyAll = el("button", { type: "button", class: "copy" }, "Copy all");
+  {
+    const row = el("div", { class: "row" });
+    row.append(
+      el("label", { for: "iu-code-type" }, "Embed codes"),
+      codeType,
+      copyAll,
+    );
+    codes.append(row, allCodes);
+  }
+  let shownRecords: ImageRecord[] = [];
+  const fillCodes = () => {
+    allCodes.value = shownRecords.map((r) => embedCodes(r)[codeType.value])
+      .filter((c) => c !== undefined).join("\n");
+    allCodes.rows = Math.min(Math.max(shownRecords.length, 2), 8);
+  };
+  /** Shows the codes box for these records (hidden when there are none). */
+  const showCodes = (records: ImageRecord[]) => {
+    shownRecords = records;
+    codes.hidden = records.length === 0;
+    if (!records.length) return;
+    const labels = Object.keys(embedCodes(records[0]));
+    const keep = labels.includes(codeType.value) ? codeType.value : labels[0];
+    codeType.textContent = "";
+    for (const l of labels) {
+      codeType.append(el("option", { value: l }, plural(l)));
+    }
+    codeType.value = keep;
+    fillCodes();
+  };
+  codeType.addEventListener("change", fillCodes);
+  copyAll.addEventListener("click", async () => {
+    if (await copyText(allCodes.value)) {
+      copyAll.textContent = "Copied";
+      setTimeout(() => copyAll.textContent = "Copy all", 1500);
+    } else {
+      // Nothing could write the clipboard: select the text for the keyboard's copy.
+      allCodes.focus();
+      allCodes.select();
+      copyAll.textContent = "Selected: press Ctrl+C";
+    }
+  });
   panel.append(header, drop, hint, input);
   let expirationSelect: HTMLSelectElement | undefined;
   if (options.expirationChoices) {
@@ -241,7 +307,7 @@ export function createUploadWidget(
     });
     panel.append(form);
   }
-  panel.append(progress, status, list);
+  panel.append(progress, status, list, codes);
   backdrop.append(panel);
   // A constructed sheet where the browser has them: a page's CSP (style-src 'self') does not
   // apply to it, as it would to a <style> element.
@@ -365,6 +431,7 @@ export function createUploadWidget(
   async function handleFiles(incoming: File[]) {
     if (busy || incoming.length === 0) return;
     list.textContent = "";
+    showCodes([]);
     setProgress(0);
     status.classList.remove("err");
     const errors: string[] = [];
@@ -415,16 +482,18 @@ export function createUploadWidget(
           onFileProgress,
           expiration: expiration(),
         });
-        res.data.images.forEach((rec) => {
-          const f = valid.find((v) => (v.name || "image") === rec.title) ??
-            valid[0];
-          showRecord(metas.get(f)!, rec);
-        });
+        // By position: a record's title may differ from its file's name (a duplicate
+        // keeps its first title, `name` renames), so only the order ties them.
+        for (const [i, rec] of byPosition(res.data)) {
+          const meta = metas.get(valid[i]);
+          if (meta) showRecord(meta, rec);
+        }
         for (const e of res.data.errors ?? []) {
           metas.get(valid[e.index])?.append(
             el("div", { class: "err" }, e.message),
           );
         }
+        showCodes(res.data.images);
         status.textContent = `Uploaded ${res.data.count} of ${valid.length}.`;
         options.onSuccess?.(res, valid);
       } else {
@@ -434,6 +503,7 @@ export function createUploadWidget(
           expiration: expiration(),
         });
         showRecord(metas.get(valid[0])!, res.data);
+        showCodes([res.data]);
         status.textContent = "Uploaded.";
         options.onSuccess?.(res, valid);
       }
@@ -442,6 +512,37 @@ export function createUploadWidget(
       options.onError?.(err, valid);
     } finally {
       busy = false;
+      settleRows();
+    }
+  }
+
+  /**
+   * Pairs each stored record with the index of what was sent: the answer lists records in
+   * the order sent, leaving out the indexes its `errors` name.
+   */
+  function byPosition(
+    batch: { images: ImageRecord[]; errors?: { index: number }[] },
+  ): [number, ImageRecord][] {
+    const failed = new Set((batch.errors ?? []).map((e) => e.index));
+    const pairs: [number, ImageRecord][] = [];
+    let next = 0;
+    for (const rec of batch.images) {
+      while (failed.has(next)) next++;
+      pairs.push([next++, rec]);
+    }
+    return pairs;
+  }
+
+  /**
+   * Once an answer is in, no row may keep a moving bar: a row with neither a result nor
+   * an error of its own says that nothing came back for it.
+   */
+  function settleRows() {
+    for (const meta of list.querySelectorAll<HTMLElement>(".meta")) {
+      meta.querySelector("progress")?.remove();
+      if (!meta.querySelector(".ok, .err")) {
+        meta.append(el("div", { class: "err" }, "Not uploaded"));
+      }
     }
   }
 
@@ -479,6 +580,7 @@ export function createUploadWidget(
     }
     busy = true;
     list.textContent = "";
+    showCodes([]);
     setProgress(0);
     status.classList.remove("err");
     const metas = urls.map(urlItem);
@@ -487,16 +589,13 @@ export function createUploadWidget(
     }…`;
     try {
       const res = await app.importUrls(urls, { expiration: expiration() });
-      let next = 0;
-      const failed = new Set((res.data.errors ?? []).map((e) => e.index));
       for (const e of res.data.errors ?? []) {
         metas[e.index]?.append(el("div", { class: "err" }, e.message));
       }
-      for (const rec of res.data.images) {
-        while (failed.has(next)) next++;
-        if (metas[next]) showRecord(metas[next], rec);
-        next++;
+      for (const [i, rec] of byPosition(res.data)) {
+        if (metas[i]) showRecord(metas[i], rec);
       }
+      showCodes(res.data.images);
       setProgress(100);
       status.textContent = `Imported ${res.data.count} of ${urls.length}.`;
       options.onSuccess?.(res, []);
@@ -508,6 +607,7 @@ export function createUploadWidget(
       options.onError?.(err, []);
     } finally {
       busy = false;
+      settleRows();
     }
   }
 

@@ -43,8 +43,8 @@ export function openApiDocument(app: App, serverUrl?: string) {
         "record, Chevereto's path, `X-API-Key` and `format`, ImgBB's base64 `image`.",
         "",
         "**Authentication**: an API key as `Authorization: Bearer <key>`, " +
-        "`X-API-Key: <key>`, a `key` field or property of the body (before the files of a " +
-        "multipart body; anywhere in a urlencoded or JSON one), " +
+        "`X-API-Key: <key>`, a `key` field or property of the body (anywhere in it: what " +
+        "comes before it is held within UNAUTH_HOLD_MB), " +
         "or `?key=`, in that precedence. Each authenticated call counts against the " +
         "key's per-minute limit (X-RateLimit-* headers; 170 with Retry-After past it).",
         "",

@@ -139,11 +139,10 @@ function bodyFields(form: boolean) {
   });
   return {
     key: text(
-      "API key, when none is sent in a header or the query. In a multipart body put it " +
-        "before the files: it is checked when the first file begins (or after 64 KB). In a " +
-        "urlencoded or JSON body it may come anywhere: what precedes it is held within " +
-        "UNAUTH_HOLD_MB while the client keeps sending. Without a valid one the rest of " +
-        "the body is not read (100/110).",
+      "API key, when none is sent in a header or the query. It may come anywhere in the " +
+        "body: what precedes it (files too) is held within UNAUTH_HOLD_MB while the " +
+        "client keeps sending at least 64 KB/s after a 2 s grace; past that it is " +
+        "answered at once. Without a valid one the rest of the body is not read (100/110).",
     ),
     rest: {
       expiration: form
@@ -530,12 +529,12 @@ export function registerUploadRoutes(
       return { files: [], fields: {}, cleanup: () => Promise.resolve() };
     }
     // Authentication before the body costs anything: a header key is checked before a byte
-    // is read, a body key as soon as the first file part begins (it must come first).
+    // is read, a body key as soon as it comes.
     if (headerKey(c) !== undefined) {
       await authenticateDeferred(c, deps, undefined);
     }
-    // Without a key in a header or the query, a text body may hold its bytes until its
-    // `key` comes (Chevereto's clients send it last), within the hold's budgets.
+    // Without a key in a header or the query, a body of any type may hold its bytes until
+    // its `key` comes (Chevereto's clients send it last), within the hold's budgets.
     const keyless = headerKey(c) === undefined && !c.req.query("key");
     const address = clientAddress(c, deps.config.TRUST_PROXY) ?? "unknown";
     return await receive(c.req.raw.body, {

@@ -12,7 +12,7 @@ set -euo pipefail
 want=${1:-runtime}
 pkgs=(chromium-headless-shell fonts-noto-core fonts-noto-cjk fonts-noto-color-emoji socat ca-certificates util-linux)
 if [ "$want" = test ]; then
-  pkgs+=(chromium postgresql nginx iproute2)
+  pkgs+=(chromium postgresql nginx iproute2 curl openssl)
 elif [ "$want" != runtime ]; then
   echo "usage: $0 runtime|test" >&2
   exit 2

@@ -31,6 +31,21 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/key_hold_test.ts"],
   },
   {
+    name:
+      "bodies: a multipart body's key must precede its files (curl -F key last fails)",
+    file: "services/bodies/multipart.ts",
+    from: `            total > KEY_PREFIX_BYTES) && !hold?.mayWait(total)`,
+    to: `            total > KEY_PREFIX_BYTES)`,
+    tests: ["tests/key_hold_test.ts"],
+  },
+  {
+    name: "bodies: a keyless multipart body held to its end",
+    file: "services/bodies/multipart.ts",
+    from: `            total > KEY_PREFIX_BYTES) && !hold?.mayWait(total)`,
+    to: `            total > KEY_PREFIX_BYTES) && !hold`,
+    tests: ["tests/key_hold_test.ts", "tests/abuse_test.ts"],
+  },
+  {
     name: "bodies: a keyless text body held past its budget",
     file: "services/bodies/key_hold.ts",
     from: `      requestTotal > l.perRequest || mine + n > l.perAddress ||`,
@@ -56,8 +71,8 @@ const MUTATIONS: Mutation[] = [
   {
     name: "bodies: a keyless multipart waits for a full chunk before admission",
     file: "services/bodies/multipart.ts",
-    from: `    for await (const chunk of readPooled(body, () => !admitted)) {`,
-    to: `    for await (const chunk of readPooled(body, () => false)) {`,
+    from: `      const chunk of readPooled(body, () => !admitted, stop.signal)`,
+    to: `      const chunk of readPooled(body, () => false, stop.signal)`,
     tests: ["tests/abuse_test.ts"],
   },
   {

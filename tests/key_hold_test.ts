@@ -2,8 +2,8 @@ import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import imgbbUploader from "imgbb-uploader";
 import { HoldBudget } from "../services/bodies/key_hold.ts";
-import { makeImage } from "./fixtures.ts";
-import { test, testEnv, userWithKey } from "./helpers.ts";
+import { makeImage, makeNoiseJpeg } from "./fixtures.ts";
+import { scratchFiles, test, testEnv, userWithKey } from "./helpers.ts";
 
 const MiB = 1024 * 1024;
 
@@ -148,6 +148,98 @@ test("a keyless urlencoded body is held only within UNAUTH_HOLD_MB, and a keyles
       (await fetch(`http://127.0.0.1:${server.addr.port}/healthz`)).status,
       200,
     );
+  } finally {
+    await server.shutdown();
+    await env.close();
+  }
+});
+
+test("a multipart body with its key after the files, as curl sends `-F images=@a -F images=@b -F key=…`, uploads both; a wrong key there is 110, none 401, and nothing is left in scratch", async () => {
+  const env = await testEnv();
+  const server = serve(env.app);
+  const dir = await Deno.makeTempDir();
+  try {
+    const { key } = await userWithKey(env);
+    // Photos of several hundred KB each: the key arrives long after the first 64 KB.
+    const a = await makeNoiseJpeg(1041, 700);
+    const b = await makeNoiseJpeg(1042, 700);
+    assert.ok(a.length > 256 * 1024, `${a.length}`);
+    await Deno.writeFile(`${dir}/a.png`, a);
+    await Deno.writeFile(`${dir}/b.png`, b);
+    const curl = async (keyField: string[]) => {
+      const out = await new Deno.Command("curl", {
+        args: [
+          "-sS",
+          "-F",
+          `images=@${dir}/a.png`,
+          "-F",
+          `images=@${dir}/b.png`,
+          ...keyField,
+          `http://127.0.0.1:${server.addr.port}/api/1/upload`,
+        ],
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+      assert.ok(out.success, new TextDecoder().decode(out.stderr));
+      return JSON.parse(new TextDecoder().decode(out.stdout));
+    };
+    const ok = await curl(["-F", `key=${key}`]);
+    assert.equal(ok.status, 200, JSON.stringify(ok));
+    assert.deepEqual(
+      ok.data.images.map((i: { width: number }) => i.width),
+      [1041, 1042],
+    );
+    const got = await env.app.request(new URL(ok.data.images[1].url).pathname);
+    assert.deepEqual(new Uint8Array(await got.arrayBuffer()), b);
+    const wrong = await curl(["-F", "key=ihk_not_a_key"]);
+    assert.deepEqual([wrong.status, wrong.error.code], [401, 110]);
+    const none = await curl([]);
+    assert.deepEqual([none.status, none.error.code], [401, 100]);
+    assert.deepEqual(scratchFiles(env), []);
+  } finally {
+    await server.shutdown();
+    await env.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+test("a keyless multipart body is held only within UNAUTH_HOLD_MB, files included, and the rest is not read", async () => {
+  const env = await testEnv({ env: { UNAUTH_HOLD_MB: "2" } });
+  const server = serve(env.app);
+  try {
+    const boundary = "----held";
+    let pulled = 0;
+    let first = true;
+    const piece = new Uint8Array(64 * 1024);
+    const body = new ReadableStream<Uint8Array<ArrayBuffer>>({
+      pull(c) {
+        if (first) {
+          first = false;
+          c.enqueue(new TextEncoder().encode(
+            `--${boundary}\r\nContent-Disposition: form-data; name="images"; filename="a.png"\r\n\r\n`,
+          ));
+          return;
+        }
+        if (pulled >= 40 * MiB) return c.close();
+        pulled += piece.length;
+        c.enqueue(piece.slice());
+      },
+    });
+    const res = await fetch(
+      `http://127.0.0.1:${server.addr.port}/api/1/upload`,
+      {
+        method: "POST",
+        headers: {
+          "content-type": `multipart/form-data; boundary=${boundary}`,
+        },
+        body,
+      },
+    );
+    assert.deepEqual([res.status, (await res.json()).error.code], [401, 100]);
+    // As for a urlencoded body: what the client pulled includes what its fetch buffered
+    // ahead of the server, so the bound is half the body, not the 2 MB hold.
+    assert.ok(pulled < 20 * MiB, `${pulled} bytes pulled`);
+    assert.deepEqual(scratchFiles(env), []);
   } finally {
     await server.shutdown();
     await env.close();

@@ -1352,7 +1352,7 @@ export interface operations {
             content: {
                 "multipart/form-data": {
                     /**
-                     * @description API key, when none is sent in a header or the query. In a multipart body put it before the files: it is checked when the first file begins (or after 64 KB). In a urlencoded or JSON body it may come anywhere: what precedes it is held within UNAUTH_HOLD_MB while the client keeps sending. Without a valid one the rest of the body is not read (100/110).
+                     * @description API key, when none is sent in a header or the query. It may come anywhere in the body: what precedes it (files too) is held within UNAUTH_HOLD_MB while the client keeps sending at least 64 KB/s after a 2 s grace; past that it is answered at once. Without a valid one the rest of the body is not read (100/110).
                      * @example
                      */
                     key?: string;
@@ -1787,7 +1787,7 @@ export interface operations {
                  */
                 "application/x-www-form-urlencoded": {
                     /**
-                     * @description API key, when none is sent in a header or the query. In a multipart body put it before the files: it is checked when the first file begins (or after 64 KB). In a urlencoded or JSON body it may come anywhere: what precedes it is held within UNAUTH_HOLD_MB while the client keeps sending. Without a valid one the rest of the body is not read (100/110).
+                     * @description API key, when none is sent in a header or the query. It may come anywhere in the body: what precedes it (files too) is held within UNAUTH_HOLD_MB while the client keeps sending at least 64 KB/s after a 2 s grace; past that it is answered at once. Without a valid one the rest of the body is not read (100/110).
                      * @example
                      */
                     key?: string;
@@ -1820,7 +1820,7 @@ export interface operations {
                  *     }
                  */
                 "application/json": {
-                    /** @description API key, when none is sent in a header or the query. In a multipart body put it before the files: it is checked when the first file begins (or after 64 KB). In a urlencoded or JSON body it may come anywhere: what precedes it is held within UNAUTH_HOLD_MB while the client keeps sending. Without a valid one the rest of the body is not read (100/110). */
+                    /** @description API key, when none is sent in a header or the query. It may come anywhere in the body: what precedes it (files too) is held within UNAUTH_HOLD_MB while the client keeps sending at least 64 KB/s after a 2 s grace; past that it is answered at once. Without a valid one the rest of the body is not read (100/110). */
                     key?: string;
                     /** @description base64, a data: URI or an http(s) URL, or a list of them (also `images`, `source`) */
                     image?: string | string[];

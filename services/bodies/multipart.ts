@@ -18,8 +18,9 @@ import {
 export const FILE_FIELDS = new Set(["images", "images[]", "image", "source"]);
 
 /**
- * How much of a multipart body is read before the caller must have been admitted (see the
- * `admit` option): room for a `key` field and a few others ahead of the files.
+ * How much of a body is read before the caller must have been admitted (see the `admit`
+ * option), unless it may hold (the `hold` option): room for a `key` field and a few others
+ * ahead of the files.
  */
 export const KEY_PREFIX_BYTES = 64 * 1024;
 
@@ -336,16 +337,30 @@ export async function receiveMultipart(
 
   let overTotal = false;
   let admitted = !opts.admit;
+  // A keyless request may hold its parts, files too, until its `key` field comes (a client
+  // may send it last), within the hold's budgets and while it keeps the rate; stalled, its
+  // reader is stopped and it is admitted as it stands.
+  let stalled = false;
+  const stop = new AbortController();
+  const hold = opts.admit && opts.hold
+    ? opts.hold(() => {
+      stalled = true;
+      stop.abort();
+    })
+    : undefined;
   const admit = async () => {
     if (admitted) return;
     admitted = true;
+    hold?.release();
     await opts.admit!(fields);
   };
   try {
     let total = 0;
     // Until the caller is admitted, pieces are taken as they arrive: a slow client whose
-    // file part has begun is refused at once, not once 64 KB have come.
-    for await (const chunk of readPooled(body, () => !admitted)) {
+    // file part has begun is judged at once, not once 64 KB have come.
+    for await (
+      const chunk of readPooled(body, () => !admitted, stop.signal)
+    ) {
       total += chunk.length;
       if (total > maxTotal) {
         overTotal = true;
@@ -356,11 +371,12 @@ export async function receiveMultipart(
       }
       // Let busboy's per-file streams deliver what they queued before their first read.
       await new Promise((r) => queueMicrotask(() => r(undefined)));
-      if (
-        !admitted &&
-        (sinks.length > 0 || textImages.length > 0 || total > KEY_PREFIX_BYTES)
-      ) {
-        await admit();
+      if (!admitted) {
+        if (fields.key) await admit();
+        else if (
+          (sinks.length > 0 || textImages.length > 0 ||
+            total > KEY_PREFIX_BYTES) && !hold?.mayWait(total)
+        ) await admit();
       }
       if (parseError) break;
       // Parts arrive one after another: only the latest can still be filling.
@@ -368,6 +384,8 @@ export async function receiveMultipart(
       const failed = sinks.find((s) => s.error);
       if (failed) throw failed.error;
     }
+    // A client that stalled while its key had not come: refused as it stands.
+    if (stalled) await admit();
     if (!overTotal && !parseError) {
       for (const piece of marker?.flush() ?? []) await feed(piece);
       bb.end();
@@ -385,6 +403,7 @@ export async function receiveMultipart(
     if (overTotal) throw new ApiError(413);
     if (parseError) throw parseError;
   } catch (e) {
+    hold?.release();
     bb.destroy();
     await Promise.allSettled([...sinks.map((s) => s.finish()), ...textImages]);
     await cleanup();
@@ -398,6 +417,7 @@ export async function receiveMultipart(
       }],
     });
   }
+  hold?.release();
   if (tooMany) {
     await cleanup();
     throw new ApiError(131, {
@@ -418,6 +438,7 @@ export async function receiveMultipart(
 async function* readPooled(
   body: ReadableStream<Uint8Array>,
   eager: () => boolean = () => false,
+  stop?: AbortSignal,
 ): AsyncGenerator<Uint8Array> {
   const pool = Array.from(
     { length: READ_POOL },
@@ -431,6 +452,9 @@ async function* readPooled(
     byob = undefined;
   }
   if (byob) {
+    // Stopping cancels the reader: a read waiting on a silent client ends at once.
+    const onStop = () => byob!.cancel().catch(() => {});
+    stop?.addEventListener("abort", onStop, { once: true });
     try {
       while (true) {
         const slot = turn++ % READ_POOL;
@@ -457,10 +481,13 @@ async function* readPooled(
         if (done) return;
       }
     } finally {
+      stop?.removeEventListener("abort", onStop);
       await byob.cancel().catch(() => {});
     }
   }
   const reader = body.getReader();
+  const onStop = () => reader.cancel().catch(() => {});
+  stop?.addEventListener("abort", onStop, { once: true });
   try {
     let buf = new Uint8Array(pool[turn++ % READ_POOL]);
     let filled = 0;
@@ -486,6 +513,7 @@ async function* readPooled(
     }
     if (filled) yield buf.subarray(0, filled);
   } finally {
+    stop?.removeEventListener("abort", onStop);
     await reader.cancel().catch(() => {});
   }
 }

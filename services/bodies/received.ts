@@ -48,8 +48,8 @@ export interface BodyOptions {
    */
   admit?: (fields: Record<string, string>) => Promise<unknown>;
   /**
-   * Text bodies (urlencoded, JSON) only: lets a body hold what comes before its `key`
-   * (see key_hold.ts); `stalled` stops the reader when the client falls below the rate.
+   * Lets a body hold what comes before its `key` (see key_hold.ts), files included;
+   * `stalled` stops the reader when the client falls below the rate.
    * Unset: a body key must precede the images, as in multipart.
    */
   hold?: (stalled: () => void) => KeyHold;

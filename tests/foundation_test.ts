@@ -54,7 +54,7 @@ test("unknown paths get 404 and wrong methods 405 with Allow, both in the envelo
   }
 });
 
-test("TRACE, PROPFIND and made-up methods get 405 in the envelope before anything runs, with Allow on a path of ours", async () => {
+test("TRACE, CONNECT, PROPFIND and made-up methods get 405 in the envelope before anything runs, with Allow on a path of ours", async () => {
   const env = await testEnv();
   // A real server wrapped as main.ts wraps it (fetch refuses to build a TRACE request,
   // so the bytes go by hand).
@@ -97,6 +97,13 @@ test("TRACE, PROPFIND and made-up methods get 405 in the envelope before anythin
     const r = await raw("TRACE", "/nowhere/at/all");
     assert.equal(r.status, 405);
     assert.doesNotMatch(r.head, /\r\nallow:/i);
+    // CONNECT, as a proxy client sends it (authority-form): the same envelope. (A CONNECT
+    // with a path instead, which HTTP does not allow, is refused by Deno's own parser with
+    // an empty 400 before any handler runs.)
+    const tunnel = await raw("CONNECT", "127.0.0.1:9");
+    assert.equal(tunnel.status, 405, tunnel.head);
+    assert.equal(JSON.parse(tunnel.body).error.code, 405);
+    assert.doesNotMatch(tunnel.head, /\r\nallow:/i);
   } finally {
     await server.shutdown();
     await env.close();

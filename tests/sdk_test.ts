@@ -231,7 +231,8 @@ test("the widget takes a dropped file: onStart, onProgress in order to 100, onSu
         links: Array.from(root.querySelectorAll(".ok a")).map((a) =>
           a.textContent
         ),
-        copyButtons: root.querySelectorAll("button.copy").length,
+        copyButtons: root.querySelectorAll("li button.copy").length,
+        copyAll: root.querySelector(".codes button")?.textContent,
         dialog: root.querySelector(".panel")!.getAttribute("role"),
         buttonBg:
           getComputedStyle(root.querySelector("button.copy")!).backgroundColor,
@@ -244,6 +245,7 @@ test("the widget takes a dropped file: onStart, onProgress in order to 100, onSu
     assert.deepEqual(out.links, [res.data.images[0].url]);
     // link, viewer link, Markdown, HTML, BBCode
     assert.equal(out.copyButtons, 5);
+    assert.equal(out.copyAll, "Copy all");
     assert.equal(out.dialog, "dialog");
     assert.notEqual(out.buttonBg, "rgb(255, 0, 0)"); // the page's CSS does not reach into the widget
     assert.deepEqual(out.events[0], ["start", 1]);

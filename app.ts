@@ -22,6 +22,7 @@ import { imageFastPath, registerHostRoutes } from "./routes/host.ts";
 import { registerSdkRoutes } from "./routes/sdk.tsx";
 import { registerScreenshotRoutes } from "./routes/screenshot.ts";
 import { ImagePipeline } from "./services/images/pipeline.ts";
+import { VariantMaker } from "./services/images/variant_maker.ts";
 import { ImageRowCache } from "./services/images/image_cache.ts";
 import { BlobCache } from "./services/images/blob_cache.ts";
 import { ScreenshotService } from "./services/screenshots/screenshot_service.ts";
@@ -165,7 +166,17 @@ export function createApp(deps: AppDeps): App {
   registerScreenshotRoutes(app, deps, new ScreenshotService(deps, pipeline));
   registerViewerRoutes(app, deps, rowCache);
   registerSiteRoutes(app, deps, rowCache);
-  registerHostRoutes(app, deps, rowCache);
+  registerHostRoutes(
+    app,
+    deps,
+    rowCache,
+    new VariantMaker(
+      deps.database.db,
+      deps.store,
+      pipeline.workSlots,
+      deps.config.IMAGE_TIMEOUT_MS,
+    ),
+  );
   // Revalidations of hot images, and with IMAGE_SERVE=proxy their plain GETs, skip the
   // router and the middleware chain (issue #19).
   const fast = imageFastPath(deps, rowCache);

@@ -9,6 +9,15 @@ import type { ByteRange } from "../services/store/blob_store.ts";
 import { readWhole } from "../services/runtime/file_io.ts";
 import { logRequest, requestIdOf } from "./request_id.ts";
 import { addressOf } from "./client_address.ts";
+import type { VariantMaker } from "../services/images/variant_maker.ts";
+import {
+  admitTransform,
+  hasTransformQuery,
+  negotiate,
+  parseTransform,
+  signingKey,
+  variantKey,
+} from "../services/images/transforms.ts";
 
 const FILE_RE = /^([A-Za-z0-9_-]{6,64})(?:\.(th|md))?\.([a-z0-9]{2,5})$/;
 
@@ -103,6 +112,8 @@ export function imageFastPath(
     const start = url.indexOf("/", url.indexOf("//") + 2);
     if (start < 0) return undefined;
     const q = url.indexOf("?", start);
+    // A transform URL names another file (a variant): the full path answers it.
+    if (q >= 0 && hasTransformQuery(url.slice(q))) return undefined;
     const path = q < 0 ? url.slice(start + 1) : url.slice(start + 1, q);
     const name = names.of(path);
     if (!name) return undefined;
@@ -204,6 +215,7 @@ export function registerHostRoutes(
   app: App,
   deps: AppDeps,
   rows: ImageRowCache,
+  maker: VariantMaker,
 ) {
   const proxied = deps.config.IMAGE_SERVE === "proxy";
   const serve = async (c: Context) => {
@@ -214,6 +226,12 @@ export function registerHostRoutes(
     const { key, etag, ext } = name;
     const row = await rows.get(name.id);
     if (!row || !name.isIn(row)) throw new ApiError(404);
+    // Only a URL with a transform parameter pays for parsing its query.
+    const url = c.req.url;
+    const qi = url.indexOf("?");
+    if (qi >= 0 && hasTransformQuery(url.slice(qi))) {
+      return await serveVariant(c, row, new URL(url).searchParams);
+    }
 
     if (etagMatches(c.req.header("if-none-match"), etag)) {
       // Checked before anything else is built: revalidations are the hottest request an
@@ -225,7 +243,21 @@ export function registerHostRoutes(
       // store wrote; everything that decides whether they may be sent was decided here.
       return c.body(null, 200, bodilessHeaders(name, row, deps.clock, true));
     }
-    const cacheControl = cacheControlOf(row, deps.clock);
+    return await sendStored(c, key, ext, etag, cacheControlOf(row, deps.clock));
+  };
+
+  /**
+   * Sends a stored file's bytes: HEAD, one range (206/416) or the whole, from the
+   * memory cache when it holds them, else from the store (404 when it has none).
+   */
+  const sendStored = async (
+    c: Context,
+    key: string,
+    ext: string,
+    etag: string,
+    cacheControl: string,
+    extra: Record<string, string> = {},
+  ): Promise<Response> => {
     const headers: Record<string, string> = {
       "ETag": etag,
       "Cache-Control": cacheControl,
@@ -236,6 +268,7 @@ export function registerHostRoutes(
       "Accept-Ranges": "bytes",
       "Access-Control-Allow-Origin": "*",
       "Cross-Origin-Resource-Policy": "cross-origin",
+      ...extra,
     };
     const bodies = rows.bodies;
     const cached = bodies?.get(key);
@@ -285,6 +318,73 @@ export function registerHostRoutes(
       ...headers,
       "Content-Length": String(size),
     });
+  };
+
+  const rules = {
+    widths: deps.config.IMAGE_WIDTHS,
+    qualities: deps.config.IMAGE_QUALITIES,
+  };
+  let signing: Promise<CryptoKey> | undefined;
+  const signingKeyOf = () =>
+    deps.config.IMAGE_SIGNING_KEY
+      ? signing ??= signingKey(deps.config.IMAGE_SIGNING_KEY)
+      : Promise.resolve(undefined);
+
+  /**
+   * A transform URL: parse → admit (the lists, or a signature) → negotiate the type →
+   * 304 if the client holds this variant → make it if it is not stored yet → send it as
+   * a stored file (HEAD, ranges, the memory cache), `Vary: Accept` when Accept chose.
+   */
+  const serveVariant = async (
+    c: Context,
+    row: ImageRow,
+    query: URLSearchParams,
+  ) => {
+    const original = `${row.id}.${row.ext}`;
+    const parsed = parseTransform(`/${original}`, query, rules);
+    await admitTransform(
+      parsed,
+      query.get("s") ?? undefined,
+      await signingKeyOf(),
+      rules,
+    );
+    const { ext, varies } = negotiate(
+      parsed.transform,
+      row.ext,
+      c.req.header("accept"),
+    );
+    const key = variantKey(row.id, parsed.transform, ext);
+    const etag = `"${key}"`;
+    const cacheControl = cacheControlOf(row, deps.clock);
+    const extra: Record<string, string> = varies ? { "Vary": "Accept" } : {};
+    if (etagMatches(c.req.header("if-none-match"), etag)) {
+      return c.body(null, 304, {
+        "etag": etag,
+        "cache-control": cacheControl,
+        ...extra,
+      });
+    }
+    // Made at first request (or again, when its bytes were removed or lost).
+    const stored = rows.bodies?.get(key) !== undefined ||
+      (await deps.store.stat(key)) !== null;
+    if (!stored) {
+      await maker.make(
+        { id: row.id, key: original, ext: row.ext },
+        parsed.transform,
+        key,
+        ext,
+      );
+    }
+    if (proxied) {
+      return c.body(null, 200, {
+        "etag": etag,
+        "cache-control": cacheControl,
+        "content-type": MIME_BY_EXT[ext],
+        "x-accel-redirect": proxyPath(key),
+        ...extra,
+      });
+    }
+    return await sendStored(c, key, ext, etag, cacheControl, extra);
   };
   app.on(
     ["GET", "HEAD"],

@@ -22,6 +22,9 @@ const IMAGE_HEADERS: Record<string, Header> = {
   "Content-Security-Policy": header(
     "default-src 'none'; …; sandbox: a served file never runs as a page",
   ),
+  "Vary": header(
+    "`Accept` on a transform URL whose type Accept chose (`format=auto`)",
+  ),
 };
 
 const idParam = z.string().regex(/^[A-Za-z0-9_-]{6,64}$/).openapi({
@@ -38,6 +41,42 @@ const fileParam = z.string().regex(
     "`<id>.th.<ext>` its thumbnail, longest side 320 px (`thumb.url`), " +
     "`<id>.md.<ext>` its medium size, longest side 1024 px (`medium.url`)",
   example: "aB3xK9pQ2m.jpg",
+});
+
+/** Transform URLs (services/images/transforms.ts): a size and type made on demand. */
+const TransformQuery = z.object({
+  w: z.string().regex(/^[1-9][0-9]{0,5}$/).optional().openapi({
+    description:
+      "Width in px, one of IMAGE_WIDTHS (default 160, 320, 640, 1024, 1600, 2048; any " +
+      "other needs `s`); never larger than the original",
+    example: "640",
+  }),
+  h: z.string().regex(/^[1-9][0-9]{0,5}$/).optional().openapi({
+    description: "Height in px, from the same list as `w`",
+  }),
+  fit: z.enum(["inside", "cover", "contain"]).optional().openapi({
+    description:
+      "With w and h: `inside` (default) keeps the whole image within the box, " +
+      "`cover` fills it and crops, `contain` fits it and pads with transparency",
+  }),
+  format: z.enum(["auto", "avif", "webp", "jpeg", "png"]).optional().openapi({
+    description:
+      "Output type; absent: the original's. `auto` picks AVIF, then WebP, then the " +
+      "original's type from the request's Accept, and answers `Vary: Accept`; an " +
+      "animated image stays animated (WebP, or its own type). An animated image asked " +
+      "for as avif, jpeg or png gets its first frame",
+  }),
+  q: z.string().regex(/^[1-9][0-9]{0,2}$/).optional().openapi({
+    description:
+      "Quality 1–100, one of IMAGE_QUALITIES (default 50, 75, 90; any other needs " +
+      "`s`); absent: AVIF 50, WebP 75, JPEG 80",
+  }),
+  s: z.string().optional().openapi({
+    description:
+      "Signature for values off the lists: base64url of the first 16 bytes of " +
+      "HMAC-SHA256(IMAGE_SIGNING_KEY, `/<id>.<ext>?` + the parameters in the order " +
+      "fit, format, h, q, w, without defaults); `deno task sign-url` makes one",
+  }),
 });
 
 const binary = {
@@ -105,10 +144,21 @@ export function documentPublicRoutes(app: App) {
       description:
         "Served to anyone with the link, from IMAGE_HOST_URL, until the image is deleted " +
         "or expires (then 404). Conditional (If-None-Match) and range requests are " +
-        "answered; CORS is open.",
+        "answered; CORS is open. With `w`, `h`, `fit`, `format` or `q` it is a " +
+        "transform URL: that size and type of the image, made at first request (in " +
+        "the image workers' slots, within IMAGE_TIMEOUT_MS: 143 past it, 250 when " +
+        "they are all busy), stored beside the original and served like a file from " +
+        "then on (its own ETag, ranges, 304), removed with the image. Values off the " +
+        "lists are 160 unless the URL is signed (`s`).",
       security: [],
-      request: { params: z.object({ file: fileParam }) },
-      responses: imageResponses("file"),
+      request: {
+        params: z.object({ file: fileParam }),
+        query: TransformQuery,
+      },
+      responses: {
+        ...imageResponses("file"),
+        ...errorResponses(404, 160, 141, 143, 250),
+      },
     });
   }
   reg.registerPath({

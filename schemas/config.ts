@@ -12,6 +12,17 @@ const httpUrl = z.string().url().refine(
   "must be an http(s) URL",
 ).transform((u) => u.replace(/\/+$/, ""));
 
+/** A comma-separated list of integers from 1 to `max`, as numbers. */
+const sizeList = (def: string, max: number) =>
+  z.string().default(def).transform((v) =>
+    v.split(",").map((x) => x.trim()).filter(Boolean).map(Number)
+  ).refine(
+    (list) =>
+      list.length > 0 &&
+      list.every((n) => Number.isInteger(n) && n >= 1 && n <= max),
+    `must be comma-separated integers from 1 to ${max}`,
+  );
+
 const allowList = z.string().default("").refine((v) => {
   try {
     parseAllowList(v);
@@ -122,6 +133,20 @@ export const ConfigSchema = z.object({
    * from disk with sendfile (deploy/nginx-images.conf; STORE=fs only).
    */
   IMAGE_SERVE: z.enum(["app", "proxy"]).default("app"),
+  /**
+   * Transform URLs (`?w=&h=&fit=&format=&q=` on an image's URL): the widths and heights,
+   * and the qualities, that may be asked for unsigned (anything else is 160 unless the URL
+   * carries `s`, signed with IMAGE_SIGNING_KEY). Comma-separated.
+   */
+  IMAGE_WIDTHS: sizeList("160,320,640,1024,1600,2048", 16_384),
+  IMAGE_QUALITIES: sizeList("50,75,90", 100),
+  /** The secret signed transform URLs are made with; unset: only listed values work. */
+  IMAGE_SIGNING_KEY: z.string().min(16).optional(),
+  /**
+   * Bytes the made variants may take in the store, all images together; past it the
+   * oldest made are removed (hourly, and made again when asked for).
+   */
+  IMAGE_VARIANTS_MB: int(2048, 1, 1_048_576),
   SCREENSHOTS: z.enum(["on", "off"]).default("on"),
   CHROMIUM_PATH: z.string().optional(),
   /**

@@ -21,6 +21,7 @@ for (const kind of databaseKinds()) {
         "002_rate_limits.sql",
         "003_login_attempts.sql",
         "004_screenshot_cache.sql",
+        "005_image_variants.sql",
       ]);
       assert.deepEqual(await migrate(database.db), []);
       assert.deepEqual(

@@ -140,6 +140,28 @@ test("with IMAGE_SERVE=proxy nginx sends the bytes the app vouched for: same byt
     assert.equal(thumb.headers.get("content-type"), "image/jpeg");
     await thumb.body?.cancel();
 
+    // A transform URL: the app makes the variant, nginx sends its file, Vary and all.
+    const webp = await fetch(`${nginx.base}${path}?w=320&format=auto`, {
+      headers: { accept: "image/webp,*/*" },
+    });
+    assert.equal(webp.status, 200);
+    assert.equal(webp.headers.get("content-type"), "image/webp");
+    assert.equal(webp.headers.get("vary"), "Accept");
+    const made = new Uint8Array(await webp.arrayBuffer());
+    const variantKey = `${rec.id}.v320x0iq75.webp`;
+    assert.deepEqual(
+      made,
+      await Deno.readFile(
+        `${env.dataDir}/images/${variantKey.slice(0, 2)}/${variantKey}`,
+      ),
+    );
+    assert.equal(webp.headers.get("etag"), `"${variantKey}"`);
+    const sameAgain = await fetch(`${nginx.base}${path}?w=320&format=auto`, {
+      headers: { accept: "image/webp,*/*", "if-none-match": `"${variantKey}"` },
+    });
+    assert.equal(sameAgain.status, 304);
+    await sameAgain.body?.cancel();
+
     // Expired: the file may still be on disk until the sweeper runs; it is not sent.
     env.clock.advance(3601_000);
     const expired = await fetch(`${nginx.base}${path}`);

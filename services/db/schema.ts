@@ -66,6 +66,12 @@ export interface DB {
     window_start: Date;
     count: number;
   };
+  image_variants: {
+    key: string;
+    image_id: string;
+    bytes: string | number;
+    created_at: Generated<Date>;
+  };
   schema_migrations: {
     name: string;
     applied_at: Generated<Date>;

@@ -3,6 +3,7 @@ import type { Config } from "../../schemas/config.ts";
 import type { DB } from "../db/schema.ts";
 import type { Clock } from "../runtime/clock.ts";
 import type { BlobStore } from "../store/blob_store.ts";
+import { deleteVariants } from "./variant_rows.ts";
 
 /** A row of the images table. */
 export type ImageRow = Selectable<DB["images"]>;
@@ -149,6 +150,7 @@ export async function deleteImage(
     .where("id", "=", row.id).execute();
   await announceImageChange(db, row.id);
   await removeBlobs(store, row);
+  await deleteVariants(db, store, row.id);
 }
 
 /** NOTIFY channel carrying the id of each deleted (or otherwise changed) image. */

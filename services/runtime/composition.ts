@@ -22,6 +22,7 @@ import { sweepExpired } from "../images/records.ts";
 import { sweepRateLimits } from "../accounts/rate_limit.ts";
 import { sweepShotCache } from "../screenshots/shot_cache.ts";
 import { sweepMissing, sweepOrphans } from "../images/orphans.ts";
+import { trimVariants } from "../images/variant_rows.ts";
 import { ApiError } from "../../schemas/errors.ts";
 import { systemClock } from "./clock.ts";
 import type { PostgresTimeouts } from "../db/postgres.ts";
@@ -256,6 +257,14 @@ async function buildRest(
       )
       .catch((e) =>
         log.error({ msg: "orphan sweep failed", error: String(e) })
+      );
+    // Made variants past IMAGE_VARIANTS_MB: the oldest go (made again when asked for).
+    trimVariants(database.db, store, config.IMAGE_VARIANTS_MB * 1024 * 1024)
+      .then((keys) =>
+        keys.length && log.info({ msg: "variants trimmed", count: keys.length })
+      )
+      .catch((e) =>
+        log.error({ msg: "variant trim failed", error: String(e) })
       );
     // Rows whose bytes are gone, from the last two hours (each is looked at twice).
     sweepMissing(database.db, store, systemClock, {

@@ -61,8 +61,12 @@ export interface BlobStore {
   close?(): Promise<void>;
 }
 
-/** Keys are `<id>.<ext>` or `<id>.<variant>.<ext>`; nothing else may reach a store. */
-export const KEY_PATTERN = /^[A-Za-z0-9_-]{6,64}(\.(th|md))?\.[a-z0-9]{2,5}$/;
+/**
+ * Keys are `<id>.<ext>`, `<id>.<th|md>.<ext>` or a made variant's `<id>.v<w>x<h><fit>q<q>.<ext>`
+ * (transforms.ts); nothing else may reach a store.
+ */
+export const KEY_PATTERN =
+  /^[A-Za-z0-9_-]{6,64}(\.(th|md|v\d{1,5}x\d{1,5}[icn]q\d{1,3}))?\.[a-z0-9]{2,5}$/;
 
 /** Throws on a key that could escape the store's namespace. */
 export function assertKey(key: string): void {

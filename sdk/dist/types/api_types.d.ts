@@ -180,7 +180,7 @@ export interface paths {
         };
         /**
          * An image file: original, thumbnail or medium
-         * @description Served to anyone with the link, from IMAGE_HOST_URL, until the image is deleted or expires (then 404). Conditional (If-None-Match) and range requests are answered; CORS is open.
+         * @description Served to anyone with the link, from IMAGE_HOST_URL, until the image is deleted or expires (then 404). Conditional (If-None-Match) and range requests are answered; CORS is open. With `w`, `h`, `fit`, `format` or `q` it is a transform URL: that size and type of the image, made at first request (in the image workers' slots, within IMAGE_TIMEOUT_MS: 143 past it, 250 when they are all busy), stored beside the original and served like a file from then on (its own ETag, ranges, 304), removed with the image. Values off the lists are 160 unless the URL is signed (`s`).
          */
         get: operations["getImageFile"];
         put?: never;
@@ -189,7 +189,7 @@ export interface paths {
         options?: never;
         /**
          * An image file's headers
-         * @description Served to anyone with the link, from IMAGE_HOST_URL, until the image is deleted or expires (then 404). Conditional (If-None-Match) and range requests are answered; CORS is open.
+         * @description Served to anyone with the link, from IMAGE_HOST_URL, until the image is deleted or expires (then 404). Conditional (If-None-Match) and range requests are answered; CORS is open. With `w`, `h`, `fit`, `format` or `q` it is a transform URL: that size and type of the image, made at first request (in the image workers' slots, within IMAGE_TIMEOUT_MS: 143 past it, 250 when they are all busy), stored beside the original and served like a file from then on (its own ETag, ranges, 304), removed with the image. Values off the lists are 160 unless the URL is signed (`s`).
          */
         head: operations["headImageFile"];
         patch?: never;
@@ -3719,7 +3719,20 @@ export interface operations {
     };
     getImageFile: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Width in px, one of IMAGE_WIDTHS (default 160, 320, 640, 1024, 1600, 2048; any other needs `s`); never larger than the original */
+                w?: string;
+                /** @description Height in px, from the same list as `w` */
+                h?: string;
+                /** @description With w and h: `inside` (default) keeps the whole image within the box, `cover` fills it and crops, `contain` fits it and pads with transparency */
+                fit?: "inside" | "cover" | "contain";
+                /** @description Output type; absent: the original's. `auto` picks AVIF, then WebP, then the original's type from the request's Accept, and answers `Vary: Accept`; an animated image stays animated (WebP, or its own type). An animated image asked for as avif, jpeg or png gets its first frame */
+                format?: "auto" | "avif" | "webp" | "jpeg" | "png";
+                /** @description Quality 1–100, one of IMAGE_QUALITIES (default 50, 75, 90; any other needs `s`); absent: AVIF 50, WebP 75, JPEG 80 */
+                q?: string;
+                /** @description Signature for values off the lists: base64url of the first 16 bytes of HMAC-SHA256(IMAGE_SIGNING_KEY, `/<id>.<ext>?` + the parameters in the order fit, format, h, q, w, without defaults); `deno task sign-url` makes one */
+                s?: string;
+            };
             header?: never;
             path: {
                 /** @description A file name of a record: `<id>.<ext>` the image as uploaded (`image.url`), `<id>.th.<ext>` its thumbnail, longest side 320 px (`thumb.url`), `<id>.md.<ext>` its medium size, longest side 1024 px (`medium.url`) */
@@ -3746,6 +3759,8 @@ export interface operations {
                     "X-Content-Type-Options"?: string;
                     /** @description default-src 'none'; …; sandbox: a served file never runs as a page */
                     "Content-Security-Policy"?: string;
+                    /** @description `Accept` on a transform URL whose type Accept chose (`format=auto`) */
+                    Vary?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3769,6 +3784,8 @@ export interface operations {
                     "X-Content-Type-Options"?: string;
                     /** @description default-src 'none'; …; sandbox: a served file never runs as a page */
                     "Content-Security-Policy"?: string;
+                    /** @description `Accept` on a transform URL whose type Accept chose (`format=auto`) */
+                    Vary?: string;
                     /** @description bytes a-b/size */
                     "Content-Range"?: string;
                     [name: string]: unknown;
@@ -3787,6 +3804,32 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description 160 Invalid request */
+            400: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 400;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 160: Invalid request
+                             * @enum {integer}
+                             */
+                            code: 160;
+                            /** @example Invalid request */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
             };
             /** @description 404 Not found */
             404: {
@@ -3842,6 +3885,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description 141 Unsupported image type */
+            415: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 415;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 141: Unsupported image type
+                             * @enum {integer}
+                             */
+                            code: 141;
+                            /** @example Unsupported image type */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
             /** @description The range lies outside the file */
             416: {
                 headers: {
@@ -3850,6 +3919,32 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description 143 Image took too long to process */
+            422: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 422;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 143: Image took too long to process
+                             * @enum {integer}
+                             */
+                            code: 143;
+                            /** @example Image took too long to process */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
             };
             /** @description 500 Internal error */
             500: {
@@ -3871,6 +3966,34 @@ export interface operations {
                              */
                             code: 500;
                             /** @example Internal error */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 250 Service temporarily unavailable */
+            503: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 503;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 250: Service temporarily unavailable
+                             * @enum {integer}
+                             */
+                            code: 250;
+                            /** @example Service temporarily unavailable */
                             message: string;
                             details?: components["schemas"]["ErrorDetail"][];
                         };
@@ -3881,7 +4004,20 @@ export interface operations {
     };
     headImageFile: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Width in px, one of IMAGE_WIDTHS (default 160, 320, 640, 1024, 1600, 2048; any other needs `s`); never larger than the original */
+                w?: string;
+                /** @description Height in px, from the same list as `w` */
+                h?: string;
+                /** @description With w and h: `inside` (default) keeps the whole image within the box, `cover` fills it and crops, `contain` fits it and pads with transparency */
+                fit?: "inside" | "cover" | "contain";
+                /** @description Output type; absent: the original's. `auto` picks AVIF, then WebP, then the original's type from the request's Accept, and answers `Vary: Accept`; an animated image stays animated (WebP, or its own type). An animated image asked for as avif, jpeg or png gets its first frame */
+                format?: "auto" | "avif" | "webp" | "jpeg" | "png";
+                /** @description Quality 1–100, one of IMAGE_QUALITIES (default 50, 75, 90; any other needs `s`); absent: AVIF 50, WebP 75, JPEG 80 */
+                q?: string;
+                /** @description Signature for values off the lists: base64url of the first 16 bytes of HMAC-SHA256(IMAGE_SIGNING_KEY, `/<id>.<ext>?` + the parameters in the order fit, format, h, q, w, without defaults); `deno task sign-url` makes one */
+                s?: string;
+            };
             header?: never;
             path: {
                 /** @description A file name of a record: `<id>.<ext>` the image as uploaded (`image.url`), `<id>.th.<ext>` its thumbnail, longest side 320 px (`thumb.url`), `<id>.md.<ext>` its medium size, longest side 1024 px (`medium.url`) */
@@ -3908,6 +4044,8 @@ export interface operations {
                     "X-Content-Type-Options"?: string;
                     /** @description default-src 'none'; …; sandbox: a served file never runs as a page */
                     "Content-Security-Policy"?: string;
+                    /** @description `Accept` on a transform URL whose type Accept chose (`format=auto`) */
+                    Vary?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3931,6 +4069,8 @@ export interface operations {
                     "X-Content-Type-Options"?: string;
                     /** @description default-src 'none'; …; sandbox: a served file never runs as a page */
                     "Content-Security-Policy"?: string;
+                    /** @description `Accept` on a transform URL whose type Accept chose (`format=auto`) */
+                    Vary?: string;
                     /** @description bytes a-b/size */
                     "Content-Range"?: string;
                     [name: string]: unknown;
@@ -3949,6 +4089,32 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description 160 Invalid request */
+            400: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 400;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 160: Invalid request
+                             * @enum {integer}
+                             */
+                            code: 160;
+                            /** @example Invalid request */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
             };
             /** @description 404 Not found */
             404: {
@@ -4004,6 +4170,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description 141 Unsupported image type */
+            415: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 415;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 141: Unsupported image type
+                             * @enum {integer}
+                             */
+                            code: 141;
+                            /** @example Unsupported image type */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
             /** @description The range lies outside the file */
             416: {
                 headers: {
@@ -4012,6 +4204,32 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description 143 Image took too long to process */
+            422: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 422;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 143: Image took too long to process
+                             * @enum {integer}
+                             */
+                            code: 143;
+                            /** @example Image took too long to process */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
             };
             /** @description 500 Internal error */
             500: {
@@ -4033,6 +4251,34 @@ export interface operations {
                              */
                             code: 500;
                             /** @example Internal error */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 250 Service temporarily unavailable */
+            503: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 503;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 250: Service temporarily unavailable
+                             * @enum {integer}
+                             */
+                            code: 250;
+                            /** @example Service temporarily unavailable */
                             message: string;
                             details?: components["schemas"]["ErrorDetail"][];
                         };

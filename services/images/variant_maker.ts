@@ -1,0 +1,125 @@
+import sharp from "sharp";
+import type { Kysely } from "kysely";
+import type { DB } from "../db/schema.ts";
+import type { BlobStore } from "../store/blob_store.ts";
+import type { WorkSlots } from "../runtime/work_slots.ts";
+import { ApiError } from "../../schemas/errors.ts";
+import { readWhole } from "../runtime/file_io.ts";
+import { MIME_BY_EXT } from "./records.ts";
+import { DEFAULT_QUALITY, type Transform } from "./transforms.ts";
+
+/** What the maker needs to know of the image a variant is made from. */
+export interface VariantSource {
+  id: string;
+  /** The original's store key. */
+  key: string;
+  ext: string;
+}
+
+/**
+ * Makes the variants transform URLs ask for, at first request: the original read from
+ * the store, resized and encoded in one of the image workers' slots (the same slots
+ * uploads take, so a flood of transforms queues behind uploads and never beside them),
+ * within IMAGE_TIMEOUT_MS (143 past it, 250 when every slot and the line are taken),
+ * then stored beside the original, its row written last. Concurrent first requests for
+ * one variant share one make (single flight, per instance).
+ */
+export class VariantMaker {
+  readonly #inflight = new Map<string, Promise<void>>();
+  /** Variants this instance has encoded (tests watch single flight with it). */
+  made = 0;
+
+  constructor(
+    private readonly db: Kysely<DB>,
+    private readonly store: BlobStore,
+    private readonly slots: WorkSlots,
+    private readonly timeoutMs: number,
+  ) {}
+
+  /** Makes and stores the variant under `key` unless a make of it is under way already. */
+  make(
+    source: VariantSource,
+    t: Transform,
+    key: string,
+    ext: string,
+  ): Promise<void> {
+    let running = this.#inflight.get(key);
+    if (!running) {
+      running = this.#make(source, t, key, ext).finally(() =>
+        this.#inflight.delete(key)
+      );
+      this.#inflight.set(key, running);
+    }
+    return running;
+  }
+
+  async #make(source: VariantSource, t: Transform, key: string, ext: string) {
+    const bytes = await this.slots.run(
+      () => this.#encode(source, t, ext),
+      this.timeoutMs,
+    );
+    await this.store.put(key, bytes, {
+      contentType: MIME_BY_EXT[ext],
+      size: bytes.length,
+    });
+    await this.db.insertInto("image_variants").values({
+      key,
+      image_id: source.id,
+      bytes: bytes.length,
+    }).onConflict((oc) => oc.column("key").doNothing()).execute();
+    this.made++;
+  }
+
+  /** read → resize → encode, against the deadline. */
+  async #encode(
+    source: VariantSource,
+    t: Transform,
+    ext: string,
+  ): Promise<Uint8Array> {
+    const deadline = Date.now() + this.timeoutMs;
+    const blob = await this.store.get(source.key);
+    if (!blob) throw new ApiError(404);
+    const input = blob.body instanceof Uint8Array
+      ? blob.body
+      : await readWhole(blob.body, blob.size);
+    // Animation is kept where the output can hold it (WebP, GIF); other types get the
+    // first frame.
+    const animated = ext === "webp" || ext === "gif";
+    const quality = t.q ?? DEFAULT_QUALITY[ext];
+    const seconds = Math.max(1, Math.ceil((deadline - Date.now()) / 1000));
+    let img = sharp(input, { animated, limitInputPixels: false });
+    if (t.w || t.h) {
+      img = img.resize({
+        width: t.w,
+        height: t.h,
+        fit: t.fit,
+        // Never larger than the original: a width past it gives the original's size.
+        withoutEnlargement: true,
+        background: { r: 0, g: 0, b: 0, alpha: 0 },
+      });
+    }
+    img = ext === "avif"
+      ? img.avif({ quality })
+      : ext === "webp"
+      ? img.webp({ quality })
+      : ext === "jpg"
+      ? img.flatten({ background: "#ffffff" }).jpeg({ quality, mozjpeg: true })
+      : ext === "gif"
+      ? img.gif()
+      : img.png({ compressionLevel: 9 });
+    try {
+      return new Uint8Array(await img.timeout({ seconds }).toBuffer());
+    } catch (e) {
+      if (e instanceof Error && /^timeout:/i.test(e.message)) {
+        throw new ApiError(143, {
+          details: [{
+            message: "making this variant took longer than the limit",
+          }],
+        });
+      }
+      throw new ApiError(141, {
+        message: "Unsupported image type: the image could not be transformed",
+      });
+    }
+  }
+}

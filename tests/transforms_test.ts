@@ -1,0 +1,435 @@
+import assert from "node:assert/strict";
+import sharp from "sharp";
+import {
+  admitTransform,
+  canonicalOf,
+  negotiate,
+  parseTransform,
+  signingKey,
+  transformQuery,
+  variantKey,
+} from "../services/images/transforms.ts";
+import { FsStore } from "../services/store/fs_store.ts";
+import type { BlobStore } from "../services/store/blob_store.ts";
+import { ApiError } from "../schemas/errors.ts";
+import { makeAnimatedGif, makeNoiseJpeg } from "./fixtures.ts";
+import {
+  fetchBytes,
+  json,
+  test,
+  type TestEnv,
+  testEnv,
+  userWithKey,
+} from "./helpers.ts";
+
+const RULES = { widths: [160, 320, 640], qualities: [50, 75] };
+const SECRET = "a signing key for the tests only";
+
+function codeOf(f: () => unknown): number | undefined {
+  try {
+    f();
+  } catch (e) {
+    return e instanceof ApiError ? e.code : -1;
+  }
+  return undefined;
+}
+
+test("transform parameters: listed values pass, malformed or repeated ones are 160, and the canonical form orders them", () => {
+  const p = (q: string) =>
+    parseTransform("/abc.jpg", new URLSearchParams(q), RULES);
+  assert.deepEqual(p("w=640&format=webp").transform, {
+    w: 640,
+    fit: "inside",
+    format: "webp",
+  });
+  assert.equal(p("w=640&format=webp").listed, true);
+  assert.equal(p("w=641").listed, false);
+  assert.equal(p("q=99").listed, false);
+  assert.equal(p("h=160&q=50").listed, true);
+  for (
+    const bad of [
+      "w=0",
+      "w=-5",
+      "w=1e3",
+      "w=abc",
+      "w=20000",
+      "q=101",
+      "fit=fill",
+      "format=gif",
+      "w=160&w=320",
+    ]
+  ) {
+    assert.equal(codeOf(() => p(bad)), 160, bad);
+  }
+  assert.equal(
+    p("w=640&q=75&format=avif&fit=cover&h=320").canonical,
+    "/abc.jpg?fit=cover&format=avif&h=320&q=75&w=640",
+  );
+  // Other parameters (cache busters) are not part of it.
+  assert.equal(p("w=640&v=3").canonical, "/abc.jpg?w=640");
+});
+
+test("a signature admits values off the lists, for its own image and parameters only; without a key or with a wrong one it is 160", async () => {
+  const key = await signingKey(SECRET);
+  const parsed = parseTransform(
+    "/abc.jpg",
+    new URLSearchParams("w=641&q=99"),
+    RULES,
+  );
+  const query = await transformQuery("/abc.jpg", parsed.transform, key);
+  const s = new URLSearchParams(query).get("s")!;
+  assert.match(s, /^[A-Za-z0-9_-]{22}$/);
+  await admitTransform(parsed, s, key, RULES);
+  const refused = async (p: Promise<void>) =>
+    await p.then(() => undefined, (e) => (e as ApiError).code);
+  assert.equal(
+    await refused(admitTransform(parsed, undefined, key, RULES)),
+    160,
+  );
+  assert.equal(await refused(admitTransform(parsed, s, undefined, RULES)), 160);
+  const other = parseTransform(
+    "/abd.jpg",
+    new URLSearchParams("w=641&q=99"),
+    RULES,
+  );
+  assert.equal(await refused(admitTransform(other, s, key, RULES)), 160);
+  const wider = parseTransform(
+    "/abc.jpg",
+    new URLSearchParams("w=642&q=99"),
+    RULES,
+  );
+  assert.equal(await refused(admitTransform(wider, s, key, RULES)), 160);
+  assert.equal(
+    canonicalOf("/abc.jpg", parsed.transform),
+    "/abc.jpg?q=99&w=641",
+  );
+});
+
+test("format=auto picks AVIF, then WebP, then the original's type from Accept (an image that may be animated never AVIF), and says it varied", () => {
+  const auto = { fit: "inside" as const, format: "auto" as const };
+  const chrome = "image/avif,image/webp,image/apng,image/*,*/*;q=0.8";
+  assert.deepEqual(negotiate(auto, "jpg", chrome), {
+    ext: "avif",
+    varies: true,
+  });
+  assert.deepEqual(negotiate(auto, "jpg", "image/webp,*/*"), {
+    ext: "webp",
+    varies: true,
+  });
+  assert.deepEqual(negotiate(auto, "jpg", "*/*"), { ext: "jpg", varies: true });
+  assert.deepEqual(negotiate(auto, "gif", chrome), {
+    ext: "webp",
+    varies: true,
+  });
+  assert.deepEqual(negotiate(auto, "gif", "*/*"), { ext: "gif", varies: true });
+  assert.deepEqual(negotiate(auto, "tiff", undefined), {
+    ext: "jpg",
+    varies: true,
+  });
+  assert.deepEqual(negotiate(auto, "webp", "*/*"), {
+    ext: "png",
+    varies: true,
+  });
+  // Asked for by name, or not at all: Accept plays no part.
+  assert.deepEqual(
+    negotiate({ fit: "inside", format: "jpeg" }, "png", chrome),
+    { ext: "jpg", varies: false },
+  );
+  assert.deepEqual(negotiate({ fit: "inside", w: 320 }, "png", chrome), {
+    ext: "png",
+    varies: false,
+  });
+  assert.equal(
+    variantKey("abc", { w: 640, fit: "cover" }, "webp"),
+    "abc.v640x0cq75.webp",
+  );
+});
+
+/** A store that counts how many variants were written to it. */
+class CountingStore extends FsStore {
+  variantPuts = 0;
+  override put(key: string, body: ReadableStream<Uint8Array> | Uint8Array) {
+    if (/\.v\d+x\d+/.test(key)) this.variantPuts++;
+    return super.put(key, body);
+  }
+}
+
+async function photoEnv(env: Record<string, string> = {}) {
+  const dir = await Deno.makeTempDir({ prefix: "imagehost-variants-" });
+  const store = await new CountingStore(dir).init();
+  const e = await testEnv({ store: store as BlobStore, env });
+  const { key } = await userWithKey(e);
+  const photo = await makeNoiseJpeg(1200, 800);
+  const up = await json(
+    await e.app.request("/api/1/upload", {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}` },
+      body: (() => {
+        const f = new FormData();
+        f.append(
+          "images",
+          new File([photo as Uint8Array<ArrayBuffer>], "p.jpg"),
+        );
+        return f;
+      })(),
+    }),
+  );
+  assert.equal(up.status, 200, JSON.stringify(up.body));
+  const path = new URL(up.body.data.url).pathname;
+  return {
+    env: e,
+    store,
+    key,
+    path,
+    id: up.body.data.id as string,
+    async close() {
+      await e.close();
+      await Deno.remove(dir, { recursive: true });
+    },
+  };
+}
+
+async function variant(env: TestEnv, url: string, headers = {}) {
+  const { res, bytes } = await fetchBytes(env, url, { headers });
+  const meta = res.status === 200 ? await sharp(bytes).metadata() : undefined;
+  return { res, bytes, meta };
+}
+
+test("transform URLs answer the size and type asked for (pixels checked), never larger than the original, with an ETag of their own and Vary: Accept only when Accept chose", async () => {
+  const t = await photoEnv();
+  try {
+    const webp = await variant(t.env, `${t.path}?w=640&format=webp`);
+    assert.equal(webp.res.status, 200);
+    assert.equal(webp.res.headers.get("content-type"), "image/webp");
+    assert.deepEqual([webp.meta!.format, webp.meta!.width, webp.meta!.height], [
+      "webp",
+      640,
+      427,
+    ]);
+    assert.equal(webp.res.headers.get("vary"), null);
+    const original = await t.env.app.request(t.path);
+    await original.body?.cancel();
+    assert.notEqual(webp.res.headers.get("etag"), original.headers.get("etag"));
+    assert.equal(
+      webp.res.headers.get("cache-control"),
+      original.headers.get("cache-control"),
+    );
+    // The pixels are the photo's, scaled: the same mean colour within a little.
+    const stats = async (b: Uint8Array) =>
+      (await sharp(b).resize(32, 21, { fit: "fill" }).stats()).channels.map((
+        c,
+      ) => Math.round(c.mean));
+    const want = await stats(
+      new Uint8Array(await (await t.env.app.request(t.path)).arrayBuffer()),
+    );
+    const got = await stats(webp.bytes);
+    got.forEach((v, i) =>
+      assert.ok(Math.abs(v - want[i]) <= 6, `${got} vs ${want}`)
+    );
+
+    // cover crops to the box; a width past the original gives the original's.
+    const cover = await variant(
+      t.env,
+      `${t.path}?w=320&h=320&fit=cover&format=png`,
+    );
+    assert.deepEqual([
+      cover.meta!.format,
+      cover.meta!.width,
+      cover.meta!.height,
+    ], [
+      "png",
+      320,
+      320,
+    ]);
+    const big = await variant(t.env, `${t.path}?w=2048`);
+    assert.deepEqual([big.meta!.format, big.meta!.width], ["jpeg", 1200]);
+
+    // auto: by Accept, and it says so.
+    const chrome = { accept: "image/avif,image/webp,*/*" };
+    const avif = await variant(t.env, `${t.path}?w=320&format=auto`, chrome);
+    assert.equal(avif.res.headers.get("content-type"), "image/avif");
+    assert.equal(avif.meta!.format, "heif");
+    assert.equal(avif.meta!.width, 320);
+    assert.equal(avif.res.headers.get("vary"), "Accept");
+    const old = await variant(t.env, `${t.path}?w=320&format=auto`, {
+      accept: "image/webp",
+    });
+    assert.equal(old.res.headers.get("content-type"), "image/webp");
+    const plain = await variant(t.env, `${t.path}?w=320&format=auto`, {
+      accept: "*/*",
+    });
+    assert.equal(plain.res.headers.get("content-type"), "image/jpeg");
+    assert.notEqual(
+      avif.res.headers.get("etag"),
+      old.res.headers.get("etag"),
+      "one ETag per negotiated variant",
+    );
+  } finally {
+    await t.close();
+  }
+});
+
+test("a variant revalidates (304 without making anything), serves HEAD and ranges like an original, and is made once for many concurrent first requests", async () => {
+  const t = await photoEnv();
+  try {
+    const url = `${t.path}?w=320&format=webp`;
+    const many = await Promise.all(
+      Array.from({ length: 8 }, () => fetchBytes(t.env, url)),
+    );
+    assert.deepEqual(many.map((m) => m.res.status), Array(8).fill(200));
+    assert.equal(t.store.variantPuts, 1, "eight first requests, one encode");
+    for (const m of many) assert.deepEqual(m.bytes, many[0].bytes);
+    const etag = many[0].res.headers.get("etag")!;
+    const again = await t.env.app.request(url, {
+      headers: { "if-none-match": etag },
+    });
+    assert.equal(again.status, 304);
+    assert.equal(again.headers.get("etag"), etag);
+    const head = await t.env.app.request(url, { method: "HEAD" });
+    assert.equal(
+      head.headers.get("content-length"),
+      String(many[0].bytes.length),
+    );
+    const part = await fetchBytes(t.env, url, {
+      headers: { range: "bytes=0-9" },
+    });
+    assert.equal(part.res.status, 206);
+    assert.deepEqual(part.bytes, many[0].bytes.subarray(0, 10));
+    assert.equal(t.store.variantPuts, 1);
+  } finally {
+    await t.close();
+  }
+});
+
+test("values off the lists are 160 unless signed with IMAGE_SIGNING_KEY; a signed URL for another image or other values is 160", async () => {
+  const t = await photoEnv({
+    IMAGE_WIDTHS: "160,320",
+    IMAGE_QUALITIES: "75",
+    IMAGE_SIGNING_KEY: SECRET,
+  });
+  try {
+    for (const q of ["w=333", "h=999", "q=60", "w=-1", "fit=fill"]) {
+      const r = await json(await t.env.app.request(`${t.path}?${q}`));
+      assert.deepEqual([r.status, r.body.error.code], [400, 160], q);
+    }
+    assert.equal(t.store.variantPuts, 0, "nothing made for a refused URL");
+    const key = await signingKey(SECRET);
+    const signed = await transformQuery(t.path, {
+      w: 333,
+      fit: "inside",
+      format: "png",
+    }, key);
+    const ok = await variant(t.env, `${t.path}?${signed}`);
+    assert.equal(ok.res.status, 200);
+    assert.deepEqual([ok.meta!.width, ok.meta!.format], [333, "png"]);
+    // `deno task sign-url` makes the same kind of URL, and the app takes it.
+    const cli = await new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "--allow-env=IMAGE_SIGNING_KEY",
+        new URL("../scripts/sign_url.ts", import.meta.url).pathname,
+        `${t.path}?w=250&q=61`,
+      ],
+      env: { IMAGE_SIGNING_KEY: SECRET },
+      stdout: "piped",
+    }).output();
+    const printed = new TextDecoder().decode(cli.stdout).trim();
+    assert.match(printed, /^\/[\w-]+\.jpg\?q=61&w=250&s=[\w-]{22}$/);
+    const byCli = await variant(t.env, printed);
+    assert.deepEqual([byCli.res.status, byCli.meta!.width], [200, 250]);
+    const tampered = signed.replace("w=333", "w=334");
+    const r = await json(await t.env.app.request(`${t.path}?${tampered}`));
+    assert.deepEqual([r.status, r.body.error.code], [400, 160]);
+  } finally {
+    await t.close();
+  }
+});
+
+test("deleting an image removes its variants; a variant whose bytes were lost is made again; the trim keeps variants within IMAGE_VARIANTS_MB", async () => {
+  // No memory cache of bytes: a lost variant is then lost to this instance too.
+  const t = await photoEnv({ IMAGE_CACHE_MB: "0" });
+  try {
+    const { trimVariants } = await import("../services/images/variant_rows.ts");
+    const db = t.env.deps.database.db;
+    for (const w of [160, 320, 640]) {
+      const r = await t.env.app.request(`${t.path}?w=${w}&format=webp`);
+      assert.equal(r.status, 200);
+      await r.body?.cancel();
+    }
+    let rows = await db.selectFrom("image_variants").selectAll().execute();
+    assert.equal(rows.length, 3);
+    for (const row of rows) assert.ok(await t.store.stat(row.key), row.key);
+
+    // Lost bytes (a crash, a bucket cleanup): made again at the next request.
+    const lost = rows.find((r) => r.key.includes("v160x"))!.key;
+    await t.store.delete(lost);
+    const remade = await t.env.app.request(`${t.path}?w=160&format=webp`);
+    assert.equal(remade.status, 200);
+    await remade.body?.cancel();
+    assert.ok(await t.store.stat(lost));
+    assert.equal(t.store.variantPuts, 4);
+
+    // Past the budget the oldest go, bytes and rows.
+    const sizes = rows.map((r) => Number(r.bytes));
+    const budget = sizes.reduce((a, b) => a + b, 0) - 1;
+    const trimmed = await trimVariants(db, t.store, budget);
+    assert.equal(trimmed.length, 1);
+    assert.equal(await t.store.stat(trimmed[0]), null);
+    rows = await db.selectFrom("image_variants").selectAll().execute();
+    assert.equal(rows.length, 2);
+
+    // The image's deletion takes its variants with it.
+    const del = await t.env.app.request(`/api/1/images/${t.id}`, {
+      method: "DELETE",
+      headers: { authorization: `Bearer ${t.key}` },
+    });
+    assert.equal(del.status, 200);
+    for (const row of rows) assert.equal(await t.store.stat(row.key), null);
+    assert.equal(
+      (await db.selectFrom("image_variants").selectAll().execute()).length,
+      0,
+    );
+    const gone = await t.env.app.request(`${t.path}?w=320&format=webp`);
+    assert.equal(gone.status, 404);
+    await gone.body?.cancel();
+  } finally {
+    await t.close();
+  }
+});
+
+test("an animated GIF stays animated as WebP (or GIF without WebP in Accept) under format=auto", async () => {
+  const t = await photoEnv({ IMAGE_WIDTHS: "16,160" });
+  try {
+    const gif = await makeAnimatedGif(3);
+    const up = await json(
+      await t.env.app.request("/api/1/upload", {
+        method: "POST",
+        headers: { authorization: `Bearer ${t.key}` },
+        body: (() => {
+          const f = new FormData();
+          f.append(
+            "images",
+            new File([gif as Uint8Array<ArrayBuffer>], "a.gif"),
+          );
+          return f;
+        })(),
+      }),
+    );
+    assert.equal(up.status, 200, JSON.stringify(up.body));
+    const path = new URL(up.body.data.url).pathname;
+    const webp = await variant(t.env, `${path}?w=16&format=auto`, {
+      accept: "image/avif,image/webp,*/*",
+    });
+    assert.equal(webp.res.headers.get("content-type"), "image/webp");
+    assert.equal(webp.meta!.pages, 3);
+    assert.equal(webp.meta!.width, 16);
+    const own = await variant(t.env, `${path}?w=16&format=auto`, {
+      accept: "*/*",
+    });
+    assert.equal(own.res.headers.get("content-type"), "image/gif");
+    assert.equal(own.meta!.pages, 3);
+    assert.equal(own.meta!.width, 16);
+  } finally {
+    await t.close();
+  }
+});

@@ -46,6 +46,27 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/key_hold_test.ts", "tests/abuse_test.ts"],
   },
   {
+    name: "transforms: any width made unsigned (unbounded variants)",
+    file: "services/images/transforms.ts",
+    from: `  const listed = (w === undefined || rules.widths.includes(w)) &&`,
+    to: `  const listed = true ||`,
+    tests: ["tests/transforms_test.ts"],
+  },
+  {
+    name: "transforms: a signature for one image admits another",
+    file: "services/images/transforms.ts",
+    from: `  return \`\${path}?\${parts.join("&")}\`;`,
+    to: `  return \`?\${parts.join("&")}\`;`,
+    tests: ["tests/transforms_test.ts"],
+  },
+  {
+    name: "transforms: variants outlive their image's deletion",
+    file: "services/images/records.ts",
+    from: `  await deleteVariants(db, store, row.id);`,
+    to: ``,
+    tests: ["tests/transforms_test.ts"],
+  },
+  {
     name: "bodies: a keyless text body held past its budget",
     file: "services/bodies/key_hold.ts",
     from: `      requestTotal > l.perRequest || mine + n > l.perAddress ||`,

@@ -23,6 +23,7 @@ import { registerSdkRoutes } from "./routes/sdk.tsx";
 import { registerScreenshotRoutes } from "./routes/screenshot.ts";
 import { ImagePipeline } from "./services/images/pipeline.ts";
 import { VariantMaker } from "./services/images/variant_maker.ts";
+import { WorkSlots } from "./services/runtime/work_slots.ts";
 import { ImageRowCache } from "./services/images/image_cache.ts";
 import { BlobCache } from "./services/images/blob_cache.ts";
 import { ScreenshotService } from "./services/screenshots/screenshot_service.ts";
@@ -173,7 +174,13 @@ export function createApp(deps: AppDeps): App {
     new VariantMaker(
       deps.database.db,
       deps.store,
-      pipeline.workSlots,
+      // Slots of their own, half the image workers: a flood of transforms may busy the
+      // CPU but never takes a slot an upload would wait for (uploads kept all of theirs).
+      new WorkSlots(
+        Math.max(1, Math.floor(deps.config.IMAGE_WORKERS / 2)),
+        deps.config.IMAGE_QUEUE,
+        "variants",
+      ),
       deps.config.IMAGE_TIMEOUT_MS,
     ),
   );

@@ -20,6 +20,7 @@ import {
   type TestEnv,
   testEnv,
   userWithKey,
+  waitUntil,
 } from "./helpers.ts";
 
 const RULES = { widths: [160, 320, 640], qualities: [50, 75] };
@@ -431,5 +432,77 @@ test("an animated GIF stays animated as WebP (or GIF without WebP in Accept) und
     assert.equal(own.meta!.width, 16);
   } finally {
     await t.close();
+  }
+});
+
+/** A store whose reads of one key wait at a gate the test opens. */
+class GatedStore extends FsStore {
+  held?: string;
+  waiting = 0;
+  #open: () => void = () => {};
+  #gate?: Promise<void>;
+  hold(key: string) {
+    this.held = key;
+    this.#gate = new Promise((r) => this.#open = r);
+  }
+  release() {
+    this.#open();
+  }
+  override async get(
+    key: string,
+    range?: { start: number; end: number },
+  ) {
+    if (key === this.held && this.#gate) {
+      this.waiting++;
+      await this.#gate;
+    }
+    return await super.get(key, range);
+  }
+}
+
+test("transforms have slots of their own, half the image workers: with them all busy a transform gets 250 at once while an upload still gets a worker", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "imagehost-variants-" });
+  const store = await new GatedStore(dir).init();
+  const env = await testEnv({
+    store: store as BlobStore,
+    env: { IMAGE_WORKERS: "2", IMAGE_QUEUE: "0" },
+  });
+  try {
+    const { key } = await userWithKey(env);
+    const send = async (bytes: Uint8Array) => {
+      const f = new FormData();
+      f.append("images", new File([bytes as Uint8Array<ArrayBuffer>], "p.jpg"));
+      return await json(
+        await env.app.request("/api/1/upload", {
+          method: "POST",
+          headers: { authorization: `Bearer ${key}` },
+          body: f,
+        }),
+      );
+    };
+    const up = await send(await makeNoiseJpeg(900, 600));
+    const path = new URL(up.body.data.url).pathname;
+    // The one variant slot is held: its make waits on reading the original.
+    store.hold(path.slice(1));
+    const first = env.app.request(`${path}?w=160&format=webp`);
+    await waitUntil(() => store.waiting === 1, 10_000);
+    assert.equal(store.waiting, 1);
+    const second = await json(
+      await env.app.request(`${path}?w=320&format=webp`),
+    );
+    assert.deepEqual([second.status, second.body.error.code], [503, 250]);
+    assert.equal(second.body.error.details[0].path, "variants");
+    // Uploads kept both their workers.
+    const other = await send(await makeNoiseJpeg(500, 400));
+    assert.equal(other.status, 200, JSON.stringify(other.body));
+    store.release();
+    const done = await first;
+    assert.equal(done.status, 200);
+    assert.equal(done.headers.get("content-type"), "image/webp");
+    await done.body?.cancel();
+  } finally {
+    store.release();
+    await env.close();
+    await Deno.remove(dir, { recursive: true });
   }
 });

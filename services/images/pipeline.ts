@@ -213,11 +213,6 @@ export class ImagePipeline {
     };
   }
 
-  /** The image workers' slots: variants made on demand take them too. */
-  get workSlots(): WorkSlots {
-    return this.#slots;
-  }
-
   /** Creates the temp dir and removes what dead processes (a crash) left beside it. */
   async init(): Promise<this> {
     if (this.#memory) return this;

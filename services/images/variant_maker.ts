@@ -18,8 +18,8 @@ export interface VariantSource {
 
 /**
  * Makes the variants transform URLs ask for, at first request: the original read from
- * the store, resized and encoded in one of the image workers' slots (the same slots
- * uploads take, so a flood of transforms queues behind uploads and never beside them),
+ * the store, resized and encoded in one of its slots (half the image workers, apart from
+ * the uploads' own, so a flood of transforms never takes a slot an upload waits for),
  * within IMAGE_TIMEOUT_MS (143 past it, 250 when every slot and the line are taken),
  * then stored beside the original, its row written last. Concurrent first requests for
  * one variant share one make (single flight, per instance).

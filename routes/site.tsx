@@ -11,6 +11,7 @@ import {
   pageSecurity,
   type PageUser,
 } from "./pages/layout.tsx";
+import { fitWithin, Picture } from "./pages/picture.tsx";
 import { expiryText } from "./pages/expiry.ts";
 import { HOME_JS, SCREENSHOT_JS, serveAsset } from "./pages/static_assets.ts";
 import { FAVICON_SVG, faviconIco } from "./pages/favicon.ts";
@@ -486,9 +487,18 @@ export function registerSiteRoutes(
                 {props.records.map(({ rec, source, expiresAt }) => (
                   <li class="card">
                     <a href={rec.url_viewer}>
-                      <img
+                      <Picture
+                        img={{
+                          url: rec.url,
+                          title: rec.title,
+                          width: rec.width,
+                          height: rec.height,
+                          extension: rec.image.extension,
+                        }}
+                        widths={config.IMAGE_WIDTHS}
+                        sizes="(max-width: 600px) 50vw, 240px"
+                        shown={fitWithin(rec.width, rec.height, 320)}
                         src={rec.thumb.url}
-                        alt={rec.title}
                         loading="lazy"
                       />
                     </a>

@@ -16,6 +16,7 @@ import {
   pageSecurity,
 } from "./pages/layout.tsx";
 import { expiryText } from "./pages/expiry.ts";
+import { fitWithin, Picture } from "./pages/picture.tsx";
 import { sessionUser } from "./session.ts";
 import { MEDIUM_SIZE } from "../services/images/pipeline.ts";
 import type { ImageRowCache } from "../services/images/image_cache.ts";
@@ -30,15 +31,6 @@ import { embedCodes } from "../sdk/src/embed_codes.ts";
  */
 const ID = "[A-Za-z0-9_-]{6,64}";
 const TOKEN = "[A-Za-z0-9_-]{1,128}";
-
-/** A width and height of at most `max` on the long side, keeping the aspect ratio. */
-function fitWithin(width: number, height: number, max: number) {
-  const scale = Math.min(1, max / Math.max(width, height));
-  return {
-    width: Math.max(1, Math.round(width * scale)),
-    height: Math.max(1, Math.round(height * scale)),
-  };
-}
 
 /** Viewer page `/i/<id>` and the secret delete link `/delete/<id>/<token>`. */
 export function registerViewerRoutes(
@@ -92,11 +84,18 @@ export function registerViewerRoutes(
         <h1>{rec.title}</h1>
         <figure class="viewer-figure">
           <a href={rec.url} title="Open the full-size image">
-            <img
+            <Picture
+              img={{
+                url: rec.url,
+                title: rec.title,
+                width: rec.width,
+                height: rec.height,
+                extension: rec.image.extension,
+              }}
+              widths={deps.config.IMAGE_WIDTHS}
+              sizes="(max-width: 1072px) calc(100vw - 2rem), 1040px"
+              shown={shown}
               src={shown.url}
-              alt={rec.title}
-              width={shown.width}
-              height={shown.height}
             />
           </a>
         </figure>

@@ -326,6 +326,31 @@ test("the home page uploads a dropped file and an imported address with the sess
   env.clock.advance(1000);
 });
 
+test("the viewer's picture has Chromium fetch an AVIF at the width its layout needs (a 320 px phone: 320 w), not the original", async () => {
+  const viewer = visits.find((v) => v.name === "viewer")!.path;
+  const page = await newPage({ width: 320, height: 700 });
+  try {
+    await page.goto(`${base}${viewer}`);
+    await page.waitForFunction(() =>
+      document.querySelector<HTMLImageElement>(".viewer-figure img")!.complete
+    );
+    const shown = await page.$eval(".viewer-figure img", (i) => ({
+      src: (i as HTMLImageElement).currentSrc,
+      natural: (i as HTMLImageElement).naturalWidth,
+    }));
+    assert.match(shown.src, /\?w=320&format=avif$/, shown.src);
+    // Drawn at the layout's width (sizes: 100vw − 2rem = 288 px), from a 320 px AVIF.
+    assert.equal(shown.natural, 288);
+    const file = await fetch(shown.src);
+    assert.equal(file.headers.get("content-type"), "image/avif");
+    const meta = await sharp(new Uint8Array(await file.arrayBuffer()))
+      .metadata();
+    assert.equal(meta.width, 320);
+  } finally {
+    await page.browserContext().close();
+  }
+});
+
 test("the screenshot page captures a page with the chosen options, stores it when asked, and shows the API's own error message", async () => {
   await owner.goto(`${base}/screenshot`);
   // The device list is the API's: GET /api/1/screenshot/presets, plus "custom".

@@ -155,12 +155,15 @@ class CountingStore extends FsStore {
   }
 }
 
-async function photoEnv(env: Record<string, string> = {}) {
+async function photoEnv(
+  env: Record<string, string> = {},
+  size: [number, number] = [1200, 800],
+) {
   const dir = await Deno.makeTempDir({ prefix: "imagehost-variants-" });
   const store = await new CountingStore(dir).init();
   const e = await testEnv({ store: store as BlobStore, env });
   const { key } = await userWithKey(e);
-  const photo = await makeNoiseJpeg(1200, 800);
+  const photo = await makeNoiseJpeg(...size);
   const up = await json(
     await e.app.request("/api/1/upload", {
       method: "POST",
@@ -504,5 +507,46 @@ test("transforms have slots of their own, half the image workers: with them all 
     store.release();
     await env.close();
     await Deno.remove(dir, { recursive: true });
+  }
+});
+
+test("the viewer page offers AVIF and WebP sources over the listed widths below the original's; every URL in them answers with that type and width", async () => {
+  const t = await photoEnv({}, [700, 466]);
+  try {
+    const html = await (await t.env.app.request(`/i/${t.id}`)).text();
+    const sources = [
+      ...html.matchAll(/<source type="([^"]+)" srcset="([^"]+)"/g),
+    ];
+    assert.deepEqual(sources.map((m) => m[1]), ["image/avif", "image/webp"]);
+    const fallback = /<img src="[^"]+" srcset="([^"]+)"/.exec(html)![1];
+    const sets: [string, string][] = [
+      ...sources.map((m) => [m[1], m[2]] as [string, string]),
+      ["image/jpeg", fallback],
+    ];
+    for (const [type, srcset] of sets) {
+      const entries = srcset.split(", ").map((e) => {
+        const [url, w] = e.split(" ");
+        return { url: url.replaceAll("&amp;", "&"), w: Number(w.slice(0, -1)) };
+      });
+      // The listed widths under 700, then the original's own.
+      assert.deepEqual(entries.map((e) => e.w), [160, 320, 640, 700]);
+      for (const e of entries) {
+        const got = await variant(
+          t.env,
+          new URL(e.url).pathname + new URL(e.url).search,
+        );
+        assert.equal(got.res.status, 200, e.url);
+        assert.equal(got.res.headers.get("content-type"), type, e.url);
+        assert.equal(got.meta!.width, e.w, e.url);
+      }
+    }
+    // My images: the same sources for its grid.
+    const list = await t.env.app.request("/images");
+    assert.ok(
+      list.status === 200 || list.status === 302 || list.status === 303,
+    );
+    await list.body?.cancel();
+  } finally {
+    await t.close();
   }
 });

@@ -1,0 +1,88 @@
+/**
+ * Responsive images from transform URLs (services/images/transforms.ts): a <picture> with
+ * AVIF and WebP sources and the original type as the fallback, each a srcset over the
+ * configured widths below the original's, so a browser fetches the type it takes at the
+ * width its layout needs. Explicit types, not format=auto: a shared cache or CDN then needs
+ * no Vary on Accept.
+ */
+
+/** What the element needs of an image. */
+export interface PictureImage {
+  url: string;
+  title: string;
+  width: number;
+  height: number;
+  extension: string;
+}
+
+/** A width and height of at most `max` on the long side, keeping the aspect ratio. */
+export function fitWithin(width: number, height: number, max: number) {
+  const scale = Math.min(1, max / Math.max(width, height));
+  return {
+    width: Math.max(1, Math.round(width * scale)),
+    height: Math.max(1, Math.round(height * scale)),
+  };
+}
+
+/** A srcset over `widths` below the image's own, then the image's own width. */
+export function srcsetOf(
+  img: PictureImage,
+  widths: readonly number[],
+  format?: string,
+): string {
+  const type = format ? `format=${format}` : "";
+  const below = [...new Set(widths)].filter((w) => w < img.width).sort((a, b) =>
+    a - b
+  );
+  const entries = below.map((w) =>
+    `${img.url}?w=${w}${type ? `&${type}` : ""} ${w}w`
+  );
+  entries.push(`${type ? `${img.url}?${type}` : img.url} ${img.width}w`);
+  return entries.join(", ");
+}
+
+/**
+ * `<picture>` for `img`, shown at most `maxWidth` CSS px wide (`sizes`). An image that may
+ * be animated (GIF, WebP) gets no AVIF source: an AVIF of it would be its first frame.
+ */
+export function Picture(
+  props: {
+    img: PictureImage;
+    widths: readonly number[];
+    sizes: string;
+    shown: { width: number; height: number };
+    /** What a browser without srcset loads (default: the original). */
+    src?: string;
+    loading?: "lazy" | "eager";
+  },
+) {
+  const { img, widths } = props;
+  const animated = img.extension === "gif" || img.extension === "webp";
+  return (
+    <picture>
+      {!animated && (
+        <source
+          type="image/avif"
+          srcset={srcsetOf(img, widths, "avif")}
+          sizes={props.sizes}
+        />
+      )}
+      {img.extension !== "webp" && (
+        <source
+          type="image/webp"
+          srcset={srcsetOf(img, widths, "webp")}
+          sizes={props.sizes}
+        />
+      )}
+      <img
+        src={props.src ?? img.url}
+        srcset={srcsetOf(img, widths)}
+        sizes={props.sizes}
+        alt={img.title}
+        width={props.shown.width}
+        height={props.shown.height}
+        loading={props.loading}
+      />
+    </picture>
+  );
+}

@@ -319,6 +319,25 @@ export class RawHttpClient {
     return res;
   }
 
+  /** GETs `path` on a kept-alive connection; the status and the response body. */
+  async get(path: string): Promise<{ status: number; body: Uint8Array }> {
+    let conn = this.#idle.pop();
+    if (!conn) {
+      conn = await Deno.connect({ hostname: "127.0.0.1", port: this.port });
+      conn.setNoDelay(true);
+      this.#all.push(conn);
+    }
+    await writeAll(
+      conn,
+      new TextEncoder().encode(
+        `GET ${path} HTTP/1.1\r\nhost: 127.0.0.1:${this.port}\r\n\r\n`,
+      ),
+    );
+    const res = await readResponse(conn);
+    this.#idle.push(conn);
+    return res;
+  }
+
   close() {
     for (const c of this.#all) {
       try {

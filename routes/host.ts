@@ -368,12 +368,14 @@ export function registerHostRoutes(
     const stored = rows.bodies?.get(key) !== undefined ||
       (await deps.store.stat(key)) !== null;
     if (!stored) {
-      await maker.make(
+      const bytes = await maker.make(
         { id: row.id, key: original, ext: row.ext },
         parsed.transform,
         key,
         ext,
       );
+      // Just made: answered from memory when the cache takes it (no read back).
+      if (rows.bodies?.accepts(bytes.length)) rows.bodies.set(key, bytes);
     }
     if (proxied) {
       return c.body(null, 200, {

@@ -331,7 +331,7 @@ const MUTATIONS: Mutation[] = [
   {
     name: "store: no fsync of the file",
     file: "services/store/fs_store.ts",
-    from: `        await f.syncData();`,
+    from: `        if (durable) await f.syncData();`,
     to: ``,
     tests: ["tests/store_test.ts"],
   },
@@ -339,7 +339,7 @@ const MUTATIONS: Mutation[] = [
     name: "store: no fsync of the directory after the rename",
     file: "services/store/fs_store.ts",
     from: `    await Deno.rename(from, final);
-    await syncFile(parent);`,
+    if (durable) await syncFile(parent);`,
     to: `    await Deno.rename(from, final);`,
     tests: ["tests/store_test.ts"],
   },

@@ -149,9 +149,13 @@ test("format=auto picks AVIF, then WebP, then the original's type from Accept (a
 /** A store that counts how many variants were written to it. */
 class CountingStore extends FsStore {
   variantPuts = 0;
-  override put(key: string, body: ReadableStream<Uint8Array> | Uint8Array) {
+  override put(
+    key: string,
+    body: ReadableStream<Uint8Array> | Uint8Array,
+    meta?: { durable?: boolean },
+  ) {
     if (/\.v\d+x\d+/.test(key)) this.variantPuts++;
-    return super.put(key, body);
+    return super.put(key, body, meta);
   }
 }
 

@@ -25,7 +25,7 @@ export interface VariantSource {
  * one variant share one make (single flight, per instance).
  */
 export class VariantMaker {
-  readonly #inflight = new Map<string, Promise<void>>();
+  readonly #inflight = new Map<string, Promise<Uint8Array>>();
   /** Variants this instance has encoded (tests watch single flight with it). */
   made = 0;
 
@@ -36,13 +36,17 @@ export class VariantMaker {
     private readonly timeoutMs: number,
   ) {}
 
-  /** Makes and stores the variant under `key` unless a make of it is under way already. */
+  /**
+   * Makes and stores the variant under `key` unless a make of it is under way already;
+   * resolves to its bytes (every waiter gets the same), so the first answer need not read
+   * them back from the store.
+   */
   make(
     source: VariantSource,
     t: Transform,
     key: string,
     ext: string,
-  ): Promise<void> {
+  ): Promise<Uint8Array> {
     let running = this.#inflight.get(key);
     if (!running) {
       running = this.#make(source, t, key, ext).finally(() =>
@@ -61,6 +65,7 @@ export class VariantMaker {
     await this.store.put(key, bytes, {
       contentType: MIME_BY_EXT[ext],
       size: bytes.length,
+      durable: false,
     });
     await this.db.insertInto("image_variants").values({
       key,
@@ -68,6 +73,7 @@ export class VariantMaker {
       bytes: bytes.length,
     }).onConflict((oc) => oc.column("key").doNothing()).execute();
     this.made++;
+    return bytes;
   }
 
   /** read → resize → encode, against the deadline. */

@@ -26,10 +26,14 @@ export interface BlobBody extends BlobStat {
  */
 export interface BlobStore {
   readonly kind: string;
+  /**
+   * Stores bytes under `key`. `durable: false` (a variant that is made again when lost)
+   * lets a store skip what only durability needs (a filesystem store's syncs).
+   */
   put(
     key: string,
     body: ReadableStream<Uint8Array> | Uint8Array,
-    meta: { contentType: string; size: number },
+    meta: { contentType: string; size: number; durable?: boolean },
   ): Promise<void>;
   /**
    * Stores a local file the caller owns and hands over: on success it is gone from `path`

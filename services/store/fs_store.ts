@@ -46,7 +46,10 @@ export class FsStore implements BlobStore {
   async put(
     key: string,
     body: ReadableStream<Uint8Array> | Uint8Array,
+    meta?: { durable?: boolean },
   ): Promise<void> {
+    // A made variant (durable: false) is made again if lost: no syncs for it.
+    const durable = meta?.durable !== false;
     const final = this.#path(key);
     const tmp = join(this.#tmp, `${crypto.randomUUID()}-${key}`);
     try {
@@ -54,11 +57,11 @@ export class FsStore implements BlobStore {
       try {
         if (body instanceof Uint8Array) await writeAll(f, body);
         else for await (const chunk of body) await writeAll(f, chunk);
-        await f.syncData();
+        if (durable) await f.syncData();
       } finally {
         f.close();
       }
-      await this.#publish(key, tmp, final);
+      await this.#publish(key, tmp, final, durable);
     } catch (e) {
       await Deno.remove(tmp).catch(() => {});
       throw e;
@@ -131,11 +134,11 @@ export class FsStore implements BlobStore {
   }
 
   /** Renames a synced file into place and syncs the directory, so the name survives a crash. */
-  async #publish(key: string, from: string, final: string) {
+  async #publish(key: string, from: string, final: string, durable = true) {
     const parent = join(this.dir, key.slice(0, 2));
     await Deno.mkdir(parent, { recursive: true });
     await Deno.rename(from, final);
-    await syncFile(parent);
+    if (durable) await syncFile(parent);
   }
 
   async stat(key: string): Promise<BlobStat | null> {

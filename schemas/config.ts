@@ -140,6 +140,11 @@ export const ConfigSchema = z.object({
    */
   IMAGE_WIDTHS: sizeList("160,320,640,1024,1600,2048", 16_384),
   IMAGE_QUALITIES: sizeList("50,75,90", 100),
+  /**
+   * `on`: a record's `display_url` is its image at `?format=auto` (AVIF or WebP where
+   * the browser takes them, `Vary: Accept`); `off`: the file as uploaded, as ImgBB's.
+   */
+  IMAGE_NEGOTIATE: z.enum(["off", "on"]).default("off"),
   /** The secret signed transform URLs are made with; unset: only listed values work. */
   IMAGE_SIGNING_KEY: z.string().min(16).optional(),
   /**

@@ -28,6 +28,9 @@ export const ImageRecordSchema = z.object({
     example: "https://img.example.com/aB3xK9pQ2m.png",
   }),
   display_url: z.string().url().openapi({
+    description:
+      "The image to show: the file as uploaded, or with IMAGE_NEGOTIATE=on its " +
+      "`?format=auto` transform URL (AVIF or WebP where the browser takes them)",
     example: "https://img.example.com/aB3xK9pQ2m.png",
   }),
   width: z.number().int().openapi({ example: 1920 }),

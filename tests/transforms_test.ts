@@ -554,3 +554,33 @@ test("the viewer page offers AVIF and WebP sources over the listed widths below 
     await t.close();
   }
 });
+
+test("with IMAGE_NEGOTIATE=on a record's display_url is its image at format=auto, which answers AVIF, WebP or the original by Accept", async () => {
+  const t = await photoEnv({ IMAGE_NEGOTIATE: "on" }, [400, 300]);
+  try {
+    const rec = await json(
+      await t.env.app.request(`/api/1/images/${t.id}`, {
+        headers: { authorization: `Bearer ${t.key}` },
+      }),
+    );
+    const display = new URL(rec.body.data.display_url);
+    assert.equal(display.search, "?format=auto");
+    assert.equal(display.pathname, t.path);
+    for (
+      const [accept, type] of [
+        ["image/avif,image/webp,*/*", "image/avif"],
+        ["image/webp,*/*", "image/webp"],
+        ["*/*", "image/jpeg"],
+      ]
+    ) {
+      const r = await variant(t.env, display.pathname + display.search, {
+        accept,
+      });
+      assert.equal(r.res.headers.get("content-type"), type, accept);
+      assert.equal(r.res.headers.get("vary"), "Accept");
+      assert.equal(r.meta!.width, 400);
+    }
+  } finally {
+    await t.close();
+  }
+});

@@ -282,6 +282,7 @@ export interface components {
             url: string;
             /**
              * Format: uri
+             * @description The image to show: the file as uploaded, or with IMAGE_NEGOTIATE=on its `?format=auto` transform URL (AVIF or WebP where the browser takes them)
              * @example https://img.example.com/aB3xK9pQ2m.png
              */
             display_url: string;

@@ -51,7 +51,9 @@ export function toImageRecord(config: Config, row: ImageRow) {
     title: row.title,
     url_viewer: `${config.BASE_URL}/i/${row.id}`,
     url: image.url,
-    display_url: image.url,
+    display_url: config.IMAGE_NEGOTIATE === "on"
+      ? `${image.url}?format=auto`
+      : image.url,
     width: row.width,
     height: row.height,
     size: Number(row.size),

@@ -584,3 +584,32 @@ test("with IMAGE_NEGOTIATE=on a record's display_url is its image at format=auto
     await t.close();
   }
 });
+
+test("two instances sharing the database and the store make a variant once between them: the one holding the row's lease makes it, the other waits for its bytes", async () => {
+  const t = await photoEnv();
+  const second = await testEnv({
+    database: t.env.deps.database,
+    store: t.store as BlobStore,
+  });
+  try {
+    const url = `${t.path}?w=640&format=webp`;
+    const answers = await Promise.all(
+      Array.from(
+        { length: 8 },
+        (_, i) => fetchBytes(i % 2 ? second : t.env, url),
+      ),
+    );
+    assert.deepEqual(answers.map((a) => a.res.status), Array(8).fill(200));
+    for (const a of answers) assert.deepEqual(a.bytes, answers[0].bytes);
+    assert.equal(t.store.variantPuts, 1, "one encode for both instances");
+    const row = await t.env.deps.database.db.selectFrom("image_variants")
+      .selectAll().executeTakeFirstOrThrow();
+    assert.deepEqual(
+      [row.state, Number(row.bytes), row.lease_until],
+      ["ready", answers[0].bytes.length, null],
+    );
+  } finally {
+    await second.close();
+    await t.close();
+  }
+});

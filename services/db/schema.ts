@@ -69,7 +69,9 @@ export interface DB {
   image_variants: {
     key: string;
     image_id: string;
-    bytes: string | number;
+    bytes: Generated<string | number>;
+    state: Generated<string>;
+    lease_until: Date | null;
     created_at: Generated<Date>;
   };
   schema_migrations: {

@@ -1,5 +1,5 @@
 import sharp from "sharp";
-import type { Kysely } from "kysely";
+import { type Kysely, sql } from "kysely";
 import type { DB } from "../db/schema.ts";
 import type { BlobStore } from "../store/blob_store.ts";
 import type { WorkSlots } from "../runtime/work_slots.ts";
@@ -58,6 +58,13 @@ export class VariantMaker {
   }
 
   async #make(source: VariantSource, t: Transform, key: string, ext: string) {
+    // Across instances: the one that takes the row's lease makes it; the others wait for
+    // its bytes (and make it themselves only if that lease runs out first).
+    if (!await this.#lease(key, source.id)) {
+      const made = await this.#waitFor(key);
+      if (made) return made;
+      await this.#lease(key, source.id);
+    }
     const bytes = await this.slots.run(
       () => this.#encode(source, t, ext),
       this.timeoutMs,
@@ -71,9 +78,57 @@ export class VariantMaker {
       key,
       image_id: source.id,
       bytes: bytes.length,
-    }).onConflict((oc) => oc.column("key").doNothing()).execute();
+      state: "ready",
+    }).onConflict((oc) =>
+      oc.column("key").doUpdateSet({
+        bytes: bytes.length,
+        state: "ready",
+        lease_until: null,
+      })
+    ).execute();
     this.made++;
     return bytes;
+  }
+
+  /**
+   * Takes the variant's row as a lease for one make (IMAGE_TIMEOUT_MS and a little): true
+   * when this instance may make it, false while another instance holds a live lease or the
+   * row says it is ready (its bytes were lost when the caller found none: then taken too).
+   */
+  async #lease(key: string, imageId: string): Promise<boolean> {
+    const until = sql<Date>`now() + ${`${
+      this.timeoutMs + 2000
+    } milliseconds`}::interval`;
+    const taken = await this.db.insertInto("image_variants").values({
+      key,
+      image_id: imageId,
+      state: "making",
+      lease_until: until,
+    }).onConflict((oc) =>
+      oc.column("key").doUpdateSet({ state: "making", lease_until: until })
+        .where((eb) =>
+          eb.or([
+            eb("image_variants.state", "=", "ready"),
+            eb("image_variants.lease_until", "<", sql<Date>`now()`),
+          ])
+        )
+    ).returning("key").executeTakeFirst();
+    return taken !== undefined;
+  }
+
+  /** Waits for another instance's make of `key`: its bytes, or undefined at the deadline. */
+  async #waitFor(key: string): Promise<Uint8Array | undefined> {
+    const deadline = Date.now() + this.timeoutMs + 2000;
+    while (Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 50));
+      const blob = await this.store.get(key);
+      if (blob) {
+        return blob.body instanceof Uint8Array
+          ? blob.body
+          : await readWhole(blob.body, blob.size);
+      }
+    }
+    return undefined;
   }
 
   /** read → resize → encode, against the deadline. */

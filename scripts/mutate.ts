@@ -60,6 +60,13 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/transforms_test.ts"],
   },
   {
+    name: "transforms: every instance makes the same variant (no lease)",
+    file: "services/images/variant_maker.ts",
+    from: `    if (!await this.#lease(key, source.id)) {`,
+    to: `    if (false) {`,
+    tests: ["tests/transforms_test.ts"],
+  },
+  {
     name: "transforms: variants outlive their image's deletion",
     file: "services/images/records.ts",
     from: `  await deleteVariants(db, store, row.id);`,

@@ -8,7 +8,8 @@ import { ApiError } from "../schemas/errors.ts";
 import type { ByteRange } from "../services/store/blob_store.ts";
 import { readWhole } from "../services/runtime/file_io.ts";
 import { logRequest, requestIdOf } from "./request_id.ts";
-import { addressOf } from "./client_address.ts";
+import { addressOf, clientAddress } from "./client_address.ts";
+import { AddressThrottle } from "../services/accounts/address_throttle.ts";
 import type { VariantMaker } from "../services/images/variant_maker.ts";
 import {
   admitTransform,
@@ -320,6 +321,12 @@ export function registerHostRoutes(
     });
   };
 
+  const makes = new AddressThrottle(
+    deps.database.db,
+    deps.clock,
+    "variants",
+    deps.config.IMAGE_MAKES_PER_MINUTE,
+  );
   const rules = {
     widths: deps.config.IMAGE_WIDTHS,
     qualities: deps.config.IMAGE_QUALITIES,
@@ -368,6 +375,8 @@ export function registerHostRoutes(
     const stored = rows.bodies?.get(key) !== undefined ||
       (await deps.store.stat(key)) !== null;
     if (!stored) {
+      // Only a make counts against the address: stored variants cost a file read.
+      await makes.count(clientAddress(c, deps.config.TRUST_PROXY));
       const bytes = await maker.make(
         { id: row.id, key: original, ext: row.ext },
         parsed.transform,

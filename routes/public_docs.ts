@@ -149,7 +149,8 @@ export function documentPublicRoutes(app: App) {
         "the image workers' slots, within IMAGE_TIMEOUT_MS: 143 past it, 250 when " +
         "they are all busy), stored beside the original and served like a file from " +
         "then on (its own ETag, ranges, 304), removed with the image. Values off the " +
-        "lists are 160 unless the URL is signed (`s`).",
+        "lists are 160 unless the URL is signed (`s`); a client address may have " +
+        "IMAGE_MAKES_PER_MINUTE variants made a minute (170 past it).",
       security: [],
       request: {
         params: z.object({ file: fileParam }),
@@ -157,7 +158,7 @@ export function documentPublicRoutes(app: App) {
       },
       responses: {
         ...imageResponses("file"),
-        ...errorResponses(404, 160, 141, 143, 250),
+        ...errorResponses(404, 160, 141, 143, 170, 250),
       },
     });
   }

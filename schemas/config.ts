@@ -152,6 +152,11 @@ export const ConfigSchema = z.object({
    * oldest made are removed (hourly, and made again when asked for).
    */
   IMAGE_VARIANTS_MB: int(2048, 1, 1_048_576),
+  /**
+   * Variants one client address may have made per minute (all instances together);
+   * past it 170 with Retry-After. Stored variants are served without counting. 0: off.
+   */
+  IMAGE_MAKES_PER_MINUTE: int(120, 0, 1_000_000),
   SCREENSHOTS: z.enum(["on", "off"]).default("on"),
   CHROMIUM_PATH: z.string().optional(),
   /**

@@ -613,3 +613,30 @@ test("two instances sharing the database and the store make a variant once betwe
     await t.close();
   }
 });
+
+test("each client address may have IMAGE_MAKES_PER_MINUTE variants made a minute (170 and Retry-After past it); variants already stored are still served", async () => {
+  const t = await photoEnv({ IMAGE_MAKES_PER_MINUTE: "2" });
+  try {
+    for (const w of [160, 320]) {
+      const r = await t.env.app.request(`${t.path}?w=${w}&format=webp`);
+      assert.equal(r.status, 200);
+      await r.body?.cancel();
+    }
+    const third = await json(
+      await t.env.app.request(`${t.path}?w=640&format=webp`),
+    );
+    assert.deepEqual([third.status, third.body.error.code], [429, 170]);
+    assert.ok(Number(third.headers.get("retry-after")) > 0);
+    assert.equal(t.store.variantPuts, 2);
+    const stored = await t.env.app.request(`${t.path}?w=160&format=webp`);
+    assert.equal(stored.status, 200);
+    await stored.body?.cancel();
+    // A minute later the address may have more made.
+    t.env.clock.advance(61_000);
+    const later = await t.env.app.request(`${t.path}?w=640&format=webp`);
+    assert.equal(later.status, 200);
+    await later.body?.cancel();
+  } finally {
+    await t.close();
+  }
+});

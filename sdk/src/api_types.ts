@@ -183,7 +183,7 @@ export interface paths {
         };
         /**
          * An image file: original, thumbnail or medium
-         * @description Served to anyone with the link, from IMAGE_HOST_URL, until the image is deleted or expires (then 404). Conditional (If-None-Match) and range requests are answered; CORS is open. With `w`, `h`, `fit`, `format` or `q` it is a transform URL: that size and type of the image, made at first request (in the image workers' slots, within IMAGE_TIMEOUT_MS: 143 past it, 250 when they are all busy), stored beside the original and served like a file from then on (its own ETag, ranges, 304), removed with the image. Values off the lists are 160 unless the URL is signed (`s`).
+         * @description Served to anyone with the link, from IMAGE_HOST_URL, until the image is deleted or expires (then 404). Conditional (If-None-Match) and range requests are answered; CORS is open. With `w`, `h`, `fit`, `format` or `q` it is a transform URL: that size and type of the image, made at first request (in the image workers' slots, within IMAGE_TIMEOUT_MS: 143 past it, 250 when they are all busy), stored beside the original and served like a file from then on (its own ETag, ranges, 304), removed with the image. Values off the lists are 160 unless the URL is signed (`s`); a client address may have IMAGE_MAKES_PER_MINUTE variants made a minute (170 past it).
          */
         get: operations["getImageFile"];
         put?: never;
@@ -192,7 +192,7 @@ export interface paths {
         options?: never;
         /**
          * An image file's headers
-         * @description Served to anyone with the link, from IMAGE_HOST_URL, until the image is deleted or expires (then 404). Conditional (If-None-Match) and range requests are answered; CORS is open. With `w`, `h`, `fit`, `format` or `q` it is a transform URL: that size and type of the image, made at first request (in the image workers' slots, within IMAGE_TIMEOUT_MS: 143 past it, 250 when they are all busy), stored beside the original and served like a file from then on (its own ETag, ranges, 304), removed with the image. Values off the lists are 160 unless the URL is signed (`s`).
+         * @description Served to anyone with the link, from IMAGE_HOST_URL, until the image is deleted or expires (then 404). Conditional (If-None-Match) and range requests are answered; CORS is open. With `w`, `h`, `fit`, `format` or `q` it is a transform URL: that size and type of the image, made at first request (in the image workers' slots, within IMAGE_TIMEOUT_MS: 143 past it, 250 when they are all busy), stored beside the original and served like a file from then on (its own ETag, ranges, 304), removed with the image. Values off the lists are 160 unless the URL is signed (`s`); a client address may have IMAGE_MAKES_PER_MINUTE variants made a minute (170 past it).
          */
         head: operations["headImageFile"];
         patch?: never;
@@ -3950,6 +3950,40 @@ export interface operations {
                     };
                 };
             };
+            /** @description 170 Rate limit exceeded */
+            429: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 429;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 170: Rate limit exceeded
+                             * @enum {integer}
+                             */
+                            code: 170;
+                            /** @example Rate limit exceeded */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
             /** @description 500 Internal error */
             500: {
                 headers: {
@@ -4229,6 +4263,40 @@ export interface operations {
                              */
                             code: 143;
                             /** @example Image took too long to process */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 170 Rate limit exceeded */
+            429: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 429;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 170: Rate limit exceeded
+                             * @enum {integer}
+                             */
+                            code: 170;
+                            /** @example Rate limit exceeded */
                             message: string;
                             details?: components["schemas"]["ErrorDetail"][];
                         };

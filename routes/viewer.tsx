@@ -48,7 +48,7 @@ export function registerViewerRoutes(
     const user = await sessionUser(c, deps);
     const owner = user?.userId === row.user_id;
     const rec = toImageRecord(deps.config, row);
-    const embeds = embedCodes(rec);
+    const embeds = embedCodes(rec, deps.config.IMAGE_WIDTHS);
     const uploaded = new Date(rec.time * 1000).toISOString();
     // What the page shows: the medium variant when there is one (a phone need not fetch a
     // 4000 px original), at its own size, never wider than the screen.

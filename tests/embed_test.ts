@@ -9,6 +9,7 @@ import {
   htmlEmbed,
   markdownEmbed,
   markdownImage,
+  responsiveEmbed,
   safeUrl,
 } from "../sdk/src/embed_codes.ts";
 import { json, test, testEnv, userWithKey } from "./helpers.ts";
@@ -128,6 +129,79 @@ test("every embed code keeps a hostile title inside its own place: HTML, Markdow
     }),
     { numRuns: 500 },
   );
+});
+
+/**
+ * Asserts the responsive embed is exactly a linked <picture> of an AVIF and a WebP source
+ * and an <img>, whose srcsets are transform URLs of this image over the widths below 700.
+ */
+function checkResponsive(code: string, img: EmbeddableImage) {
+  const els = elements(parseFragment(code) as unknown as P5Node);
+  assert.deepEqual(
+    els.map((e) => e.nodeName),
+    ["a", "picture", "source", "source", "img"],
+    code,
+  );
+  assert.deepEqual(attrs(els[0]), { href: img.url_viewer }, code);
+  const set = (format?: string) =>
+    [160, 320, 640].map((w) =>
+      `${img.url}?w=${w}${format ? `&format=${format}` : ""} ${w}w`
+    ).concat(`${format ? `${img.url}?format=${format}` : img.url} 700w`)
+      .join(", ");
+  const sizes = "(max-width: 640px) 100vw, 640px";
+  assert.deepEqual(attrs(els[2]), {
+    type: "image/avif",
+    srcset: set("avif"),
+    sizes,
+  });
+  assert.deepEqual(attrs(els[3]), {
+    type: "image/webp",
+    srcset: set("webp"),
+    sizes,
+  });
+  assert.deepEqual(attrs(els[4]), {
+    src: img.url,
+    srcset: set(),
+    sizes,
+    width: "700",
+    height: "400",
+    alt: img.title.replace(/[\r\n]+/g, " "),
+    loading: "lazy",
+  }, code);
+}
+
+test("the responsive HTML code is a linked <picture> of AVIF and WebP srcsets over the listed widths, and a hostile title stays its alt text", () => {
+  const widths = [160, 320, 640, 1024];
+  for (const title of HOSTILE) {
+    const img = {
+      ...image(title),
+      width: 700,
+      height: 400,
+      image: { extension: "png" },
+    };
+    checkResponsive(responsiveEmbed(img, widths), img);
+  }
+  fc.assert(
+    fc.property(fc.string({ unit: "binary", maxLength: 60 }), (title) => {
+      const img = {
+        ...image(title.replace(/\0/g, "")),
+        width: 700,
+        height: 400,
+      };
+      checkResponsive(responsiveEmbed(img, widths), img);
+    }),
+    { numRuns: 300 },
+  );
+  // A GIF may be animated: no AVIF source (it would be its first frame).
+  const gif = responsiveEmbed({
+    ...image("a"),
+    url: "https://img.example.com/aB3xK9pQ2m.gif",
+    width: 700,
+    height: 400,
+    image: { extension: "gif" },
+  }, widths);
+  assert.doesNotMatch(gif, /image\/avif/);
+  assert.match(gif, /type="image\/webp"/);
 });
 
 test("addresses in embed codes are http(s) only and cannot close their Markdown, BBCode or HTML context", () => {

@@ -1,3 +1,5 @@
+import { mayAnimate, srcsetOf } from "../../sdk/src/embed_codes.ts";
+
 /**
  * Responsive images from transform URLs (services/images/transforms.ts): a <picture> with
  * AVIF and WebP sources and the original type as the fallback, each a srcset over the
@@ -24,23 +26,6 @@ export function fitWithin(width: number, height: number, max: number) {
   };
 }
 
-/** A srcset over `widths` below the image's own, then the image's own width. */
-export function srcsetOf(
-  img: PictureImage,
-  widths: readonly number[],
-  format?: string,
-): string {
-  const type = format ? `format=${format}` : "";
-  const below = [...new Set(widths)].filter((w) => w < img.width).sort((a, b) =>
-    a - b
-  );
-  const entries = below.map((w) =>
-    `${img.url}?w=${w}${type ? `&${type}` : ""} ${w}w`
-  );
-  entries.push(`${type ? `${img.url}?${type}` : img.url} ${img.width}w`);
-  return entries.join(", ");
-}
-
 /**
  * `<picture>` for `img`, shown at most `maxWidth` CSS px wide (`sizes`). An image that may
  * be animated (GIF, WebP) gets no AVIF source: an AVIF of it would be its first frame.
@@ -57,7 +42,7 @@ export function Picture(
   },
 ) {
   const { img, widths } = props;
-  const animated = img.extension === "gif" || img.extension === "webp";
+  const animated = mayAnimate(img.extension);
   return (
     <picture>
       {!animated && (

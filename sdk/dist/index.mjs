@@ -137,6 +137,29 @@ function errorFromBody(status, body) {
 }
 
 // sdk/src/embed_codes.ts
+function srcsetOf(img, widths, format) {
+  const type = format ? `format=${format}` : "";
+  const below = [
+    ...new Set(widths)
+  ].filter((w) => w < img.width).sort((a, b) => a - b);
+  const entries = below.map((w) => `${img.url}?w=${w}${type ? `&${type}` : ""} ${w}w`);
+  entries.push(`${type ? `${img.url}?${type}` : img.url} ${img.width}w`);
+  return entries.join(", ");
+}
+function mayAnimate(extension) {
+  return extension === "gif" || extension === "webp";
+}
+function responsiveEmbed(img, widths) {
+  const url = safeUrl(img.url);
+  const at = {
+    url,
+    width: img.width
+  };
+  const ext = img.image?.extension ?? "";
+  const sizes = `(max-width: 640px) 100vw, 640px`;
+  const source = (type, format) => `<source type="${type}" srcset="${escapeHtml(srcsetOf(at, widths, format))}" sizes="${sizes}" />`;
+  return `<a href="${escapeHtml(safeUrl(img.url_viewer))}"><picture>${mayAnimate(ext) ? "" : source("image/avif", "avif")}${ext === "webp" ? "" : source("image/webp", "webp")}<img src="${escapeHtml(url)}" srcset="${escapeHtml(srcsetOf(at, widths))}" sizes="${sizes}" width="${Math.round(img.width)}" height="${Math.round(img.height)}" alt="${escapeHtml(oneLine(img.title))}" loading="lazy" /></picture></a>`;
+}
 function oneLine(s) {
   return s.replace(/[\r\n]+/g, " ");
 }
@@ -170,7 +193,7 @@ function markdownEmbed(img) {
 function markdownImage(img) {
   return `![${escapeMarkdownText(img.title)}](${safeUrl(img.url)})`;
 }
-function embedCodes(img) {
+function embedCodes(img, widths) {
   const codes = {
     "Direct link": img.url,
     "Viewer link": img.url_viewer,
@@ -178,6 +201,13 @@ function embedCodes(img) {
     "BBCode": bbcodeEmbed(img),
     "Markdown": markdownEmbed(img)
   };
+  if (widths && img.width && img.height) {
+    codes["HTML (responsive: AVIF, WebP, sizes)"] = responsiveEmbed({
+      ...img,
+      width: img.width,
+      height: img.height
+    }, widths);
+  }
   const variants = [
     [
       "medium",

@@ -13,6 +13,63 @@ export interface EmbeddableImage {
   /** Smaller variants; when given (and not the original itself) they get linked embeds. */
   thumb?: { url: string };
   medium?: { url: string };
+  /** With the widths transform URLs take, a responsive HTML code is offered too. */
+  width?: number;
+  height?: number;
+  image?: { extension: string };
+}
+
+/**
+ * A srcset of transform URLs (`?w=<w>&format=<type>`) over `widths` below the image's own
+ * width, then the image's own width; without `format`, the original's type.
+ */
+export function srcsetOf(
+  img: { url: string; width: number },
+  widths: readonly number[],
+  format?: string,
+): string {
+  const type = format ? `format=${format}` : "";
+  const below = [...new Set(widths)].filter((w) => w < img.width).sort((a, b) =>
+    a - b
+  );
+  const entries = below.map((w) =>
+    `${img.url}?w=${w}${type ? `&${type}` : ""} ${w}w`
+  );
+  entries.push(`${type ? `${img.url}?${type}` : img.url} ${img.width}w`);
+  return entries.join(", ");
+}
+
+/** Whether a type may hold an animation: it then gets no AVIF source (a first frame). */
+export function mayAnimate(extension: string): boolean {
+  return extension === "gif" || extension === "webp";
+}
+
+/**
+ * A linked `<picture>`: AVIF and WebP sources and the original type, each a srcset of
+ * transform URLs over `widths`, lazily loaded, at most 640 CSS px wide unless the page
+ * styles it otherwise.
+ */
+export function responsiveEmbed(
+  img: EmbeddableImage & { width: number; height: number },
+  widths: readonly number[],
+): string {
+  const url = safeUrl(img.url);
+  const at = { url, width: img.width };
+  const ext = img.image?.extension ?? "";
+  const sizes = `(max-width: 640px) 100vw, 640px`;
+  const source = (type: string, format: string) =>
+    `<source type="${type}" srcset="${
+      escapeHtml(srcsetOf(at, widths, format))
+    }" sizes="${sizes}" />`;
+  return `<a href="${escapeHtml(safeUrl(img.url_viewer))}"><picture>${
+    mayAnimate(ext) ? "" : source("image/avif", "avif")
+  }${ext === "webp" ? "" : source("image/webp", "webp")}<img src="${
+    escapeHtml(url)
+  }" srcset="${escapeHtml(srcsetOf(at, widths))}" sizes="${sizes}" width="${
+    Math.round(img.width)
+  }" height="${Math.round(img.height)}" alt="${
+    escapeHtml(oneLine(img.title))
+  }" loading="lazy" /></picture></a>`;
 }
 
 /** A title on one line: an embed code is pasted as one line, and line breaks mean nothing in alt text. */
@@ -82,10 +139,14 @@ export function markdownImage(img: EmbeddableImage): string {
 }
 
 /**
- * The codes a viewer page offers, in order, by label: the full image, then (as Chevereto
- * does) the medium and the thumbnail, each linked to the viewer page, when they exist.
+ * The codes a viewer page offers, in order, by label: the full image, with `widths` a
+ * responsive one, then (as Chevereto does) the medium and the thumbnail, each linked to
+ * the viewer page, when they exist.
  */
-export function embedCodes(img: EmbeddableImage): Record<string, string> {
+export function embedCodes(
+  img: EmbeddableImage,
+  widths?: readonly number[],
+): Record<string, string> {
   const codes: Record<string, string> = {
     "Direct link": img.url,
     "Viewer link": img.url_viewer,
@@ -93,6 +154,12 @@ export function embedCodes(img: EmbeddableImage): Record<string, string> {
     "BBCode": bbcodeEmbed(img),
     "Markdown": markdownEmbed(img),
   };
+  if (widths && img.width && img.height) {
+    codes["HTML (responsive: AVIF, WebP, sizes)"] = responsiveEmbed(
+      { ...img, width: img.width, height: img.height },
+      widths,
+    );
+  }
   const variants: [string, { url: string } | undefined][] = [
     ["medium", img.medium],
     ["thumbnail", img.thumb],

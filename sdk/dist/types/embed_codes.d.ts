@@ -16,7 +16,32 @@ export interface EmbeddableImage {
     medium?: {
         url: string;
     };
+    /** With the widths transform URLs take, a responsive HTML code is offered too. */
+    width?: number;
+    height?: number;
+    image?: {
+        extension: string;
+    };
 }
+/**
+ * A srcset of transform URLs (`?w=<w>&format=<type>`) over `widths` below the image's own
+ * width, then the image's own width; without `format`, the original's type.
+ */
+export declare function srcsetOf(img: {
+    url: string;
+    width: number;
+}, widths: readonly number[], format?: string): string;
+/** Whether a type may hold an animation: it then gets no AVIF source (a first frame). */
+export declare function mayAnimate(extension: string): boolean;
+/**
+ * A linked `<picture>`: AVIF and WebP sources and the original type, each a srcset of
+ * transform URLs over `widths`, lazily loaded, at most 640 CSS px wide unless the page
+ * styles it otherwise.
+ */
+export declare function responsiveEmbed(img: EmbeddableImage & {
+    width: number;
+    height: number;
+}, widths: readonly number[]): string;
 /** Escapes text for an HTML attribute value in double quotes (and for text content). */
 export declare function escapeHtml(s: string): string;
 /**
@@ -39,7 +64,8 @@ export declare function markdownEmbed(img: EmbeddableImage): string;
 /** Markdown image alone (no link). */
 export declare function markdownImage(img: EmbeddableImage): string;
 /**
- * The codes a viewer page offers, in order, by label: the full image, then (as Chevereto
- * does) the medium and the thumbnail, each linked to the viewer page, when they exist.
+ * The codes a viewer page offers, in order, by label: the full image, with `widths` a
+ * responsive one, then (as Chevereto does) the medium and the thumbnail, each linked to
+ * the viewer page, when they exist.
  */
-export declare function embedCodes(img: EmbeddableImage): Record<string, string>;
+export declare function embedCodes(img: EmbeddableImage, widths?: readonly number[]): Record<string, string>;

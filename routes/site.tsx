@@ -11,7 +11,7 @@ import {
   pageSecurity,
   type PageUser,
 } from "./pages/layout.tsx";
-import { fitWithin, Picture } from "./pages/picture.tsx";
+import { fitWithin, Picture, pictureOf } from "./pages/picture.tsx";
 import { expiryText } from "./pages/expiry.ts";
 import { HOME_JS, SCREENSHOT_JS, serveAsset } from "./pages/static_assets.ts";
 import { FAVICON_SVG, faviconIco } from "./pages/favicon.ts";
@@ -488,13 +488,7 @@ export function registerSiteRoutes(
                   <li class="card">
                     <a href={rec.url_viewer}>
                       <Picture
-                        img={{
-                          url: rec.url,
-                          title: rec.title,
-                          width: rec.width,
-                          height: rec.height,
-                          extension: rec.image.extension,
-                        }}
+                        img={pictureOf(rec)}
                         widths={config.IMAGE_WIDTHS}
                         sizes="(max-width: 600px) 50vw, 240px"
                         shown={fitWithin(rec.width, rec.height, 320)}

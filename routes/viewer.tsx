@@ -16,7 +16,7 @@ import {
   pageSecurity,
 } from "./pages/layout.tsx";
 import { expiryText } from "./pages/expiry.ts";
-import { fitWithin, Picture } from "./pages/picture.tsx";
+import { fitWithin, Picture, pictureOf } from "./pages/picture.tsx";
 import { sessionUser } from "./session.ts";
 import { MEDIUM_SIZE } from "../services/images/pipeline.ts";
 import type { ImageRowCache } from "../services/images/image_cache.ts";
@@ -85,13 +85,7 @@ export function registerViewerRoutes(
         <figure class="viewer-figure">
           <a href={rec.url} title="Open the full-size image">
             <Picture
-              img={{
-                url: rec.url,
-                title: rec.title,
-                width: rec.width,
-                height: rec.height,
-                extension: rec.image.extension,
-              }}
+              img={pictureOf(rec)}
               widths={deps.config.IMAGE_WIDTHS}
               sizes="(max-width: 1072px) calc(100vw - 2rem), 1040px"
               shown={shown}

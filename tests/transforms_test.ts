@@ -159,6 +159,24 @@ class CountingStore extends FsStore {
   }
 }
 
+/** Uploads one file with the key; the JSON answer. */
+async function uploadOne(
+  env: TestEnv,
+  key: string,
+  bytes: Uint8Array,
+  name: string,
+) {
+  const f = new FormData();
+  f.append("images", new File([bytes as Uint8Array<ArrayBuffer>], name));
+  return await json(
+    await env.app.request("/api/1/upload", {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}` },
+      body: f,
+    }),
+  );
+}
+
 async function photoEnv(
   env: Record<string, string> = {},
   size: [number, number] = [1200, 800],
@@ -168,20 +186,7 @@ async function photoEnv(
   const e = await testEnv({ store: store as BlobStore, env });
   const { key } = await userWithKey(e);
   const photo = await makeNoiseJpeg(...size);
-  const up = await json(
-    await e.app.request("/api/1/upload", {
-      method: "POST",
-      headers: { authorization: `Bearer ${key}` },
-      body: (() => {
-        const f = new FormData();
-        f.append(
-          "images",
-          new File([photo as Uint8Array<ArrayBuffer>], "p.jpg"),
-        );
-        return f;
-      })(),
-    }),
-  );
+  const up = await uploadOne(e, key, photo, "p.jpg");
   assert.equal(up.status, 200, JSON.stringify(up.body));
   const path = new URL(up.body.data.url).pathname;
   return {
@@ -409,20 +414,7 @@ test("an animated GIF stays animated as WebP (or GIF without WebP in Accept) und
   const t = await photoEnv({ IMAGE_WIDTHS: "16,160" });
   try {
     const gif = await makeAnimatedGif(3);
-    const up = await json(
-      await t.env.app.request("/api/1/upload", {
-        method: "POST",
-        headers: { authorization: `Bearer ${t.key}` },
-        body: (() => {
-          const f = new FormData();
-          f.append(
-            "images",
-            new File([gif as Uint8Array<ArrayBuffer>], "a.gif"),
-          );
-          return f;
-        })(),
-      }),
-    );
+    const up = await uploadOne(t.env, t.key, gif, "a.gif");
     assert.equal(up.status, 200, JSON.stringify(up.body));
     const path = new URL(up.body.data.url).pathname;
     const webp = await variant(t.env, `${path}?w=16&format=auto`, {
@@ -476,17 +468,7 @@ test("transforms have slots of their own, half the image workers: with them all 
   });
   try {
     const { key } = await userWithKey(env);
-    const send = async (bytes: Uint8Array) => {
-      const f = new FormData();
-      f.append("images", new File([bytes as Uint8Array<ArrayBuffer>], "p.jpg"));
-      return await json(
-        await env.app.request("/api/1/upload", {
-          method: "POST",
-          headers: { authorization: `Bearer ${key}` },
-          body: f,
-        }),
-      );
-    };
+    const send = (bytes: Uint8Array) => uploadOne(env, key, bytes, "p.jpg");
     const up = await send(await makeNoiseJpeg(900, 600));
     const path = new URL(up.body.data.url).pathname;
     // The one variant slot is held: its make waits on reading the original.

@@ -17,6 +17,25 @@ export interface PictureImage {
   extension: string;
 }
 
+/** The picture fields of an image record. */
+export function pictureOf(
+  rec: {
+    url: string;
+    title: string;
+    width: number;
+    height: number;
+    image: { extension: string };
+  },
+): PictureImage {
+  return {
+    url: rec.url,
+    title: rec.title,
+    width: rec.width,
+    height: rec.height,
+    extension: rec.image.extension,
+  };
+}
+
 /** A width and height of at most `max` on the long side, keeping the aspect ratio. */
 export function fitWithin(width: number, height: number, max: number) {
   const scale = Math.min(1, max / Math.max(width, height));

@@ -195,6 +195,21 @@ test("under Deno Deploy's limits (no FFI, no subprocess, no disk writes) the ser
     }
     const same = await fetch(urlencoded.body.data.url);
     assert.deepEqual(new Uint8Array(await same.arrayBuffer()), png);
+    // A transform URL, made by the WebAssembly engine and kept in the bucket.
+    const variant = await fetch(`${rec.url}?w=640&format=auto`, {
+      headers: { accept: "image/webp,*/*" },
+    });
+    assert.equal(variant.status, 200);
+    assert.equal(variant.headers.get("content-type"), "image/webp");
+    assert.equal(variant.headers.get("vary"), "Accept");
+    const variantMeta = await sharp(
+      new Uint8Array(await variant.arrayBuffer()),
+    ).metadata();
+    assert.deepEqual([variantMeta.format, variantMeta.width], ["webp", 640]);
+    assert.ok(
+      await s3.store.stat(`${rec.id}.v640x0iq75.webp`),
+      "the variant is in the bucket",
+    );
     let inBucket = 0;
     for await (const _ of s3.store.list()) inBucket++;
     assert.ok(inBucket >= 9, `${inBucket} objects in the bucket`);

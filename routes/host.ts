@@ -375,14 +375,21 @@ export function registerHostRoutes(
     const stored = rows.bodies?.get(key) !== undefined ||
       (await deps.store.stat(key)) !== null;
     if (!stored) {
-      // Only a make counts against the address: stored variants cost a file read.
-      await makes.count(clientAddress(c, deps.config.TRUST_PROXY));
-      const bytes = await maker.make(
-        { id: row.id, key: original, ext: row.ext },
-        parsed.transform,
-        key,
-        ext,
-      );
+      // Only a make counts against the address: stored variants cost a file read. An
+      // address known to be over its limit is refused before any work; the count itself
+      // (a database write) runs beside the make, so an address's first make past the
+      // limit is still made (and kept) while its answer is the 170.
+      const address = clientAddress(c, deps.config.TRUST_PROXY);
+      makes.check(address);
+      const [, bytes] = await Promise.all([
+        makes.count(address),
+        maker.make(
+          { id: row.id, key: original, ext: row.ext },
+          parsed.transform,
+          key,
+          ext,
+        ),
+      ]);
       // Just made: answered from memory when the cache takes it (no read back).
       if (rows.bodies?.accepts(bytes.length)) rows.bodies.set(key, bytes);
     }

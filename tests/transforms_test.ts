@@ -596,7 +596,7 @@ test("two instances sharing the database and the store make a variant once betwe
   }
 });
 
-test("each client address may have IMAGE_MAKES_PER_MINUTE variants made a minute (170 and Retry-After past it); variants already stored are still served", async () => {
+test("each client address may have IMAGE_MAKES_PER_MINUTE variants made a minute (170 and Retry-After past it, then refused before any work); variants already stored are still served", async () => {
   const t = await photoEnv({ IMAGE_MAKES_PER_MINUTE: "2" });
   try {
     for (const w of [160, 320]) {
@@ -609,13 +609,22 @@ test("each client address may have IMAGE_MAKES_PER_MINUTE variants made a minute
     );
     assert.deepEqual([third.status, third.body.error.code], [429, 170]);
     assert.ok(Number(third.headers.get("retry-after")) > 0);
-    assert.equal(t.store.variantPuts, 2);
+    // The count ran beside that make, so it was made (and is kept); from now on the
+    // address is refused before any work.
+    await waitUntil(() => t.store.variantPuts === 3, 10_000);
+    assert.equal(t.store.variantPuts, 3);
+    const fourth = await json(
+      await t.env.app.request(`${t.path}?w=1024&format=webp`),
+    );
+    assert.deepEqual([fourth.status, fourth.body.error.code], [429, 170]);
+    await new Promise((r) => setTimeout(r, 500));
+    assert.equal(t.store.variantPuts, 3, "refused before any work");
     const stored = await t.env.app.request(`${t.path}?w=160&format=webp`);
     assert.equal(stored.status, 200);
     await stored.body?.cancel();
     // A minute later the address may have more made.
     t.env.clock.advance(61_000);
-    const later = await t.env.app.request(`${t.path}?w=640&format=webp`);
+    const later = await t.env.app.request(`${t.path}?w=1024&format=webp`);
     assert.equal(later.status, 200);
     await later.body?.cancel();
   } finally {

@@ -464,7 +464,8 @@ test("transforms have slots of their own, half the image workers: with them all 
   const store = await new GatedStore(dir).init();
   const env = await testEnv({
     store: store as BlobStore,
-    env: { IMAGE_WORKERS: "2", IMAGE_QUEUE: "0" },
+    // A long deadline: a refused make that kept its lease would hold a retry this long.
+    env: { IMAGE_WORKERS: "2", IMAGE_QUEUE: "0", IMAGE_TIMEOUT_MS: "60000" },
   });
   try {
     const { key } = await userWithKey(env);
@@ -489,6 +490,15 @@ test("transforms have slots of their own, half the image workers: with them all 
     assert.equal(done.status, 200);
     assert.equal(done.headers.get("content-type"), "image/webp");
     await done.body?.cancel();
+    // The refused make gave its lease back: asked again, it is made at once, not after
+    // the lease's 62 s.
+    const retry = await Promise.race([
+      env.app.request(`${path}?w=320&format=webp`),
+      new Promise<"held">((r) => setTimeout(() => r("held"), 15_000)),
+    ]);
+    assert.notEqual(retry, "held", "the retry waited on a dead lease");
+    assert.equal((retry as Response).status, 200);
+    await (retry as Response).body?.cancel();
   } finally {
     store.release();
     await env.close();

@@ -22,12 +22,11 @@ export interface VariantSource {
  * the uploads' own, so a flood of transforms never takes a slot an upload waits for),
  * within IMAGE_TIMEOUT_MS (143 past it, 250 when every slot and the line are taken),
  * then stored beside the original, its row written last. Concurrent first requests for
- * one variant share one make (single flight, per instance).
+ * one variant share one make: on one instance a shared promise, across instances a lease
+ * in the variant's row.
  */
 export class VariantMaker {
   readonly #inflight = new Map<string, Promise<Uint8Array>>();
-  /** Variants this instance has encoded (tests watch single flight with it). */
-  made = 0;
 
   constructor(
     private readonly db: Kysely<DB>,
@@ -65,15 +64,24 @@ export class VariantMaker {
       if (made) return made;
       await this.#lease(key, source.id);
     }
-    const bytes = await this.slots.run(
-      () => this.#encode(source, t, ext),
-      this.timeoutMs,
-    );
-    await this.store.put(key, bytes, {
-      contentType: MIME_BY_EXT[ext],
-      size: bytes.length,
-      durable: false,
-    });
+    let bytes: Uint8Array;
+    try {
+      bytes = await this.slots.run(
+        () => this.#encode(source, t, ext),
+        this.timeoutMs,
+      );
+      await this.store.put(key, bytes, {
+        contentType: MIME_BY_EXT[ext],
+        size: bytes.length,
+        durable: false,
+      });
+    } catch (e) {
+      // A make that failed (busy slots, a deadline, an undecodable original, the store)
+      // gives its lease back, so the next request tries at once instead of waiting it out.
+      await this.db.deleteFrom("image_variants").where("key", "=", key)
+        .where("state", "=", "making").execute().catch(() => {});
+      throw e;
+    }
     await this.db.insertInto("image_variants").values({
       key,
       image_id: source.id,
@@ -86,14 +94,13 @@ export class VariantMaker {
         lease_until: null,
       })
     ).execute();
-    this.made++;
     return bytes;
   }
 
   /**
    * Takes the variant's row as a lease for one make (IMAGE_TIMEOUT_MS and a little): true
-   * when this instance may make it, false while another instance holds a live lease or the
-   * row says it is ready (its bytes were lost when the caller found none: then taken too).
+   * when this instance may make it (no row yet; a ready row, whose bytes the caller found
+   * missing; or a lapsed lease), false while another make holds a live lease.
    */
   async #lease(key: string, imageId: string): Promise<boolean> {
     const until = sql<Date>`now() + ${`${

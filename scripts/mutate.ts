@@ -67,6 +67,15 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/transforms_test.ts"],
   },
   {
+    name: "transforms: a failed make keeps its lease (retries wait it out)",
+    file: "services/images/variant_maker.ts",
+    from:
+      `      await this.db.deleteFrom("image_variants").where("key", "=", key)
+        .where("state", "=", "making").execute().catch(() => {});`,
+    to: ``,
+    tests: ["tests/transforms_test.ts"],
+  },
+  {
     name: "transforms: variants outlive their image's deletion",
     file: "services/images/records.ts",
     from: `  await deleteVariants(db, store, row.id);`,

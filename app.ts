@@ -182,6 +182,7 @@ export function createApp(deps: AppDeps): App {
         "variants",
       ),
       deps.config.IMAGE_TIMEOUT_MS,
+      deps.database.kind === "postgres",
     ),
   );
   // Revalidations of hot images, and with IMAGE_SERVE=proxy their plain GETs, skip the

@@ -62,7 +62,7 @@ const MUTATIONS: Mutation[] = [
   {
     name: "transforms: every instance makes the same variant (no lease)",
     file: "services/images/variant_maker.ts",
-    from: `    if (!await this.#lease(key, source.id)) {`,
+    from: `    if (this.shared && !await this.#lease(key, source.id)) {`,
     to: `    if (false) {`,
     tests: ["tests/transforms_test.ts"],
   },

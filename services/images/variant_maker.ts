@@ -28,11 +28,17 @@ export interface VariantSource {
 export class VariantMaker {
   readonly #inflight = new Map<string, Promise<Uint8Array>>();
 
+  /**
+   * `shared`: other instances may make variants too (a PostgreSQL several instances
+   * share), so a make first takes its row as a lease. With the embedded database there is
+   * one instance, whose shared promise is enough: no lease, no extra durable write.
+   */
   constructor(
     private readonly db: Kysely<DB>,
     private readonly store: BlobStore,
     private readonly slots: WorkSlots,
     private readonly timeoutMs: number,
+    private readonly shared: boolean,
   ) {}
 
   /**
@@ -59,7 +65,7 @@ export class VariantMaker {
   async #make(source: VariantSource, t: Transform, key: string, ext: string) {
     // Across instances: the one that takes the row's lease makes it; the others wait for
     // its bytes (and make it themselves only if that lease runs out first).
-    if (!await this.#lease(key, source.id)) {
+    if (this.shared && !await this.#lease(key, source.id)) {
       const made = await this.#waitFor(key);
       if (made) return made;
       await this.#lease(key, source.id);

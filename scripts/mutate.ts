@@ -24,25 +24,17 @@ interface Mutation {
 const MUTATIONS: Mutation[] = [
   {
     name:
-      "bodies: a text body's key must precede its image (Chevereto's clients fail)",
-    file: "services/bodies/form_bodies.ts",
-    from: `    if (this.#hold?.mayWait(this.#total)) return;`,
+      "bodies: a body's key must precede its images (Chevereto's clients and curl -F key last fail)",
+    file: "services/bodies/admission.ts",
+    from: `    if (this.#hold?.mayWait(total)) return;`,
     to: ``,
     tests: ["tests/key_hold_test.ts"],
   },
   {
-    name:
-      "bodies: a multipart body's key must precede its files (curl -F key last fails)",
-    file: "services/bodies/multipart.ts",
-    from: `            total > KEY_PREFIX_BYTES) && !hold?.mayWait(total)`,
-    to: `            total > KEY_PREFIX_BYTES)`,
-    tests: ["tests/key_hold_test.ts"],
-  },
-  {
-    name: "bodies: a keyless multipart body held to its end",
-    file: "services/bodies/multipart.ts",
-    from: `            total > KEY_PREFIX_BYTES) && !hold?.mayWait(total)`,
-    to: `            total > KEY_PREFIX_BYTES) && !hold`,
+    name: "bodies: a keyless body held to its end",
+    file: "services/bodies/admission.ts",
+    from: `    if (this.#hold?.mayWait(total)) return;`,
+    to: `    if (this.#hold) return;`,
     tests: ["tests/key_hold_test.ts", "tests/abuse_test.ts"],
   },
   {
@@ -108,7 +100,8 @@ const MUTATIONS: Mutation[] = [
   {
     name: "bodies: a keyless multipart waits for a full chunk before admission",
     file: "services/bodies/multipart.ts",
-    from: `      const chunk of readPooled(body, () => !admitted, stop.signal)`,
+    from:
+      `      const chunk of readPooled(body, () => !admission.admitted, stop.signal)`,
     to: `      const chunk of readPooled(body, () => false, stop.signal)`,
     tests: ["tests/abuse_test.ts"],
   },
@@ -244,7 +237,7 @@ const MUTATIONS: Mutation[] = [
   },
   {
     name: "keyless bodies: the 64 KiB prefix raised to 64 MiB",
-    file: "services/bodies/multipart.ts",
+    file: "services/bodies/admission.ts",
     from: `export const KEY_PREFIX_BYTES = 64 * 1024;`,
     to: `export const KEY_PREFIX_BYTES = 64 * 1024 * 1024;`,
     tests: ["tests/form_bodies_test.ts"],

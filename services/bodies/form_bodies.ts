@@ -1,6 +1,7 @@
 import { ApiError } from "../../schemas/errors.ts";
 import { Base64File } from "./base64_file.ts";
-import { FILE_FIELDS, KEY_PREFIX_BYTES } from "./multipart.ts";
+import { FILE_FIELDS } from "./multipart.ts";
+import { Admission } from "./admission.ts";
 import type { BodyOptions, ReceivedForm } from "./received.ts";
 import {
   DEFAULT_MAX_FIELDS,
@@ -8,49 +9,34 @@ import {
   tooManyFields,
 } from "./budgets.ts";
 import { removeScratch } from "../runtime/scratch_files.ts";
-import type { KeyHold } from "./key_hold.ts";
 
 const FIELD_MAX = 64 * 1024;
 
 /**
  * What both text-body readers keep: the plain fields, the images decoded so far, and the
- * one admission (authentication). It runs as soon as a `key` field has come; without one,
- * when the first image begins or after 64 KB, unless the request may hold its bytes until
- * the key comes (`hold`: clients written for Chevereto send `source` before `key`), which
- * lasts while the hold's budgets and rate allow.
+ * one admission (admission.ts).
  */
 class TextForm {
   readonly fields: Record<string, string> = {};
   readonly images: Base64File[] = [];
-  #admitted: boolean;
+  readonly #admission: Admission;
   #count = 0;
   #total = 0;
   #imageStarted = false;
-  readonly #hold: KeyHold | undefined;
-  /** The client fell below the hold's rate: the reader was stopped, admission is due. */
-  stalled = false;
 
   constructor(private readonly opts: BodyOptions, stop: () => void) {
-    this.#admitted = !opts.admit;
-    this.#hold = opts.admit && opts.hold
-      ? opts.hold(() => {
-        this.stalled = true;
-        stop();
-      })
-      : undefined;
+    this.#admission = new Admission(opts, this.fields, stop);
   }
 
-  /**
-   * After each piece of the body (`n` more bytes): admits once a key has come, or when
-   * an image has begun (or 64 KB have come) and the body may not hold any longer.
-   */
+  /** The client fell below the hold's rate: the reader was stopped, admission is due. */
+  get stalled(): boolean {
+    return this.#admission.stalled;
+  }
+
+  /** After each piece of the body (`n` more bytes): admits when admission says so. */
   async progress(n = 0): Promise<void> {
     this.#total += n;
-    if (this.#admitted) return;
-    if (this.fields.key) return await this.admit();
-    if (!this.#imageStarted && this.#total <= KEY_PREFIX_BYTES) return;
-    if (this.#hold?.mayWait(this.#total)) return;
-    await this.admit();
+    await this.#admission.progress(this.#total, this.#imageStarted);
   }
 
   /** Keeps a plain field; past the field budget, 160 (each one counts, repeats too). */
@@ -66,11 +52,8 @@ class TextForm {
   }
 
   /** Runs the caller's admission once, with the fields seen so far. */
-  async admit(): Promise<void> {
-    if (this.#admitted) return;
-    this.#admitted = true;
-    this.#hold?.release();
-    await this.opts.admit!(this.fields);
+  admit(): Promise<void> {
+    return this.#admission.admit();
   }
 
   /** Admits (or holds: see progress), then starts the next image (131 past MAX_FILES). */
@@ -102,14 +85,14 @@ class TextForm {
 
   /** After a failure: waits for writes in flight, removes every temp file, rethrows. */
   async fail(e: unknown): Promise<never> {
-    this.#hold?.release();
+    this.#admission.release();
     await Promise.allSettled(this.images.map((f) => f.abandon()));
     await this.cleanup();
     throw e;
   }
 
   result(): ReceivedForm {
-    this.#hold?.release();
+    this.#admission.release();
     return {
       files: this.images.map((f) => f.rec),
       fields: this.fields,

@@ -8,6 +8,7 @@ import { Base64File } from "./base64_file.ts";
 import type { BodyOptions, ReceivedFile, ReceivedForm } from "./received.ts";
 import { DEFAULT_MAX_FIELDS, tooManyFields } from "./budgets.ts";
 import { TextPartMarker } from "./multipart_text_parts.ts";
+import { Admission } from "./admission.ts";
 import {
   openScratch,
   removeScratch,
@@ -16,13 +17,6 @@ import {
 
 /** Form fields that carry image files (DESIGN.md). */
 export const FILE_FIELDS = new Set(["images", "images[]", "image", "source"]);
-
-/**
- * How much of a body is read before the caller must have been admitted (see the `admit`
- * option), unless it may hold (the `hold` option): room for a `key` field and a few others
- * ahead of the files.
- */
-export const KEY_PREFIX_BYTES = 64 * 1024;
 
 /** Size of one read from the request body. */
 const READ_SIZE = 64 * 1024;
@@ -336,30 +330,17 @@ export async function receiveMultipart(
     });
 
   let overTotal = false;
-  let admitted = !opts.admit;
-  // A keyless request may hold its parts, files too, until its `key` field comes (a client
-  // may send it last), within the hold's budgets and while it keeps the rate; stalled, its
-  // reader is stopped and it is admitted as it stands.
-  let stalled = false;
+  // A keyless request may hold its parts, files too, until its `key` field comes
+  // (admission.ts); stalled, its reader is stopped and it is admitted as it stands.
   const stop = new AbortController();
-  const hold = opts.admit && opts.hold
-    ? opts.hold(() => {
-      stalled = true;
-      stop.abort();
-    })
-    : undefined;
-  const admit = async () => {
-    if (admitted) return;
-    admitted = true;
-    hold?.release();
-    await opts.admit!(fields);
-  };
+  const admission = new Admission(opts, fields, () => stop.abort());
+  const admit = () => admission.admit();
   try {
     let total = 0;
     // Until the caller is admitted, pieces are taken as they arrive: a slow client whose
     // file part has begun is judged at once, not once 64 KB have come.
     for await (
-      const chunk of readPooled(body, () => !admitted, stop.signal)
+      const chunk of readPooled(body, () => !admission.admitted, stop.signal)
     ) {
       total += chunk.length;
       if (total > maxTotal) {
@@ -371,13 +352,10 @@ export async function receiveMultipart(
       }
       // Let busboy's per-file streams deliver what they queued before their first read.
       await new Promise((r) => queueMicrotask(() => r(undefined)));
-      if (!admitted) {
-        if (fields.key) await admit();
-        else if (
-          (sinks.length > 0 || textImages.length > 0 ||
-            total > KEY_PREFIX_BYTES) && !hold?.mayWait(total)
-        ) await admit();
-      }
+      await admission.progress(
+        total,
+        sinks.length > 0 || textImages.length > 0,
+      );
       if (parseError) break;
       // Parts arrive one after another: only the latest can still be filling.
       await sinks.at(-1)?.ready();
@@ -385,7 +363,7 @@ export async function receiveMultipart(
       if (failed) throw failed.error;
     }
     // A client that stalled while its key had not come: refused as it stands.
-    if (stalled) await admit();
+    if (admission.stalled) await admit();
     if (!overTotal && !parseError) {
       for (const piece of marker?.flush() ?? []) await feed(piece);
       bb.end();
@@ -403,7 +381,7 @@ export async function receiveMultipart(
     if (overTotal) throw new ApiError(413);
     if (parseError) throw parseError;
   } catch (e) {
-    hold?.release();
+    admission.release();
     bb.destroy();
     await Promise.allSettled([...sinks.map((s) => s.finish()), ...textImages]);
     await cleanup();
@@ -417,7 +395,7 @@ export async function receiveMultipart(
       }],
     });
   }
-  hold?.release();
+  admission.release();
   if (tooMany) {
     await cleanup();
     throw new ApiError(131, {

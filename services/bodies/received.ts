@@ -41,16 +41,17 @@ export interface BodyOptions {
   /** Longest JSON literal, in characters (BODY_MAX_TOKEN; 256 when unset). */
   maxToken?: number;
   /**
-   * Authenticates from the fields seen so far; it runs once, at the first file part or
-   * once KEY_PREFIX_BYTES have arrived without one (or at the end of a body with no
-   * file). When it throws, the rest of the body is never read, so a caller without a
-   * valid key costs at most that prefix. A body key must therefore precede the files.
+   * Authenticates from the fields seen so far; it runs once (admission.ts): when a `key`
+   * field comes, else at the first image or once KEY_PREFIX_BYTES have arrived (or at
+   * the end of a body with no image), unless `hold` lets the body wait for its key. When
+   * it throws, the rest of the body is never read, so a caller without a valid key costs
+   * at most that prefix, or the hold.
    */
   admit?: (fields: Record<string, string>) => Promise<unknown>;
   /**
    * Lets a body hold what comes before its `key` (see key_hold.ts), files included;
    * `stalled` stops the reader when the client falls below the rate.
-   * Unset: a body key must precede the images, as in multipart.
+   * Unset: a body key must precede the images.
    */
   hold?: (stalled: () => void) => KeyHold;
 }

@@ -6,7 +6,7 @@ import { type ImageRow, MIME_BY_EXT } from "../services/images/records.ts";
 import type { ImageRowCache } from "../services/images/image_cache.ts";
 import { ApiError } from "../schemas/errors.ts";
 import type { ByteRange } from "../services/store/blob_store.ts";
-import { readWhole } from "../services/runtime/file_io.ts";
+import { wholeBody } from "../services/runtime/file_io.ts";
 import { logRequest, requestIdOf } from "./request_id.ts";
 import { addressOf, clientAddress } from "./client_address.ts";
 import { AddressThrottle } from "../services/accounts/address_throttle.ts";
@@ -311,7 +311,7 @@ export function registerHostRoutes(
       body = blob.body;
       size = body instanceof Uint8Array ? body.length : blob.size;
       if (bodies?.accepts(size)) {
-        if (!(body instanceof Uint8Array)) body = await readWhole(body, size);
+        body = await wholeBody(body, size);
         bodies.set(key, body);
       }
     }

@@ -438,15 +438,10 @@ function createUploadWidget(app, options = {}) {
     fillCodes();
   };
   codeType.addEventListener("change", fillCodes);
-  copyAll.addEventListener("click", async () => {
-    if (await copyText(allCodes.value)) {
-      copyAll.textContent = "Copied";
-      setTimeout(() => copyAll.textContent = "Copy all", 1500);
-    } else {
-      allCodes.focus();
-      allCodes.select();
-      copyAll.textContent = "Selected: press Ctrl+C";
-    }
+  copyOnClick(copyAll, () => allCodes.value, () => {
+    allCodes.focus();
+    allCodes.select();
+    copyAll.textContent = "Selected: press Ctrl+C";
   });
   panel.append(header, drop, hint, input);
   let expirationSelect;
@@ -565,14 +560,18 @@ function createUploadWidget(app, options = {}) {
       class: "copy",
       "aria-label": `Copy ${label}`
     }, `Copy ${label}`);
-    b.addEventListener("click", async () => {
-      if (await copyText(value)) {
-        b.textContent = "Copied";
-        setTimeout(() => b.textContent = `Copy ${label}`, 1500);
-      } else b.textContent = "Select and copy the link";
-    });
+    copyOnClick(b, () => value, () => b.textContent = "Select and copy the link");
     return b;
   };
+  function copyOnClick(button, text, failed) {
+    const idle = button.textContent;
+    button.addEventListener("click", async () => {
+      if (await copyText(text())) {
+        button.textContent = "Copied";
+        setTimeout(() => button.textContent = idle, 1500);
+      } else failed();
+    });
+  }
   const copyText = async (value) => {
     if (navigator.clipboard && globalThis.isSecureContext) {
       try {

@@ -246,16 +246,11 @@ export function createUploadWidget(
     fillCodes();
   };
   codeType.addEventListener("change", fillCodes);
-  copyAll.addEventListener("click", async () => {
-    if (await copyText(allCodes.value)) {
-      copyAll.textContent = "Copied";
-      setTimeout(() => copyAll.textContent = "Copy all", 1500);
-    } else {
-      // Nothing could write the clipboard: select the text for the keyboard's copy.
-      allCodes.focus();
-      allCodes.select();
-      copyAll.textContent = "Selected: press Ctrl+C";
-    }
+  copyOnClick(copyAll, () => allCodes.value, () => {
+    // Nothing could write the clipboard: select the text for the keyboard's copy.
+    allCodes.focus();
+    allCodes.select();
+    copyAll.textContent = "Selected: press Ctrl+C";
   });
   panel.append(header, drop, hint, input);
   let expirationSelect: HTMLSelectElement | undefined;
@@ -373,14 +368,31 @@ export function createUploadWidget(
       class: "copy",
       "aria-label": `Copy ${label}`,
     }, `Copy ${label}`);
-    b.addEventListener("click", async () => {
-      if (await copyText(value)) {
-        b.textContent = "Copied";
-        setTimeout(() => b.textContent = `Copy ${label}`, 1500);
-      } else b.textContent = "Select and copy the link";
-    });
+    copyOnClick(
+      b,
+      () => value,
+      () => b.textContent = "Select and copy the link",
+    );
     return b;
   };
+
+  /**
+   * Copies `text()` when `button` is pressed: the button says "Copied" for a moment, or
+   * `failed` runs when nothing could write the clipboard.
+   */
+  function copyOnClick(
+    button: HTMLButtonElement,
+    text: () => string,
+    failed: () => void,
+  ) {
+    const idle = button.textContent;
+    button.addEventListener("click", async () => {
+      if (await copyText(text())) {
+        button.textContent = "Copied";
+        setTimeout(() => button.textContent = idle, 1500);
+      } else failed();
+    });
+  }
 
   /**
    * Copies with the clipboard API where the page is a secure context; elsewhere (plain

@@ -34,3 +34,8 @@ export async function warmEngine(): Promise<void> {
     create: { width: 1, height: 1, channels: 3, background: "#000" },
   }).png().toBuffer().catch(() => {});
 }
+
+/** libvips stopped a pipeline at its `timeout` (a decode or an encode past its deadline). */
+export function isLibvipsTimeout(e: unknown): boolean {
+  return e instanceof Error && /^timeout:/i.test(e.message);
+}

@@ -48,7 +48,7 @@ import { withReader } from "./formats/positioned_read.ts";
 import { claimScratchDir, processTag } from "../runtime/scratch_dir.ts";
 import { rewriteAvif } from "./formats/avif_strip.ts";
 import { WorkSlots } from "../runtime/work_slots.ts";
-import { engineThreads, imageEngine } from "./engine.ts";
+import { engineThreads, imageEngine, isLibvipsTimeout } from "./engine.ts";
 import { ScratchBudget } from "./formats/scratch_budget.ts";
 import {
   isMemoryPath,
@@ -751,18 +751,13 @@ interface Made {
   vext: string;
 }
 
-/** libvips stopped a pipeline at its `timeout`. */
-function isTimeout(e: unknown): boolean {
-  return e instanceof Error && /^timeout:/i.test(e.message);
-}
-
 /**
  * What a failed libvips decode or encode answers: its own ApiError as it is, 143 past the
  * deadline, 250 for a full disk, else 141 (the file could not be decoded), never a 500.
  */
 function decodeFailure(e: unknown): ApiError {
   if (e instanceof ApiError) return e;
-  if (isTimeout(e)) return tooSlow();
+  if (isLibvipsTimeout(e)) return tooSlow();
   if (isNoSpace(e)) return noSpace(e);
   return new ApiError(141, {
     message: "Unsupported image type: the image could not be decoded",

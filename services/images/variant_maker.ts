@@ -4,7 +4,8 @@ import type { DB } from "../db/schema.ts";
 import type { BlobStore } from "../store/blob_store.ts";
 import type { WorkSlots } from "../runtime/work_slots.ts";
 import { ApiError } from "../../schemas/errors.ts";
-import { readWhole } from "../runtime/file_io.ts";
+import { wholeBody } from "../runtime/file_io.ts";
+import { isLibvipsTimeout } from "./engine.ts";
 import { MIME_BY_EXT } from "./records.ts";
 import { DEFAULT_QUALITY, type Transform } from "./transforms.ts";
 
@@ -135,11 +136,7 @@ export class VariantMaker {
     while (Date.now() < deadline) {
       await new Promise((r) => setTimeout(r, 50));
       const blob = await this.store.get(key);
-      if (blob) {
-        return blob.body instanceof Uint8Array
-          ? blob.body
-          : await readWhole(blob.body, blob.size);
-      }
+      if (blob) return await wholeBody(blob.body, blob.size);
     }
     return undefined;
   }
@@ -153,9 +150,7 @@ export class VariantMaker {
     const deadline = Date.now() + this.timeoutMs;
     const blob = await this.store.get(source.key);
     if (!blob) throw new ApiError(404);
-    const input = blob.body instanceof Uint8Array
-      ? blob.body
-      : await readWhole(blob.body, blob.size);
+    const input = await wholeBody(blob.body, blob.size);
     // Animation is kept where the output can hold it (WebP, GIF); other types get the
     // first frame.
     const animated = ext === "webp" || ext === "gif";
@@ -184,7 +179,7 @@ export class VariantMaker {
     try {
       return new Uint8Array(await img.timeout({ seconds }).toBuffer());
     } catch (e) {
-      if (e instanceof Error && /^timeout:/i.test(e.message)) {
+      if (isLibvipsTimeout(e)) {
         throw new ApiError(143, {
           details: [{
             message: "making this variant took longer than the limit",

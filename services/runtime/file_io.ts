@@ -26,6 +26,14 @@ export async function readFull(
   return off;
 }
 
+/** A body as bytes: as it is when it already is, else read whole (see readWhole). */
+export async function wholeBody(
+  body: ReadableStream<Uint8Array> | Uint8Array,
+  size: number,
+): Promise<Uint8Array> {
+  return body instanceof Uint8Array ? body : await readWhole(body, size);
+}
+
 /** Reads a stream of known small size into one buffer. */
 export async function readWhole(
   stream: ReadableStream<Uint8Array>,

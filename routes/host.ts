@@ -371,37 +371,45 @@ export function registerHostRoutes(
         ...extra,
       });
     }
-    // Made at first request (or again, when its bytes were removed or lost).
-    const stored = rows.bodies?.get(key) !== undefined ||
-      (await deps.store.stat(key)) !== null;
-    if (!stored) {
-      // Only a make counts against the address: stored variants cost a file read. An
-      // address known to be over its limit is refused before any work. The count itself
-      // is a durable database write, which cost a first request ~4 ms on the embedded
-      // database even beside the encode, so it is not waited for: the make that takes an
-      // address past its limit is answered, and its next ones are refused (170).
-      const address = clientAddress(c, deps.config.TRUST_PROXY);
-      makes.check(address);
-      makes.count(address).catch(() => {});
-      const bytes = await maker.make(
-        { id: row.id, key: original, ext: row.ext },
-        parsed.transform,
-        key,
-        ext,
-      );
-      // Just made: answered from memory when the cache takes it (no read back).
-      if (rows.bodies?.accepts(bytes.length)) rows.bodies.set(key, bytes);
-    }
-    if (proxied) {
-      return c.body(null, 200, {
+    const proxyAnswer = () =>
+      c.body(null, 200, {
         "etag": etag,
         "cache-control": cacheControl,
         "content-type": MIME_BY_EXT[ext],
         "x-accel-redirect": proxyPath(key),
         ...extra,
       });
+    const sendFile = () => sendStored(c, key, ext, etag, cacheControl, extra);
+    // Stored already: sent as any file. Its own read tells whether it is there, so a warm
+    // variant costs no stat first; nginx sends what the app vouches for, so a proxied one
+    // is looked up.
+    if (proxied) {
+      if (await deps.store.stat(key)) return proxyAnswer();
+    } else {
+      const sent = await sendFile().catch((e: unknown) => {
+        if (e instanceof ApiError && e.code === 404) return undefined;
+        throw e;
+      });
+      if (sent) return sent;
     }
-    return await sendStored(c, key, ext, etag, cacheControl, extra);
+    // Not stored: made now (at first request, or again when its bytes were lost). Only a
+    // make counts against the address: stored variants cost a file read. An
+    // address known to be over its limit is refused before any work. The count itself
+    // is a durable database write, which cost a first request ~4 ms on the embedded
+    // database even beside the encode, so it is not waited for: the make that takes an
+    // address past its limit is answered, and its next ones are refused (170).
+    const address = clientAddress(c, deps.config.TRUST_PROXY);
+    makes.check(address);
+    makes.count(address).catch(() => {});
+    const bytes = await maker.make(
+      { id: row.id, key: original, ext: row.ext },
+      parsed.transform,
+      key,
+      ext,
+    );
+    // Just made: answered from memory when the cache takes it (no read back).
+    if (rows.bodies?.accepts(bytes.length)) rows.bodies.set(key, bytes);
+    return proxied ? proxyAnswer() : await sendFile();
   };
   app.on(
     ["GET", "HEAD"],

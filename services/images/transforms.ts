@@ -1,4 +1,7 @@
 import { ApiError } from "../../schemas/errors.ts";
+// Which types may hold an animation: the one rule the pages' <picture> and embeds use too
+// (a pure leaf module the server shares with the SDK).
+import { mayAnimate } from "../../sdk/src/embed_codes.ts";
 
 /**
  * Transform URLs: `?w=&h=&fit=&format=&q=` on an image's URL asks for a size and format of
@@ -195,11 +198,6 @@ function fallbackExt(sourceExt: string): string {
   }
   if (sourceExt === "gif") return "gif";
   return "png";
-}
-
-/** Whether a type may hold an animation (decided before any decode). */
-function mayAnimate(ext: string): boolean {
-  return ext === "gif" || ext === "webp";
 }
 
 /**

@@ -6,6 +6,7 @@ import type { WorkSlots } from "../runtime/work_slots.ts";
 import { ApiError } from "../../schemas/errors.ts";
 import { wholeBody } from "../runtime/file_io.ts";
 import { isLibvipsTimeout } from "./engine.ts";
+import { mayAnimate } from "../../sdk/src/embed_codes.ts";
 import { MIME_BY_EXT } from "./records.ts";
 import { DEFAULT_QUALITY, type Transform } from "./transforms.ts";
 
@@ -153,7 +154,7 @@ export class VariantMaker {
     const input = await wholeBody(blob.body, blob.size);
     // Animation is kept where the output can hold it (WebP, GIF); other types get the
     // first frame.
-    const animated = ext === "webp" || ext === "gif";
+    const animated = mayAnimate(ext);
     const quality = t.q ?? DEFAULT_QUALITY[ext];
     const seconds = Math.max(1, Math.ceil((deadline - Date.now()) / 1000));
     let img = sharp(input, { animated, limitInputPixels: false });

@@ -18,7 +18,11 @@ import { apiAuth, keyCacheOf } from "./routes/api_auth.ts";
 import { wholeBodyLimit } from "./routes/body_limit.ts";
 import { registerUploadRoutes } from "./routes/upload.ts";
 import { registerImageListRoutes } from "./routes/image_list.ts";
-import { imageFastPath, registerHostRoutes } from "./routes/host.ts";
+import {
+  imageFastPath,
+  registerHostRoutes,
+  StoredFixed,
+} from "./routes/host.ts";
 import { registerSdkRoutes } from "./routes/sdk.tsx";
 import { registerScreenshotRoutes } from "./routes/screenshot.ts";
 import { ImagePipeline } from "./services/images/pipeline.ts";
@@ -167,6 +171,7 @@ export function createApp(deps: AppDeps): App {
   registerScreenshotRoutes(app, deps, new ScreenshotService(deps, pipeline));
   registerViewerRoutes(app, deps, rowCache);
   registerSiteRoutes(app, deps, rowCache);
+  const fixedSeen = new StoredFixed();
   registerHostRoutes(
     app,
     deps,
@@ -183,11 +188,13 @@ export function createApp(deps: AppDeps): App {
       ),
       deps.config.IMAGE_TIMEOUT_MS,
       deps.database.kind === "postgres",
+      (bytes, ext, deadline) => pipeline.decodable(bytes, ext, deadline),
     ),
+    fixedSeen,
   );
   // Revalidations of hot images, and with IMAGE_SERVE=proxy their plain GETs, skip the
   // router and the middleware chain (issue #19).
-  const fast = imageFastPath(deps, rowCache);
+  const fast = imageFastPath(deps, rowCache, fixedSeen);
   const dispatch = app.fetch;
   app.fetch = (req, env, ctx) => fast(req, env) ?? dispatch(req, env, ctx);
   documentPublicRoutes(app);

@@ -22,6 +22,26 @@ import {
 
 const FILE_RE = /^([A-Za-z0-9_-]{6,64})(?:\.(th|md))?\.([a-z0-9]{2,5})$/;
 
+/**
+ * Fixed variants (`.th`, `.md`) this instance has seen stored. Unlike an original, one may
+ * not be stored yet (the medium is made at its first request) or may have been lost (a
+ * thumbnail is stored without a sync), so with IMAGE_SERVE=proxy, where nginx sends
+ * whatever the app vouches for, the app vouches for one only once it has seen it. A name
+ * stays true once seen: a fixed variant goes only with its image, whose row then goes
+ * from the cache first. Bounded: past `max` it starts over.
+ */
+export class StoredFixed {
+  #keys = new Set<string>();
+  constructor(private readonly max = 100_000) {}
+  has(key: string): boolean {
+    return this.#keys.has(key);
+  }
+  add(key: string): void {
+    if (this.#keys.size >= this.max) this.#keys.clear();
+    this.#keys.add(key);
+  }
+}
+
 /** Parses a single `bytes=a-b` range; null when absent or not a single range. */
 export function parseRange(
   header: string | undefined,
@@ -101,6 +121,7 @@ function bodilessHeaders(
 export function imageFastPath(
   deps: AppDeps,
   rows: ImageRowCache,
+  fixed: StoredFixed,
 ): (req: Request, info?: unknown) => Response | undefined {
   const names = new FileNames();
   const proxied = deps.config.IMAGE_SERVE === "proxy";
@@ -124,6 +145,10 @@ export function imageFastPath(
     const etag = name.etag;
     const fresh = inm !== null && (inm === etag || etagMatches(inm, etag));
     if (!fresh && !proxied) return undefined;
+    // A fixed variant not seen stored yet: the full path looks, and makes it if need be.
+    if (!fresh && name.field !== "ext" && !fixed.has(name.key)) {
+      return undefined;
+    }
     const begun = deps.config.LOG_REQUESTS ? performance.now() : 0;
     const id = requestIdOf(req.headers.get("x-request-id"));
     const headers = bodilessHeaders(name, row, deps.clock, !fresh);
@@ -217,6 +242,7 @@ export function registerHostRoutes(
   deps: AppDeps,
   rows: ImageRowCache,
   maker: VariantMaker,
+  fixed: StoredFixed,
 ) {
   const proxied = deps.config.IMAGE_SERVE === "proxy";
   const serve = async (c: Context) => {
@@ -239,6 +265,7 @@ export function registerHostRoutes(
       // image host gets.
       return c.body(null, 304, bodilessHeaders(name, row, deps.clock, false));
     }
+    if (name.field !== "ext") return await serveFixed(c, name, row);
     if (proxied) {
       // The proxy sends the bytes (sendfile, ranges, HEAD) from the same file the fs
       // store wrote; everything that decides whether they may be sent was decided here.
@@ -276,7 +303,9 @@ export function registerHostRoutes(
     const rangeHeader = c.req.header("range");
     if (c.req.method === "HEAD" || rangeHeader) {
       const size = cached?.length ?? (await deps.store.stat(key))?.size;
-      if (size === undefined) throw new ApiError(404);
+      // Nothing stored is ever empty (an empty upload is 141): an empty file is a variant
+      // a crash cut short before its bytes reached the disk, so it counts as not stored.
+      if (!size) throw new ApiError(404);
       const range = parseRange(rangeHeader, size);
       if (range === "invalid") {
         return c.body(null, 416, {
@@ -307,7 +336,7 @@ export function registerHostRoutes(
     let size = cached?.length ?? 0;
     if (!body) {
       const blob = await deps.store.get(key);
-      if (!blob) throw new ApiError(404);
+      if (!blob?.size) throw new ApiError(404);
       body = blob.body;
       size = body instanceof Uint8Array ? body.length : blob.size;
       if (bodies?.accepts(size)) {
@@ -319,6 +348,57 @@ export function registerHostRoutes(
       ...headers,
       "Content-Length": String(size),
     });
+  };
+
+  /** A stored file's answer, or undefined when it is not stored (or was cut short). */
+  const sendIfStored = (
+    c: Context,
+    key: string,
+    ext: string,
+    etag: string,
+    cacheControl: string,
+    extra: Record<string, string> = {},
+  ) =>
+    sendStored(c, key, ext, etag, cacheControl, extra).catch((e: unknown) => {
+      if (e instanceof ApiError && e.code === 404) return undefined;
+      throw e;
+    });
+
+  /**
+   * A fixed variant (`.th`, `.md`): sent when stored, else made now from the original
+   * (the medium at its first request, a thumbnail a crash lost) and sent. Made in the
+   * variants' slots, once for concurrent requests; not counted against the address,
+   * since an image has only these two.
+   */
+  const serveFixed = async (c: Context, name: FileName, row: ImageRow) => {
+    const cacheControl = cacheControlOf(row, deps.clock);
+    if (proxied) {
+      if (fixed.has(name.key) || (await deps.store.stat(name.key))?.size) {
+        fixed.add(name.key);
+        return c.body(null, 200, bodilessHeaders(name, row, deps.clock, true));
+      }
+    } else {
+      const sent = await sendIfStored(
+        c,
+        name.key,
+        name.ext,
+        name.etag,
+        cacheControl,
+      );
+      if (sent) return sent;
+    }
+    const bytes = await maker.make(
+      { id: row.id, key: `${row.id}.${row.ext}`, ext: row.ext },
+      name.field === "thumb_ext" ? "th" : "md",
+      name.key,
+      name.ext,
+    );
+    if (rows.bodies?.accepts(bytes.length)) rows.bodies.set(name.key, bytes);
+    if (proxied) {
+      fixed.add(name.key);
+      return c.body(null, 200, bodilessHeaders(name, row, deps.clock, true));
+    }
+    return await sendStored(c, name.key, name.ext, name.etag, cacheControl);
   };
 
   const makes = new AddressThrottle(
@@ -384,12 +464,9 @@ export function registerHostRoutes(
     // variant costs no stat first; nginx sends what the app vouches for, so a proxied one
     // is looked up.
     if (proxied) {
-      if (await deps.store.stat(key)) return proxyAnswer();
+      if ((await deps.store.stat(key))?.size) return proxyAnswer();
     } else {
-      const sent = await sendFile().catch((e: unknown) => {
-        if (e instanceof ApiError && e.code === 404) return undefined;
-        throw e;
-      });
+      const sent = await sendIfStored(c, key, ext, etag, cacheControl, extra);
       if (sent) return sent;
     }
     // Not stored: made now (at first request, or again when its bytes were lost). Only a

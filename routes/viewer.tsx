@@ -18,7 +18,7 @@ import {
 import { expiryText } from "./pages/expiry.ts";
 import { fitWithin, Picture, pictureOf } from "./pages/picture.tsx";
 import { sessionUser } from "./session.ts";
-import { MEDIUM_SIZE } from "../services/images/pipeline.ts";
+import { MEDIUM_SIZE } from "../services/images/fixed_variants.ts";
 import type { ImageRowCache } from "../services/images/image_cache.ts";
 import { safeEqual } from "../services/accounts/crypto.ts";
 import { ApiError } from "../schemas/errors.ts";

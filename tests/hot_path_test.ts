@@ -10,7 +10,7 @@ import {
 } from "./helpers.ts";
 import { revokeApiKey } from "../services/accounts/api_keys.ts";
 import { disableUser } from "../services/accounts/accounts.ts";
-import { imageFastPath } from "../routes/host.ts";
+import { imageFastPath, StoredFixed } from "../routes/host.ts";
 import { ImageRowCache } from "../services/images/image_cache.ts";
 
 test("a revalidation of a hot image is answered 304 ahead of the router with the full path's ETag and Cache-Control, a request id and its log line", async () => {
@@ -85,7 +85,7 @@ async function withFastPath(
         key,
         rec: up.body.data,
         rows,
-        fast: imageFastPath(t.deps, rows),
+        fast: imageFastPath(t.deps, rows, new StoredFixed()),
         req: (path, init = {}) =>
           new Request(`http://localhost:8080${path}`, init),
       });

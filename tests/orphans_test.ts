@@ -29,6 +29,12 @@ for (const kind of ["fs", "s3"] as const) {
         }]),
       );
       assert.equal(kept.status, 200);
+      // The medium is made at its first request; asked for, it is one of the image's own.
+      const medium = await env.app.request(
+        new URL(kept.body.data.medium.url).pathname,
+      );
+      assert.equal(medium.status, 200);
+      await medium.arrayBuffer();
       const gone = await upload(
         env,
         key,

@@ -881,7 +881,7 @@ test("an image over 1 MB is decoded from its file and a smaller one from memory,
   }
 });
 
-test("every kind of upload leaves the temp folder empty: a stripped JPEG with a medium variant, a PNG, a stripped GIF, a WebP turned by its EXIF re-encoded, a duplicate and refused files", async () => {
+test("every kind of upload leaves the temp folder empty: a stripped JPEG large enough for a medium (made later, at its first request), a PNG, a stripped GIF, a WebP turned by its EXIF re-encoded, a duplicate and refused files", async () => {
   const env = await testEnv();
   try {
     const { key } = await userWithKey(env);
@@ -916,10 +916,12 @@ test("every kind of upload leaves the temp folder empty: a stripped JPEG with a 
       "webp",
     ]);
     assert.equal(live[0].medium_ext, "jpg");
+    // Five originals and their thumbnails; no medium until it is asked for.
     const files = (await storedFiles(env)).filter((f) =>
       f.includes("/images/")
     );
-    assert.equal(files.length, 11, files.join("\n"));
+    assert.equal(files.length, 10, files.join("\n"));
+    assert.ok(!files.some((f) => f.includes(".md.")), files.join("\n"));
   } finally {
     await env.close();
   }

@@ -48,6 +48,12 @@ import { withReader } from "./formats/positioned_read.ts";
 import { claimScratchDir, processTag } from "../runtime/scratch_dir.ts";
 import { rewriteAvif } from "./formats/avif_strip.ts";
 import { WorkSlots } from "../runtime/work_slots.ts";
+import {
+  encodeFixed,
+  hasMedium,
+  THUMB_SIZE,
+  variantExt,
+} from "./fixed_variants.ts";
 import { engineThreads, imageEngine, isLibvipsTimeout } from "./engine.ts";
 import { ScratchBudget } from "./formats/scratch_budget.ts";
 import {
@@ -95,10 +101,6 @@ async function sniffType(source: Source) {
  */
 const DECODE_FROM_MEMORY_MAX = 1024 * 1024;
 
-/** Longest side of the thumbnail and of the medium variant. */
-export const THUMB_SIZE = 320;
-export const MEDIUM_SIZE = 1024;
-
 /** A file on local disk waiting to become an image. */
 export interface IncomingImage {
   path: string;
@@ -106,35 +108,6 @@ export interface IncomingImage {
   size: number;
   sha256: string;
   truncated?: boolean;
-}
-
-/** Variant format per original: keep the format where it can be written, else PNG/WebP. */
-function variantExt(ext: string): string {
-  return ({
-    jpg: "jpg",
-    png: "png",
-    webp: "webp",
-    gif: "gif",
-    avif: "webp",
-  } as Record<
-    string,
-    string
-  >)[ext] ?? "png";
-}
-
-function encode(img: Sharp, ext: string): Sharp {
-  switch (ext) {
-    case "jpg":
-      // libjpeg-turbo, not mozjpeg: mozjpeg's smaller files cost 4-6x the encode time,
-      // which the upload benchmark measured as the largest part of a request.
-      return img.jpeg({ quality: 85 });
-    case "webp":
-      return img.webp({ quality: 85 });
-    case "gif":
-      return img.gif();
-    default:
-      return img.png({ compressionLevel: 8 });
-  }
 }
 
 /** One request's scratch: the folder its received files go in, each file's limit. */
@@ -312,11 +285,7 @@ export class ImagePipeline {
         id,
         opts,
       );
-      handedOver = new Set([
-        made.originalPath,
-        made.thumbPath,
-        made.mediumPath,
-      ]);
+      handedOver = new Set([made.originalPath, made.thumbPath]);
       return record;
     } catch (e) {
       // A full disk fails whichever write comes first: the strip, a variant, the store.
@@ -430,37 +399,18 @@ export class ImagePipeline {
         limitInputPixels: config.MAX_IMAGE_PIXELS * Math.max(1, frames),
         failOn: "error",
       }).rotate().timeout({ seconds: seconds() });
-    // One full decode of the original (shrunk on load where the codec allows) proves it
-    // is a sound image and makes the largest variant; a smaller one is made from that
-    // variant's file, which costs a few milliseconds and, unlike handing raw pixels
-    // through JavaScript, leaves no megabytes of buffers behind for the garbage collector.
+    // One full decode of the original, shrunk on load where the codec allows (a JPEG's
+    // DCT scaling), proves it is a sound image and makes the thumbnail. The medium is not
+    // made here: it is made at its first request (fixed_variants.ts), which took the
+    // second, larger encode out of the upload's critical path.
     const thumbPath = tmp(`th.${vext}`);
     const fit = { fit: "inside", withoutEnlargement: true } as const;
-    const mediumPath = Math.max(width, height) > MEDIUM_SIZE
-      ? tmp(`md.${vext}`)
-      : undefined;
     const variants = (async () => {
       try {
-        if (mediumPath) {
-          await this.#save(
-            encode(input().resize(MEDIUM_SIZE, MEDIUM_SIZE, fit), vext),
-            mediumPath,
-          );
-          await this.#save(
-            encode(
-              sharp(await this.#input(mediumPath), { animated })
-                .resize(THUMB_SIZE, THUMB_SIZE, fit)
-                .timeout({ seconds: seconds() }),
-              vext,
-            ),
-            thumbPath,
-          );
-        } else {
-          await this.#save(
-            encode(input().resize(THUMB_SIZE, THUMB_SIZE, fit), vext),
-            thumbPath,
-          );
-        }
+        await this.#save(
+          encodeFixed(input().resize(THUMB_SIZE, THUMB_SIZE, fit), vext),
+          thumbPath,
+        );
       } catch (e) {
         throw decodeFailure(e);
       }
@@ -554,7 +504,41 @@ export class ImagePipeline {
         throw decodeFailure(e);
       }
     }
-    return { originalPath, thumbPath, mediumPath, vext };
+    return { originalPath, thumbPath, vext };
+  }
+
+  /**
+   * What libvips can decode of a stored original, for a variant made from it later: its
+   * bytes, or for a BMP (libvips has no BMP loader) its pixels rewritten as a TIFF in this
+   * process's scratch, within the BMP scratch budget. `release` removes what was made.
+   */
+  async decodable(
+    bytes: Uint8Array,
+    ext: string,
+    deadline: number,
+  ): Promise<Decodable> {
+    if (ext !== "bmp") return { input: bytes, release: async () => {} };
+    let info: BmpInfo;
+    try {
+      info = parseBmp(bytes.subarray(0, BMP_HEAD_BYTES), bytes.length);
+    } catch (e) {
+      if (e instanceof MalformedBmp) throw damaged(e.message);
+      throw e;
+    }
+    const reserved = this.#reserveBmpScratch(info);
+    const out = join(this.tmpDir, `${crypto.randomUUID()}-px.tif`);
+    const release = async () => {
+      await removeScratch(out).catch(() => {});
+      this.#bmpScratch.release(reserved);
+    };
+    try {
+      if (!this.#memory) await Deno.mkdir(this.tmpDir, { recursive: true });
+      await this.#bmpAsTiff(bytes, info, out, deadline);
+      return { input: await this.#input(out), release };
+    } catch (e) {
+      await release();
+      throw e;
+    }
   }
 
   /** What libvips is to read for a scratch file: its path, or its bytes when in memory. */
@@ -607,7 +591,7 @@ export class ImagePipeline {
     opts: { expiration?: number; source?: string },
   ): Promise<ImageRecord & { duplicate?: boolean }> {
     const { config, database, store, clock } = this.deps;
-    const { originalPath, thumbPath, mediumPath, vext } = made;
+    const { originalPath, thumbPath, vext } = made;
     const size = (await statScratch(originalPath)).size;
     const row = {
       id,
@@ -620,7 +604,8 @@ export class ImagePipeline {
       height: shape.height,
       sha256: file.sha256,
       thumb_ext: vext,
-      medium_ext: mediumPath ? vext : null,
+      // Made at its first request; the record names it from the start.
+      medium_ext: hasMedium(shape.width, shape.height) ? vext : null,
       source: opts.source ?? "upload",
       delete_token: randomToken(24),
       created_at: clock.now(),
@@ -630,11 +615,12 @@ export class ImagePipeline {
       deleted_at: null,
     };
     const keys = blobKeys(row);
-    const puts: [string, string][] = [[keys.original, originalPath], [
-      keys.thumb!,
-      thumbPath,
-    ]];
-    if (mediumPath) puts.push([keys.medium!, mediumPath]);
+    // The thumbnail is not synced: if a crash loses it, it is made again at its next
+    // request (as a lost transform variant is), so an upload waits for one sync.
+    const puts: [string, string, boolean][] = [
+      [keys.original, originalPath, true],
+      [keys.thumb!, thumbPath, false],
+    ];
     const dropFiles = () =>
       Promise.allSettled(puts.map(([key]) => store.delete(key)));
     /** While the row's insert is out: a failure then may hide a commit still to come. */
@@ -642,10 +628,11 @@ export class ImagePipeline {
     try {
       // Handed over as files: the filesystem store renames them into place instead of
       // copying their bytes through memory (the memory benchmark's largest allocator).
-      const entries = puts.map(([key, path]) => ({
+      const entries = puts.map(([key, path, durable]) => ({
         key,
         path,
         contentType: MIME_BY_EXT[key.split(".").pop()!],
+        durable,
       }));
       if (store.putFiles) await store.putFiles(entries);
       else {
@@ -725,6 +712,12 @@ function tiffWithPixelTagsOnly(
 /** What libvips decodes: the received file's bytes (small files) or its path. */
 type Source = Uint8Array | string;
 
+/** A stored original made decodable (see ImagePipeline#decodable). */
+export interface Decodable {
+  input: Uint8Array | string;
+  release(): Promise<void>;
+}
+
 /** What the pipeline reads of libvips' header (a BMP carries no metadata). */
 type Header = Pick<
   Metadata,
@@ -747,7 +740,6 @@ interface Shape {
 interface Made {
   originalPath: string;
   thumbPath: string;
-  mediumPath?: string;
   vext: string;
 }
 

@@ -9,6 +9,27 @@ import { isLibvipsTimeout } from "./engine.ts";
 import { mayAnimate } from "../../sdk/src/embed_codes.ts";
 import { MIME_BY_EXT } from "./records.ts";
 import { DEFAULT_QUALITY, type Transform } from "./transforms.ts";
+import { encodeFixed, type FixedKind, fixedSize } from "./fixed_variants.ts";
+
+/**
+ * What a variant is: a transform URL's, or one of the fixed variants (`th`, `md`) the
+ * record names, made here at first request (the medium) or again when lost.
+ */
+export type Recipe = Transform | FixedKind;
+
+/**
+ * What libvips can decode of an original's bytes (ImagePipeline#decodable: a BMP's pixels
+ * rewritten, anything else as it is), and how to drop it after.
+ */
+export type DecodableOf = (
+  bytes: Uint8Array,
+  ext: string,
+  deadline: number,
+) => Promise<{ input: Uint8Array | string; release(): Promise<void> }>;
+
+/** Bytes libvips reads as they are. */
+const asIs: DecodableOf = (bytes) =>
+  Promise.resolve({ input: bytes, release: () => Promise.resolve() });
 
 /** What the maker needs to know of the image a variant is made from. */
 export interface VariantSource {
@@ -19,7 +40,8 @@ export interface VariantSource {
 }
 
 /**
- * Makes the variants transform URLs ask for, at first request: the original read from
+ * Makes variants at first request (transform URLs', and the fixed medium and thumbnail
+ * when not stored): the original read from
  * the store, resized and encoded in one of its slots (half the image workers, apart from
  * the uploads' own, so a flood of transforms never takes a slot an upload waits for),
  * within IMAGE_TIMEOUT_MS (143 past it, 250 when every slot and the line are taken),
@@ -41,6 +63,7 @@ export class VariantMaker {
     private readonly slots: WorkSlots,
     private readonly timeoutMs: number,
     private readonly shared: boolean,
+    private readonly decodable: DecodableOf = asIs,
   ) {}
 
   /**
@@ -50,13 +73,13 @@ export class VariantMaker {
    */
   make(
     source: VariantSource,
-    t: Transform,
+    recipe: Recipe,
     key: string,
     ext: string,
   ): Promise<Uint8Array> {
     let running = this.#inflight.get(key);
     if (!running) {
-      running = this.#make(source, t, key, ext).finally(() =>
+      running = this.#make(source, recipe, key, ext).finally(() =>
         this.#inflight.delete(key)
       );
       this.#inflight.set(key, running);
@@ -64,7 +87,12 @@ export class VariantMaker {
     return running;
   }
 
-  async #make(source: VariantSource, t: Transform, key: string, ext: string) {
+  async #make(
+    source: VariantSource,
+    recipe: Recipe,
+    key: string,
+    ext: string,
+  ) {
     // Across instances: the one that takes the row's lease makes it; the others wait for
     // its bytes (and make it themselves only if that lease runs out first).
     if (this.shared && !await this.#lease(key, source.id)) {
@@ -75,7 +103,7 @@ export class VariantMaker {
     let bytes: Uint8Array;
     try {
       bytes = await this.slots.run(
-        () => this.#encode(source, t, ext),
+        () => this.#encode(source, recipe, ext),
         this.timeoutMs,
       );
       await this.store.put(key, bytes, {
@@ -89,6 +117,15 @@ export class VariantMaker {
       await this.db.deleteFrom("image_variants").where("key", "=", key)
         .where("state", "=", "making").execute().catch(() => {});
       throw e;
+    }
+    if (typeof recipe === "string") {
+      // A fixed variant is one of the image's own files (deleted with it by name, never
+      // trimmed): its row served only as the lease, and goes.
+      if (this.shared) {
+        await this.db.deleteFrom("image_variants").where("key", "=", key)
+          .execute();
+      }
+      return bytes;
     }
     await this.db.insertInto("image_variants").values({
       key,
@@ -142,44 +179,39 @@ export class VariantMaker {
     return undefined;
   }
 
-  /** read → resize → encode, against the deadline. */
+  /** read → orient → resize → encode, against the deadline. */
   async #encode(
     source: VariantSource,
-    t: Transform,
+    recipe: Recipe,
     ext: string,
   ): Promise<Uint8Array> {
     const deadline = Date.now() + this.timeoutMs;
     const blob = await this.store.get(source.key);
     if (!blob) throw new ApiError(404);
-    const input = await wholeBody(blob.body, blob.size);
-    // Animation is kept where the output can hold it (WebP, GIF); other types get the
-    // first frame.
-    const animated = mayAnimate(ext);
-    const quality = t.q ?? DEFAULT_QUALITY[ext];
-    const seconds = Math.max(1, Math.ceil((deadline - Date.now()) / 1000));
-    let img = sharp(input, { animated, limitInputPixels: false });
-    if (t.w || t.h) {
-      img = img.resize({
-        width: t.w,
-        height: t.h,
-        fit: t.fit,
-        // Never larger than the original: a width past it gives the original's size.
-        withoutEnlargement: true,
-        background: { r: 0, g: 0, b: 0, alpha: 0 },
-      });
-    }
-    img = ext === "avif"
-      ? img.avif({ quality })
-      : ext === "webp"
-      ? img.webp({ quality })
-      : ext === "jpg"
-      ? img.flatten({ background: "#ffffff" }).jpeg({ quality, mozjpeg: true })
-      : ext === "gif"
-      ? img.gif()
-      : img.png({ compressionLevel: 9 });
+    const bytes = await wholeBody(blob.body, blob.size);
+    let release = () => Promise.resolve();
     try {
+      const decodable = await this.decodable(bytes, source.ext, deadline);
+      release = decodable.release;
+      const input = decodable.input;
+      // Animation is kept where the output can hold it (WebP, GIF); other types get the
+      // first frame.
+      const animated = mayAnimate(ext);
+      const seconds = Math.max(1, Math.ceil((deadline - Date.now()) / 1000));
+      // Upright first: a stored JPEG keeps its orientation tag (the strip writes it
+      // back), which a resized copy without that tag would otherwise lose.
+      let img = sharp(input, { animated, limitInputPixels: false }).rotate();
+      if (typeof recipe === "string") {
+        const size = fixedSize(recipe);
+        img = encodeFixed(
+          img.resize(size, size, { fit: "inside", withoutEnlargement: true }),
+          ext,
+        );
+      } else img = this.#transformed(img, recipe, ext);
       return new Uint8Array(await img.timeout({ seconds }).toBuffer());
     } catch (e) {
+      // The BMP rewrite's own answers (141 damaged, 143, 250 for its scratch) as they are.
+      if (e instanceof ApiError) throw e;
       if (isLibvipsTimeout(e)) {
         throw new ApiError(143, {
           details: [{
@@ -190,6 +222,32 @@ export class VariantMaker {
       throw new ApiError(141, {
         message: "Unsupported image type: the image could not be transformed",
       });
+    } finally {
+      await release();
     }
+  }
+
+  /** A transform URL's size and encoding. */
+  #transformed(img: ReturnType<typeof sharp>, t: Transform, ext: string) {
+    const quality = t.q ?? DEFAULT_QUALITY[ext];
+    if (t.w || t.h) {
+      img = img.resize({
+        width: t.w,
+        height: t.h,
+        fit: t.fit,
+        // Never larger than the original: a width past it gives the original's size.
+        withoutEnlargement: true,
+        background: { r: 0, g: 0, b: 0, alpha: 0 },
+      });
+    }
+    return ext === "avif"
+      ? img.avif({ quality })
+      : ext === "webp"
+      ? img.webp({ quality })
+      : ext === "jpg"
+      ? img.flatten({ background: "#ffffff" }).jpeg({ quality, mozjpeg: true })
+      : ext === "gif"
+      ? img.gif()
+      : img.png({ compressionLevel: 9 });
   }
 }

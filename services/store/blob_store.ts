@@ -39,11 +39,12 @@ export interface BlobStore {
    * Stores a local file the caller owns and hands over: on success it is gone from `path`
    * (a filesystem store renames it into place, so the bytes are never copied through
    * memory). On failure the file may or may not still be there; removing it stays safe.
+   * `durable: false` as for put.
    */
   putFile(
     key: string,
     path: string,
-    meta: { contentType: string },
+    meta: { contentType: string; durable?: boolean },
   ): Promise<void>;
   /**
    * Stores several local files at once, as putFile does each; all settle before it
@@ -51,7 +52,12 @@ export interface BlobStore {
    * offers it; callers fall back to putFile each.
    */
   putFiles?(
-    entries: { key: string; path: string; contentType: string }[],
+    entries: {
+      key: string;
+      path: string;
+      contentType: string;
+      durable?: boolean;
+    }[],
   ): Promise<void>;
   /** The object (or the given range of it), or null when absent. */
   get(key: string, range?: ByteRange): Promise<BlobBody | null>;

@@ -72,25 +72,26 @@ export class FsStore implements BlobStore {
   async putFile(
     key: string,
     path: string,
-    _meta?: { contentType: string },
+    meta?: { contentType: string; durable?: boolean },
   ): Promise<void> {
+    const durable = meta?.durable !== false;
     if (isMemoryPath(path)) {
       // Scratch held in memory (SCRATCH=memory): written out like any other bytes.
-      await this.put(key, await readScratch(path));
+      await this.put(key, await readScratch(path), { durable });
       await removeScratch(path).catch(() => {});
       return;
     }
     const final = this.#path(key);
-    await syncFile(path);
+    if (durable) await syncFile(path);
     try {
-      await this.#publish(key, path, final);
+      await this.#publish(key, path, final, durable);
     } catch (e) {
       if (!isCrossDevice(e)) throw e;
       const tmp = join(this.#tmp, `${crypto.randomUUID()}-${key}`);
       try {
         await Deno.copyFile(path, tmp);
-        await syncFile(tmp);
-        await this.#publish(key, tmp, final);
+        if (durable) await syncFile(tmp);
+        await this.#publish(key, tmp, final, durable);
       } catch (e) {
         await Deno.remove(tmp).catch(() => {});
         throw e;
@@ -105,14 +106,21 @@ export class FsStore implements BlobStore {
    * file is settled before this answers, so a caller's cleanup never races a rename.
    */
   async putFiles(
-    entries: { key: string; path: string; contentType: string }[],
+    entries: {
+      key: string;
+      path: string;
+      contentType: string;
+      durable?: boolean;
+    }[],
   ): Promise<void> {
     if (entries.some((e) => isMemoryPath(e.path))) {
       for (const e of entries) await this.putFile(e.key, e.path, e);
       return;
     }
+    // Only durable files are synced (a variant made again when lost is not); the folder
+    // is synced once for all, so every name survives a crash.
     const synced = await Promise.allSettled(
-      entries.map((e) => syncFile(e.path)),
+      entries.filter((e) => e.durable !== false).map((e) => syncFile(e.path)),
     );
     const bad = synced.find((r) => r.status === "rejected");
     if (bad) throw (bad as PromiseRejectedResult).reason;

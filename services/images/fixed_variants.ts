@@ -1,0 +1,57 @@
+import type sharp from "sharp";
+type Sharp = ReturnType<typeof sharp>;
+
+/**
+ * The two fixed variants every image has (ImgBB's record names them): the thumbnail
+ * `/<id>.th.<ext>` and, above MEDIUM_SIZE, the medium `/<id>.md.<ext>`. The upload makes
+ * the thumbnail (its decode is the check that the file decodes); the medium is made at
+ * its first request, as a lost thumbnail is (variant_maker.ts). Both are encoded here, so
+ * whichever makes them, their bytes look the same.
+ */
+
+/** Longest side of the thumbnail and of the medium variant. */
+export const THUMB_SIZE = 320;
+export const MEDIUM_SIZE = 1024;
+
+/** Which fixed variant, by its key's marker. */
+export type FixedKind = "th" | "md";
+
+/** Longest side of a fixed variant. */
+export function fixedSize(kind: FixedKind): number {
+  return kind === "th" ? THUMB_SIZE : MEDIUM_SIZE;
+}
+
+/** Whether an image of this size has a medium variant (a thumbnail it always has). */
+export function hasMedium(width: number, height: number): boolean {
+  return Math.max(width, height) > MEDIUM_SIZE;
+}
+
+/** Variant format per original: keep the format where it can be written, else PNG/WebP. */
+export function variantExt(ext: string): string {
+  return ({
+    jpg: "jpg",
+    png: "png",
+    webp: "webp",
+    gif: "gif",
+    avif: "webp",
+  } as Record<
+    string,
+    string
+  >)[ext] ?? "png";
+}
+
+/** A fixed variant's encoding, by its extension. */
+export function encodeFixed(img: Sharp, ext: string): Sharp {
+  switch (ext) {
+    case "jpg":
+      // libjpeg-turbo, not mozjpeg: mozjpeg's smaller files cost 4-6x the encode time,
+      // which the upload benchmark measured as the largest part of a request.
+      return img.jpeg({ quality: 85 });
+    case "webp":
+      return img.webp({ quality: 85 });
+    case "gif":
+      return img.gif();
+    default:
+      return img.png({ compressionLevel: 8 });
+  }
+}

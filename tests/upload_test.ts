@@ -558,7 +558,7 @@ test("a duplicate is found by the row's unique index after the work: its files a
     const png = await makeImage("png", { color: "#123456" });
     const a = await upload(env, key, formWith([{ name: "a.png", bytes: png }]));
     const files = await imageFiles(env);
-    assert.ok(files.length >= 2, "the original and its thumbnail");
+    assert.deepEqual(files, [`${a.body.data.id}.png`], "the original alone");
     const b = await upload(env, key, formWith([{ name: "b.png", bytes: png }]));
     assert.equal(b.body.data.id, a.body.data.id);
     assert.equal(b.body.data.duplicate, true);
@@ -881,7 +881,7 @@ test("an image over 1 MB is decoded from its file and a smaller one from memory,
   }
 });
 
-test("every kind of upload leaves the temp folder empty: a stripped JPEG large enough for a medium (made later, at its first request), a PNG, a stripped GIF, a WebP turned by its EXIF re-encoded, a duplicate and refused files", async () => {
+test("every kind of upload leaves the temp folder empty: a stripped JPEG large enough for a medium, a PNG, a stripped GIF, a WebP turned by its EXIF re-encoded, a duplicate and refused files", async () => {
   const env = await testEnv();
   try {
     const { key } = await userWithKey(env);
@@ -916,12 +916,12 @@ test("every kind of upload leaves the temp folder empty: a stripped JPEG large e
       "webp",
     ]);
     assert.equal(live[0].medium_ext, "jpg");
-    // Five originals and their thumbnails; no medium until it is asked for.
+    // Five originals; their thumbnails and the medium are made when asked for.
     const files = (await storedFiles(env)).filter((f) =>
       f.includes("/images/")
     );
-    assert.equal(files.length, 10, files.join("\n"));
-    assert.ok(!files.some((f) => f.includes(".md.")), files.join("\n"));
+    assert.equal(files.length, 5, files.join("\n"));
+    assert.ok(!files.some((f) => /\.(th|md)\./.test(f)), files.join("\n"));
   } finally {
     await env.close();
   }

@@ -1,6 +1,6 @@
 /**
  * services/images/ — an image from its received bytes to its links: the pipeline
- * (this file: admit → inspect → variants + strip in a work slot → persist), records and
+ * (this file: admit → inspect → check + strip + store in a work slot → row), records and
  * their queries (records.ts), the live-row and bytes caches that serve hot images
  * (image_cache.ts, blob_cache.ts), and the sweep of bytes without rows (orphans.ts).
  * Each format's lossless rewrite lives in formats/.
@@ -48,12 +48,7 @@ import { withReader } from "./formats/positioned_read.ts";
 import { claimScratchDir, processTag } from "../runtime/scratch_dir.ts";
 import { rewriteAvif } from "./formats/avif_strip.ts";
 import { WorkSlots } from "../runtime/work_slots.ts";
-import {
-  encodeFixed,
-  hasMedium,
-  THUMB_SIZE,
-  variantExt,
-} from "./fixed_variants.ts";
+import { hasMedium, variantExt } from "./fixed_variants.ts";
 import { engineThreads, imageEngine, isLibvipsTimeout } from "./engine.ts";
 import { ScratchBudget } from "./formats/scratch_budget.ts";
 import {
@@ -101,6 +96,12 @@ async function sniffType(source: Source) {
  */
 const DECODE_FROM_MEMORY_MAX = 1024 * 1024;
 
+/**
+ * Longest side the upload's check decodes to: small enough that a JPEG decodes at 1/8
+ * scale, its pixels then thrown away.
+ */
+const CHECK_SIZE = 64;
+
 /** A file on local disk waiting to become an image. */
 export interface IncomingImage {
   path: string;
@@ -120,7 +121,7 @@ export interface RequestScratch {
 
 /**
  * Turns a received file into a stored image: detects the type from the bytes, refuses
- * oversize dimensions before decoding, decodes for real while making the variants, strips
+ * oversize dimensions before decoding, decodes for real (every frame, shrunk), strips
  * personal metadata, writes the bytes to the store and only then commits the row, so an
  * acknowledged image is complete and a failed one leaves nothing visible.
  */
@@ -243,7 +244,8 @@ export class ImagePipeline {
    * Validates, strips, resizes and stores one received file for a user; throws ApiError
    * 130/141/142/143 for a bad file, 250 when every image worker is busy. Same bytes again
    * from the same user return the existing record marked duplicate. Stages: admit →
-   * inspect → (in a worker slot, against a deadline) variants + strip → persist.
+   * inspect → (in a worker slot, against a deadline) check + strip + store the original →
+   * the row. The thumbnail and the medium are made at their first request.
    *
    * Duplicates are found by the row's insert (the live-row unique index on user and
    * hash), not by a lookup before the work: a new image, the usual case, saves a database
@@ -265,34 +267,45 @@ export class ImagePipeline {
       temps.push(p);
       return p;
     };
-    // Files the store took: on success they are gone from their temp paths (BlobStore's
-    // putFile contract), so removing them would only cost failed unlinks.
-    let handedOver = new Set<string | undefined>();
+    // The original, once the store took it: on success it is gone from its temp path
+    // (BlobStore's putFile contract), so removing it would only cost a failed unlink.
+    const key = `${id}.${ext}`;
+    let stored: { path: string; size: number } | undefined;
+    const keep = async (path: string) => {
+      const size = (await statScratch(path)).size;
+      await this.deps.store.putFile(key, path, {
+        contentType: MIME_BY_EXT[ext],
+      });
+      stored = { path, size };
+    };
+    const unkeep = async () => {
+      await this.deps.store.delete(key).catch(() => {});
+      stored = undefined;
+    };
     const scratch = this.#reserveBmpScratch(shape.bmp);
     try {
       const timeout = this.deps.config.IMAGE_TIMEOUT_MS;
-      const made = await this.#slots.run(
+      await this.#slots.run(
         () =>
-          this.#process(file, source, ext, shape, tmp, Date.now() + timeout),
+          this.#process(file, source, ext, shape, {
+            tmp,
+            keep,
+            unkeep,
+            deadline: Date.now() + timeout,
+          }),
         timeout,
       );
-      const record = await this.#persist(
-        userId,
-        file,
-        ext,
-        shape,
-        made,
-        id,
-        opts,
-      );
-      handedOver = new Set([made.originalPath, made.thumbPath]);
-      return record;
+      return await this.#persist(userId, file, ext, shape, stored!.size, id, {
+        ...opts,
+        drop: unkeep,
+      });
     } catch (e) {
-      // A full disk fails whichever write comes first: the strip, a variant, the store.
+      // A full disk fails whichever write comes first: the strip, the store.
       throw !(e instanceof ApiError) && isNoSpace(e) ? noSpace(e) : e;
     } finally {
+      const handedOver = stored?.path;
       await Promise.all(
-        temps.filter((p) => !handedOver.has(p)).map((p) =>
+        temps.filter((p) => p !== handedOver).map((p) =>
           removeScratch(p).catch(() => {})
         ),
       );
@@ -368,49 +381,53 @@ export class ImagePipeline {
   }
 
   /**
-   * Decodes for real while making the variants, and strips metadata from the original,
-   * before `deadline` (143 past it). Returns the files to store.
+   * Decodes for real (the check), and strips metadata from the original and stores it,
+   * before `deadline` (143 past it).
    */
   async #process(
     file: IncomingImage,
     source: Source,
     ext: string,
     shape: Shape,
-    tmp: (name: string) => string,
-    deadline: number,
-  ): Promise<Made> {
+    stages: {
+      /** A temp path of this upload's. */
+      tmp: (name: string) => string;
+      /** Stores the original from this temp file (durably, before the row). */
+      keep: (path: string) => Promise<void>;
+      /** Removes the original stored by `keep`. */
+      unkeep: () => Promise<void>;
+      deadline: number;
+    },
+  ): Promise<void> {
+    const { tmp, keep, unkeep, deadline } = stages;
     const { config } = this.deps;
-    const { animated, frames, meta, orientation, width, height } = shape;
+    const { animated, frames, meta, orientation } = shape;
     // libvips checks this between tiles and stops the pipeline; whole seconds only.
     const seconds = () => {
       const left = deadline - Date.now();
       if (left <= 0) throw tooSlow();
       return Math.max(1, Math.ceil(left / 1000));
     };
-    const vext = variantExt(ext);
     const decodable = shape.bmp
       ? await this.#input(
         await this.#bmpAsTiff(source, shape.bmp, tmp("px.tif"), deadline),
       )
       : source;
-    const input = () =>
-      sharp(decodable, {
-        animated,
-        limitInputPixels: config.MAX_IMAGE_PIXELS * Math.max(1, frames),
-        failOn: "error",
-      }).rotate().timeout({ seconds: seconds() });
-    // One full decode of the original, shrunk on load where the codec allows (a JPEG's
-    // DCT scaling), proves it is a sound image and makes the thumbnail. The medium is not
-    // made here: it is made at its first request (fixed_variants.ts), which took the
-    // second, larger encode out of the upload's critical path.
-    const thumbPath = tmp(`th.${vext}`);
-    const fit = { fit: "inside", withoutEnlargement: true } as const;
-    const variants = (async () => {
+    // The check that the file is a sound image (141 if not): every frame decoded for
+    // real, into a few pixels that are thrown away. Shrunk on load where the codec can (a
+    // JPEG's DCT scaling decodes 1/8 of the pixels: ~3.3 ms against ~5.7 for the 320 px
+    // thumbnail of a 200 KB photo), yet every byte of the compressed data is read, so a
+    // cut or corrupt stream still fails. No variant is made here: the thumbnail and the
+    // medium are made at their first request (fixed_variants.ts, variant_maker.ts).
+    const validated = (async () => {
       try {
-        await this.#save(
-          encodeFixed(input().resize(THUMB_SIZE, THUMB_SIZE, fit), vext),
-          thumbPath,
-        );
+        await sharp(decodable, {
+          animated,
+          limitInputPixels: config.MAX_IMAGE_PIXELS * Math.max(1, frames),
+          failOn: "error",
+        }).timeout({ seconds: seconds() })
+          .resize(CHECK_SIZE, CHECK_SIZE, { fit: "inside" })
+          .raw().toBuffer();
       } catch (e) {
         throw decodeFailure(e);
       }
@@ -463,12 +480,27 @@ export class ImagePipeline {
       }
       return out;
     })();
+    // A stripped copy goes into the store at once, its sync beside the decode; if the
+    // decode then refuses the file, it is deleted again before the answer (bytes without
+    // a row are the orphan sweep's case, should a crash come in between). The received
+    // file itself (kept as it is) waits: libvips may still have to open it by its path.
+    const stored = stripped.then(async (kept) => {
+      if (typeof kept !== "string" || kept === file.path) return kept;
+      await keep(kept);
+      return STORED;
+    });
     // Both settle before anything is judged, so no write is still running when the temp
     // files are removed; a decode failure (141) outranks whatever the strip ran into.
-    const [decoded, original] = await Promise.allSettled([variants, stripped]);
-    if (decoded.status === "rejected") throw decoded.reason;
+    const [decoded, original] = await Promise.allSettled([validated, stored]);
+    if (decoded.status === "rejected") {
+      if (original.status === "fulfilled" && original.value === STORED) {
+        await unkeep();
+      }
+      throw decoded.reason;
+    }
     if (original.status === "rejected") throw original.reason;
     const kept = original.value;
+    if (kept === STORED) return;
     let originalPath = typeof kept === "string" ? kept : file.path;
     if (
       kept === REENCODE ||
@@ -476,8 +508,8 @@ export class ImagePipeline {
     ) {
       // No lossless path for these containers: re-encode at high quality, orientation
       // baked into the pixels since the tag goes with the rest of the metadata. After
-      // the variants, not beside them: two full decodes of a large image at once would
-      // double the memory an upload can take.
+      // the check, not beside it: two full decodes of a large image at once would double
+      // the memory an upload can take.
       originalPath = tmp("orig");
       const img = sharp(source, { animated, limitInputPixels: false })
         .rotate().timeout({ seconds: seconds() });
@@ -499,12 +531,12 @@ export class ImagePipeline {
           originalPath,
         );
       } catch (e) {
-        // A whole-file decode can fail where the variants' first page did not: a TIFF
+        // A whole-file decode can fail where the check's first page did not: a TIFF
         // whose directory chain loops back (libvips: "IFD looping") is a broken file.
         throw decodeFailure(e);
       }
     }
-    return { originalPath, thumbPath, vext };
+    await keep(originalPath);
   }
 
   /**
@@ -586,13 +618,17 @@ export class ImagePipeline {
     file: IncomingImage,
     ext: string,
     shape: Shape,
-    made: Made,
+    size: number,
     id: string,
-    opts: { expiration?: number; source?: string },
+    opts: {
+      expiration?: number;
+      source?: string;
+      /** Removes the stored original (a duplicate, or a failure before the row). */
+      drop: () => Promise<void>;
+    },
   ): Promise<ImageRecord & { duplicate?: boolean }> {
-    const { config, database, store, clock } = this.deps;
-    const { originalPath, thumbPath, vext } = made;
-    const size = (await statScratch(originalPath)).size;
+    const { config, database, clock } = this.deps;
+    const vext = variantExt(ext);
     const row = {
       id,
       user_id: userId,
@@ -603,8 +639,8 @@ export class ImagePipeline {
       width: shape.width,
       height: shape.height,
       sha256: file.sha256,
+      // Both made at their first request; the record names them from the start.
       thumb_ext: vext,
-      // Made at its first request; the record names it from the start.
       medium_ext: hasMedium(shape.width, shape.height) ? vext : null,
       source: opts.source ?? "upload",
       delete_token: randomToken(24),
@@ -614,35 +650,10 @@ export class ImagePipeline {
         : null,
       deleted_at: null,
     };
-    const keys = blobKeys(row);
-    // The thumbnail is not synced: if a crash loses it, it is made again at its next
-    // request (as a lost transform variant is), so an upload waits for one sync.
-    const puts: [string, string, boolean][] = [
-      [keys.original, originalPath, true],
-      [keys.thumb!, thumbPath, false],
-    ];
-    const dropFiles = () =>
-      Promise.allSettled(puts.map(([key]) => store.delete(key)));
+    const dropFiles = opts.drop;
     /** While the row's insert is out: a failure then may hide a commit still to come. */
     let inserting = false;
     try {
-      // Handed over as files: the filesystem store renames them into place instead of
-      // copying their bytes through memory (the memory benchmark's largest allocator).
-      const entries = puts.map(([key, path, durable]) => ({
-        key,
-        path,
-        contentType: MIME_BY_EXT[key.split(".").pop()!],
-        durable,
-      }));
-      if (store.putFiles) await store.putFiles(entries);
-      else {
-        const results = await Promise.allSettled(
-          entries.map((e) => store.putFile(e.key, e.path, e)),
-        );
-        // Settled first, so the cleanup below never races a put still in flight.
-        const failed = results.find((r) => r.status === "rejected");
-        if (failed) throw (failed as PromiseRejectedResult).reason;
-      }
       // The same bytes of the same user, live: that image is the answer. An expired one
       // the sweeper has not reached is deleted by the lookup, and the insert tried again.
       for (let tries = 0;; tries++) {
@@ -685,6 +696,9 @@ export class ImagePipeline {
     return toImageRecord(config, row);
   }
 }
+
+/** The original is in the store (see ImagePipeline#process). */
+const STORED = Symbol("stored");
 
 /** What the lossless stage answers when only a re-encode can take the metadata away. */
 const REENCODE = Symbol("re-encode");
@@ -736,13 +750,6 @@ interface Shape {
   height: number;
 }
 
-/** The files made for an image, in the pipeline's temp folder. */
-interface Made {
-  originalPath: string;
-  thumbPath: string;
-  vext: string;
-}
-
 /**
  * What a failed libvips decode or encode answers: its own ApiError as it is, 143 past the
  * deadline, 250 for a full disk, else 141 (the file could not be decoded), never a 500.
@@ -766,8 +773,7 @@ function damaged(why: string): ApiError {
 function tooSlow(): ApiError {
   return new ApiError(143, {
     details: [{
-      message:
-        "decoding this image and making its variants took longer than the limit",
+      message: "decoding this image took longer than the limit",
     }],
   });
 }

@@ -24,8 +24,8 @@ const FILE_RE = /^([A-Za-z0-9_-]{6,64})(?:\.(th|md))?\.([a-z0-9]{2,5})$/;
 
 /**
  * Fixed variants (`.th`, `.md`) this instance has seen stored. Unlike an original, one may
- * not be stored yet (the medium is made at its first request) or may have been lost (a
- * thumbnail is stored without a sync), so with IMAGE_SERVE=proxy, where nginx sends
+ * not be stored yet (both are made at their first request) or may have been lost (they
+ * are stored without a sync), so with IMAGE_SERVE=proxy, where nginx sends
  * whatever the app vouches for, the app vouches for one only once it has seen it. A name
  * stays true once seen: a fixed variant goes only with its image, whose row then goes
  * from the cache first. Bounded: past `max` it starts over.
@@ -366,7 +366,7 @@ export function registerHostRoutes(
 
   /**
    * A fixed variant (`.th`, `.md`): sent when stored, else made now from the original
-   * (the medium at its first request, a thumbnail a crash lost) and sent. Made in the
+   * (at its first request, or again when a crash lost it) and sent. Made in the
    * variants' slots, once for concurrent requests; not counted against the address,
    * since an image has only these two.
    */

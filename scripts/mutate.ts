@@ -68,6 +68,43 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/transforms_test.ts"],
   },
   {
+    name: "uploads: the check decodes leniently (a cut JPEG is acknowledged)",
+    file: "services/images/pipeline.ts",
+    from: `          failOn: "error",`,
+    to: `          failOn: "none",`,
+    tests: ["tests/upload_test.ts", "tests/hostile_images_test.ts"],
+  },
+  {
+    name:
+      "uploads: a refused file's stored original stays (bytes without a row)",
+    file: "services/images/pipeline.ts",
+    from: `        await unkeep();`,
+    to: ``,
+    tests: ["tests/upload_test.ts", "tests/fixed_variants_test.ts"],
+  },
+  {
+    name: "fixed variants: the fast path vouches for a medium never made",
+    file: "routes/host.ts",
+    from: `    if (!fresh && name.field !== "ext" && !fixed.has(name.key)) {`,
+    to: `    if (false) {`,
+    tests: ["tests/fixed_variants_test.ts"],
+  },
+  {
+    name: "fixed variants: an empty file a crash left is served as the variant",
+    file: "routes/host.ts",
+    from: `      if (!blob?.size) throw new ApiError(404);`,
+    to: `      if (!blob) throw new ApiError(404);`,
+    tests: ["tests/fixed_variants_test.ts"],
+  },
+  {
+    name: "fixed variants: made without the original's orientation",
+    file: "services/images/variant_maker.ts",
+    from:
+      `      let img = sharp(input, { animated, limitInputPixels: false }).rotate();`,
+    to: `      let img = sharp(input, { animated, limitInputPixels: false });`,
+    tests: ["tests/fixed_variants_test.ts"],
+  },
+  {
     name: "transforms: variants outlive their image's deletion",
     file: "services/images/records.ts",
     from: `  await deleteVariants(db, store, row.id);`,
@@ -222,17 +259,17 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/bmp_test.ts"],
   },
   {
-    name: "store: an upload's files renamed without their folder synced",
+    name: "store: an object renamed without its folder synced",
     file: "services/store/fs_store.ts",
-    from: `    await Promise.all([...parents].map((p) => syncFile(p)));`,
-    to: `    void parents;`,
+    from: `    if (durable) await syncFile(parent);`,
+    to: ``,
     tests: ["tests/store_test.ts"],
   },
   {
-    name: "store: an upload's files renamed without being synced",
+    name: "store: an upload's original renamed without being synced",
     file: "services/store/fs_store.ts",
-    from: `      entries.map((e) => syncFile(e.path)),`,
-    to: `      entries.map(() => Promise.resolve()),`,
+    from: `    if (durable) await syncFile(path);`,
+    to: ``,
     tests: ["tests/store_test.ts"],
   },
   {

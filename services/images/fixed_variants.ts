@@ -3,10 +3,9 @@ type Sharp = ReturnType<typeof sharp>;
 
 /**
  * The two fixed variants every image has (ImgBB's record names them): the thumbnail
- * `/<id>.th.<ext>` and, above MEDIUM_SIZE, the medium `/<id>.md.<ext>`. The upload makes
- * the thumbnail (its decode is the check that the file decodes); the medium is made at
- * its first request, as a lost thumbnail is (variant_maker.ts). Both are encoded here, so
- * whichever makes them, their bytes look the same.
+ * `/<id>.th.<ext>` and, above MEDIUM_SIZE, the medium `/<id>.md.<ext>`. Neither is made by
+ * the upload, which answers once the original is stored: both are made at their first
+ * request, and again if lost (variant_maker.ts, routes/host.ts).
  */
 
 /** Longest side of the thumbnail and of the medium variant. */

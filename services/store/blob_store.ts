@@ -46,19 +46,6 @@ export interface BlobStore {
     path: string,
     meta: { contentType: string; durable?: boolean },
   ): Promise<void>;
-  /**
-   * Stores several local files at once, as putFile does each; all settle before it
-   * answers. Optional: a store that can share work between them (one directory sync)
-   * offers it; callers fall back to putFile each.
-   */
-  putFiles?(
-    entries: {
-      key: string;
-      path: string;
-      contentType: string;
-      durable?: boolean;
-    }[],
-  ): Promise<void>;
   /** The object (or the given range of it), or null when absent. */
   get(key: string, range?: ByteRange): Promise<BlobBody | null>;
   stat(key: string): Promise<BlobStat | null>;

@@ -100,47 +100,6 @@ export class FsStore implements BlobStore {
     }
   }
 
-  /**
-   * An image's files (original and variants share an id, so a folder): each synced, all
-   * renamed into place, then each folder synced once rather than once per file. Every
-   * file is settled before this answers, so a caller's cleanup never races a rename.
-   */
-  async putFiles(
-    entries: {
-      key: string;
-      path: string;
-      contentType: string;
-      durable?: boolean;
-    }[],
-  ): Promise<void> {
-    if (entries.some((e) => isMemoryPath(e.path))) {
-      for (const e of entries) await this.putFile(e.key, e.path, e);
-      return;
-    }
-    // Only durable files are synced (a variant made again when lost is not); the folder
-    // is synced once for all, so every name survives a crash.
-    const synced = await Promise.allSettled(
-      entries.filter((e) => e.durable !== false).map((e) => syncFile(e.path)),
-    );
-    const bad = synced.find((r) => r.status === "rejected");
-    if (bad) throw (bad as PromiseRejectedResult).reason;
-    const parents = new Set<string>();
-    for (const e of entries) {
-      const final = this.#path(e.key);
-      const parent = join(this.dir, e.key.slice(0, 2));
-      if (!parents.has(parent)) await Deno.mkdir(parent, { recursive: true });
-      parents.add(parent);
-      try {
-        await Deno.rename(e.path, final);
-      } catch (err) {
-        if (!isCrossDevice(err)) throw err;
-        // Another filesystem: the one-by-one path copies and syncs its own way.
-        await this.putFile(e.key, e.path, e);
-      }
-    }
-    await Promise.all([...parents].map((p) => syncFile(p)));
-  }
-
   /** Renames a synced file into place and syncs the directory, so the name survives a crash. */
   async #publish(key: string, from: string, final: string, durable = true) {
     const parent = join(this.dir, key.slice(0, 2));

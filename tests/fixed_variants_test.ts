@@ -178,6 +178,12 @@ test("with IMAGE_SERVE=proxy a medium not made yet is made before nginx is told 
   await withStore(async (env, store, key) => {
     const d = await uploaded(env, key, await makeNoiseJpeg(1500, 900), "p.jpg");
     const url = `http://localhost:8080${pathOf(d.medium.url)}`;
+    // The original asked for first: its row is then in the cache the fast path reads.
+    const original = await env.app.fetch(
+      new Request(`http://localhost:8080${pathOf(d.url)}`),
+    );
+    assert.equal(original.status, 200);
+    assert.ok(original.headers.get("x-accel-redirect"));
     // Twice through the app's whole fetch (fast path first): the first answer comes
     // after the make, and the file nginx is sent to exists by then.
     const first = await env.app.fetch(new Request(url));

@@ -284,17 +284,11 @@ export class ImagePipeline {
     };
     const scratch = this.#reserveBmpScratch(shape.bmp);
     try {
-      const timeout = this.deps.config.IMAGE_TIMEOUT_MS;
-      await this.#slots.run(
-        () =>
-          this.#process(file, source, ext, shape, {
-            tmp,
-            keep,
-            unkeep,
-            deadline: Date.now() + timeout,
-          }),
-        timeout,
-      );
+      await this.#checkStripKeep(file, source, ext, shape, {
+        tmp,
+        keep,
+        unkeep,
+      });
       return await this.#persist(userId, file, ext, shape, stored!.size, id, {
         ...opts,
         drop: unkeep,
@@ -381,10 +375,15 @@ export class ImagePipeline {
   }
 
   /**
-   * Decodes for real (the check), and strips metadata from the original and stores it,
-   * before `deadline` (143 past it).
+   * check → strip → store the original. The check (a decode) runs in a work slot; the
+   * lossless strip and the store's sync are file I/O, so they run beside it outside the
+   * slots, and a stripped copy is stored at once: a slot is never held waiting for a disk
+   * (at 8 clients on 2 cores that wait had left the slots idle ~10 ms an upload). If the
+   * check refuses the file, what was stored is deleted before the answer (bytes without
+   * a row are the orphan sweep's case, should a crash come in between). A re-encode,
+   * when one is needed, comes after the check, in a slot, within the same deadline.
    */
-  async #process(
+  async #checkStripKeep(
     file: IncomingImage,
     source: Source,
     ext: string,
@@ -396,102 +395,26 @@ export class ImagePipeline {
       keep: (path: string) => Promise<void>;
       /** Removes the original stored by `keep`. */
       unkeep: () => Promise<void>;
-      deadline: number;
     },
   ): Promise<void> {
-    const { tmp, keep, unkeep, deadline } = stages;
-    const { config } = this.deps;
-    const { animated, frames, meta, orientation } = shape;
-    // libvips checks this between tiles and stops the pipeline; whole seconds only.
-    const seconds = () => {
-      const left = deadline - Date.now();
-      if (left <= 0) throw tooSlow();
-      return Math.max(1, Math.ceil(left / 1000));
-    };
-    const decodable = shape.bmp
-      ? await this.#input(
-        await this.#bmpAsTiff(source, shape.bmp, tmp("px.tif"), deadline),
-      )
-      : source;
-    // The check that the file is a sound image (141 if not): every frame decoded for
-    // real, into a few pixels that are thrown away. Shrunk on load where the codec can (a
-    // JPEG's DCT scaling decodes 1/8 of the pixels: ~3.3 ms against ~5.7 for the 320 px
-    // thumbnail of a 200 KB photo), yet every byte of the compressed data is read, so a
-    // cut or corrupt stream still fails. No variant is made here: the thumbnail and the
-    // medium are made at their first request (fixed_variants.ts, variant_maker.ts).
-    const validated = (async () => {
-      try {
-        await sharp(decodable, {
-          animated,
-          limitInputPixels: config.MAX_IMAGE_PIXELS * Math.max(1, frames),
-          failOn: "error",
-        }).timeout({ seconds: seconds() })
-          .resize(CHECK_SIZE, CHECK_SIZE, { fit: "inside" })
-          .raw().toBuffer();
-      } catch (e) {
-        throw decodeFailure(e);
-      }
-    })();
-    // JPEG, PNG, GIF and WebP lose their metadata losslessly, by file I/O alone, so that
-    // runs while libvips decodes (beside its threads: ~2.5 ms less per 200 KB upload at one
-    // client). A WebP turned by its EXIF is re-encoded upright below instead (losslessly
-    // when it was lossless): browsers do not all honour a WebP's orientation, so it cannot
-    // be kept as the one tag left.
-    // A TIFF's tags are its metadata: one with tags beyond its pixels' is copied without
-    // them, keeping its depth and pages. An AVIF's metadata items leave its boxes, its AV1
-    // data copied as it was (avif_strip.ts).
-    const lossless = ext === "jpg" || ext === "png" || ext === "gif" ||
-      ext === "tiff" || ext === "avif" || (ext === "webp" && orientation <= 1);
-    // The original's path; REENCODE when only a re-encode can take its metadata away;
-    // undefined without a lossless path (re-encoded if libvips saw metadata).
-    const stripped = (async (): Promise<Original> => {
-      if (!lossless) return undefined;
-      const out = tmp("orig");
-      try {
-        if (ext === "avif") {
-          const done = await withReader(
-            source,
-            async (read, size) =>
-              await rewriteAvif(read, await size(), out, this.#stripBuffers),
-          );
-          // An image sequence is left as it was: a re-encode would flatten it.
-          return done === "rewritten"
-            ? out
-            : done === "refused"
-            ? REENCODE
-            : undefined;
-        } else if (ext === "tiff") {
-          return await tiffWithPixelTagsOnly(
-            source,
-            file.path,
-            out,
-            this.#stripBuffers,
-          );
-        } else if (ext === "jpg") {
-          await stripJpeg(file.path, out, orientation, this.#stripBuffers);
-        } else if (ext === "png") {
-          await stripPng(file.path, out, this.#stripBuffers);
-        } else if (ext === "gif") {
-          await stripGif(file.path, out, this.#stripBuffers);
-        } else await stripWebp(file.path, out, this.#stripBuffers);
-      } catch (e) {
-        if (!(e instanceof MalformedImage)) throw e;
-        throw damaged(e.message);
-      }
-      return out;
-    })();
-    // A stripped copy goes into the store at once, its sync beside the decode; if the
-    // decode then refuses the file, it is deleted again before the answer (bytes without
-    // a row are the orphan sweep's case, should a crash come in between). The received
-    // file itself (kept as it is) waits: libvips may still have to open it by its path.
-    const stored = stripped.then(async (kept) => {
-      if (typeof kept !== "string" || kept === file.path) return kept;
-      await keep(kept);
-      return STORED;
-    });
+    const { tmp, keep, unkeep } = stages;
+    const timeout = this.deps.config.IMAGE_TIMEOUT_MS;
+    let deadline = Infinity;
+    // The received file itself (kept as it is) waits for the check: libvips may still
+    // have to open it by its path.
+    const stored = this.#strip(file, source, ext, shape.orientation, tmp)
+      .then(async (kept) => {
+        if (typeof kept !== "string" || kept === file.path) return kept;
+        await keep(kept);
+        return STORED;
+      });
+    const checked = this.#slots.run(() => {
+      deadline = Date.now() + timeout;
+      return this.#check(source, shape, tmp, deadline);
+    }, timeout);
     // Both settle before anything is judged, so no write is still running when the temp
     // files are removed; a decode failure (141) outranks whatever the strip ran into.
-    const [decoded, original] = await Promise.allSettled([validated, stored]);
+    const [decoded, original] = await Promise.allSettled([checked, stored]);
     if (decoded.status === "rejected") {
       if (original.status === "fulfilled" && original.value === STORED) {
         await unkeep();
@@ -501,42 +424,149 @@ export class ImagePipeline {
     if (original.status === "rejected") throw original.reason;
     const kept = original.value;
     if (kept === STORED) return;
-    let originalPath = typeof kept === "string" ? kept : file.path;
+    const { meta } = shape;
     if (
       kept === REENCODE ||
       (kept === undefined && (meta.exif || meta.xmp || meta.iptc))
     ) {
-      // No lossless path for these containers: re-encode at high quality, orientation
-      // baked into the pixels since the tag goes with the rest of the metadata. After
-      // the check, not beside it: two full decodes of a large image at once would double
-      // the memory an upload can take.
-      originalPath = tmp("orig");
-      const img = sharp(source, { animated, limitInputPixels: false })
-        .rotate().timeout({ seconds: seconds() });
-      try {
-        await this.#save(
-          ext === "webp"
-            ? img.webp(
-              await withReader(source, webpIsLossless)
-                ? { lossless: true }
-                : { quality: 95 },
-            )
-            : ext === "avif"
-            ? img.avif({ quality: 80 })
-            : ext === "tiff"
-            ? img.tiff({ compression: "lzw" })
-            : ext === "gif"
-            ? img.gif()
-            : img.png(),
-          originalPath,
-        );
-      } catch (e) {
-        // A whole-file decode can fail where the check's first page did not: a TIFF
-        // whose directory chain loops back (libvips: "IFD looping") is a broken file.
-        throw decodeFailure(e);
-      }
+      await keep(
+        await this.#slots.run(
+          () => this.#reencode(source, ext, shape, tmp("orig"), deadline),
+          timeout,
+        ),
+      );
+    } else await keep(typeof kept === "string" ? kept : file.path);
+  }
+
+  /**
+   * The check that the file is a sound image (141 if not), before `deadline` (143 past
+   * it): every frame decoded for real, into a few pixels that are thrown away. Shrunk on
+   * load where the codec can (a JPEG's DCT scaling decodes 1/8 of the pixels: ~3.3 ms
+   * against ~5.7 for the 320 px thumbnail of a 200 KB photo), yet every byte of the
+   * compressed data is read, so a cut or corrupt stream still fails. No variant is made
+   * here: the thumbnail and the medium are made at their first request
+   * (fixed_variants.ts, variant_maker.ts). A BMP's pixels are rewritten first.
+   */
+  async #check(
+    source: Source,
+    shape: Shape,
+    tmp: (name: string) => string,
+    deadline: number,
+  ): Promise<void> {
+    const decodable = shape.bmp
+      ? await this.#input(
+        await this.#bmpAsTiff(source, shape.bmp, tmp("px.tif"), deadline),
+      )
+      : source;
+    try {
+      await sharp(decodable, {
+        animated: shape.animated,
+        limitInputPixels: this.deps.config.MAX_IMAGE_PIXELS *
+          Math.max(1, shape.frames),
+        failOn: "error",
+      }).timeout({ seconds: secondsLeft(deadline) })
+        .resize(CHECK_SIZE, CHECK_SIZE, { fit: "inside" })
+        .raw().toBuffer();
+    } catch (e) {
+      throw decodeFailure(e);
     }
-    await keep(originalPath);
+  }
+
+  /**
+   * The original without its metadata, by file I/O alone where the format allows: JPEG,
+   * PNG, GIF and WebP lose it losslessly; a TIFF's tags are its metadata, so one with tags
+   * beyond its pixels' is copied without them, keeping its depth and pages; an AVIF's
+   * metadata items leave its boxes, its AV1 data copied as it was (avif_strip.ts). A WebP
+   * turned by its EXIF is re-encoded upright instead (losslessly when it was lossless):
+   * browsers do not all honour a WebP's orientation, so it cannot be kept as the one tag
+   * left. Answers the stripped file's path; REENCODE when only a re-encode can take its
+   * metadata away; undefined without a lossless path (re-encoded if libvips saw metadata).
+   */
+  async #strip(
+    file: IncomingImage,
+    source: Source,
+    ext: string,
+    orientation: number,
+    tmp: (name: string) => string,
+  ): Promise<Original> {
+    const lossless = ext === "jpg" || ext === "png" || ext === "gif" ||
+      ext === "tiff" || ext === "avif" || (ext === "webp" && orientation <= 1);
+    if (!lossless) return undefined;
+    const out = tmp("orig");
+    try {
+      if (ext === "avif") {
+        const done = await withReader(
+          source,
+          async (read, size) =>
+            await rewriteAvif(read, await size(), out, this.#stripBuffers),
+        );
+        // An image sequence is left as it was: a re-encode would flatten it.
+        return done === "rewritten"
+          ? out
+          : done === "refused"
+          ? REENCODE
+          : undefined;
+      } else if (ext === "tiff") {
+        return await tiffWithPixelTagsOnly(
+          source,
+          file.path,
+          out,
+          this.#stripBuffers,
+        );
+      } else if (ext === "jpg") {
+        await stripJpeg(file.path, out, orientation, this.#stripBuffers);
+      } else if (ext === "png") {
+        await stripPng(file.path, out, this.#stripBuffers);
+      } else if (ext === "gif") {
+        await stripGif(file.path, out, this.#stripBuffers);
+      } else await stripWebp(file.path, out, this.#stripBuffers);
+    } catch (e) {
+      if (!(e instanceof MalformedImage)) throw e;
+      throw damaged(e.message);
+    }
+    return out;
+  }
+
+  /**
+   * The original re-encoded at high quality where no lossless path could take its
+   * metadata away, orientation baked into the pixels since the tag goes with the rest.
+   * After the check, not beside it: two full decodes of a large image at once would
+   * double the memory an upload can take.
+   */
+  async #reencode(
+    source: Source,
+    ext: string,
+    shape: Shape,
+    out: string,
+    deadline: number,
+  ): Promise<string> {
+    const img = sharp(source, {
+      animated: shape.animated,
+      limitInputPixels: false,
+    }).rotate().timeout({ seconds: secondsLeft(deadline) });
+    try {
+      await this.#save(
+        ext === "webp"
+          ? img.webp(
+            await withReader(source, webpIsLossless)
+              ? { lossless: true }
+              : { quality: 95 },
+          )
+          : ext === "avif"
+          ? img.avif({ quality: 80 })
+          : ext === "tiff"
+          ? img.tiff({ compression: "lzw" })
+          : ext === "gif"
+          ? img.gif()
+          : img.png(),
+        out,
+      );
+    } catch (e) {
+      // A whole-file decode can fail where the check's first page did not: a TIFF
+      // whose directory chain loops back (libvips: "IFD looping") is a broken file.
+      throw decodeFailure(e);
+    }
+    return out;
   }
 
   /**
@@ -768,6 +798,16 @@ function damaged(why: string): ApiError {
   return new ApiError(141, {
     message: `Unsupported image type: the file is damaged (${why})`,
   });
+}
+
+/**
+ * Whole seconds left before `deadline`, at least one, for libvips' timeout (it checks
+ * between tiles and stops the pipeline); 143 when none are left.
+ */
+function secondsLeft(deadline: number): number {
+  const left = deadline - Date.now();
+  if (left <= 0) throw tooSlow();
+  return Math.max(1, Math.ceil(left / 1000));
 }
 
 function tooSlow(): ApiError {

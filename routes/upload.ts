@@ -565,7 +565,7 @@ export function registerUploadRoutes(
       index: form.files.length + i,
       field: "source",
       filename: "image",
-      path: join(scratch.dir, `url-${crypto.randomUUID()}`),
+      path: join(scratch.importDir, `url-${crypto.randomUUID()}`),
       size: 0,
       sha256: "",
       truncated: false,
@@ -588,18 +588,31 @@ export function registerUploadRoutes(
     const slots = new WorkSlots(deps.config.URL_IMPORTS_AT_ONCE, files.length);
     return files.map((file) =>
       file.url === undefined ? Promise.resolve(file) : slots.run(async () => {
-        const got = await importUrl(
-          file.url!,
-          file.path,
-          importLimits(file.field, deadline, scratch.maxFileBytes),
-        );
-        return { ...file, ...got };
+        // A body's address was given a path beside the body's files; its image, of any
+        // size, goes where imports go (on disk when the body is held in memory).
+        const path = file.path.startsWith(scratch.importDir)
+          ? file.path
+          : join(scratch.importDir, `url-${crypto.randomUUID()}`);
+        try {
+          const got = await importUrl(
+            file.url!,
+            path,
+            importLimits(file.field, deadline, scratch.maxFileBytes),
+          );
+          return { ...file, ...got, path };
+        } catch (e) {
+          // A failed import's file is ours to remove (the caller only knows the body's).
+          if (path !== file.path) await removeScratch(path).catch(() => {});
+          throw e;
+        }
       }, timeout * 2)
     );
   };
 
   const handleUpload = async (c: Context<AppEnv>) => {
-    const scratch = await pipeline.requestScratch();
+    const scratch = await pipeline.requestScratch(
+      Number(c.req.header("content-length")) || undefined,
+    );
     try {
       return await uploadWith(c, scratch);
     } finally {
@@ -630,8 +643,10 @@ export function registerUploadRoutes(
       // Each import's failure is read in its turn below, never left unhandled.
       for (const f of fetched) f.catch(() => {});
       for (const [i, received] of files.entries()) {
+        let imported: string | undefined;
         try {
           const file = await fetched[i];
+          if (file.path !== received.path) imported = file.path;
           images.push(
             await pipeline.ingest(
               userId,
@@ -650,6 +665,7 @@ export function registerUploadRoutes(
           });
         } finally {
           await removeScratch(received.path).catch(() => {});
+          if (imported) await removeScratch(imported).catch(() => {});
         }
       }
       if (files.length === 1 && errorsThrown.length) throw errorsThrown[0];

@@ -408,8 +408,8 @@ test("an image whose decoding outlasts IMAGE_TIMEOUT_MS is stopped with 143 and 
       );
       let slowDone = false;
       slow.then(() => slowDone = true);
-      // The slow one holds the only worker once its stripped original is written (the
-      // strip runs inside the worker's slot, beside the decode): then knock. Waiting for
+      // The slow one holds the only worker once its stripped original is being written
+      // (the strip starts beside the check, as the check takes the worker): then knock. Waiting for
       // that sign rather than knocking blindly keeps the race out of the test, on a
       // loaded machine and with the slower WebAssembly engine alike.
       await waitUntil(

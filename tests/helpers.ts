@@ -276,18 +276,21 @@ export async function fetchBytes(
 }
 
 /**
- * Files left in this process's scratch folder (in the app's DATA_DIR, or in memory with
- * SCRATCH=memory): upload temp files, and the TIFF a BMP is rewritten to.
+ * Files left in this process's scratch folder (in the app's DATA_DIR, and in memory, where
+ * small bodies go, and everything with SCRATCH=memory): upload temp files, and the TIFF a
+ * BMP is rewritten to.
  */
 export function scratchFiles(env: TestEnv): string[] {
+  // Small bodies are held in memory on disk too (ImagePipeline#requestScratch).
   if (env.config.SCRATCH === "memory") return memoryFileNames();
   try {
-    return [...Deno.readDirSync(`${env.config.DATA_DIR}/tmp/${processTag()}`)]
-      .map((
-        e,
-      ) => e.name);
+    return [
+      ...[...Deno.readDirSync(`${env.config.DATA_DIR}/tmp/${processTag()}`)]
+        .map((e) => e.name),
+      ...memoryFileNames(),
+    ];
   } catch {
-    return []; // never created
+    return memoryFileNames(); // never created
   }
 }
 

@@ -9,11 +9,13 @@ import {
   readScratch,
   releaseFolder,
   removeScratch,
+  reserveFolder,
   setMemoryBudget,
   statScratch,
   writeScratch,
 } from "../services/runtime/scratch_files.ts";
 import {
+  fetchBytes,
   json,
   storedKeys,
   test,
@@ -99,6 +101,69 @@ test("memory scratch over the process budget is 250 with Retry-After, and over a
     releaseFolder("memory:/t/req-1");
     assert.equal(memoryHeld(), 0);
   } finally {
+    setMemoryBudget(256);
+  }
+});
+
+test("a reserved folder takes its bytes of the process budget up front: its writes are never refused for others' sake, a reservation without room is declined, and release gives back what its files do not hold", async () => {
+  setMemoryBudget(16);
+  try {
+    assert.equal(reserveFolder("memory:/t/small-1", 4 * MiB), true);
+    assert.equal(memoryHeld(), 4 * MiB);
+    // Others fill the rest of the budget: the reserved folder still writes its 4 MB.
+    await writeScratch("memory:/t/other", new Uint8Array(12 * MiB));
+    await writeScratch("memory:/t/small-1/a", new Uint8Array(3 * MiB));
+    await writeScratch("memory:/t/small-1/b", new Uint8Array(MiB));
+    assert.equal(memoryHeld(), 16 * MiB);
+    // No room left: a new reservation is declined (its caller uses disk), taking nothing.
+    assert.equal(reserveFolder("memory:/t/small-2", MiB), false);
+    assert.equal(memoryHeld(), 16 * MiB);
+    // Past its own reservation a folder is refused like any request's (130).
+    const over = await writeScratch("memory:/t/small-1/c", new Uint8Array(1))
+      .then(() => undefined, (e) => e);
+    assert.equal(over?.code, 130);
+    await removeScratch("memory:/t/small-1/a");
+    assert.equal(memoryHeld(), 16 * MiB, "still reserved");
+    // Released with a file left: only that file's bytes count from then on.
+    releaseFolder("memory:/t/small-1");
+    assert.equal(memoryHeld(), 13 * MiB);
+    await removeScratch("memory:/t/small-1/b");
+    await removeScratch("memory:/t/other");
+    assert.equal(memoryHeld(), 0);
+  } finally {
+    setMemoryBudget(256);
+  }
+});
+
+test("on disk, a small upload is received into memory and leaves nothing there; with the memory budget taken it is received on disk, still stored", async () => {
+  const env = await testEnv({ env: { MEMORY_BODY_MB: "16" } });
+  try {
+    const { key } = await userWithKey(env);
+    const png = await makeImage("png", { width: 300, height: 200 });
+    const held = memoryHeld();
+    const a = await upload(env, key, formWith([{ name: "a.png", bytes: png }]));
+    assert.equal(a.status, 200);
+    assert.equal(memoryHeld(), held);
+    assert.deepEqual(memoryFileNames(), []);
+    // The budget taken by others: the next small body goes to disk, and is stored.
+    await writeScratch("memory:/t/hog", new Uint8Array(16 * MiB - held));
+    const b = await upload(
+      env,
+      key,
+      formWith([{
+        name: "b.png",
+        bytes: await makeImage("png", { width: 301 }),
+      }]),
+    );
+    assert.equal(b.status, 200, JSON.stringify(b.body));
+    await removeScratch("memory:/t/hog");
+    assert.equal(memoryHeld(), held);
+    assert.equal(
+      (await fetchBytes(env, new URL(b.body.data.url).pathname)).res.status,
+      200,
+    );
+  } finally {
+    await env.close();
     setMemoryBudget(256);
   }
 });

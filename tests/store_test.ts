@@ -96,6 +96,25 @@ test("the filesystem store keeps the contract: put, stat, get with ranges, delet
   }
 });
 
+test("the filesystem store makes each folder once, and again if it was removed since", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const store = await new FsStore(dir).init();
+    const bytes = new TextEncoder().encode("abc");
+    await store.put("zzfirst1.png", bytes);
+    await Deno.remove(`${dir}/zz`, { recursive: true });
+    await store.put("zzsecond.png", bytes);
+    assert.equal(await Deno.readTextFile(`${dir}/zz/zzsecond.png`), "abc");
+    const file = `${dir}/handed`;
+    await Deno.writeTextFile(file, "def");
+    await Deno.remove(`${dir}/zz`, { recursive: true });
+    await store.putFile("zzthird1.png", file, { contentType: "image/png" });
+    assert.equal(await Deno.readTextFile(`${dir}/zz/zzthird1.png`), "def");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 test("a file handed over from another filesystem is copied in, synced, and removed where it was", async () => {
   const dir = await Deno.makeTempDir();
   // /dev/shm is a tmpfs: rename(2) from it into the store fails with EXDEV.

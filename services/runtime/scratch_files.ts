@@ -34,8 +34,14 @@ const MiB = 1024 * 1024;
  */
 class MemoryScratch {
   readonly files = new Map<string, MemoryEntry>();
-  /** Folders with a budget of their own (one request's body): its limit and use. */
-  readonly folders = new Map<string, { limit: number; held: number }>();
+  /**
+   * Folders with a budget of their own (one request's body): its limit and use, and what
+   * of the process's budget it reserved up front (see reserveFolder).
+   */
+  readonly folders = new Map<
+    string,
+    { limit: number; held: number; reserved: number }
+  >();
   budget = 256 * MiB;
   #held = 0;
 
@@ -60,7 +66,9 @@ class MemoryScratch {
         }],
       });
     }
-    if (bytes > 0 && this.#held + bytes > this.budget) {
+    // Within what the folder reserved, the process's budget was taken already.
+    const grow = f ? overReserve(f, bytes) : bytes;
+    if (grow > 0 && this.#held + grow > this.budget) {
       throw new ApiError(250, {
         headers: { "Retry-After": String(OUTAGE_RETRY_AFTER_S) },
         details: [{
@@ -70,14 +78,34 @@ class MemoryScratch {
         }],
       });
     }
-    this.#held += bytes;
+    this.#held += grow;
     if (f) f.held += bytes;
   }
 
   give(bytes: number, folder?: string) {
-    this.#held -= bytes;
     const f = folder === undefined ? undefined : this.folders.get(folder);
+    this.#held -= f ? -overReserve(f, -bytes) : bytes;
     if (f) f.held -= bytes;
+  }
+
+  /** Takes `bytes` of the process's budget for `folder` now; false when it has no room. */
+  reserve(folder: string, bytes: number): boolean {
+    if (this.#held + bytes > this.budget) return false;
+    this.#held += bytes;
+    this.folders.set(folder, { limit: bytes, held: 0, reserved: bytes });
+    return true;
+  }
+
+  /**
+   * Ends a folder's own budget: its reservation goes back, and whatever its files still
+   * hold counts for the process from now on.
+   */
+  release(folder: string) {
+    const f = this.folders.get(folder);
+    if (!f) return;
+    this.folders.delete(folder);
+    // The folder counted max(reserved, held); its files now count what they hold.
+    this.#held += f.held - Math.max(f.held, f.reserved);
   }
 
   remove(path: string) {
@@ -86,6 +114,17 @@ class MemoryScratch {
     this.files.delete(path);
     this.give(e.buf.length, e.folder);
   }
+}
+
+/**
+ * How much more of the process's budget a folder takes when its files grow by `bytes`
+ * (negative: shrink): a folder counts max(reserved, held) against the process.
+ */
+function overReserve(
+  f: { held: number; reserved: number },
+  bytes: number,
+): number {
+  return Math.max(f.reserved, f.held + bytes) - Math.max(f.reserved, f.held);
 }
 
 /** One memory file: its bytes (capacity may exceed size until it is closed). */
@@ -112,13 +151,22 @@ export function setMemoryBudget(mb: number): void {
  */
 export function limitFolder(folder: string, bytes: number): void {
   if (isMemoryPath(folder)) {
-    memory.folders.set(folder, { limit: bytes, held: 0 });
+    memory.folders.set(folder, { limit: bytes, held: 0, reserved: 0 });
   }
+}
+
+/**
+ * Reserves `bytes` of the process's budget for a memory folder, which may then hold that
+ * much (130 past it) with no write refused for the process's sake; false, reserving
+ * nothing, when the budget has no room (the caller then writes to disk instead).
+ */
+export function reserveFolder(folder: string, bytes: number): boolean {
+  return memory.reserve(folder, bytes);
 }
 
 /** Ends a folder's own budget (its files, if any are left, still count for the process). */
 export function releaseFolder(folder: string): void {
-  memory.folders.delete(folder);
+  memory.release(folder);
 }
 
 /** Bytes the memory scratch files hold now (for tests and the logs). */

@@ -701,7 +701,7 @@ export class ImagePipeline {
       drop: () => Promise<void>;
     },
   ): Promise<ImageRecord & { duplicate?: boolean }> {
-    const { config, database, clock } = this.deps;
+    const { config, clock } = this.deps;
     const vext = variantExt(ext);
     const row = {
       id,

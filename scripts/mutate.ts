@@ -105,15 +105,6 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/fixed_variants_test.ts"],
   },
   {
-    name:
-      "uploads: a shared insert that fails fails every upload in it (one user's fault)",
-    file: "services/images/row_inserts.ts",
-    from: `          if (batch.length === 1) {`,
-    to: `          for (const w of batch.slice(1)) w.reject(e);
-          if (batch.length >= 1) {`,
-    tests: ["tests/row_inserts_test.ts"],
-  },
-  {
     name: "memory scratch: a released reservation is never given back",
     file: "services/runtime/scratch_files.ts",
     from: `    this.#held += f.held - Math.max(f.held, f.reserved);`,

@@ -49,7 +49,6 @@ import { claimScratchDir, processTag } from "../runtime/scratch_dir.ts";
 import { rewriteAvif } from "./formats/avif_strip.ts";
 import { WorkSlots } from "../runtime/work_slots.ts";
 import { hasMedium, variantExt } from "./fixed_variants.ts";
-import { ImageRowInserts } from "./row_inserts.ts";
 import { engineThreads, imageEngine, isLibvipsTimeout } from "./engine.ts";
 import { ScratchBudget } from "./formats/scratch_budget.ts";
 import {
@@ -141,8 +140,6 @@ export class ImagePipeline {
   readonly #bmpScratch: ScratchBudget;
   /** Scratch files live in memory (SCRATCH=memory), so libvips reads and writes bytes. */
   readonly #memory: boolean;
-  /** Inserts image rows (together, on the embedded database: row_inserts.ts). */
-  readonly #rows: ImageRowInserts;
   /** The process's temp folder exists (made at the first upload, once). */
   #tmpMade = false;
   constructor(
@@ -168,10 +165,6 @@ export class ImagePipeline {
     this.#slots = new WorkSlots(
       deps.config.IMAGE_WORKERS,
       deps.config.IMAGE_QUEUE,
-    );
-    this.#rows = new ImageRowInserts(
-      deps.database.db,
-      deps.database.kind === "pglite",
     );
     this.#bmpScratch = new ScratchBudget(
       deps.config.BMP_SCRATCH_MB,
@@ -701,7 +694,7 @@ export class ImagePipeline {
       drop: () => Promise<void>;
     },
   ): Promise<ImageRecord & { duplicate?: boolean }> {
-    const { config, clock } = this.deps;
+    const { config, database, clock } = this.deps;
     const vext = variantExt(ext);
     const row = {
       id,
@@ -732,7 +725,12 @@ export class ImagePipeline {
       // the sweeper has not reached is deleted by the lookup, and the insert tried again.
       for (let tries = 0;; tries++) {
         inserting = true;
-        const inserted = await this.#rows.insert(row);
+        const inserted = await database.db.insertInto("images").values(row)
+          .onConflict((oc) =>
+            oc.columns(["user_id", "sha256"]).where("deleted_at", "is", null)
+              .doNothing()
+          )
+          .returning("id").executeTakeFirst();
         inserting = false;
         if (inserted) break;
         const dup = await this.#duplicateOf(userId, file.sha256);

@@ -50,11 +50,11 @@ export const ImageRecordSchema = z.object({
   image: ImageFileSchema,
   thumb: ImageFileSchema.openapi({
     description:
-      "Thumbnail (longest side 320 px); the original when it is no larger",
+      "Thumbnail (longest side 320 px; the original's size when it is no larger), made at its first request and kept",
   }),
   medium: ImageFileSchema.openapi({
     description:
-      "Medium size (longest side 1024 px); the original when it is no larger",
+      "Medium size (longest side 1024 px), made at its first request and kept; the original when it is no larger",
   }),
   delete_url: z.string().url().openapi({
     description: "Secret link that deletes the image",

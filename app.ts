@@ -18,6 +18,8 @@ import { apiAuth, keyCacheOf } from "./routes/api_auth.ts";
 import { wholeBodyLimit } from "./routes/body_limit.ts";
 import { registerUploadRoutes } from "./routes/upload.ts";
 import { registerImageListRoutes } from "./routes/image_list.ts";
+import { registerAlbumRoutes } from "./routes/albums.ts";
+import { registerAlbumPage } from "./routes/album_page.tsx";
 import {
   imageFastPath,
   registerHostRoutes,
@@ -168,8 +170,10 @@ export function createApp(deps: AppDeps): App {
   );
   registerUploadRoutes(app, deps, pipeline, rowCache);
   registerImageListRoutes(app, deps);
+  registerAlbumRoutes(app, deps, rowCache);
   registerScreenshotRoutes(app, deps, new ScreenshotService(deps, pipeline));
   registerViewerRoutes(app, deps, rowCache);
+  registerAlbumPage(app, deps);
   registerSiteRoutes(app, deps, rowCache);
   const fixedSeen = new StoredFixed();
   registerHostRoutes(

@@ -185,6 +185,7 @@ const DOCS_CSS = `.swagger-ui .info .title small{background:#57606a}
 .swagger-ui .opblock.opblock-post .opblock-summary-method{background:#1a7f37}
 .swagger-ui .opblock.opblock-get .opblock-summary-method{background:#0969da}
 .swagger-ui .opblock.opblock-delete .opblock-summary-method{background:#cf222e}
+.swagger-ui .opblock.opblock-patch .opblock-summary-method{background:#9a6700}
 .swagger-ui .opblock.opblock-head .opblock-summary-method{background:#0969da}
 .swagger-ui .btn.authorize,.swagger-ui .btn.authorize span{color:#1a7f37;border-color:#1a7f37}
 .swagger-ui .btn.authorize svg{fill:#1a7f37}

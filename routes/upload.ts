@@ -14,6 +14,8 @@ import {
 import {
   BATCH_EXAMPLE,
   DeletedSchema,
+  EXPIRATION_MAX,
+  EXPIRATION_MIN,
   IMAGE_RECORD_EXAMPLE,
   ImageIdParamSchema,
   ImageRecordSchema,
@@ -35,6 +37,7 @@ import {
   receiveUrlencoded,
 } from "../services/bodies/form_bodies.ts";
 import type { ImagePipeline } from "../services/images/pipeline.ts";
+import { albumForImages } from "../services/albums/albums.ts";
 import type { ImageRowCache } from "../services/images/image_cache.ts";
 import { authenticateDeferred, headerKey, isMultipart } from "./api_auth.ts";
 import {
@@ -88,8 +91,7 @@ const UPLOAD_ERRORS: ErrorCode[] = [
 export const UPLOAD_FORMATS = ["json", "txt", "redirect"] as const;
 
 /** Allowed range of `expiration`, seconds (one minute to 180 days, as ImgBB). */
-export const EXPIRATION_MIN = 60;
-export const EXPIRATION_MAX = 15_552_000;
+export { EXPIRATION_MAX, EXPIRATION_MIN };
 
 /** Query parameters of an upload (all optional; body fields take precedence). */
 const UploadQuerySchema = z.object({
@@ -120,6 +122,10 @@ const UploadQuerySchema = z.object({
   }),
   title: z.string().max(255).optional().openapi({
     description: "Title of the image (Chevereto)",
+  }),
+  album_id: z.string().max(64).optional().openapi({
+    description:
+      "One of your albums to put the images in (Chevereto's name; body fields win)",
   }),
 });
 
@@ -171,6 +177,11 @@ function bodyFields(form: boolean) {
       title: text(
         "Title of the image (Chevereto); `name` wins when both are sent",
         255,
+      ),
+      album_id: text(
+        "One of your albums to put the images in (Chevereto's name; `album` is taken " +
+          "too); someone else's or none is 160",
+        64,
       ),
     },
   };
@@ -636,6 +647,12 @@ export function registerUploadRoutes(
       const format = parseFormat(formatGiven);
       const title = (form.fields.name || form.fields.title ||
         c.req.query("name") || c.req.query("title"))?.slice(0, 255);
+      // Chevereto's `album_id` (also `album` in a JSON body, or either in the query).
+      const album = form.fields.album_id || form.fields.album ||
+        c.req.query("album_id") || c.req.query("album");
+      const albumId = album
+        ? (await albumForImages(db, userId, album)).id
+        : undefined;
       const images: ImageRecord[] = [];
       const errors: UploadFailure[] = [];
       const errorsThrown: ApiError[] = [];
@@ -651,7 +668,7 @@ export function registerUploadRoutes(
             await pipeline.ingest(
               userId,
               title ? { ...file, filename: title } : file,
-              { expiration },
+              { expiration, albumId },
             ),
           );
         } catch (e) {

@@ -56,6 +56,14 @@ export const ImageRecordSchema = z.object({
     description:
       "Medium size (longest side 1024 px), made at its first request and kept; the original when it is no larger",
   }),
+  description: z.string().openapi({
+    description: "The owner's description (empty when none)",
+    example: "",
+  }),
+  album_id: z.string().nullable().openapi({
+    description: "The album it is in, if any",
+    example: null,
+  }),
   delete_url: z.string().url().openapi({
     description: "Secret link that deletes the image",
     example: "https://example.com/delete/aB3xK9pQ2m/Zk2...",
@@ -95,6 +103,26 @@ export const ImageIdParamSchema = z.object({
   }),
 });
 
+/** Shortest and longest `expiration` (seconds): one minute to 180 days, as ImgBB. */
+export const EXPIRATION_MIN = 60;
+export const EXPIRATION_MAX = 15_552_000;
+
+/** PATCH /api/1/images/{id}: what is given changes. */
+export const ImagePatchSchema = z.object({
+  title: z.string().trim().min(1).max(255).optional(),
+  description: z.string().max(5000).optional(),
+  album_id: z.string().regex(/^[A-Za-z0-9_-]{6,64}$/).nullable().optional()
+    .openapi({ description: "One of your albums, or null for none" }),
+  expiration: z.number().int().refine(
+    (n) => n === 0 || (n >= EXPIRATION_MIN && n <= EXPIRATION_MAX),
+    `0 (kept for good) or ${EXPIRATION_MIN} to ${EXPIRATION_MAX} seconds`,
+  ).optional().openapi({
+    description:
+      "Seconds from now until the image is deleted, or 0 to keep it for good",
+    example: 86400,
+  }),
+}).strict().openapi("ImagePatch");
+
 /** Result of a deletion. */
 export const DeletedSchema = z.object({
   id: z.string(),
@@ -125,6 +153,8 @@ export const IMAGE_RECORD_EXAMPLE = {
   image: file("aB3xK9pQ2m.jpg"),
   thumb: file("aB3xK9pQ2m.th.jpg"),
   medium: file("aB3xK9pQ2m.md.jpg"),
+  description: "",
+  album_id: null,
   delete_url: "https://example.com/delete/aB3xK9pQ2m/Zk2Qh7vR1xPzL0aY",
 };
 

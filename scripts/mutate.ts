@@ -112,6 +112,27 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/scratch_files_test.ts"],
   },
   {
+    name: "albums: someone else's album read, changed and deleted",
+    file: "services/albums/albums.ts",
+    from: `  if (!row || row.user_id !== userId) throw notFound();`,
+    to: `  if (!row) throw notFound();`,
+    tests: ["tests/albums_test.ts"],
+  },
+  {
+    name: "albums: uploads and edits put images into someone else's album",
+    file: "services/albums/albums.ts",
+    from: `  if (!row || row.user_id !== userId) {`,
+    to: `  if (!row) {`,
+    tests: ["tests/albums_test.ts"],
+  },
+  {
+    name: "images: someone else's image edited",
+    file: "routes/albums.ts",
+    from: `    if (!row || row.user_id !== userId) throw new ApiError(404);`,
+    to: `    if (!row) throw new ApiError(404);`,
+    tests: ["tests/albums_test.ts"],
+  },
+  {
     name: "transforms: variants outlive their image's deletion",
     file: "services/images/records.ts",
     from: `  await deleteVariants(db, store, row.id);`,

@@ -22,6 +22,7 @@ for (const kind of databaseKinds()) {
         "003_login_attempts.sql",
         "004_screenshot_cache.sql",
         "005_image_variants.sql",
+        "006_albums.sql",
       ]);
       assert.deepEqual(await migrate(database.db), []);
       assert.deepEqual(

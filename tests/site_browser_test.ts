@@ -552,6 +552,60 @@ test("the docs work offline under their CSP: Swagger UI comes from us, nothing i
   visits.push({ name: "docs", path: "/docs", signedIn: false });
 });
 
+test("an album page's code-type picker puts every image's code of that type in the box, and Copy all copies it", async () => {
+  const { key } = await userWithKey(env);
+  const call = async (path: string, init: RequestInit) =>
+    await (await env.app.request(path, {
+      ...init,
+      headers: { authorization: `Bearer ${key}`, ...init.headers },
+    })).json();
+  const album = (await call("/api/1/albums", {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ title: "Weekend", description: "Two days" }),
+  })).data;
+  const ids: string[] = [];
+  for (const width of [90, 91]) {
+    const form = formWith([{
+      name: `w${width}.png`,
+      bytes: await makeImage("png", { width, height: 60 }),
+    }]);
+    form.append("album_id", album.id);
+    ids.push(
+      (await call("/api/1/upload", { method: "POST", body: form })).data.id,
+    );
+    env.clock.advance(1000);
+  }
+  const path = `/a/${album.id}`;
+  visits.push({ name: "album", path, signedIn: false });
+  const page = await newPage();
+  try {
+    await page.goto(`${base}${path}`);
+    assert.equal(
+      await page.$eval("#album-codes", (t) => (t as HTMLTextAreaElement).value),
+      ids.map((id) => `${base}/${id}.png`).reverse().join("\n"),
+    );
+    await page.select("#album-codes-type", "Markdown");
+    const markdown = await page.$eval(
+      "#album-codes",
+      (t) => (t as HTMLTextAreaElement).value,
+    );
+    const lines = markdown.split("\n");
+    assert.equal(lines.length, 2);
+    for (const [i, id] of [...ids].reverse().entries()) {
+      assert.ok(lines[i].includes(`${base}/${id}.png`), lines[i]);
+      assert.ok(lines[i].startsWith("[!["), lines[i]);
+    }
+    await page.click("button[data-copy=album-codes]");
+    await page.waitForFunction(() =>
+      document.querySelector("button[data-copy=album-codes]")!.textContent ===
+        "Copied"
+    );
+  } finally {
+    await page.browserContext().close();
+  }
+});
+
 test("every page passes axe-core with no moderate, serious or critical violation, signed in and out, desktop and phone, light and dark, is never wider than the screen at 390 or 320 px, and breaks no CSP rule", async () => {
   const viewer = visits.find((v) => v.name === "viewer")!.path;
   const pages = [

@@ -88,6 +88,7 @@ input,select,textarea,button{font:inherit;font-size:16px}
 input[type=text],input[type=email],input[type=password],input[type=url],input[type=number],select,textarea{width:100%;max-width:32rem;padding:.45rem .5rem;line-height:1.5;border:1px solid var(--control);border-radius:6px;background:var(--bg);color:inherit}
 input[type=checkbox]{width:1.1rem;height:1.1rem;accent-color:var(--button)}
 textarea{min-height:4.5rem;font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
+.codes-box{display:grid;gap:.4rem;max-width:40rem}.codes-box textarea{max-width:none;min-height:8rem}.codes-box button{justify-self:start}
 button,.button{padding:.45rem .9rem;border:1px solid var(--button);border-radius:6px;background:var(--button);color:#fff;cursor:pointer;text-decoration:none;display:inline-block;line-height:1.5}
 button.secondary,.button.secondary{background:transparent;color:inherit;border-color:var(--control)}
 button.danger{background:var(--bad);border-color:var(--bad)}
@@ -125,14 +126,15 @@ summary{cursor:pointer;font-weight:600;padding:.5rem 0}
  * Page script of every page: copy buttons (`data-copy` names an element whose value is
  * copied; `data-copy-text` carries the text itself; outside a secure context, where
  * browsers have no clipboard API (plain http on a LAN address), through a selected
- * textarea and the copy command, so a button never throws), and forms that ask first
- * (`data-confirm`). Inline handlers are off limits under our CSP, so everything is here.
+ * textarea and the copy command, so a button never throws), forms that ask first
+ * (`data-confirm`), and code-type pickers (`data-codes-for`, see CodesBox). Inline handlers are off limits under our CSP, so everything is here.
  */
 export const PAGE_JS = `
 const copyText=async t=>{if(navigator.clipboard&&window.isSecureContext){try{await navigator.clipboard.writeText(t);return true}catch{}}const a=document.createElement("textarea");a.value=t;a.setAttribute("readonly","");a.style.cssText="position:fixed;top:0;left:0;opacity:0";document.body.append(a);a.select();let ok=false;try{ok=document.execCommand("copy")}catch{}a.remove();return ok};
 document.addEventListener("click",async e=>{const b=e.target.closest("[data-copy],[data-copy-text]");if(!b)return;const el=b.dataset.copy&&document.getElementById(b.dataset.copy);const text=el?(el.value??el.textContent):b.dataset.copyText;const label=b.textContent;if(await copyText(text)){b.textContent="Copied";setTimeout(()=>b.textContent=label,1500)}else if(el&&el.select)el.select()});
 document.addEventListener("submit",e=>{const f=e.target.closest("form[data-confirm]");if(!f)return;let msg=f.dataset.confirm;const n=[...f.elements].filter(x=>x.name==="id"&&x.type==="checkbox"&&x.checked).length;if(f.dataset.confirmCount!==undefined){if(!n){e.preventDefault();alert("Select the images to delete first.");return}msg=msg.replace("{n}",n+(n===1?" image":" images"))}if(!confirm(msg))e.preventDefault()});
 document.addEventListener("change",e=>{const a=e.target.closest("[data-select-all]");if(!a)return;for(const c of document.querySelectorAll("input[name=id][form='"+a.dataset.selectAll+"']"))c.checked=a.checked});
+document.addEventListener("change",e=>{const s=e.target.closest("[data-codes-for]");if(!s)return;const box=document.getElementById(s.dataset.codesFor);const all=JSON.parse(document.getElementById(s.dataset.codesFor+"-data").textContent);box.value=all[s.value]??""});
 `;
 
 /** The signed-in user as pages need them. */
@@ -258,6 +260,48 @@ export function CopyField(props: { id: string; label: string; value: string }) {
           Copy
         </button>
       </div>
+    </div>
+  );
+}
+
+/**
+ * Every link of several images in one box, with a picker of the code type (direct
+ * links, viewer links, HTML, BBCode, Markdown, linked thumbnails…) and Copy all. Each
+ * type's text is in the page as JSON; without scripts the box shows the first type.
+ */
+export function CodesBox(
+  props: { id: string; label: string; codes: Record<string, string> },
+) {
+  const types = Object.keys(props.codes);
+  // JSON inside <script>: no "<" may close it early.
+  const data = JSON.stringify(props.codes).replace(/</g, "\\u003c");
+  return (
+    <div class="codes-box">
+      <label for={`${props.id}-type`}>{props.label}</label>
+      <select id={`${props.id}-type`} data-codes-for={props.id}>
+        {types.map((t) => (
+          <option value={t} selected={t === types[0]}>
+            {t}
+          </option>
+        ))}
+      </select>
+      <textarea
+        id={props.id}
+        readonly
+        rows={6}
+        spellcheck={false}
+        aria-label="Codes"
+      >
+        {props.codes[types[0]] ?? ""}
+      </textarea>
+      <button type="button" class="secondary" data-copy={props.id}>
+        Copy all
+      </button>
+      <script
+        type="application/json"
+        id={`${props.id}-data`}
+        dangerouslySetInnerHTML={{ __html: data }}
+      />
     </div>
   );
 }

@@ -50,6 +50,22 @@ export interface DB {
     created_at: Generated<Date>;
     expires_at: Date | null;
     deleted_at: Date | null;
+    /** The album it is in (albums.id), if any. */
+    album_id: Generated<string | null>;
+    description: Generated<string>;
+  };
+  albums: {
+    id: string;
+    user_id: string;
+    title: string;
+    description: Generated<string>;
+    /** `public` (listed) or `unlisted` (the link works, never listed publicly). */
+    privacy: Generated<string>;
+    cover_image_id: string | null;
+    /** Where it comes among its owner's albums (ascending; then newest first). */
+    position: Generated<number>;
+    created_at: Generated<Date>;
+    updated_at: Generated<Date>;
   };
   screenshot_cache: {
     user_id: string;

@@ -280,7 +280,7 @@ export class ImagePipeline {
   async ingest(
     userId: string,
     file: IncomingImage,
-    opts: { expiration?: number; source?: string } = {},
+    opts: { expiration?: number; source?: string; albumId?: string } = {},
   ): Promise<ImageRecord & { duplicate?: boolean }> {
     const { ext, source } = await this.#admit(file);
     const shape = await this.#inspect(source, ext, file.size);
@@ -690,6 +690,8 @@ export class ImagePipeline {
     opts: {
       expiration?: number;
       source?: string;
+      /** The caller's album to put the image in (checked by the caller). */
+      albumId?: string;
       /** Removes the stored original (a duplicate, or a failure before the row). */
       drop: () => Promise<void>;
     },
@@ -716,6 +718,8 @@ export class ImagePipeline {
         ? new Date(clock.now().getTime() + opts.expiration * 1000)
         : null,
       deleted_at: null,
+      album_id: opts.albumId ?? null,
+      description: "",
     };
     const dropFiles = opts.drop;
     /** While the row's insert is out: a failure then may hide a commit still to come. */

@@ -69,6 +69,8 @@ export function toImageRecord(config: Config, row: ImageRow) {
     medium: keys.medium
       ? fileInfo(config, keys.medium, row.medium_ext!)
       : image,
+    description: row.description ?? "",
+    album_id: row.album_id ?? null,
     delete_url: `${config.BASE_URL}/delete/${row.id}/${row.delete_token}`,
   };
 }
@@ -138,6 +140,29 @@ export async function setImageExpiry(
   await announceImageChange(db, id);
 }
 
+/** What the owner may change of an image after its upload (PATCH /api/1/images/{id}). */
+export interface ImageEdit {
+  title?: string;
+  description?: string;
+  album_id?: string | null;
+  expires_at?: Date | null;
+}
+
+/**
+ * Changes a live image's editable fields, and tells every instance to drop its cached
+ * row (the next request reads the new one). Returns the row as it is now.
+ */
+export async function editImage(
+  db: Kysely<DB>,
+  id: string,
+  edit: ImageEdit,
+): Promise<ImageRow> {
+  const row = await db.updateTable("images").set(edit).where("id", "=", id)
+    .where("deleted_at", "is", null).returningAll().executeTakeFirstOrThrow();
+  await announceImageChange(db, id);
+  return row;
+}
+
 /**
  * Deletes an image: the row is marked first (so it stops being served at once), then the
  * bytes go. A failed byte deletion leaves orphans the sweeper retries, never a dangling row.
@@ -159,7 +184,7 @@ export async function deleteImage(
 export const IMAGE_DELETED_CHANNEL = "imagehost_image_deleted";
 
 /** Every instance drops its cached row and bytes of the image when it hears this. */
-async function announceImageChange(db: Kysely<DB>, id: string) {
+export async function announceImageChange(db: Kysely<DB>, id: string) {
   await sql`select pg_notify(${IMAGE_DELETED_CHANNEL}, ${id})`.execute(db);
 }
 

@@ -1,0 +1,143 @@
+import type { App } from "./env.ts";
+import type { AppDeps } from "../services/runtime/deps.ts";
+import { toImageRecord } from "../services/images/records.ts";
+import {
+  findAlbum,
+  pageAlbumImages,
+  toAlbumRecord,
+  viewOf,
+} from "../services/albums/albums.ts";
+import { CodesBox, Layout, pageSecurity } from "./pages/layout.tsx";
+import { fitWithin, Picture, pictureOf } from "./pages/picture.tsx";
+import { sessionUser } from "./session.ts";
+import { ApiError } from "../schemas/errors.ts";
+// The one embed-code implementation, shared with the widget (a pure leaf module).
+import { embedCodes } from "../sdk/src/embed_codes.ts";
+
+/** An album page shows this many images at a time (`?page=` for the rest). */
+const PER_PAGE = 60;
+
+/**
+ * Every code type of `records`, each as one text of all of them, a line (or a block)
+ * per image, in the order the page shows them.
+ */
+export function bulkCodes(
+  records: Parameters<typeof embedCodes>[0][],
+): Record<string, string> {
+  const out: Record<string, string[]> = {};
+  for (const rec of records) {
+    for (const [type, code] of Object.entries(embedCodes(rec))) {
+      (out[type] ??= []).push(code);
+    }
+  }
+  return Object.fromEntries(
+    Object.entries(out).map(([type, codes]) => [type, codes.join("\n")]),
+  );
+}
+
+/**
+ * The album page `/a/<id>`: its title, description and images (a grid of responsive
+ * thumbnails, each to its viewer page), OpenGraph tags with its cover, and every link of
+ * the page's images in one box with a code-type picker. Public and unlisted albums are
+ * open to anyone with the link; an unlisted one asks search engines not to index it.
+ */
+export function registerAlbumPage(app: App, deps: AppDeps) {
+  const { db } = deps.database;
+  const { config, clock } = deps;
+  app.use("/a/*", pageSecurity(config));
+  app.get("/a/:id{[A-Za-z0-9_-]{6,64}}", async (c) => {
+    const row = await findAlbum(db, c.req.param("id"));
+    if (!row) throw new ApiError(404);
+    const page = Math.max(
+      1,
+      Math.min(100_000, Number(c.req.query("page")) || 1),
+    );
+    const [view, { rows, total }, user] = await Promise.all([
+      viewOf(db, row, clock),
+      pageAlbumImages(db, row.id, clock, { page, perPage: PER_PAGE }),
+      sessionUser(c, deps),
+    ]);
+    const album = toAlbumRecord(config, view);
+    const records = rows.map((r) => toImageRecord(config, r));
+    const cover = view.cover && toImageRecord(config, view.cover);
+    const pages = Math.max(1, Math.ceil(total / PER_PAGE));
+    if (user?.userId === row.user_id) {
+      c.header("Cache-Control", "private, no-store");
+    }
+    return c.html(
+      <Layout
+        title={album.title}
+        user={user}
+        head={
+          <>
+            {album.privacy === "unlisted" && (
+              <meta name="robots" content="noindex" />
+            )}
+            <meta property="og:type" content="website" />
+            <meta property="og:title" content={album.title} />
+            {album.description && (
+              <meta property="og:description" content={album.description} />
+            )}
+            <meta property="og:url" content={album.url_viewer} />
+            {cover && <meta property="og:image" content={cover.medium.url} />}
+            {cover && (
+              <meta name="twitter:card" content="summary_large_image" />
+            )}
+          </>
+        }
+      >
+        <h1>{album.title}</h1>
+        {album.description && <p>{album.description}</p>}
+        <p class="muted">
+          {total === 1 ? "1 image" : `${total} images`}
+          {pages > 1 ? ` · page ${page} of ${pages}` : ""}
+        </p>
+        {records.length > 0 && (
+          <ul class="grid">
+            {records.map((rec) => (
+              <li class="card">
+                <a href={rec.url_viewer}>
+                  <Picture
+                    img={pictureOf(rec)}
+                    widths={config.IMAGE_WIDTHS}
+                    sizes="(max-width: 600px) 50vw, 240px"
+                    shown={fitWithin(rec.width, rec.height, 320)}
+                    src={rec.thumb.url}
+                    loading="lazy"
+                  />
+                </a>
+                <div class="body">
+                  <span class="title" title={rec.title}>{rec.title}</span>
+                </div>
+              </li>
+            ))}
+          </ul>
+        )}
+        {pages > 1 && (
+          <nav class="toolbar" aria-label="Pages">
+            {page > 1 && (
+              <a class="button secondary" href={`?page=${page - 1}`}>
+                Newer
+              </a>
+            )}
+            {page < pages && (
+              <a class="button secondary" href={`?page=${page + 1}`}>
+                Older
+              </a>
+            )}
+          </nav>
+        )}
+        {records.length > 0 && (
+          <>
+            <h2>Share</h2>
+            <CodesBox
+              id="album-codes"
+              label="Links of every image on this page"
+              codes={bulkCodes(records)}
+            />
+          </>
+        )}
+      </Layout>,
+    );
+  });
+}

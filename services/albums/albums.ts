@@ -1,0 +1,254 @@
+import type { Kysely, Selectable } from "kysely";
+import type { DB } from "../db/schema.ts";
+import type { Config } from "../../schemas/config.ts";
+import type { Clock } from "../runtime/clock.ts";
+import type { BlobStore } from "../store/blob_store.ts";
+import { ApiError } from "../../schemas/errors.ts";
+import { randomToken } from "../accounts/crypto.ts";
+import {
+  announceImageChange,
+  blobKeys,
+  deleteImage,
+  type ImageRow,
+} from "../images/records.ts";
+
+/**
+ * services/albums/ — a user's albums (issue #37): named groups of images with one link
+ * to share. An image is in at most one album; its row says which (images.album_id).
+ */
+
+/** An album's row. */
+export type AlbumRow = Selectable<DB["albums"]>;
+
+/** What a user may set on an album (the API's create and patch bodies). */
+export interface AlbumFields {
+  title?: string;
+  description?: string;
+  privacy?: "public" | "unlisted";
+  cover_image_id?: string | null;
+  position?: number;
+}
+
+/** An album with what its record shows of its images. */
+export interface AlbumView {
+  row: AlbumRow;
+  count: number;
+  cover?: ImageRow;
+}
+
+function notFound(): ApiError {
+  return new ApiError(404, {
+    details: [{ path: "album", message: "no such album of yours" }],
+  });
+}
+
+/** Creates an album for `userId`. */
+export async function createAlbum(
+  db: Kysely<DB>,
+  userId: string,
+  fields: AlbumFields & { title: string },
+): Promise<AlbumRow> {
+  return await db.insertInto("albums").values({
+    id: randomToken(9),
+    user_id: userId,
+    title: fields.title,
+    description: fields.description ?? "",
+    privacy: fields.privacy ?? "public",
+    cover_image_id: null,
+    position: fields.position ?? 0,
+  }).returningAll().executeTakeFirstOrThrow();
+}
+
+/** An album by id, whoever owns it. */
+export async function findAlbum(
+  db: Kysely<DB>,
+  id: string,
+): Promise<AlbumRow | undefined> {
+  return await db.selectFrom("albums").selectAll().where("id", "=", id)
+    .executeTakeFirst();
+}
+
+/** The user's own album, or 404 (someone else's album is not told apart from none). */
+export async function ownAlbum(
+  db: Kysely<DB>,
+  userId: string,
+  id: string,
+): Promise<AlbumRow> {
+  const row = await findAlbum(db, id);
+  if (!row || row.user_id !== userId) throw notFound();
+  return row;
+}
+
+/**
+ * The album an upload or an edit names for the user's images: theirs, or 160 (the
+ * request is wrong; the image itself is fine).
+ */
+export async function albumForImages(
+  db: Kysely<DB>,
+  userId: string,
+  id: string,
+): Promise<AlbumRow> {
+  const row = /^[A-Za-z0-9_-]{6,64}$/.test(id)
+    ? await findAlbum(db, id)
+    : undefined;
+  if (!row || row.user_id !== userId) {
+    throw new ApiError(160, {
+      details: [{ path: "album_id", message: "no such album of yours" }],
+    });
+  }
+  return row;
+}
+
+/** One page of an album's live images, newest first, and how many there are. */
+export async function pageAlbumImages(
+  db: Kysely<DB>,
+  albumId: string,
+  clock: Clock,
+  opts: { page: number; perPage: number },
+): Promise<{ rows: ImageRow[]; total: number }> {
+  const now = clock.now();
+  const q = db.selectFrom("images").where("album_id", "=", albumId)
+    .where("deleted_at", "is", null)
+    .where((eb) =>
+      eb.or([eb("expires_at", "is", null), eb("expires_at", ">", now)])
+    );
+  const rows = await q.selectAll()
+    .orderBy("created_at", "desc").orderBy("id", "desc")
+    .limit(opts.perPage).offset((opts.page - 1) * opts.perPage).execute();
+  const total = Number(
+    (await q.select((eb) => eb.fn.countAll<string>().as("n"))
+      .executeTakeFirstOrThrow()).n,
+  );
+  return { rows, total };
+}
+
+/** How many live images an album has, and its cover: the one set, else its newest. */
+export async function viewOf(
+  db: Kysely<DB>,
+  row: AlbumRow,
+  clock: Clock,
+): Promise<AlbumView> {
+  const { rows, total } = await pageAlbumImages(db, row.id, clock, {
+    page: 1,
+    perPage: 1,
+  });
+  let cover = rows[0];
+  if (row.cover_image_id) {
+    const set = await liveImageIn(db, row.id, row.cover_image_id, clock);
+    if (set) cover = set;
+  }
+  return { row, count: total, cover };
+}
+
+/** A live image of the album, by id. */
+async function liveImageIn(
+  db: Kysely<DB>,
+  albumId: string,
+  imageId: string,
+  clock: Clock,
+): Promise<ImageRow | undefined> {
+  const row = await db.selectFrom("images").selectAll()
+    .where("id", "=", imageId).where("album_id", "=", albumId)
+    .where("deleted_at", "is", null).executeTakeFirst();
+  if (!row) return undefined;
+  if (row.expires_at && new Date(row.expires_at) <= clock.now()) {
+    return undefined;
+  }
+  return row;
+}
+
+/** The user's albums by position, then newest first, each with its count and cover. */
+export async function listAlbums(
+  db: Kysely<DB>,
+  userId: string,
+  clock: Clock,
+): Promise<AlbumView[]> {
+  const rows = await db.selectFrom("albums").selectAll()
+    .where("user_id", "=", userId)
+    .orderBy("position").orderBy("created_at", "desc").orderBy("id")
+    .execute();
+  return await Promise.all(rows.map((r) => viewOf(db, r, clock)));
+}
+
+/**
+ * Changes what `fields` gives of the user's album (404 when it is not theirs). A cover
+ * must be one of the album's live images (160 otherwise); null goes back to the newest.
+ */
+export async function updateAlbum(
+  db: Kysely<DB>,
+  userId: string,
+  id: string,
+  fields: AlbumFields,
+  clock: Clock,
+): Promise<AlbumRow> {
+  await ownAlbum(db, userId, id);
+  if (fields.cover_image_id) {
+    if (!await liveImageIn(db, id, fields.cover_image_id, clock)) {
+      throw new ApiError(160, {
+        details: [{
+          path: "cover_image_id",
+          message: "must be one of the album's images",
+        }],
+      });
+    }
+  }
+  const set: Partial<AlbumRow> = { updated_at: clock.now() };
+  if (fields.title !== undefined) set.title = fields.title;
+  if (fields.description !== undefined) set.description = fields.description;
+  if (fields.privacy !== undefined) set.privacy = fields.privacy;
+  if (fields.cover_image_id !== undefined) {
+    set.cover_image_id = fields.cover_image_id;
+  }
+  if (fields.position !== undefined) set.position = fields.position;
+  return await db.updateTable("albums").set(set).where("id", "=", id)
+    .returningAll().executeTakeFirstOrThrow();
+}
+
+/**
+ * Deletes the user's album. Its images stay, in no album, unless `withImages`: then each
+ * is deleted as the image API deletes one (files 404 at once, on every instance).
+ * Returns the ids of the images deleted.
+ */
+export async function deleteAlbum(
+  db: Kysely<DB>,
+  store: BlobStore,
+  clock: Clock,
+  userId: string,
+  id: string,
+  withImages: boolean,
+): Promise<string[]> {
+  await ownAlbum(db, userId, id);
+  const deleted: string[] = [];
+  if (withImages) {
+    const rows = await db.selectFrom("images").selectAll()
+      .where("album_id", "=", id).where("deleted_at", "is", null).execute();
+    for (const row of rows) {
+      await deleteImage(db, store, row, clock);
+      deleted.push(row.id);
+    }
+  }
+  const moved = await db.updateTable("images").set({ album_id: null })
+    .where("album_id", "=", id).returning("id").execute();
+  await Promise.all(moved.map((m) => announceImageChange(db, m.id)));
+  await db.deleteFrom("albums").where("id", "=", id).execute();
+  return deleted;
+}
+
+/** The album's record, as the API answers it. */
+export function toAlbumRecord(config: Config, view: AlbumView) {
+  const { row, count, cover } = view;
+  const thumb = cover && blobKeys(cover).thumb;
+  return {
+    kind: "album" as const,
+    id: row.id,
+    title: row.title,
+    description: row.description,
+    privacy: row.privacy as "public" | "unlisted",
+    cover_image_id: row.cover_image_id,
+    cover_url: thumb ? `${config.IMAGE_HOST_URL}/${thumb}` : null,
+    position: row.position,
+    image_count: count,
+    url_viewer: `${config.BASE_URL}/a/${row.id}`,
+    time: Math.floor(new Date(row.created_at).getTime() / 1000),
+  };
+}

@@ -23,8 +23,9 @@ export const listImagesRoute = createRoute({
   summary: "List your images",
   description:
     "The live images of the caller's account (uploaded with any of its keys, or from " +
-    "the site), newest first, a page at a time, optionally only uploads or only " +
-    "screenshots. A page past the end is empty, with the right `total`.",
+    "the site), a page at a time: newest first, or by size or name; narrowed by title " +
+    "words, album, type, or only uploads or only screenshots. A page past the end is " +
+    "empty, with the right `total`.",
   security: API_SECURITY,
   request: { query: ImageListQuerySchema },
   responses: {
@@ -43,7 +44,16 @@ export function registerImageListRoutes(app: App, deps: AppDeps) {
       deps.database.db,
       c.get("userId"),
       deps.clock,
-      { page: q.page, perPage: q.per_page, source: q.source },
+      {
+        page: q.page,
+        perPage: q.per_page,
+        source: q.source,
+        q: q.q,
+        sort: q.sort,
+        order: q.order,
+        album: q.album,
+        type: q.type,
+      },
     );
     return c.json({
       status: 200 as const,

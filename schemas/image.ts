@@ -189,6 +189,34 @@ export const ImageListQuerySchema = z.object({
       "Only images that came from uploads (files and URL imports) or from screenshots",
     example: "upload",
   }),
+  q: z.string().trim().max(200).optional().openapi({
+    param: { name: "q", in: "query" },
+    description:
+      "Only images whose title holds every one of these words (any case, anywhere)",
+    example: "beach",
+  }),
+  sort: z.enum(["date", "size", "name"]).optional().openapi({
+    param: { name: "sort", in: "query" },
+    description:
+      "date (default: newest first), size (largest first), name (A–Z)",
+    example: "date",
+  }),
+  order: z.enum(["asc", "desc"]).optional().openapi({
+    param: { name: "order", in: "query" },
+    description: "Turns the sort's own direction round when given",
+    example: "desc",
+  }),
+  album: z.string().regex(/^(none|[A-Za-z0-9_-]{6,64})$/).optional().openapi({
+    param: { name: "album", in: "query" },
+    description: "Only this album's images, or `none` for those in no album",
+    example: "Ab12Cd34Ef",
+  }),
+  type: z.enum(["jpg", "png", "gif", "webp", "avif", "bmp", "tiff"]).optional()
+    .openapi({
+      param: { name: "type", in: "query" },
+      description: "Only images stored as this type",
+      example: "png",
+    }),
 });
 
 /** One page of the caller's images. */

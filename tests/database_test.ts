@@ -23,6 +23,8 @@ for (const kind of databaseKinds()) {
         "004_screenshot_cache.sql",
         "005_image_variants.sql",
         "006_albums.sql",
+        "007_image_list_indexes.sql",
+        "008_title_search.sql",
       ]);
       assert.deepEqual(await migrate(database.db), []);
       assert.deepEqual(

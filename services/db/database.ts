@@ -3,6 +3,7 @@
  * (durable_node_fs.ts, pglite_dialect.ts) or PostgreSQL over node-postgres with its
  * bounds (postgres.ts), opened and migrated here (migrations/), typed by schema.ts.
  */
+import { pg_trgm } from "@electric-sql/pglite/contrib/pg_trgm";
 import { PGlite } from "@electric-sql/pglite";
 import { Kysely, PostgresDialect, sql } from "kysely";
 import { PGliteDialect } from "./pglite_dialect.ts";
@@ -114,6 +115,8 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
       : {}),
     ...(opts.loadDataDir ? { loadDataDir: opts.loadDataDir } : {}),
     startParams: [...PGLITE_START_PARAMS],
+    // Trigram indexes: title search by words (migration 008), as on PostgreSQL.
+    extensions: { pg_trgm },
   });
   // A new cluster's files are unpacked by PGlite, not written by PostgreSQL, so no
   // checkpoint would sync them: once, here, before anything is committed to them.

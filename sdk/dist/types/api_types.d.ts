@@ -124,7 +124,7 @@ export interface paths {
         };
         /**
          * List your images
-         * @description The live images of the caller's account (uploaded with any of its keys, or from the site), newest first, a page at a time, optionally only uploads or only screenshots. A page past the end is empty, with the right `total`.
+         * @description The live images of the caller's account (uploaded with any of its keys, or from the site), a page at a time: newest first, or by size or name; narrowed by title words, album, type, or only uploads or only screenshots. A page past the end is empty, with the right `total`.
          */
         get: operations["listImages"];
         put?: never;
@@ -3289,6 +3289,16 @@ export interface operations {
                 per_page?: number;
                 /** @description Only images that came from uploads (files and URL imports) or from screenshots */
                 source?: "upload" | "screenshot";
+                /** @description Only images whose title holds every one of these words (any case, anywhere) */
+                q?: string;
+                /** @description date (default: newest first), size (largest first), name (A–Z) */
+                sort?: "date" | "size" | "name";
+                /** @description Turns the sort's own direction round when given */
+                order?: "asc" | "desc";
+                /** @description Only this album's images, or `none` for those in no album */
+                album?: string;
+                /** @description Only images stored as this type */
+                type?: "jpg" | "png" | "gif" | "webp" | "avif" | "bmp" | "tiff";
             };
             header?: never;
             path?: never;

@@ -133,6 +133,20 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/albums_test.ts"],
   },
   {
+    name: "find: someone else's images in the list",
+    file: "services/images/records.ts",
+    from: `  let q = db.selectFrom("images").where("user_id", "=", userId)`,
+    to: `  let q = db.selectFrom("images").where("user_id", "!=", "")`,
+    tests: ["tests/image_find_test.ts"],
+  },
+  {
+    name: "find: % and _ in a search word act as wildcards",
+    file: "services/images/records.ts",
+    from: "`%${likeLiteral(word)}%`",
+    to: "`%${word}%`",
+    tests: ["tests/image_find_test.ts"],
+  },
+  {
     name: "transforms: variants outlive their image's deletion",
     file: "services/images/records.ts",
     from: `  await deleteVariants(db, store, row.id);`,

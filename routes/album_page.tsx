@@ -18,24 +18,6 @@ import { embedCodes } from "../sdk/src/embed_codes.ts";
 const PER_PAGE = 60;
 
 /**
- * Every code type of `records`, each as one text of all of them, a line (or a block)
- * per image, in the order the page shows them.
- */
-export function bulkCodes(
-  records: Parameters<typeof embedCodes>[0][],
-): Record<string, string> {
-  const out: Record<string, string[]> = {};
-  for (const rec of records) {
-    for (const [type, code] of Object.entries(embedCodes(rec))) {
-      (out[type] ??= []).push(code);
-    }
-  }
-  return Object.fromEntries(
-    Object.entries(out).map(([type, codes]) => [type, codes.join("\n")]),
-  );
-}
-
-/**
  * The album page `/a/<id>`: its title, description and images (a grid of responsive
  * thumbnails, each to its viewer page), OpenGraph tags with its cover, and every link of
  * the page's images in one box with a code-type picker. Public and unlisted albums are
@@ -133,7 +115,10 @@ export function registerAlbumPage(app: App, deps: AppDeps) {
             <CodesBox
               id="album-codes"
               label="Links of every image on this page"
-              codes={bulkCodes(records)}
+              items={records.map((rec) => ({
+                id: rec.id,
+                codes: embedCodes(rec),
+              }))}
             />
           </>
         )}

@@ -1,6 +1,7 @@
 import type { App } from "./env.ts";
 import type { AppDeps } from "../services/runtime/deps.ts";
 import {
+  CodesBox,
   DeleteImageForm,
   formCsrf,
   humanDate,
@@ -26,6 +27,13 @@ import {
 import type { ImageRowCache } from "../services/images/image_cache.ts";
 import { PRESETS } from "../schemas/presets.ts";
 import { ImageListQuerySchema } from "../schemas/image.ts";
+import { listAlbums } from "../services/albums/albums.ts";
+// The one embed-code implementation, shared with the widget (a pure leaf module).
+import { embedCodes } from "../sdk/src/embed_codes.ts";
+import type { ImageListOptions } from "../services/images/records.ts";
+
+/** What My images is narrowed to and sorted by (the image list API's own options). */
+type Find = Pick<ImageListOptions, "q" | "sort" | "order" | "album" | "type">;
 import {
   MAX_CACHE_S,
   MAX_DELAY_MS,
@@ -360,14 +368,27 @@ export function registerSiteRoutes(
     const q = c.req.query();
     // The API's own bounds; a page falls back to the first page and all images instead of
     // answering 160.
-    const { page: pageOf, source: sourceOf } = ImageListQuerySchema.shape;
-    const page = pageOf.safeParse(q.page).data ?? 1;
-    const source = sourceOf.safeParse(q.source).data;
-    const { rows, total } = await pageUserImages(db, user.userId, deps.clock, {
-      page,
-      perPage: PER_PAGE,
-      source,
-    });
+    const shape = ImageListQuerySchema.shape;
+    const page = shape.page.safeParse(q.page).data ?? 1;
+    const source = shape.source.safeParse(q.source).data;
+    // The form sends sort and direction as one choice (`size.asc`); links send both.
+    const [sortPicked, orderPicked] = (q.sort_order ?? "").split(".");
+    const find: Find = {
+      q: shape.q.safeParse(q.q).data || undefined,
+      sort: shape.sort.safeParse(q.sort ?? sortPicked).data,
+      order: shape.order.safeParse(q.order ?? orderPicked).data,
+      album: shape.album.safeParse(q.album).data,
+      type: shape.type.safeParse(q.type).data,
+    };
+    const [{ rows, total }, albums] = await Promise.all([
+      pageUserImages(db, user.userId, deps.clock, {
+        page,
+        perPage: PER_PAGE,
+        source,
+        ...find,
+      }),
+      listAlbums(db, user.userId, deps.clock),
+    ]);
     c.header("Cache-Control", "no-store");
     return c.html(
       <ImagesPage
@@ -375,6 +396,8 @@ export function registerSiteRoutes(
         page={page}
         total={total}
         source={source}
+        find={find}
+        albums={albums.map((a) => ({ id: a.row.id, title: a.row.title }))}
         deleted={Number.parseInt(q.deleted) || 0}
         records={rows.map((r) => ({
           rec: toImageRecord(config, r),
@@ -390,6 +413,8 @@ export function registerSiteRoutes(
     page: number;
     total: number;
     source?: ImageSource;
+    find: Find;
+    albums: { id: string; title: string }[];
     deleted: number;
     records: {
       rec: ReturnType<typeof toImageRecord>;
@@ -400,11 +425,27 @@ export function registerSiteRoutes(
     const pages = Math.max(1, Math.ceil(props.total / PER_PAGE));
     // `source` is explicit: a default would also stand in for an undefined one, and the
     // "All" link (no source) kept the current filter.
+    const { find } = props;
     const link = (page: number, source: string | undefined) =>
       `/images?${new URLSearchParams({
         ...(page > 1 ? { page: String(page) } : {}),
         ...(source ? { source } : {}),
+        ...Object.fromEntries(
+          Object.entries(find).filter(([, v]) => v !== undefined),
+        ),
       })}`.replace(/\?$/, "");
+    // Sort and direction as one choice, as people pick them.
+    const sorts: [string, string][] = [
+      ["date.desc", "Newest first"],
+      ["date.asc", "Oldest first"],
+      ["size.desc", "Largest first"],
+      ["size.asc", "Smallest first"],
+      ["name.asc", "Name, A to Z"],
+      ["name.desc", "Name, Z to A"],
+    ];
+    const sortNow = `${find.sort ?? "date"}.${
+      find.order ?? (find.sort === "name" ? "asc" : "desc")
+    }`;
     const filters: [ImageSource | undefined, string][] = [
       [undefined, "All"],
       ["upload", "Uploads"],
@@ -419,6 +460,46 @@ export function registerSiteRoutes(
             Deleted {props.deleted} image{props.deleted === 1 ? "" : "s"}.
           </p>
         )}
+        <form method="get" action="/images" class="find" role="search">
+          {props.source && (
+            <input type="hidden" name="source" value={props.source} />
+          )}
+          <div>
+            <label for="find-q">Search titles</label>
+            <input
+              id="find-q"
+              type="search"
+              name="q"
+              value={find.q ?? ""}
+              maxlength={200}
+            />
+          </div>
+          <div>
+            <label for="find-sort">Sort</label>
+            <select id="find-sort" name="sort_order">
+              {sorts.map(([value, label]) => (
+                <option value={value} selected={value === sortNow}>
+                  {label}
+                </option>
+              ))}
+            </select>
+          </div>
+          <div>
+            <label for="find-album">Album</label>
+            <select id="find-album" name="album">
+              <option value="" selected={!find.album}>All images</option>
+              <option value="none" selected={find.album === "none"}>
+                In no album
+              </option>
+              {props.albums.map((a) => (
+                <option value={a.id} selected={find.album === a.id}>
+                  {a.title}
+                </option>
+              ))}
+            </select>
+          </div>
+          <button type="submit" class="secondary">Show</button>
+        </form>
         <div class="toolbar">
           <span>
             {props.total} image{props.total === 1 ? "" : "s"}
@@ -545,6 +626,16 @@ export function registerSiteRoutes(
                   </li>
                 ))}
               </ul>
+              <h2>Links</h2>
+              <CodesBox
+                id="page-codes"
+                label="Links of the images ticked above (none ticked: all on this page)"
+                items={props.records.map(({ rec }) => ({
+                  id: rec.id,
+                  codes: embedCodes(rec),
+                }))}
+                selectFrom="bulk"
+              />
             </>
           )}
         {pages > 1 && (

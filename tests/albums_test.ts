@@ -413,10 +413,13 @@ test("the album page /a/<id> shows its title, description and images to anyone w
       /<script type="application\/json" id="album-codes-data">([^<]*)<\/script>/,
     );
     assert.ok(data, "codes data");
-    const codes = JSON.parse(data[1]) as Record<string, string>;
-    assert.deepEqual(codes["Direct link"].split("\n"), [...urls].reverse());
-    assert.equal(codes["BBCode"].split("\n").length, 3);
-    for (const code of Object.values(codes)) {
+    const codes = JSON.parse(data[1]) as Record<string, [string, string][]>;
+    assert.deepEqual(
+      codes["Direct link"],
+      [...ids].reverse().map((id, i) => [id, [...urls].reverse()[i]]),
+    );
+    assert.equal(codes["BBCode"].length, 3);
+    for (const [, code] of Object.values(codes).flat()) {
       assert.ok(!code.includes("<script>alert(1)"));
     }
     // The box shows the first type without scripts.

@@ -552,6 +552,35 @@ test("the docs work offline under their CSP: Swagger UI comes from us, nothing i
   visits.push({ name: "docs", path: "/docs", signedIn: false });
 });
 
+test("My images' codes box holds the links of the ticked images only (all of the page when none is ticked), in the picked code type", async () => {
+  await owner.goto(`${base}/images`);
+  const ids = await owner.$$eval(
+    "input[name=id][form=bulk]",
+    (boxes) => boxes.map((b) => (b as HTMLInputElement).value),
+  );
+  assert.ok(ids.length >= 3, `${ids.length} images on the page`);
+  const box = () =>
+    owner.$eval("#page-codes", (t) => (t as HTMLTextAreaElement).value);
+  assert.equal((await box()).split("\n").length, ids.length);
+  await owner.click(`input[name=id][value="${ids[0]}"]`);
+  await owner.click(`input[name=id][value="${ids[2]}"]`);
+  const lines = (await box()).split("\n");
+  assert.equal(lines.length, 2);
+  assert.ok(lines[0].includes(`/${ids[0]}.`), lines[0]);
+  assert.ok(lines[1].includes(`/${ids[2]}.`), lines[1]);
+  await owner.select("#page-codes-type", "Markdown");
+  const markdown = (await box()).split("\n");
+  assert.equal(markdown.length, 2);
+  for (const line of markdown) assert.ok(line.startsWith("[!["), line);
+  await owner.click(`input[name=id][value="${ids[0]}"]`);
+  await owner.click(`input[name=id][value="${ids[2]}"]`);
+  assert.equal((await box()).split("\n").length, ids.length);
+  // Ticking all through "Select all" is all of them too.
+  await owner.click("input[data-select-all=bulk]");
+  assert.equal((await box()).split("\n").length, ids.length);
+  await owner.click("input[data-select-all=bulk]");
+});
+
 test("an album page's code-type picker puts every image's code of that type in the box, and Copy all copies it", async () => {
   const { key } = await userWithKey(env);
   const call = async (path: string, init: RequestInit) =>

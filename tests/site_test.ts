@@ -517,3 +517,110 @@ test("spans and expiry read as people say them", () => {
   );
   assert.equal(expiryText(new Date(8 * 86400_000), now), "expires in 1 week");
 });
+
+test("My images finds by title, sorts (one choice of sort and direction) and narrows by album, keeps all of it in its page links and the form, and offers every link of the page in one codes box", async () => {
+  const env = await testEnv();
+  try {
+    const s = await signedIn(env);
+    const album = (await json(
+      await env.app.request("/api/1/albums", {
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${s.key}`,
+          "content-type": "application/json",
+        },
+        body: JSON.stringify({ title: "Seaside" }),
+      }),
+    )).body.data;
+    for (
+      const [title, width, inAlbum] of [
+        ["beach a.png", 30, true],
+        ["beach b.png", 300, true],
+        ["city.png", 60, false],
+      ] as const
+    ) {
+      const form = formWith([{
+        name: title,
+        bytes: await makeImage("png", { width, height: 20 }),
+      }]);
+      if (inAlbum) form.append("album_id", album.id);
+      env.clock.advance(1000);
+      assert.equal((await upload(env, s.key, form)).status, 200);
+    }
+    const page = async (q: string) => {
+      const res = await env.app.request(`/images${q}`, {
+        headers: { cookie: s.cookie },
+      });
+      assert.equal(res.status, 200);
+      const html = await res.text();
+      const shown = [...html.matchAll(/<span class="title" title="([^"]+)"/g)]
+        .map((m) => m[1]);
+      return { html, shown };
+    };
+    assert.deepEqual((await page("")).shown, [
+      "city.png",
+      "beach b.png",
+      "beach a.png",
+    ]);
+    const found = await page("?q=BEACH&sort_order=size.asc");
+    assert.deepEqual(found.shown, ["beach a.png", "beach b.png"]);
+    // The form shows what was asked; the album list offers the user's albums.
+    assert.match(
+      found.html,
+      /<input id="find-q" type="search" name="q" value="BEACH"/,
+    );
+    assert.match(found.html, /<option value="size\.asc" selected>/);
+    assert.match(
+      found.html,
+      new RegExp(`<option value="${album.id}" >Seaside`),
+    );
+    const inAlbum = await page(`?album=${album.id}&sort_order=name.desc`);
+    assert.deepEqual(inAlbum.shown, ["beach b.png", "beach a.png"]);
+    assert.deepEqual((await page("?album=none")).shown, ["city.png"]);
+    // Every link of the page in one box, in the page's order.
+    const data = found.html.match(
+      /<script type="application\/json" id="page-codes-data">([^<]*)<\/script>/,
+    );
+    assert.ok(data);
+    const codes = JSON.parse(data[1]) as Record<string, [string, string][]>;
+    assert.equal(codes["Direct link"].length, 2);
+    assert.match(found.html, /<textarea [^>]*data-select-from="bulk"/);
+    // Page links keep the search: 25 images need a second page of 24.
+    const more = await uploadManyTitled(env, s.key, 25);
+    assert.equal(more, 25);
+    const first = await page("?q=many&sort_order=name.asc");
+    assert.equal(first.shown.length, 24);
+    assert.match(
+      first.html,
+      /href="\/images\?page=2&amp;q=many&amp;sort=name&amp;order=asc"/,
+    );
+    // Names sort as text: "many 9" comes after "many 24".
+    const second = await page("?page=2&q=many&sort=name&order=asc");
+    assert.deepEqual(second.shown, ["many 9.png"]);
+    // Nonsense in the query falls back to defaults rather than an error page.
+    assert.equal(
+      (await page("?sort_order=colour.up&album=../x")).shown.length,
+      24,
+    );
+  } finally {
+    await env.close();
+  }
+});
+
+/** Uploads `n` images titled "many <i>.png"; how many were stored. */
+async function uploadManyTitled(env: TestEnv, key: string, n: number) {
+  let stored = 0;
+  for (let i = 0; i < n; i++) {
+    env.clock.advance(1000);
+    const r = await upload(
+      env,
+      key,
+      formWith([{
+        name: `many ${i}.png`,
+        bytes: await makeImage("png", { width: 100 + i, height: 11 }),
+      }]),
+    );
+    if (r.status === 200) stored++;
+  }
+  return stored;
+}

@@ -88,6 +88,7 @@ input,select,textarea,button{font:inherit;font-size:16px}
 input[type=text],input[type=email],input[type=password],input[type=url],input[type=number],select,textarea{width:100%;max-width:32rem;padding:.45rem .5rem;line-height:1.5;border:1px solid var(--control);border-radius:6px;background:var(--bg);color:inherit}
 input[type=checkbox]{width:1.1rem;height:1.1rem;accent-color:var(--button)}
 textarea{min-height:4.5rem;font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
+.find{display:flex;flex-wrap:wrap;gap:.6rem;align-items:end;margin:0 0 1rem}.find>div{min-width:12rem}
 .codes-box{display:grid;gap:.4rem;max-width:40rem}.codes-box textarea{max-width:none;min-height:8rem}.codes-box button{justify-self:start}
 button,.button{padding:.45rem .9rem;border:1px solid var(--button);border-radius:6px;background:var(--button);color:#fff;cursor:pointer;text-decoration:none;display:inline-block;line-height:1.5}
 button.secondary,.button.secondary{background:transparent;color:inherit;border-color:var(--control)}
@@ -127,14 +128,15 @@ summary{cursor:pointer;font-weight:600;padding:.5rem 0}
  * copied; `data-copy-text` carries the text itself; outside a secure context, where
  * browsers have no clipboard API (plain http on a LAN address), through a selected
  * textarea and the copy command, so a button never throws), forms that ask first
- * (`data-confirm`), and code-type pickers (`data-codes-for`, see CodesBox). Inline handlers are off limits under our CSP, so everything is here.
+ * (`data-confirm`), and codes boxes (`data-codes`, see CodesBox). Inline handlers are off limits under our CSP, so everything is here.
  */
 export const PAGE_JS = `
 const copyText=async t=>{if(navigator.clipboard&&window.isSecureContext){try{await navigator.clipboard.writeText(t);return true}catch{}}const a=document.createElement("textarea");a.value=t;a.setAttribute("readonly","");a.style.cssText="position:fixed;top:0;left:0;opacity:0";document.body.append(a);a.select();let ok=false;try{ok=document.execCommand("copy")}catch{}a.remove();return ok};
 document.addEventListener("click",async e=>{const b=e.target.closest("[data-copy],[data-copy-text]");if(!b)return;const el=b.dataset.copy&&document.getElementById(b.dataset.copy);const text=el?(el.value??el.textContent):b.dataset.copyText;const label=b.textContent;if(await copyText(text)){b.textContent="Copied";setTimeout(()=>b.textContent=label,1500)}else if(el&&el.select)el.select()});
 document.addEventListener("submit",e=>{const f=e.target.closest("form[data-confirm]");if(!f)return;let msg=f.dataset.confirm;const n=[...f.elements].filter(x=>x.name==="id"&&x.type==="checkbox"&&x.checked).length;if(f.dataset.confirmCount!==undefined){if(!n){e.preventDefault();alert("Select the images to delete first.");return}msg=msg.replace("{n}",n+(n===1?" image":" images"))}if(!confirm(msg))e.preventDefault()});
 document.addEventListener("change",e=>{const a=e.target.closest("[data-select-all]");if(!a)return;for(const c of document.querySelectorAll("input[name=id][form='"+a.dataset.selectAll+"']"))c.checked=a.checked});
-document.addEventListener("change",e=>{const s=e.target.closest("[data-codes-for]");if(!s)return;const box=document.getElementById(s.dataset.codesFor);const all=JSON.parse(document.getElementById(s.dataset.codesFor+"-data").textContent);box.value=all[s.value]??""});
+const fillCodes=box=>{const type=document.getElementById(box.id+"-type").value;const items=JSON.parse(document.getElementById(box.id+"-data").textContent)[type]??[];const form=box.dataset.selectFrom;const picked=new Set(form?[...document.querySelectorAll("input[name=id][form='"+form+"']:checked")].map(c=>c.value):[]);box.value=items.filter(([id])=>!picked.size||picked.has(id)).map(([,code])=>code).join("\\n")};
+document.addEventListener("change",()=>{for(const box of document.querySelectorAll("textarea[data-codes]"))fillCodes(box)});
 `;
 
 /** The signed-in user as pages need them. */
@@ -267,14 +269,27 @@ export function CopyField(props: { id: string; label: string; value: string }) {
 /**
  * Every link of several images in one box, with a picker of the code type (direct
  * links, viewer links, HTML, BBCode, Markdown, linked thumbnails…) and Copy all. Each
- * type's text is in the page as JSON; without scripts the box shows the first type.
+ * type's codes are in the page as JSON; without scripts the box shows the first type.
+ * With `selectFrom` (a form's id), ticking images' `id` boxes of that form narrows the
+ * box to them; none ticked is all of them.
  */
 export function CodesBox(
-  props: { id: string; label: string; codes: Record<string, string> },
+  props: {
+    id: string;
+    label: string;
+    items: { id: string; codes: Record<string, string> }[];
+    selectFrom?: string;
+  },
 ) {
-  const types = Object.keys(props.codes);
+  const byType: Record<string, [string, string][]> = {};
+  for (const item of props.items) {
+    for (const [type, code] of Object.entries(item.codes)) {
+      (byType[type] ??= []).push([item.id, code]);
+    }
+  }
+  const types = Object.keys(byType);
   // JSON inside <script>: no "<" may close it early.
-  const data = JSON.stringify(props.codes).replace(/</g, "\\u003c");
+  const data = JSON.stringify(byType).replace(/</g, "\\u003c");
   return (
     <div class="codes-box">
       <label for={`${props.id}-type`}>{props.label}</label>
@@ -291,8 +306,10 @@ export function CodesBox(
         rows={6}
         spellcheck={false}
         aria-label="Codes"
+        data-codes=""
+        data-select-from={props.selectFrom}
       >
-        {props.codes[types[0]] ?? ""}
+        {(byType[types[0]] ?? []).map(([, code]) => code).join("\n")}
       </textarea>
       <button type="button" class="secondary" data-copy={props.id}>
         Copy all

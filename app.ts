@@ -20,6 +20,7 @@ import { registerUploadRoutes } from "./routes/upload.ts";
 import { registerImageListRoutes } from "./routes/image_list.ts";
 import { registerAlbumRoutes } from "./routes/albums.ts";
 import { registerAlbumPage } from "./routes/album_page.tsx";
+import { registerOrganiseRoutes } from "./routes/organise.tsx";
 import {
   imageFastPath,
   registerHostRoutes,
@@ -174,6 +175,7 @@ export function createApp(deps: AppDeps): App {
   registerScreenshotRoutes(app, deps, new ScreenshotService(deps, pipeline));
   registerViewerRoutes(app, deps, rowCache);
   registerAlbumPage(app, deps);
+  registerOrganiseRoutes(app, deps, rowCache);
   registerSiteRoutes(app, deps, rowCache);
   const fixedSeen = new StoredFixed();
   registerHostRoutes(

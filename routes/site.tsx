@@ -399,6 +399,9 @@ export function registerSiteRoutes(
         find={find}
         albums={albums.map((a) => ({ id: a.row.id, title: a.row.title }))}
         deleted={Number.parseInt(q.deleted) || 0}
+        moved={q.moved === undefined
+          ? undefined
+          : Number.parseInt(q.moved) || 0}
         records={rows.map((r) => ({
           rec: toImageRecord(config, r),
           source: r.source,
@@ -415,6 +418,7 @@ export function registerSiteRoutes(
     source?: ImageSource;
     find: Find;
     albums: { id: string; title: string }[];
+    moved?: number;
     deleted: number;
     records: {
       rec: ReturnType<typeof toImageRecord>;
@@ -458,6 +462,11 @@ export function registerSiteRoutes(
         {props.deleted > 0 && (
           <p class="notice" role="status">
             Deleted {props.deleted} image{props.deleted === 1 ? "" : "s"}.
+          </p>
+        )}
+        {props.moved !== undefined && (
+          <p class="notice" role="status">
+            Moved {props.moved} image{props.moved === 1 ? "" : "s"}.
           </p>
         )}
         <form method="get" action="/images" class="find" role="search">
@@ -563,6 +572,23 @@ export function registerSiteRoutes(
                   Select all on this page
                 </label>
                 <button type="submit" class="danger">Delete selected</button>
+                <label for="move-album">Move selected to</label>
+                <select id="move-album" name="album">
+                  <option value="">No album</option>
+                  {props.albums.map((a) => (
+                    <option value={a.id} selected={find.album === a.id}>
+                      {a.title}
+                    </option>
+                  ))}
+                </select>
+                <button
+                  type="submit"
+                  class="secondary"
+                  formaction="/images/move"
+                  data-no-confirm=""
+                >
+                  Move
+                </button>
               </form>
               <ul class="grid">
                 {props.records.map(({ rec, source, expiresAt }) => (

@@ -24,6 +24,7 @@ import { safeEqual } from "../services/accounts/crypto.ts";
 import { ApiError } from "../schemas/errors.ts";
 // The one embed-code implementation, shared with the widget (a pure leaf module).
 import { embedCodes } from "../sdk/src/embed_codes.ts";
+import { findAlbum, listAlbums } from "../services/albums/albums.ts";
 
 /**
  * Shapes of an image id and a delete token in a path: anything else (a NUL, a slash, an
@@ -59,6 +60,10 @@ export function registerViewerRoutes(
       }
       : { url: rec.url, width: rec.width, height: rec.height };
     if (owner) c.header("Cache-Control", "private, no-store");
+    const [album, albums] = await Promise.all([
+      row.album_id ? findAlbum(db, row.album_id) : undefined,
+      owner ? listAlbums(db, row.user_id, deps.clock) : [],
+    ]);
     return c.html(
       <Layout
         title={rec.title}
@@ -82,6 +87,12 @@ export function registerViewerRoutes(
         }
       >
         <h1>{rec.title}</h1>
+        {rec.description && <p>{rec.description}</p>}
+        {album && (
+          <p>
+            In the album <a href={`/a/${album.id}`}>{album.title}</a>
+          </p>
+        )}
         <figure class="viewer-figure">
           <a href={rec.url} title="Open the full-size image">
             <Picture
@@ -121,6 +132,45 @@ export function registerViewerRoutes(
             </>
           )}
         </div>
+        {owner && (
+          <details class="edit">
+            <summary>Edit title, description and album</summary>
+            <form method="post" action="/images/edit">
+              <input type="hidden" name="_csrf" value={user!.csrfToken} />
+              <input type="hidden" name="id" value={rec.id} />
+              <label for="edit-title">Title</label>
+              <input
+                id="edit-title"
+                name="title"
+                type="text"
+                required
+                maxlength={255}
+                value={rec.title}
+              />
+              <label for="edit-description">Description</label>
+              <textarea
+                id="edit-description"
+                name="description"
+                maxlength={5000}
+              >
+                {rec.description}
+              </textarea>
+              <label for="edit-album">Album</label>
+              <select id="edit-album" name="album">
+                <option value="" selected={!row.album_id}>No album</option>
+                {albums.map((a) => (
+                  <option
+                    value={a.row.id}
+                    selected={a.row.id === row.album_id}
+                  >
+                    {a.row.title}
+                  </option>
+                ))}
+              </select>
+              <button type="submit">Save</button>
+            </form>
+          </details>
+        )}
         <h2>Share</h2>
         {Object.entries(embeds).map(([label, value], i) => (
           <CopyField id={`embed-${i}`} label={label} value={value} />

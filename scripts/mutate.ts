@@ -147,6 +147,21 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/image_find_test.ts"],
   },
   {
+    name: "site: My images' Move moves someone else's image",
+    file: "routes/organise.tsx",
+    from: `      if (!row || row.user_id !== r.user.userId) continue;`,
+    to: `      if (!row) continue;`,
+    tests: ["tests/site_test.ts"],
+  },
+  {
+    name: "site: the viewer's edit form edits someone else's image",
+    file: "routes/organise.tsx",
+    from:
+      `    if (!row || row.user_id !== r.user.userId) throw new ApiError(404);`,
+    to: `    if (!row) throw new ApiError(404);`,
+    tests: ["tests/site_test.ts"],
+  },
+  {
     name: "transforms: variants outlive their image's deletion",
     file: "services/images/records.ts",
     from: `  await deleteVariants(db, store, row.id);`,

@@ -581,6 +581,43 @@ test("My images' codes box holds the links of the ticked images only (all of the
   await owner.click("input[data-select-all=bulk]");
 });
 
+test("Albums makes an album from its form, and My images' Move puts the ticked image into it without the delete's question", async () => {
+  await owner.goto(`${base}/albums`);
+  await owner.type("#album-title", "Browser album");
+  await Promise.all([
+    owner.waitForNavigation(),
+    owner.click("form[action='/albums/new'] button[type=submit]"),
+  ]);
+  assert.match(await owner.content(), /Browser album/);
+  visits.push({ name: "albums", path: "/albums", signedIn: true });
+  await owner.goto(`${base}/images`);
+  let asked = false;
+  owner.once("dialog", async (d) => {
+    asked = true;
+    await d.dismiss();
+  });
+  const first = await owner.$eval(
+    "input[name=id][form=bulk]",
+    (b) => (b as HTMLInputElement).value,
+  );
+  await owner.click(`input[name=id][value="${first}"]`);
+  const albumId = await owner.$$eval(
+    "#move-album option",
+    (opts) =>
+      (opts as HTMLOptionElement[]).find((o) => o.text === "Browser album")!
+        .value,
+  );
+  await owner.select("#move-album", albumId);
+  await Promise.all([
+    owner.waitForNavigation(),
+    owner.click("button[formaction='/images/move']"),
+  ]);
+  assert.equal(asked, false, "moving asks nothing");
+  assert.match(await owner.content(), /Moved 1 image\./);
+  const rec = await (await env.app.request(`/i/${first}`)).text();
+  assert.match(rec, /In the album <a href="\/a\/[^"]+">Browser album<\/a>/);
+});
+
 test("an album page's code-type picker puts every image's code of that type in the box, and Copy all copies it", async () => {
   const { key } = await userWithKey(env);
   const call = async (path: string, init: RequestInit) =>

@@ -624,3 +624,162 @@ async function uploadManyTitled(env: TestEnv, key: string, n: number) {
   }
   return stored;
 }
+
+/** A session form POST (urlencoded, our origin) with the user's token. */
+function sessionPost(
+  env: TestEnv,
+  s: { cookie: string; token: string },
+  path: string,
+  fields: [string, string][],
+) {
+  const body = new URLSearchParams([["_csrf", s.token], ...fields]);
+  return env.app.request(path, {
+    method: "POST",
+    headers: {
+      cookie: s.cookie,
+      origin: ORIGIN,
+      "content-type": "application/x-www-form-urlencoded",
+    },
+    body,
+  });
+}
+
+test("the site organises: Albums lists yours and makes new ones, My images moves the ticked images into an album (or none), and the viewer edits title, description and album; only your own images and albums, only with the form token", async () => {
+  const env = await testEnv();
+  try {
+    const s = await signedIn(env);
+    const other = await signedIn(env);
+    const signedOut = await env.app.request("/albums");
+    assert.deepEqual(
+      [signedOut.status, signedOut.headers.get("location")],
+      [303, "/login"],
+    );
+    const empty = await (await env.app.request("/albums", {
+      headers: { cookie: s.cookie },
+    })).text();
+    assert.match(empty, /No albums yet/);
+    const made = await sessionPost(env, s, "/albums/new", [
+      ["title", "Garden"],
+      ["description", "Spring"],
+      ["privacy", "unlisted"],
+    ]);
+    assert.deepEqual([made.status, made.headers.get("location")], [
+      303,
+      "/albums",
+    ]);
+    const albums = await json(
+      await env.app.request("/api/1/albums", {
+        headers: { authorization: `Bearer ${s.key}` },
+      }),
+    );
+    const garden = albums.body.data.albums[0];
+    assert.deepEqual([garden.title, garden.description, garden.privacy], [
+      "Garden",
+      "Spring",
+      "unlisted",
+    ]);
+    assert.equal(
+      (await sessionPost(env, s, "/albums/new", [["title", " "]])).status,
+      400,
+    );
+    const noToken = await env.app.request("/albums/new", {
+      method: "POST",
+      headers: {
+        cookie: s.cookie,
+        origin: ORIGIN,
+        "content-type": "application/x-www-form-urlencoded",
+      },
+      body: "title=Sneaky",
+    });
+    assert.equal(noToken.status, 403);
+
+    const mine = await uploadMany(env, s.key, 3);
+    const [theirs] = await uploadMany(env, other.key, 1, 50);
+    const moved = await sessionPost(env, s, "/images/move", [
+      ["album", garden.id],
+      ["back", "/images?page=1"],
+      ["id", mine[0]],
+      ["id", mine[2]],
+      ["id", theirs],
+    ]);
+    assert.deepEqual([moved.status, moved.headers.get("location")], [
+      303,
+      "/images?page=1&moved=2",
+    ]);
+    const inGarden = await json(
+      await env.app.request(`/api/1/albums/${garden.id}/images`, {
+        headers: { authorization: `Bearer ${s.key}` },
+      }),
+    );
+    assert.deepEqual(
+      inGarden.body.data.images.map((i: { id: string }) => i.id).sort(),
+      [mine[0], mine[2]].sort(),
+    );
+    const listedPage = await (await env.app.request("/images?moved=2", {
+      headers: { cookie: s.cookie },
+    })).text();
+    assert.match(listedPage, /Moved 2 images/);
+    assert.match(listedPage, /Albums<\/a>/, "the navigation names Albums");
+    // Someone else's album is refused; their image was skipped above.
+    const intoTheirs = await sessionPost(env, other, "/images/move", [
+      ["album", garden.id],
+      ["id", theirs],
+    ]);
+    assert.equal(intoTheirs.status, 400);
+    const out = await sessionPost(env, s, "/images/move", [
+      ["album", ""],
+      ["id", mine[2]],
+    ]);
+    assert.equal(out.headers.get("location"), "/images?moved=1");
+
+    // The viewer's edit form: the owner sees it; the change shows at once.
+    const viewer = await (await env.app.request(`/i/${mine[1]}`, {
+      headers: { cookie: s.cookie },
+    })).text();
+    assert.match(viewer, /<form method="post" action="\/images\/edit">/);
+    assert.ok(
+      !(await (await env.app.request(`/i/${mine[1]}`)).text()).includes(
+        "/images/edit",
+      ),
+      "others get no edit form",
+    );
+    const edited = await sessionPost(env, s, "/images/edit", [
+      ["id", mine[1]],
+      ["title", "Roses"],
+      ["description", "In May"],
+      ["album", garden.id],
+    ]);
+    assert.deepEqual([edited.status, edited.headers.get("location")], [
+      303,
+      `/i/${mine[1]}`,
+    ]);
+    const after = await (await env.app.request(`/i/${mine[1]}`)).text();
+    assert.match(after, /<h1>Roses<\/h1>/);
+    assert.match(after, /<p>In May<\/p>/);
+    assert.match(
+      after,
+      new RegExp(`In the album <a href="/a/${garden.id}">Garden</a>`),
+    );
+    const theirsEdit = await sessionPost(env, other, "/images/edit", [
+      ["id", mine[1]],
+      ["title", "Mine"],
+    ]);
+    assert.equal(theirsEdit.status, 404);
+    const blank = await sessionPost(env, s, "/images/edit", [
+      ["id", mine[1]],
+      ["title", ""],
+    ]);
+    assert.equal(blank.status, 400);
+    const record = await json(
+      await env.app.request(`/api/1/images/${mine[1]}`, {
+        headers: { authorization: `Bearer ${s.key}` },
+      }),
+    );
+    assert.deepEqual(
+      [record.body.data.title, record.body.data.album_id],
+      ["Roses", garden.id],
+    );
+  } finally {
+    await env.close();
+  }
+});

@@ -133,7 +133,7 @@ summary{cursor:pointer;font-weight:600;padding:.5rem 0}
 export const PAGE_JS = `
 const copyText=async t=>{if(navigator.clipboard&&window.isSecureContext){try{await navigator.clipboard.writeText(t);return true}catch{}}const a=document.createElement("textarea");a.value=t;a.setAttribute("readonly","");a.style.cssText="position:fixed;top:0;left:0;opacity:0";document.body.append(a);a.select();let ok=false;try{ok=document.execCommand("copy")}catch{}a.remove();return ok};
 document.addEventListener("click",async e=>{const b=e.target.closest("[data-copy],[data-copy-text]");if(!b)return;const el=b.dataset.copy&&document.getElementById(b.dataset.copy);const text=el?(el.value??el.textContent):b.dataset.copyText;const label=b.textContent;if(await copyText(text)){b.textContent="Copied";setTimeout(()=>b.textContent=label,1500)}else if(el&&el.select)el.select()});
-document.addEventListener("submit",e=>{const f=e.target.closest("form[data-confirm]");if(!f)return;let msg=f.dataset.confirm;const n=[...f.elements].filter(x=>x.name==="id"&&x.type==="checkbox"&&x.checked).length;if(f.dataset.confirmCount!==undefined){if(!n){e.preventDefault();alert("Select the images to delete first.");return}msg=msg.replace("{n}",n+(n===1?" image":" images"))}if(!confirm(msg))e.preventDefault()});
+document.addEventListener("submit",e=>{const f=e.target.closest("form[data-confirm]");if(!f||e.submitter?.hasAttribute("data-no-confirm"))return;let msg=f.dataset.confirm;const n=[...f.elements].filter(x=>x.name==="id"&&x.type==="checkbox"&&x.checked).length;if(f.dataset.confirmCount!==undefined){if(!n){e.preventDefault();alert("Select the images to delete first.");return}msg=msg.replace("{n}",n+(n===1?" image":" images"))}if(!confirm(msg))e.preventDefault()});
 document.addEventListener("change",e=>{const a=e.target.closest("[data-select-all]");if(!a)return;for(const c of document.querySelectorAll("input[name=id][form='"+a.dataset.selectAll+"']"))c.checked=a.checked});
 const fillCodes=box=>{const type=document.getElementById(box.id+"-type").value;const items=JSON.parse(document.getElementById(box.id+"-data").textContent)[type]??[];const form=box.dataset.selectFrom;const picked=new Set(form?[...document.querySelectorAll("input[name=id][form='"+form+"']:checked")].map(c=>c.value):[]);box.value=items.filter(([id])=>!picked.size||picked.has(id)).map(([,code])=>code).join("\\n")};
 document.addEventListener("change",()=>{for(const box of document.querySelectorAll("textarea[data-codes]"))fillCodes(box)});
@@ -149,6 +149,7 @@ const NAV: { href: string; label: string; signedIn?: boolean }[] = [
   { href: "/", label: "Upload" },
   { href: "/screenshot", label: "Screenshot", signedIn: true },
   { href: "/images", label: "My images", signedIn: true },
+  { href: "/albums", label: "Albums", signedIn: true },
   { href: "/docs", label: "API docs" },
 ];
 

@@ -1,0 +1,194 @@
+import type { App } from "./env.ts";
+import type { AppDeps } from "../services/runtime/deps.ts";
+import type { ImageRowCache } from "../services/images/image_cache.ts";
+import { editImage, findLiveImage } from "../services/images/records.ts";
+import {
+  albumForImages,
+  createAlbum,
+  listAlbums,
+  toAlbumRecord,
+} from "../services/albums/albums.ts";
+import { AlbumCreateSchema } from "../schemas/album.ts";
+import { formCsrf, Layout, pageSecurity } from "./pages/layout.tsx";
+import { requireSessionForm, sessionUser } from "./session.ts";
+import { ApiError } from "../schemas/errors.ts";
+
+/**
+ * Organising from the site (issue #37): the Albums page (yours, and a form to make one),
+ * moving the images ticked on My images into an album, and editing one image from its
+ * viewer page. Each is a plain session form (works without scripts), as My images'
+ * delete is; each changes only the signed-in user's own images and albums.
+ */
+export function registerOrganiseRoutes(
+  app: App,
+  deps: AppDeps,
+  rowCache: ImageRowCache,
+) {
+  const { db } = deps.database;
+  const { config, clock } = deps;
+  for (const p of ["/albums", "/albums/*"]) {
+    app.use(p, pageSecurity(config), formCsrf(config));
+  }
+
+  app.get("/albums", async (c) => {
+    const user = await sessionUser(c, deps);
+    if (!user) return c.redirect("/login", 303);
+    const albums = (await listAlbums(db, user.userId, clock)).map((v) =>
+      toAlbumRecord(config, v)
+    );
+    c.header("Cache-Control", "no-store");
+    return c.html(
+      <Layout title="Albums" user={user} current="/albums">
+        <h1>Albums</h1>
+        {albums.length === 0
+          ? (
+            <p class="notice">
+              No albums yet. Make one below, then move images into it from{" "}
+              <a href="/images">My images</a>.
+            </p>
+          )
+          : (
+            <ul class="grid">
+              {albums.map((a) => (
+                <li class="card">
+                  <a href={a.url_viewer}>
+                    {a.cover_url
+                      ? (
+                        <img
+                          src={a.cover_url}
+                          alt={`Cover of ${a.title}`}
+                          loading="lazy"
+                        />
+                      )
+                      : <span class="muted">(empty)</span>}
+                  </a>
+                  <div class="body">
+                    <a class="title" href={a.url_viewer}>{a.title}</a>
+                    <span class="muted">
+                      {a.image_count === 1
+                        ? "1 image"
+                        : `${a.image_count} images`}
+                      {a.privacy === "unlisted" ? " · unlisted" : ""}
+                    </span>
+                    <a
+                      class="button secondary"
+                      href={`/images?album=${a.id}`}
+                    >
+                      Manage images
+                    </a>
+                  </div>
+                </li>
+              ))}
+            </ul>
+          )}
+        <h2>New album</h2>
+        <form method="post" action="/albums/new">
+          <input type="hidden" name="_csrf" value={user.csrfToken} />
+          <label for="album-title">Title</label>
+          <input
+            id="album-title"
+            name="title"
+            type="text"
+            required
+            maxlength={255}
+          />
+          <label for="album-description">Description (optional)</label>
+          <textarea
+            id="album-description"
+            name="description"
+            maxlength={5000}
+          />
+          <label for="album-privacy">Who sees it</label>
+          <select id="album-privacy" name="privacy">
+            <option value="public" selected>
+              Public: anyone with the link, and listed
+            </option>
+            <option value="unlisted">
+              Unlisted: anyone with the link, never listed
+            </option>
+          </select>
+          <button type="submit">Create album</button>
+        </form>
+      </Layout>,
+    );
+  });
+
+  app.post("/albums/new", async (c) => {
+    const r = await requireSessionForm(c, deps);
+    if (r instanceof Response) return r;
+    const parsed = AlbumCreateSchema.safeParse({
+      title: r.form.title ?? "",
+      ...(r.form.description ? { description: r.form.description } : {}),
+      ...(r.form.privacy ? { privacy: r.form.privacy } : {}),
+    });
+    if (!parsed.success) {
+      throw new ApiError(160, {
+        details: parsed.error.issues.map((i) => ({
+          path: i.path.join("."),
+          message: i.message,
+        })),
+      });
+    }
+    await createAlbum(db, r.user.userId, parsed.data);
+    return c.redirect("/albums", 303);
+  });
+
+  /**
+   * Moves the posted images (`id`, repeatable) of the signed-in user into `album` (one
+   * of theirs; empty: into none), then goes back to the My images page they were on.
+   */
+  app.post("/images/move", async (c) => {
+    const r = await requireSessionForm(c, deps);
+    if (r instanceof Response) return r;
+    const albumId = r.form.album
+      ? (await albumForImages(db, r.user.userId, r.form.album)).id
+      : null;
+    let moved = 0;
+    for (const id of [...new Set(r.all("id"))].slice(0, 500)) {
+      const row = await findLiveImage(db, id, clock);
+      if (!row || row.user_id !== r.user.userId) continue;
+      await editImage(db, id, { album_id: albumId });
+      rowCache.invalidate(id);
+      moved++;
+    }
+    const back = new URL(
+      r.form.back && /^\/images(\?|$)/.test(r.form.back)
+        ? r.form.back
+        : "/images",
+      "http://x",
+    );
+    back.searchParams.set("moved", String(moved));
+    return c.redirect(`${back.pathname}${back.search}`, 303);
+  });
+
+  /** Changes one image's title, description and album from its viewer page. */
+  app.post("/images/edit", async (c) => {
+    const r = await requireSessionForm(c, deps);
+    if (r instanceof Response) return r;
+    const row = await findLiveImage(db, r.form.id ?? "", clock);
+    if (!row || row.user_id !== r.user.userId) throw new ApiError(404);
+    const title = (r.form.title ?? "").trim();
+    if (
+      !title || title.length > 255 || (r.form.description ?? "").length > 5000
+    ) {
+      throw new ApiError(160, {
+        details: [{
+          path: title ? "description" : "title",
+          message: title
+            ? "at most 5000 characters"
+            : "a title of 1 to 255 characters",
+        }],
+      });
+    }
+    const albumId = r.form.album
+      ? (await albumForImages(db, r.user.userId, r.form.album)).id
+      : null;
+    await editImage(db, row.id, {
+      title,
+      description: r.form.description ?? "",
+      album_id: albumId,
+    });
+    rowCache.invalidate(row.id);
+    return c.redirect(`/i/${row.id}`, 303);
+  });
+}

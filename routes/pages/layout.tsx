@@ -85,9 +85,10 @@ form.inline{display:inline}
 label{display:block;margin:.75rem 0 .25rem;font-weight:600}
 label.check{display:flex;gap:.5rem;align-items:center;font-weight:400;margin:.4rem 0}
 input,select,textarea,button{font:inherit;font-size:16px}
-input[type=text],input[type=email],input[type=password],input[type=url],input[type=number],select,textarea{width:100%;max-width:32rem;padding:.45rem .5rem;line-height:1.5;border:1px solid var(--control);border-radius:6px;background:var(--bg);color:inherit}
+input[type=text],input[type=search],input[type=email],input[type=password],input[type=url],input[type=number],select,textarea{width:100%;max-width:32rem;padding:.45rem .5rem;line-height:1.5;border:1px solid var(--control);border-radius:6px;background:var(--bg);color:inherit}
 input[type=checkbox]{width:1.1rem;height:1.1rem;accent-color:var(--button)}
 textarea{min-height:4.5rem;font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
+.toolbar select{width:auto;max-width:16rem}
 .find{display:flex;flex-wrap:wrap;gap:.6rem;align-items:end;margin:0 0 1rem}.find>div{min-width:12rem}
 .codes-box{display:grid;gap:.4rem;max-width:40rem}.codes-box textarea{max-width:none;min-height:8rem}.codes-box button{justify-self:start}
 button,.button{padding:.45rem .9rem;border:1px solid var(--button);border-radius:6px;background:var(--button);color:#fff;cursor:pointer;text-decoration:none;display:inline-block;line-height:1.5}

@@ -43,9 +43,8 @@ export function registerAlbumPage(app: App, deps: AppDeps) {
     const records = rows.map((r) => toImageRecord(config, r));
     const cover = view.cover && toImageRecord(config, view.cover);
     const pages = Math.max(1, Math.ceil(total / PER_PAGE));
-    if (user?.userId === row.user_id) {
-      c.header("Cache-Control", "private, no-store");
-    }
+    const owner = user?.userId === row.user_id;
+    if (owner) c.header("Cache-Control", "private, no-store");
     return c.html(
       <Layout
         title={album.title}
@@ -120,6 +119,71 @@ export function registerAlbumPage(app: App, deps: AppDeps) {
                 codes: embedCodes(rec),
               }))}
             />
+          </>
+        )}
+        {owner && (
+          <>
+            <h2>Manage</h2>
+            <p>
+              <a href={`/images?album=${album.id}`}>
+                Its images on My images
+              </a>{" "}
+              (search, move, delete)
+            </p>
+            <details class="edit">
+              <summary>Edit title, description and who sees it</summary>
+              <form method="post" action="/albums/edit">
+                <input type="hidden" name="_csrf" value={user!.csrfToken} />
+                <input type="hidden" name="id" value={album.id} />
+                <label for="album-title">Title</label>
+                <input
+                  id="album-title"
+                  name="title"
+                  type="text"
+                  required
+                  maxlength={255}
+                  value={album.title}
+                />
+                <label for="album-description">Description</label>
+                <textarea
+                  id="album-description"
+                  name="description"
+                  maxlength={5000}
+                >
+                  {album.description}
+                </textarea>
+                <label for="album-privacy">Who sees it</label>
+                <select id="album-privacy" name="privacy">
+                  <option
+                    value="public"
+                    selected={album.privacy === "public"}
+                  >
+                    Public: anyone with the link, and listed
+                  </option>
+                  <option
+                    value="unlisted"
+                    selected={album.privacy === "unlisted"}
+                  >
+                    Unlisted: anyone with the link, never listed
+                  </option>
+                </select>
+                <button type="submit">Save</button>
+              </form>
+            </details>
+            <form
+              method="post"
+              action="/albums/delete"
+              data-confirm="Delete this album for good?"
+              class="toolbar"
+            >
+              <input type="hidden" name="_csrf" value={user!.csrfToken} />
+              <input type="hidden" name="id" value={album.id} />
+              <label class="check">
+                <input type="checkbox" name="with_images" />
+                Delete its images too
+              </label>
+              <button type="submit" class="danger">Delete album</button>
+            </form>
           </>
         )}
       </Layout>,

@@ -5,10 +5,12 @@ import { editImage, findLiveImage } from "../services/images/records.ts";
 import {
   albumForImages,
   createAlbum,
+  deleteAlbum,
   listAlbums,
   toAlbumRecord,
+  updateAlbum,
 } from "../services/albums/albums.ts";
-import { AlbumCreateSchema } from "../schemas/album.ts";
+import { AlbumCreateSchema, AlbumPatchSchema } from "../schemas/album.ts";
 import { formCsrf, Layout, pageSecurity } from "./pages/layout.tsx";
 import { requireSessionForm, sessionUser } from "./session.ts";
 import { ApiError } from "../schemas/errors.ts";
@@ -121,15 +123,47 @@ export function registerOrganiseRoutes(
       ...(r.form.description ? { description: r.form.description } : {}),
       ...(r.form.privacy ? { privacy: r.form.privacy } : {}),
     });
-    if (!parsed.success) {
-      throw new ApiError(160, {
-        details: parsed.error.issues.map((i) => ({
-          path: i.path.join("."),
-          message: i.message,
-        })),
-      });
-    }
+    if (!parsed.success) throw invalid(parsed.error.issues);
     await createAlbum(db, r.user.userId, parsed.data);
+    return c.redirect("/albums", 303);
+  });
+
+  /** Changes the title, description and privacy of one of the user's albums. */
+  app.post("/albums/edit", async (c) => {
+    const r = await requireSessionForm(c, deps);
+    if (r instanceof Response) return r;
+    const parsed = AlbumPatchSchema.safeParse({
+      title: r.form.title ?? "",
+      description: r.form.description ?? "",
+      ...(r.form.privacy ? { privacy: r.form.privacy } : {}),
+    });
+    if (!parsed.success) throw invalid(parsed.error.issues);
+    const row = await updateAlbum(
+      db,
+      r.user.userId,
+      r.form.id ?? "",
+      parsed.data,
+      clock,
+    );
+    return c.redirect(`/a/${row.id}`, 303);
+  });
+
+  /**
+   * Deletes one of the user's albums; its images stay, in no album, unless
+   * `with_images` is ticked.
+   */
+  app.post("/albums/delete", async (c) => {
+    const r = await requireSessionForm(c, deps);
+    if (r instanceof Response) return r;
+    const deleted = await deleteAlbum(
+      db,
+      deps.store,
+      clock,
+      r.user.userId,
+      r.form.id ?? "",
+      r.form.with_images === "on",
+    );
+    for (const id of deleted) rowCache.invalidate(id);
     return c.redirect("/albums", 303);
   });
 
@@ -190,5 +224,17 @@ export function registerOrganiseRoutes(
     });
     rowCache.invalidate(row.id);
     return c.redirect(`/i/${row.id}`, 303);
+  });
+}
+
+/** 160 for a form the schema refused, naming each field. */
+function invalid(
+  issues: { path: PropertyKey[]; message: string }[],
+): ApiError {
+  return new ApiError(160, {
+    details: issues.map((i) => ({
+      path: i.path.join("."),
+      message: i.message,
+    })),
   });
 }

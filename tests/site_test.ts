@@ -783,3 +783,97 @@ test("the site organises: Albums lists yours and makes new ones, My images moves
     await env.close();
   }
 });
+
+test("an album's owner edits it and deletes it from its page (its images stay, or go when ticked); others see no such forms and cannot post them", async () => {
+  const env = await testEnv();
+  try {
+    const s = await signedIn(env);
+    const other = await signedIn(env);
+    const create = async (title: string) =>
+      await json(
+        await env.app.request("/api/1/albums", {
+          method: "POST",
+          headers: {
+            authorization: `Bearer ${s.key}`,
+            "content-type": "application/json",
+          },
+          body: JSON.stringify({ title }),
+        }),
+      );
+    const album = (await create("Old name")).body.data;
+    const mine = await uploadMany(env, s.key, 2);
+    await sessionPost(env, s, "/images/move", [
+      ["album", album.id],
+      ["id", mine[0]],
+      ["id", mine[1]],
+    ]);
+    const ownerPage = await (await env.app.request(`/a/${album.id}`, {
+      headers: { cookie: s.cookie },
+    })).text();
+    assert.match(ownerPage, /action="\/albums\/edit"/);
+    assert.match(ownerPage, /action="\/albums\/delete"/);
+    const publicPage = await (await env.app.request(`/a/${album.id}`)).text();
+    assert.ok(!publicPage.includes("/albums/edit"));
+    assert.ok(!publicPage.includes("/albums/delete"));
+
+    const edited = await sessionPost(env, s, "/albums/edit", [
+      ["id", album.id],
+      ["title", "New name"],
+      ["description", "Now described"],
+      ["privacy", "unlisted"],
+    ]);
+    assert.deepEqual([edited.status, edited.headers.get("location")], [
+      303,
+      `/a/${album.id}`,
+    ]);
+    const after = await (await env.app.request(`/a/${album.id}`)).text();
+    assert.match(after, /<h1>New name<\/h1>/);
+    assert.match(after, /Now described/);
+    assert.match(after, /<meta name="robots" content="noindex"/);
+    // Someone else's album: 404 to edit and to delete, and nothing changed.
+    for (const path of ["/albums/edit", "/albums/delete"]) {
+      const r = await sessionPost(env, other, path, [
+        ["id", album.id],
+        ["title", "Taken"],
+      ]);
+      assert.equal(r.status, 404, path);
+    }
+    assert.match(
+      await (await env.app.request(`/a/${album.id}`)).text(),
+      /<h1>New name<\/h1>/,
+    );
+    // Deleted without its images: they stay, in no album.
+    const gone = await sessionPost(env, s, "/albums/delete", [[
+      "id",
+      album.id,
+    ]]);
+    assert.deepEqual([gone.status, gone.headers.get("location")], [
+      303,
+      "/albums",
+    ]);
+    assert.equal((await env.app.request(`/a/${album.id}`)).status, 404);
+    const kept = await json(
+      await env.app.request(`/api/1/images/${mine[0]}`, {
+        headers: { authorization: `Bearer ${s.key}` },
+      }),
+    );
+    assert.deepEqual([kept.status, kept.body.data.album_id], [200, null]);
+    // Deleted with its images: they go.
+    const second = (await create("Second")).body.data;
+    await sessionPost(env, s, "/images/move", [
+      ["album", second.id],
+      ["id", mine[1]],
+    ]);
+    await sessionPost(env, s, "/albums/delete", [
+      ["id", second.id],
+      ["with_images", "on"],
+    ]);
+    const dropped = await env.app.request(`/api/1/images/${mine[1]}`, {
+      headers: { authorization: `Bearer ${s.key}` },
+    });
+    assert.equal(dropped.status, 404);
+    await dropped.body?.cancel();
+  } finally {
+    await env.close();
+  }
+});

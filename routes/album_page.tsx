@@ -8,7 +8,8 @@ import {
   viewOf,
 } from "../services/albums/albums.ts";
 import { CodesBox, Layout, pageSecurity } from "./pages/layout.tsx";
-import { fitWithin, Picture, pictureOf } from "./pages/picture.tsx";
+import { CardPicture } from "./pages/picture.tsx";
+import { PrivacySelect, TitleFields } from "./pages/fields.tsx";
 import { sessionUser } from "./session.ts";
 import { ApiError } from "../schemas/errors.ts";
 // The one embed-code implementation, shared with the widget (a pure leaf module).
@@ -77,16 +78,7 @@ export function registerAlbumPage(app: App, deps: AppDeps) {
           <ul class="grid">
             {records.map((rec) => (
               <li class="card">
-                <a href={rec.url_viewer}>
-                  <Picture
-                    img={pictureOf(rec)}
-                    widths={config.IMAGE_WIDTHS}
-                    sizes="(max-width: 600px) 50vw, 240px"
-                    shown={fitWithin(rec.width, rec.height, 320)}
-                    src={rec.thumb.url}
-                    loading="lazy"
-                  />
-                </a>
+                <CardPicture rec={rec} widths={config.IMAGE_WIDTHS} />
                 <div class="body">
                   <span class="title" title={rec.title}>{rec.title}</span>
                 </div>
@@ -135,38 +127,12 @@ export function registerAlbumPage(app: App, deps: AppDeps) {
               <form method="post" action="/albums/edit">
                 <input type="hidden" name="_csrf" value={user!.csrfToken} />
                 <input type="hidden" name="id" value={album.id} />
-                <label for="album-title">Title</label>
-                <input
-                  id="album-title"
-                  name="title"
-                  type="text"
-                  required
-                  maxlength={255}
-                  value={album.title}
+                <TitleFields
+                  prefix="album"
+                  title={album.title}
+                  description={album.description}
                 />
-                <label for="album-description">Description</label>
-                <textarea
-                  id="album-description"
-                  name="description"
-                  maxlength={5000}
-                >
-                  {album.description}
-                </textarea>
-                <label for="album-privacy">Who sees it</label>
-                <select id="album-privacy" name="privacy">
-                  <option
-                    value="public"
-                    selected={album.privacy === "public"}
-                  >
-                    Public: anyone with the link, and listed
-                  </option>
-                  <option
-                    value="unlisted"
-                    selected={album.privacy === "unlisted"}
-                  >
-                    Unlisted: anyone with the link, never listed
-                  </option>
-                </select>
+                <PrivacySelect id="album-privacy" value={album.privacy} />
                 <button type="submit">Save</button>
               </form>
             </details>

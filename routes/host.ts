@@ -351,15 +351,8 @@ export function registerHostRoutes(
   };
 
   /** A stored file's answer, or undefined when it is not stored (or was cut short). */
-  const sendIfStored = (
-    c: Context,
-    key: string,
-    ext: string,
-    etag: string,
-    cacheControl: string,
-    extra: Record<string, string> = {},
-  ) =>
-    sendStored(c, key, ext, etag, cacheControl, extra).catch((e: unknown) => {
+  const sendIfStored = (...args: Parameters<typeof sendStored>) =>
+    sendStored(...args).catch((e: unknown) => {
       if (e instanceof ApiError && e.code === 404) return undefined;
       throw e;
     });

@@ -12,6 +12,7 @@ import {
 } from "../services/albums/albums.ts";
 import { AlbumCreateSchema, AlbumPatchSchema } from "../schemas/album.ts";
 import { formCsrf, Layout, pageSecurity } from "./pages/layout.tsx";
+import { PrivacySelect, TitleFields } from "./pages/fields.tsx";
 import { requireSessionForm, sessionUser } from "./session.ts";
 import { ApiError } from "../schemas/errors.ts";
 
@@ -86,29 +87,8 @@ export function registerOrganiseRoutes(
         <h2>New album</h2>
         <form method="post" action="/albums/new">
           <input type="hidden" name="_csrf" value={user.csrfToken} />
-          <label for="album-title">Title</label>
-          <input
-            id="album-title"
-            name="title"
-            type="text"
-            required
-            maxlength={255}
-          />
-          <label for="album-description">Description (optional)</label>
-          <textarea
-            id="album-description"
-            name="description"
-            maxlength={5000}
-          />
-          <label for="album-privacy">Who sees it</label>
-          <select id="album-privacy" name="privacy">
-            <option value="public" selected>
-              Public: anyone with the link, and listed
-            </option>
-            <option value="unlisted">
-              Unlisted: anyone with the link, never listed
-            </option>
-          </select>
+          <TitleFields prefix="album" />
+          <PrivacySelect id="album-privacy" />
           <button type="submit">Create album</button>
         </form>
       </Layout>,

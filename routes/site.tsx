@@ -12,7 +12,7 @@ import {
   pageSecurity,
   type PageUser,
 } from "./pages/layout.tsx";
-import { fitWithin, Picture, pictureOf } from "./pages/picture.tsx";
+import { CardPicture } from "./pages/picture.tsx";
 import { expiryText } from "./pages/expiry.ts";
 import { HOME_JS, SCREENSHOT_JS, serveAsset } from "./pages/static_assets.ts";
 import { FAVICON_SVG, faviconIco } from "./pages/favicon.ts";
@@ -593,16 +593,7 @@ export function registerSiteRoutes(
               <ul class="grid">
                 {props.records.map(({ rec, source, expiresAt }) => (
                   <li class="card">
-                    <a href={rec.url_viewer}>
-                      <Picture
-                        img={pictureOf(rec)}
-                        widths={config.IMAGE_WIDTHS}
-                        sizes="(max-width: 600px) 50vw, 240px"
-                        shown={fitWithin(rec.width, rec.height, 320)}
-                        src={rec.thumb.url}
-                        loading="lazy"
-                      />
-                    </a>
+                    <CardPicture rec={rec} widths={config.IMAGE_WIDTHS} />
                     <div class="body">
                       <label class="check title">
                         <input

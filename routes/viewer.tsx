@@ -17,6 +17,7 @@ import {
 } from "./pages/layout.tsx";
 import { expiryText } from "./pages/expiry.ts";
 import { fitWithin, Picture, pictureOf } from "./pages/picture.tsx";
+import { TitleFields } from "./pages/fields.tsx";
 import { sessionUser } from "./session.ts";
 import { MEDIUM_SIZE } from "../services/images/fixed_variants.ts";
 import type { ImageRowCache } from "../services/images/image_cache.ts";
@@ -138,23 +139,11 @@ export function registerViewerRoutes(
             <form method="post" action="/images/edit">
               <input type="hidden" name="_csrf" value={user!.csrfToken} />
               <input type="hidden" name="id" value={rec.id} />
-              <label for="edit-title">Title</label>
-              <input
-                id="edit-title"
-                name="title"
-                type="text"
-                required
-                maxlength={255}
-                value={rec.title}
+              <TitleFields
+                prefix="edit"
+                title={rec.title}
+                description={rec.description}
               />
-              <label for="edit-description">Description</label>
-              <textarea
-                id="edit-description"
-                name="description"
-                maxlength={5000}
-              >
-                {rec.description}
-              </textarea>
               <label for="edit-album">Album</label>
               <select id="edit-album" name="album">
                 <option value="" selected={!row.album_id}>No album</option>

@@ -90,3 +90,32 @@ export function Picture(
     </picture>
   );
 }
+
+/**
+ * An image as a grid card shows it (My images, an album's page): its `<picture>` at most
+ * the grid's 240 px column (half the screen on a phone), linked to its viewer page, the
+ * thumbnail for browsers without srcset, loaded when scrolled near.
+ */
+export function CardPicture(
+  props: {
+    rec: Parameters<typeof pictureOf>[0] & {
+      url_viewer: string;
+      thumb: { url: string };
+    };
+    widths: readonly number[];
+  },
+) {
+  const { rec } = props;
+  return (
+    <a href={rec.url_viewer}>
+      <Picture
+        img={pictureOf(rec)}
+        widths={props.widths}
+        sizes="(max-width: 600px) 50vw, 240px"
+        shown={fitWithin(rec.width, rec.height, 320)}
+        src={rec.thumb.url}
+        loading="lazy"
+      />
+    </a>
+  );
+}

@@ -1,0 +1,52 @@
+/**
+ * Form fields the organising forms share (an image's edit, an album's new and edit
+ * forms): the title and description, and who sees an album. One shape, so their labels,
+ * limits and ids stay the same everywhere.
+ */
+
+/** Title (1–255 characters) and description (up to 5000) of an image or an album. */
+export function TitleFields(
+  props: { prefix: string; title?: string; description?: string },
+) {
+  return (
+    <>
+      <label for={`${props.prefix}-title`}>Title</label>
+      <input
+        id={`${props.prefix}-title`}
+        name="title"
+        type="text"
+        required
+        maxlength={255}
+        value={props.title}
+      />
+      <label for={`${props.prefix}-description`}>
+        Description{props.description === undefined ? " (optional)" : ""}
+      </label>
+      <textarea
+        id={`${props.prefix}-description`}
+        name="description"
+        maxlength={5000}
+      >
+        {props.description ?? ""}
+      </textarea>
+    </>
+  );
+}
+
+/** Who sees an album: anyone with its link and listed, or only with its link. */
+export function PrivacySelect(props: { id: string; value?: string }) {
+  const value = props.value ?? "public";
+  return (
+    <>
+      <label for={props.id}>Who sees it</label>
+      <select id={props.id} name="privacy">
+        <option value="public" selected={value === "public"}>
+          Public: anyone with the link, and listed
+        </option>
+        <option value="unlisted" selected={value === "unlisted"}>
+          Unlisted: anyone with the link, never listed
+        </option>
+      </select>
+    </>
+  );
+}

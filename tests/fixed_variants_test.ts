@@ -6,6 +6,7 @@ import { proxyPath } from "../routes/host.ts";
 import type { BlobStore } from "../services/store/blob_store.ts";
 import {
   formWith,
+  makeBmp24,
   makeImage,
   makeJpegWithGps,
   makeNoiseJpeg,
@@ -205,20 +206,8 @@ test("with IMAGE_SERVE=proxy a medium not made yet is made before nginx is told 
 
 test("a BMP's medium and transform URLs are made from its pixels (libvips has no BMP loader), leaving no scratch behind", async () => {
   await withStore(async (env, _store, key) => {
-    // A 24-bit BMP, 1300 × 200, made by libvips' own writer is not possible: write one.
-    const width = 1300, height = 200;
-    const rowBytes = Math.ceil((width * 3) / 4) * 4;
-    const bmp = new Uint8Array(54 + rowBytes * height);
-    const v = new DataView(bmp.buffer);
-    bmp.set([0x42, 0x4d]);
-    v.setUint32(2, bmp.length, true);
-    v.setUint32(10, 54, true);
-    v.setUint32(14, 40, true);
-    v.setInt32(18, width, true);
-    v.setInt32(22, height, true);
-    v.setUint16(26, 1, true);
-    v.setUint16(28, 24, true);
-    bmp.fill(200, 54); // light grey
+    // A light grey 24-bit BMP, 1300 × 200 (libvips cannot write one).
+    const bmp = makeBmp24(1300, 200, () => [200, 200, 200]);
     const d = await uploaded(env, key, bmp, "w.bmp");
     const md = await fetchBytes(env, pathOf(d.medium.url));
     assert.equal(md.res.status, 200);

@@ -238,3 +238,31 @@ export async function assertBentCopies(
   );
   assert.ok(taken > 20 && refused > 20, `${taken} taken / ${refused} refused`);
 }
+
+/** A 24-bit BMP whose pixel (x, y) (top-left origin) is `px(x, y)`. */
+export function makeBmp24(
+  width: number,
+  height: number,
+  px: (x: number, y: number) => [number, number, number],
+  topDown = false,
+): Uint8Array {
+  const rowBytes = Math.ceil((width * 3) / 4) * 4;
+  const out = new Uint8Array(54 + rowBytes * height);
+  const v = new DataView(out.buffer);
+  out.set([0x42, 0x4d]);
+  v.setUint32(2, out.length, true);
+  v.setUint32(10, 54, true);
+  v.setUint32(14, 40, true);
+  v.setInt32(18, width, true);
+  v.setInt32(22, topDown ? -height : height, true);
+  v.setUint16(26, 1, true);
+  v.setUint16(28, 24, true);
+  for (let r = 0; r < height; r++) {
+    const y = topDown ? r : height - 1 - r;
+    for (let x = 0; x < width; x++) {
+      const [red, green, blue] = px(x, y);
+      out.set([blue, green, red], 54 + r * rowBytes + x * 3);
+    }
+  }
+  return out;
+}

@@ -467,6 +467,44 @@ test("the typed client generated from openapi.yaml round-trips an upload, a read
   );
 });
 
+test("the typed client organises: an album made, an upload into it, an image edited and found, the album listed, changed and deleted with its images", async () => {
+  const api = createApiClient({ baseUrl: service, apiKey: key });
+  const album = (await api.createAlbum({ title: "SDK album" })).data;
+  assert.equal(album.title, "SDK album");
+  const up = await api.upload([
+    new File([(await freshJpeg()) as Uint8Array<ArrayBuffer>], "sdk.jpg", {
+      type: "image/jpeg",
+    }),
+  ], { albumId: album.id });
+  const rec = up.data as { id: string; album_id: string | null };
+  assert.equal(rec.album_id, album.id);
+  const edited = await api.updateImage(rec.id, {
+    title: "Zanzibar harbour",
+    description: "typed",
+  });
+  assert.equal(edited.data.title, "Zanzibar harbour");
+  const found = await api.listImages({ q: "zanzibar", album: album.id });
+  assert.deepEqual(found.data.images.map((i) => i.id), [rec.id]);
+  const inAlbum = await api.listAlbumImages(album.id, { perPage: 5 });
+  assert.equal(inAlbum.data.total, 1);
+  assert.equal(inAlbum.data.album.image_count, 1);
+  const renamed = await api.updateAlbum(album.id, { privacy: "unlisted" });
+  assert.equal(renamed.data.privacy, "unlisted");
+  assert.ok(
+    (await api.listAlbums()).data.albums.some((a) => a.id === album.id),
+  );
+  assert.equal((await api.getAlbum(album.id)).data.id, album.id);
+  await api.deleteAlbum(album.id, { withImages: true });
+  await assert.rejects(
+    api.getImage(rec.id),
+    (e: ServiceError) => e.code === 404,
+  );
+  await assert.rejects(
+    api.getAlbum(album.id),
+    (e: ServiceError) => e.code === 404,
+  );
+});
+
 test("the typed client sends an upload once more when the first got no answer, and the service stores it once", async () => {
   // The first try reaches the service and is stored, but its answer is lost (as when a
   // proxy closes the connection under it): the second is answered with that same image.

@@ -1051,6 +1051,7 @@ function createApiClient(opts) {
       if (options.expiration) {
         form.append("expiration", String(options.expiration));
       }
+      if (options.albumId) form.append("album_id", options.albumId);
       return call("POST", "/api/1/upload", form, false, true);
     },
     /**
@@ -1068,14 +1069,59 @@ function createApiClient(opts) {
         } : {}
       }), true);
     },
-    /** GET /api/1/images: a page of your images, newest first. */
+    /**
+     * GET /api/1/images: a page of your images, newest first, or found by title words,
+     * sorted by size or name, narrowed by album (`none`: in no album) or type.
+     */
     listImages(options = {}) {
       const q = new URLSearchParams();
       if (options.page) q.set("page", String(options.page));
       if (options.perPage) q.set("per_page", String(options.perPage));
-      if (options.source) q.set("source", options.source);
+      for (const name of [
+        "source",
+        "q",
+        "sort",
+        "order",
+        "album",
+        "type"
+      ]) {
+        if (options[name]) q.set(name, options[name]);
+      }
       const query = q.size ? `?${q}` : "";
       return call("GET", `/api/1/images${query}`);
+    },
+    /** PATCH /api/1/images/{id}: title, description, album, expiration. */
+    updateImage(id, patch) {
+      return call("PATCH", `/api/1/images/${encodeURIComponent(id)}`, JSON.stringify(patch), true);
+    },
+    /** POST /api/1/albums. */
+    createAlbum(album) {
+      return call("POST", "/api/1/albums", JSON.stringify(album), true);
+    },
+    /** GET /api/1/albums: yours, by position, then newest first. */
+    listAlbums() {
+      return call("GET", "/api/1/albums");
+    },
+    /** GET /api/1/albums/{id}. */
+    getAlbum(id) {
+      return call("GET", `/api/1/albums/${encodeURIComponent(id)}`);
+    },
+    /** PATCH /api/1/albums/{id}. */
+    updateAlbum(id, patch) {
+      return call("PATCH", `/api/1/albums/${encodeURIComponent(id)}`, JSON.stringify(patch), true);
+    },
+    /** DELETE /api/1/albums/{id}; `withImages` deletes its images too. */
+    deleteAlbum(id, options = {}) {
+      const query = options.withImages ? "?with_images=true" : "";
+      return call("DELETE", `/api/1/albums/${encodeURIComponent(id)}${query}`);
+    },
+    /** GET /api/1/albums/{id}/images: a page of an album's images, newest first. */
+    listAlbumImages(id, options = {}) {
+      const q = new URLSearchParams();
+      if (options.page) q.set("page", String(options.page));
+      if (options.perPage) q.set("per_page", String(options.perPage));
+      const query = q.size ? `?${q}` : "";
+      return call("GET", `/api/1/albums/${encodeURIComponent(id)}/images${query}`);
     },
     /** GET /api/1/images/{id}. */
     getImage(id) {

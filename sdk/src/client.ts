@@ -10,6 +10,14 @@ export type UploadResult = Ok<"postUpload">;
 export type ImageResult = Ok<"getImage">;
 export type ImageListResult = Ok<"listImages">;
 export type DeleteResult = Ok<"deleteImage">;
+export type AlbumResult = Ok<"getAlbum">;
+export type AlbumListResult = Ok<"listAlbums">;
+export type AlbumImagesResult = Ok<"listAlbumImages">;
+/** Request body of PATCH /api/1/images/{id}. */
+export type ImagePatch = Schemas["ImagePatch"];
+/** Request bodies of POST /api/1/albums and PATCH /api/1/albums/{id}. */
+export type AlbumCreate = Schemas["AlbumCreate"];
+export type AlbumPatch = Schemas["AlbumPatch"];
 export type ScreenshotResult = Ok<"postScreenshot">;
 export type PresetsResult = Ok<"getPresets">;
 /** Request body of POST /api/1/screenshot. */
@@ -68,7 +76,7 @@ export function createApiClient(opts: ApiClientOptions) {
      */
     upload(
       files: Blob[] | Blob,
-      options: { expiration?: number } = {},
+      options: { expiration?: number; albumId?: string } = {},
     ): Promise<UploadResult> {
       const form = new FormData();
       for (const file of Array.isArray(files) ? files : [files]) {
@@ -77,6 +85,7 @@ export function createApiClient(opts: ApiClientOptions) {
       if (options.expiration) {
         form.append("expiration", String(options.expiration));
       }
+      if (options.albumId) form.append("album_id", options.albumId);
       return call("POST", "/api/1/upload", form, false, true);
     },
     /**
@@ -98,20 +107,84 @@ export function createApiClient(opts: ApiClientOptions) {
         true,
       );
     },
-    /** GET /api/1/images: a page of your images, newest first. */
+    /**
+     * GET /api/1/images: a page of your images, newest first, or found by title words,
+     * sorted by size or name, narrowed by album (`none`: in no album) or type.
+     */
     listImages(
       options: {
         page?: number;
         perPage?: number;
         source?: "upload" | "screenshot";
+        q?: string;
+        sort?: "date" | "size" | "name";
+        order?: "asc" | "desc";
+        album?: string;
+        type?: "jpg" | "png" | "gif" | "webp" | "avif" | "bmp" | "tiff";
       } = {},
     ): Promise<ImageListResult> {
       const q = new URLSearchParams();
       if (options.page) q.set("page", String(options.page));
       if (options.perPage) q.set("per_page", String(options.perPage));
-      if (options.source) q.set("source", options.source);
+      for (
+        const name of ["source", "q", "sort", "order", "album", "type"] as const
+      ) {
+        if (options[name]) q.set(name, options[name]!);
+      }
       const query = q.size ? `?${q}` : "";
       return call("GET", `/api/1/images${query}`);
+    },
+    /** PATCH /api/1/images/{id}: title, description, album, expiration. */
+    updateImage(id: string, patch: ImagePatch): Promise<ImageResult> {
+      return call(
+        "PATCH",
+        `/api/1/images/${encodeURIComponent(id)}`,
+        JSON.stringify(patch),
+        true,
+      );
+    },
+    /** POST /api/1/albums. */
+    createAlbum(album: AlbumCreate): Promise<AlbumResult> {
+      return call("POST", "/api/1/albums", JSON.stringify(album), true);
+    },
+    /** GET /api/1/albums: yours, by position, then newest first. */
+    listAlbums(): Promise<AlbumListResult> {
+      return call("GET", "/api/1/albums");
+    },
+    /** GET /api/1/albums/{id}. */
+    getAlbum(id: string): Promise<AlbumResult> {
+      return call("GET", `/api/1/albums/${encodeURIComponent(id)}`);
+    },
+    /** PATCH /api/1/albums/{id}. */
+    updateAlbum(id: string, patch: AlbumPatch): Promise<AlbumResult> {
+      return call(
+        "PATCH",
+        `/api/1/albums/${encodeURIComponent(id)}`,
+        JSON.stringify(patch),
+        true,
+      );
+    },
+    /** DELETE /api/1/albums/{id}; `withImages` deletes its images too. */
+    deleteAlbum(
+      id: string,
+      options: { withImages?: boolean } = {},
+    ): Promise<DeleteResult> {
+      const query = options.withImages ? "?with_images=true" : "";
+      return call("DELETE", `/api/1/albums/${encodeURIComponent(id)}${query}`);
+    },
+    /** GET /api/1/albums/{id}/images: a page of an album's images, newest first. */
+    listAlbumImages(
+      id: string,
+      options: { page?: number; perPage?: number } = {},
+    ): Promise<AlbumImagesResult> {
+      const q = new URLSearchParams();
+      if (options.page) q.set("page", String(options.page));
+      if (options.perPage) q.set("per_page", String(options.perPage));
+      const query = q.size ? `?${q}` : "";
+      return call(
+        "GET",
+        `/api/1/albums/${encodeURIComponent(id)}/images${query}`,
+      );
     },
     /** GET /api/1/images/{id}. */
     getImage(id: string): Promise<ImageResult> {

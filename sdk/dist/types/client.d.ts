@@ -10,6 +10,14 @@ export type UploadResult = Ok<"postUpload">;
 export type ImageResult = Ok<"getImage">;
 export type ImageListResult = Ok<"listImages">;
 export type DeleteResult = Ok<"deleteImage">;
+export type AlbumResult = Ok<"getAlbum">;
+export type AlbumListResult = Ok<"listAlbums">;
+export type AlbumImagesResult = Ok<"listAlbumImages">;
+/** Request body of PATCH /api/1/images/{id}. */
+export type ImagePatch = Schemas["ImagePatch"];
+/** Request bodies of POST /api/1/albums and PATCH /api/1/albums/{id}. */
+export type AlbumCreate = Schemas["AlbumCreate"];
+export type AlbumPatch = Schemas["AlbumPatch"];
 export type ScreenshotResult = Ok<"postScreenshot">;
 export type PresetsResult = Ok<"getPresets">;
 /** Request body of POST /api/1/screenshot. */
@@ -34,6 +42,7 @@ export declare function createApiClient(opts: ApiClientOptions): {
      */
     upload(files: Blob[] | Blob, options?: {
         expiration?: number;
+        albumId?: string;
     }): Promise<UploadResult>;
     /**
      * POST /api/1/upload with image addresses: the service downloads each one (public
@@ -43,12 +52,39 @@ export declare function createApiClient(opts: ApiClientOptions): {
         expiration?: number;
         title?: string;
     }): Promise<UploadResult>;
-    /** GET /api/1/images: a page of your images, newest first. */
+    /**
+     * GET /api/1/images: a page of your images, newest first, or found by title words,
+     * sorted by size or name, narrowed by album (`none`: in no album) or type.
+     */
     listImages(options?: {
         page?: number;
         perPage?: number;
         source?: "upload" | "screenshot";
+        q?: string;
+        sort?: "date" | "size" | "name";
+        order?: "asc" | "desc";
+        album?: string;
+        type?: "jpg" | "png" | "gif" | "webp" | "avif" | "bmp" | "tiff";
     }): Promise<ImageListResult>;
+    /** PATCH /api/1/images/{id}: title, description, album, expiration. */
+    updateImage(id: string, patch: ImagePatch): Promise<ImageResult>;
+    /** POST /api/1/albums. */
+    createAlbum(album: AlbumCreate): Promise<AlbumResult>;
+    /** GET /api/1/albums: yours, by position, then newest first. */
+    listAlbums(): Promise<AlbumListResult>;
+    /** GET /api/1/albums/{id}. */
+    getAlbum(id: string): Promise<AlbumResult>;
+    /** PATCH /api/1/albums/{id}. */
+    updateAlbum(id: string, patch: AlbumPatch): Promise<AlbumResult>;
+    /** DELETE /api/1/albums/{id}; `withImages` deletes its images too. */
+    deleteAlbum(id: string, options?: {
+        withImages?: boolean;
+    }): Promise<DeleteResult>;
+    /** GET /api/1/albums/{id}/images: a page of an album's images, newest first. */
+    listAlbumImages(id: string, options?: {
+        page?: number;
+        perPage?: number;
+    }): Promise<AlbumImagesResult>;
     /** GET /api/1/images/{id}. */
     getImage(id: string): Promise<ImageResult>;
     /** DELETE /api/1/images/{id}. */

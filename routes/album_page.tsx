@@ -22,7 +22,8 @@ const PER_PAGE = 60;
  * The album page `/a/<id>`: its title, description and images (a grid of responsive
  * thumbnails, each to its viewer page), OpenGraph tags with its cover, and every link of
  * the page's images in one box with a code-type picker. Public and unlisted albums are
- * open to anyone with the link; an unlisted one asks search engines not to index it.
+ * open to anyone with the link (an unlisted one asks search engines not to index it),
+ * showing others only its public images; a private album is 404 to all but its owner.
  */
 export function registerAlbumPage(app: App, deps: AppDeps) {
   const { db } = deps.database;
@@ -35,16 +36,22 @@ export function registerAlbumPage(app: App, deps: AppDeps) {
       1,
       Math.min(100_000, Number(c.req.query("page")) || 1),
     );
-    const [view, { rows, total }, user] = await Promise.all([
-      viewOf(db, row, clock),
-      pageAlbumImages(db, row.id, clock, { page, perPage: PER_PAGE }),
-      sessionUser(c, deps),
+    const user = await sessionUser(c, deps);
+    const owner = user?.userId === row.user_id;
+    // A private album is its owner's alone; others see only its public images.
+    if (row.privacy === "private" && !owner) throw new ApiError(404);
+    const [view, { rows, total }] = await Promise.all([
+      viewOf(db, row, clock, !owner),
+      pageAlbumImages(db, row.id, clock, {
+        page,
+        perPage: PER_PAGE,
+        publicOnly: !owner,
+      }),
     ]);
     const album = toAlbumRecord(config, view);
     const records = rows.map((r) => toImageRecord(config, r));
     const cover = view.cover && toImageRecord(config, view.cover);
     const pages = Math.max(1, Math.ceil(total / PER_PAGE));
-    const owner = user?.userId === row.user_id;
     if (owner) c.header("Cache-Control", "private, no-store");
     return c.html(
       <Layout
@@ -52,7 +59,7 @@ export function registerAlbumPage(app: App, deps: AppDeps) {
         user={user}
         head={
           <>
-            {album.privacy === "unlisted" && (
+            {album.privacy !== "public" && (
               <meta name="robots" content="noindex" />
             )}
             <meta property="og:type" content="website" />

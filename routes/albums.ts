@@ -187,7 +187,8 @@ const patchImageRoute = createRoute({
   tags: ["Images"],
   summary: "Change one of your images",
   description:
-    "Title, description, album (one of yours, or null for none) and expiration " +
+    "Title, description, album (one of yours, or null for none), privacy (`private`: " +
+    "its files, variants and page are 404 to everyone but you) and expiration " +
     "(seconds from now, or 0 to keep it for good): what the body gives changes, the " +
     "rest stays. Its links and files do not change.",
   security: API_SECURITY,
@@ -288,6 +289,7 @@ export function registerAlbumRoutes(
     const edit: ImageEdit = {};
     if (body.title !== undefined) edit.title = body.title;
     if (body.description !== undefined) edit.description = body.description;
+    if (body.privacy !== undefined) edit.privacy = body.privacy;
     if (body.album_id !== undefined) {
       // Only into an album of the image's owner.
       if (body.album_id !== null) {

@@ -203,6 +203,41 @@ async function admit(
   return owner.userId;
 }
 
+/**
+ * Who asks, on a route outside the API that shows an owner more than others (a private
+ * image's files and pages): the signed-in user, else the owner of a valid key in the
+ * headers, else nobody. A wrong key is nobody, and counts against the address as the
+ * API counts it (170 past the limit), so files are no way round that limit.
+ */
+export async function requesterOf(
+  c: Context,
+  deps: AppDeps,
+): Promise<string | undefined> {
+  const user = await sessionUser(c, deps);
+  if (user) return user.userId;
+  let key: string | undefined;
+  try {
+    key = headerKey(c);
+  } catch {
+    return undefined; // a malformed Authorization header: nobody
+  }
+  if (key === undefined) return undefined;
+  const addr = clientAddress(c, deps.config.TRUST_PROXY);
+  const failures = keyFailures(deps);
+  failures.check(addr);
+  try {
+    return (await authenticateKey(deps.database.db, key, deps.clock, {
+      cache: keyCaches.get(deps),
+    })).userId;
+  } catch (e) {
+    if (e instanceof ApiError && (e.code === 110 || e.code === 120)) {
+      await failures.count(addr);
+      return undefined;
+    }
+    throw e;
+  }
+}
+
 const rateLeases = new WeakMap<AppDeps, RateLeases>();
 
 /** Counts one call against the caller's per-minute limit and reports it in headers. */

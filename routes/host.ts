@@ -9,6 +9,7 @@ import type { ByteRange } from "../services/store/blob_store.ts";
 import { wholeBody } from "../services/runtime/file_io.ts";
 import { logRequest, requestIdOf } from "./request_id.ts";
 import { addressOf, clientAddress } from "./client_address.ts";
+import { requesterOf } from "./api_auth.ts";
 import { AddressThrottle } from "../services/accounts/address_throttle.ts";
 import type { VariantMaker } from "../services/images/variant_maker.ts";
 import {
@@ -79,6 +80,8 @@ export function proxyPath(key: string): string {
  * that reads the clock).
  */
 function cacheControlOf(row: ImageRow, clock: Clock): string {
+  // Its owner's alone: no shared cache may keep it, nor any cache at all.
+  if (row.privacy === "private") return "private, no-store";
   if (!row.expires_at) return IMMUTABLE;
   const left = (new Date(row.expires_at).getTime() - clock.now().getTime()) /
     1000;
@@ -142,6 +145,9 @@ export function imageFastPath(
     const row = rows.peek(name.id);
     if (!row) return undefined;
     if (!name.isIn(row)) return undefined;
+    // A private image is answered only after the full path knows who asks: not even a
+    // 304 confirms it to anyone else.
+    if (row.privacy === "private") return undefined;
     const etag = name.etag;
     const fresh = inm !== null && (inm === etag || etagMatches(inm, etag));
     if (!fresh && !proxied) return undefined;
@@ -253,6 +259,12 @@ export function registerHostRoutes(
     const { key, etag, ext } = name;
     const row = await rows.get(name.id);
     if (!row || !name.isIn(row)) throw new ApiError(404);
+    // Someone else asking for a private image learns nothing: the same 404 as for none.
+    if (
+      row.privacy === "private" && await requesterOf(c, deps) !== row.user_id
+    ) {
+      throw new ApiError(404);
+    }
     // Only a URL with a transform parameter pays for parsing its query.
     const url = c.req.url;
     const qi = url.indexOf("?");

@@ -1,7 +1,11 @@
 import type { App } from "./env.ts";
 import type { AppDeps } from "../services/runtime/deps.ts";
 import type { ImageRowCache } from "../services/images/image_cache.ts";
-import { editImage, findLiveImage } from "../services/images/records.ts";
+import {
+  editImage,
+  findLiveImage,
+  type ImageEdit,
+} from "../services/images/records.ts";
 import {
   albumForImages,
   createAlbum,
@@ -11,6 +15,7 @@ import {
   updateAlbum,
 } from "../services/albums/albums.ts";
 import { AlbumCreateSchema, AlbumPatchSchema } from "../schemas/album.ts";
+import { PrivacySchema } from "../schemas/image.ts";
 import { formCsrf, Layout, pageSecurity } from "./pages/layout.tsx";
 import { PrivacySelect, TitleFields } from "./pages/fields.tsx";
 import { requireSessionForm, sessionUser } from "./session.ts";
@@ -32,6 +37,25 @@ export function registerOrganiseRoutes(
   for (const p of ["/albums", "/albums/*"]) {
     app.use(p, pageSecurity(config), formCsrf(config));
   }
+
+  /**
+   * Applies `edit` to each posted image (`id`, repeatable, at most 500) that is the
+   * signed-in user's own and live; others are skipped. Returns how many changed.
+   */
+  const editOwnImages = async (
+    r: { user: { userId: string }; all(name: string): string[] },
+    edit: ImageEdit,
+  ): Promise<number> => {
+    let n = 0;
+    for (const id of [...new Set(r.all("id"))].slice(0, 500)) {
+      const row = await findLiveImage(db, id, clock);
+      if (!row || row.user_id !== r.user.userId) continue;
+      await editImage(db, id, edit);
+      rowCache.invalidate(id);
+      n++;
+    }
+    return n;
+  };
 
   app.get("/albums", async (c) => {
     const user = await sessionUser(c, deps);
@@ -71,7 +95,7 @@ export function registerOrganiseRoutes(
                       {a.image_count === 1
                         ? "1 image"
                         : `${a.image_count} images`}
-                      {a.privacy === "unlisted" ? " · unlisted" : ""}
+                      {a.privacy === "public" ? "" : ` · ${a.privacy}`}
                     </span>
                     <a
                       class="button secondary"
@@ -157,22 +181,21 @@ export function registerOrganiseRoutes(
     const albumId = r.form.album
       ? (await albumForImages(db, r.user.userId, r.form.album)).id
       : null;
-    let moved = 0;
-    for (const id of [...new Set(r.all("id"))].slice(0, 500)) {
-      const row = await findLiveImage(db, id, clock);
-      if (!row || row.user_id !== r.user.userId) continue;
-      await editImage(db, id, { album_id: albumId });
-      rowCache.invalidate(id);
-      moved++;
-    }
-    const back = new URL(
-      r.form.back && /^\/images(\?|$)/.test(r.form.back)
-        ? r.form.back
-        : "/images",
-      "http://x",
-    );
-    back.searchParams.set("moved", String(moved));
-    return c.redirect(`${back.pathname}${back.search}`, 303);
+    const moved = await editOwnImages(r, { album_id: albumId });
+    return c.redirect(backToImages(r.form.back, "moved", moved), 303);
+  });
+
+  /**
+   * Sets who sees the posted images (`id`, repeatable) of the signed-in user, then goes
+   * back to the My images page they were on.
+   */
+  app.post("/images/privacy", async (c) => {
+    const r = await requireSessionForm(c, deps);
+    if (r instanceof Response) return r;
+    const privacy = PrivacySchema.safeParse(r.form.privacy);
+    if (!privacy.success) throw invalid(privacy.error.issues);
+    const changed = await editOwnImages(r, { privacy: privacy.data });
+    return c.redirect(backToImages(r.form.back, "changed", changed), 303);
   });
 
   /** Changes one image's title, description and album from its viewer page. */
@@ -197,10 +220,13 @@ export function registerOrganiseRoutes(
     const albumId = r.form.album
       ? (await albumForImages(db, r.user.userId, r.form.album)).id
       : null;
+    const privacy = PrivacySchema.safeParse(r.form.privacy ?? row.privacy);
+    if (!privacy.success) throw invalid(privacy.error.issues);
     await editImage(db, row.id, {
       title,
       description: r.form.description ?? "",
       album_id: albumId,
+      privacy: privacy.data,
     });
     rowCache.invalidate(row.id);
     return c.redirect(`/i/${row.id}`, 303);
@@ -217,4 +243,18 @@ function invalid(
       message: i.message,
     })),
   });
+}
+
+/** Where a My images form goes back to (one of our /images pages only), saying how many. */
+function backToImages(
+  back: string | undefined,
+  what: "moved" | "changed",
+  n: number,
+): string {
+  const u = new URL(
+    back && /^\/images(\?|$)/.test(back) ? back : "/images",
+    "http://x",
+  );
+  u.searchParams.set(what, String(n));
+  return `${u.pathname}${u.search}`;
 }

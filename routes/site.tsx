@@ -402,6 +402,9 @@ export function registerSiteRoutes(
         moved={q.moved === undefined
           ? undefined
           : Number.parseInt(q.moved) || 0}
+        changed={q.changed === undefined
+          ? undefined
+          : Number.parseInt(q.changed) || 0}
         records={rows.map((r) => ({
           rec: toImageRecord(config, r),
           source: r.source,
@@ -419,6 +422,7 @@ export function registerSiteRoutes(
     find: Find;
     albums: { id: string; title: string }[];
     moved?: number;
+    changed?: number;
     deleted: number;
     records: {
       rec: ReturnType<typeof toImageRecord>;
@@ -467,6 +471,12 @@ export function registerSiteRoutes(
         {props.moved !== undefined && (
           <p class="notice" role="status">
             Moved {props.moved} image{props.moved === 1 ? "" : "s"}.
+          </p>
+        )}
+        {props.changed !== undefined && (
+          <p class="notice" role="status">
+            Changed who sees {props.changed}{" "}
+            image{props.changed === 1 ? "" : "s"}.
           </p>
         )}
         <form method="get" action="/images" class="find" role="search">
@@ -588,6 +598,20 @@ export function registerSiteRoutes(
                   data-no-confirm=""
                 >
                   Move
+                </button>
+                <label for="set-privacy">Who sees them</label>
+                <select id="set-privacy" name="privacy">
+                  <option value="public">Public</option>
+                  <option value="unlisted">Unlisted</option>
+                  <option value="private">Private</option>
+                </select>
+                <button
+                  type="submit"
+                  class="secondary"
+                  formaction="/images/privacy"
+                  data-no-confirm=""
+                >
+                  Set
                 </button>
               </form>
               <ul class="grid">

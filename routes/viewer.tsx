@@ -17,7 +17,7 @@ import {
 } from "./pages/layout.tsx";
 import { expiryText } from "./pages/expiry.ts";
 import { fitWithin, Picture, pictureOf } from "./pages/picture.tsx";
-import { TitleFields } from "./pages/fields.tsx";
+import { PrivacySelect, TitleFields } from "./pages/fields.tsx";
 import { sessionUser } from "./session.ts";
 import { MEDIUM_SIZE } from "../services/images/fixed_variants.ts";
 import type { ImageRowCache } from "../services/images/image_cache.ts";
@@ -49,6 +49,8 @@ export function registerViewerRoutes(
     if (!row) throw new ApiError(404);
     const user = await sessionUser(c, deps);
     const owner = user?.userId === row.user_id;
+    // A private image's page is its owner's alone: others get the page for none.
+    if (row.privacy === "private" && !owner) throw new ApiError(404);
     const rec = toImageRecord(deps.config, row);
     const embeds = embedCodes(rec, deps.config.IMAGE_WIDTHS);
     const uploaded = new Date(rec.time * 1000).toISOString();
@@ -143,6 +145,11 @@ export function registerViewerRoutes(
                 prefix="edit"
                 title={rec.title}
                 description={rec.description}
+              />
+              <PrivacySelect
+                id="edit-privacy"
+                value={rec.privacy}
+                image
               />
               <label for="edit-album">Album</label>
               <select id="edit-album" name="album">

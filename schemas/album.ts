@@ -1,14 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { ImageRecordSchema } from "./image.ts";
-
-/** Who may see an album (or image) through its link: listed, or only by its link. */
-export const PRIVACY = ["public", "unlisted"] as const;
-
-const PrivacySchema = z.enum(PRIVACY).openapi({
-  description:
-    "`public`: listed; `unlisted`: the link works, but it is never listed publicly",
-  example: "public",
-});
+import { ImageRecordSchema, PrivacySchema } from "./image.ts";
 
 const TitleSchema = z.string().trim().min(1).max(255);
 const DescriptionSchema = z.string().max(5000);

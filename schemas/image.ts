@@ -12,6 +12,23 @@ export const ImageFileSchema = z.object({
   }),
 }).openapi("ImageFile");
 
+/**
+ * Who may see an album or an image: `public` (anyone with the link, and listed), `unlisted`
+ * (anyone with the link, never listed to others) or `private` (its owner alone).
+ */
+export const PRIVACY = ["public", "unlisted", "private"] as const;
+
+/** One of {@link PRIVACY}. */
+export type Privacy = typeof PRIVACY[number];
+
+export const PrivacySchema = z.enum(PRIVACY).openapi({
+  description:
+    "`public`: anyone with the link, and listed (an album's page lists it); " +
+    "`unlisted`: anyone with the link, never listed to others; `private`: its owner " +
+    "alone (signed in or with a key); everyone else gets 404 on every route",
+  example: "public",
+});
+
 /** The image record of SPEC.md 2.2, with ImgBB-like extras. */
 export const ImageRecordSchema = z.object({
   kind: z.literal("image").openapi({
@@ -64,6 +81,7 @@ export const ImageRecordSchema = z.object({
     description: "The album it is in, if any",
     example: null,
   }),
+  privacy: PrivacySchema,
   delete_url: z.string().url().openapi({
     description: "Secret link that deletes the image",
     example: "https://example.com/delete/aB3xK9pQ2m/Zk2...",
@@ -113,6 +131,7 @@ export const ImagePatchSchema = z.object({
   description: z.string().max(5000).optional(),
   album_id: z.string().regex(/^[A-Za-z0-9_-]{6,64}$/).nullable().optional()
     .openapi({ description: "One of your albums, or null for none" }),
+  privacy: PrivacySchema.optional(),
   expiration: z.number().int().refine(
     (n) => n === 0 || (n >= EXPIRATION_MIN && n <= EXPIRATION_MAX),
     `0 (kept for good) or ${EXPIRATION_MIN} to ${EXPIRATION_MAX} seconds`,
@@ -155,6 +174,7 @@ export const IMAGE_RECORD_EXAMPLE = {
   medium: file("aB3xK9pQ2m.md.jpg"),
   description: "",
   album_id: null,
+  privacy: "public" as const,
   delete_url: "https://example.com/delete/aB3xK9pQ2m/Zk2Qh7vR1xPzL0aY",
 };
 

@@ -147,7 +147,7 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/image_find_test.ts"],
   },
   {
-    name: "site: My images' Move moves someone else's image",
+    name: "site: My images' Move and privacy change someone else's image",
     file: "routes/organise.tsx",
     from: `      if (!row || row.user_id !== r.user.userId) continue;`,
     to: `      if (!row) continue;`,
@@ -160,6 +160,53 @@ const MUTATIONS: Mutation[] = [
       `    if (!row || row.user_id !== r.user.userId) throw new ApiError(404);`,
     to: `    if (!row) throw new ApiError(404);`,
     tests: ["tests/site_test.ts"],
+  },
+  {
+    name:
+      "privacy: the fast path confirms a private file (304 or proxy) to anyone",
+    file: "routes/host.ts",
+    from: `    if (row.privacy === "private") return undefined;`,
+    to: ``,
+    tests: ["tests/privacy_test.ts"],
+  },
+  {
+    name: "privacy: a private image's files served to anyone",
+    file: "routes/host.ts",
+    from:
+      `      row.privacy === "private" && await requesterOf(c, deps) !== row.user_id`,
+    to: `      row.privacy === "private" && false`,
+    tests: ["tests/privacy_test.ts"],
+  },
+  {
+    name: "privacy: a private image's files cacheable",
+    file: "routes/host.ts",
+    from: `  if (row.privacy === "private") return "private, no-store";`,
+    to: ``,
+    tests: ["tests/privacy_test.ts"],
+  },
+  {
+    name: "privacy: a private image's viewer page shown to anyone",
+    file: "routes/viewer.tsx",
+    from:
+      `    if (row.privacy === "private" && !owner) throw new ApiError(404);`,
+    to: ``,
+    tests: ["tests/privacy_test.ts"],
+  },
+  {
+    name: "privacy: a private album's page shown to anyone",
+    file: "routes/album_page.tsx",
+    from:
+      `    if (row.privacy === "private" && !owner) throw new ApiError(404);`,
+    to: ``,
+    tests: ["tests/privacy_test.ts"],
+  },
+  {
+    name:
+      "privacy: an album's page lists unlisted and private images to others",
+    file: "services/albums/albums.ts",
+    from: `  if (opts.publicOnly) q = q.where("privacy", "=", "public");`,
+    to: ``,
+    tests: ["tests/privacy_test.ts"],
   },
   {
     name: "transforms: variants outlive their image's deletion",

@@ -25,6 +25,7 @@ for (const kind of databaseKinds()) {
         "006_albums.sql",
         "007_image_list_indexes.sql",
         "008_title_search.sql",
+        "009_privacy.sql",
       ]);
       assert.deepEqual(await migrate(database.db), []);
       assert.deepEqual(

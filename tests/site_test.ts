@@ -877,3 +877,45 @@ test("an album's owner edits it and deletes it from its page (its images stay, o
     await env.close();
   }
 });
+
+test("My images sets who sees the ticked images at once (only your own), and a private one is then 404 to others", async () => {
+  const env = await testEnv();
+  try {
+    const s = await signedIn(env);
+    const other = await signedIn(env);
+    const mine = await uploadMany(env, s.key, 2);
+    const [theirs] = await uploadMany(env, other.key, 1, 60);
+    const set = await sessionPost(env, s, "/images/privacy", [
+      ["privacy", "private"],
+      ["back", "/images"],
+      ["id", mine[0]],
+      ["id", theirs],
+    ]);
+    assert.deepEqual([set.status, set.headers.get("location")], [
+      303,
+      "/images?changed=1",
+    ]);
+    const notice = await (await env.app.request("/images?changed=1", {
+      headers: { cookie: s.cookie },
+    })).text();
+    assert.match(notice, /Changed who sees 1 image\./);
+    const file = async (id: string, cookie?: string) => {
+      const r = await env.app.request(`/${id}.png`, {
+        headers: cookie ? { cookie } : {},
+      });
+      await r.body?.cancel();
+      return r.status;
+    };
+    assert.equal(await file(mine[0]), 404);
+    assert.equal(await file(mine[0], s.cookie), 200);
+    assert.equal(await file(mine[1]), 200);
+    assert.equal(await file(theirs), 200, "someone else's image is untouched");
+    const bad = await sessionPost(env, s, "/images/privacy", [
+      ["privacy", "secret"],
+      ["id", mine[1]],
+    ]);
+    assert.equal(bad.status, 400);
+  } finally {
+    await env.close();
+  }
+});

@@ -33,18 +33,27 @@ export function TitleFields(
   );
 }
 
-/** Who sees an album: anyone with its link and listed, or only with its link. */
-export function PrivacySelect(props: { id: string; value?: string }) {
+/**
+ * Who sees an album or an image: anyone with its link (and listed), anyone with its link
+ * (never listed to others), or its owner alone.
+ */
+export function PrivacySelect(
+  props: { id: string; value?: string; image?: boolean },
+) {
   const value = props.value ?? "public";
+  const listed = props.image ? "and on its album's page" : "and listed";
   return (
     <>
       <label for={props.id}>Who sees it</label>
       <select id={props.id} name="privacy">
         <option value="public" selected={value === "public"}>
-          Public: anyone with the link, and listed
+          Public: anyone with the link, {listed}
         </option>
         <option value="unlisted" selected={value === "unlisted"}>
           Unlisted: anyone with the link, never listed
+        </option>
+        <option value="private" selected={value === "private"}>
+          Private: only you
         </option>
       </select>
     </>

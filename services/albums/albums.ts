@@ -4,6 +4,7 @@ import type { Config } from "../../schemas/config.ts";
 import type { Clock } from "../runtime/clock.ts";
 import type { BlobStore } from "../store/blob_store.ts";
 import { ApiError } from "../../schemas/errors.ts";
+import type { Privacy } from "../../schemas/image.ts";
 import { randomToken } from "../accounts/crypto.ts";
 import {
   announceImageChange,
@@ -24,7 +25,7 @@ export type AlbumRow = Selectable<DB["albums"]>;
 export interface AlbumFields {
   title?: string;
   description?: string;
-  privacy?: "public" | "unlisted";
+  privacy?: Privacy;
   cover_image_id?: string | null;
   position?: number;
 }
@@ -104,14 +105,20 @@ export async function pageAlbumImages(
   db: Kysely<DB>,
   albumId: string,
   clock: Clock,
-  opts: { page: number; perPage: number },
+  opts: {
+    page: number;
+    perPage: number;
+    /** Only what may be listed to others: public images (not unlisted or private). */
+    publicOnly?: boolean;
+  },
 ): Promise<{ rows: ImageRow[]; total: number }> {
   const now = clock.now();
-  const q = db.selectFrom("images").where("album_id", "=", albumId)
+  let q = db.selectFrom("images").where("album_id", "=", albumId)
     .where("deleted_at", "is", null)
     .where((eb) =>
       eb.or([eb("expires_at", "is", null), eb("expires_at", ">", now)])
     );
+  if (opts.publicOnly) q = q.where("privacy", "=", "public");
   const rows = await q.selectAll()
     .orderBy("created_at", "desc").orderBy("id", "desc")
     .limit(opts.perPage).offset((opts.page - 1) * opts.perPage).execute();
@@ -122,20 +129,25 @@ export async function pageAlbumImages(
   return { rows, total };
 }
 
-/** How many live images an album has, and its cover: the one set, else its newest. */
+/**
+ * How many live images an album has, and its cover: the one set, else its newest. With
+ * `publicOnly`, as others see it: its public images only.
+ */
 export async function viewOf(
   db: Kysely<DB>,
   row: AlbumRow,
   clock: Clock,
+  publicOnly = false,
 ): Promise<AlbumView> {
   const { rows, total } = await pageAlbumImages(db, row.id, clock, {
     page: 1,
     perPage: 1,
+    publicOnly,
   });
   let cover = rows[0];
   if (row.cover_image_id) {
     const set = await liveImageIn(db, row.id, row.cover_image_id, clock);
-    if (set) cover = set;
+    if (set && (!publicOnly || set.privacy === "public")) cover = set;
   }
   return { row, count: total, cover };
 }
@@ -243,7 +255,7 @@ export function toAlbumRecord(config: Config, view: AlbumView) {
     id: row.id,
     title: row.title,
     description: row.description,
-    privacy: row.privacy as "public" | "unlisted",
+    privacy: row.privacy as Privacy,
     cover_image_id: row.cover_image_id,
     cover_url: thumb ? `${config.IMAGE_HOST_URL}/${thumb}` : null,
     position: row.position,

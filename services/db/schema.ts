@@ -53,13 +53,15 @@ export interface DB {
     /** The album it is in (albums.id), if any. */
     album_id: Generated<string | null>;
     description: Generated<string>;
+    /** `public`, `unlisted` or `private` (migration 009). */
+    privacy: Generated<string>;
   };
   albums: {
     id: string;
     user_id: string;
     title: string;
     description: Generated<string>;
-    /** `public` (listed) or `unlisted` (the link works, never listed publicly). */
+    /** `public` (listed), `unlisted` (the link works, never listed) or `private`. */
     privacy: Generated<string>;
     cover_image_id: string | null;
     /** Where it comes among its owner's albums (ascending; then newest first). */

@@ -720,6 +720,7 @@ export class ImagePipeline {
       deleted_at: null,
       album_id: opts.albumId ?? null,
       description: "",
+      privacy: "public",
     };
     const dropFiles = opts.drop;
     /** While the row's insert is out: a failure then may hide a commit still to come. */

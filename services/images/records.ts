@@ -1,5 +1,6 @@
 import { type Kysely, type Selectable, sql } from "kysely";
 import type { Config } from "../../schemas/config.ts";
+import type { Privacy } from "../../schemas/image.ts";
 import type { DB } from "../db/schema.ts";
 import type { Clock } from "../runtime/clock.ts";
 import type { BlobStore } from "../store/blob_store.ts";
@@ -71,6 +72,7 @@ export function toImageRecord(config: Config, row: ImageRow) {
       : image,
     description: row.description ?? "",
     album_id: row.album_id ?? null,
+    privacy: (row.privacy ?? "public") as Privacy,
     delete_url: `${config.BASE_URL}/delete/${row.id}/${row.delete_token}`,
   };
 }
@@ -184,6 +186,7 @@ export interface ImageEdit {
   title?: string;
   description?: string;
   album_id?: string | null;
+  privacy?: Privacy;
   expires_at?: Date | null;
 }
 

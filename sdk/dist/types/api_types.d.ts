@@ -110,7 +110,7 @@ export interface paths {
         head?: never;
         /**
          * Change one of your images
-         * @description Title, description, album (one of yours, or null for none) and expiration (seconds from now, or 0 to keep it for good): what the body gives changes, the rest stays. Its links and files do not change.
+         * @description Title, description, album (one of yours, or null for none), privacy (`private`: its files, variants and page are 404 to everyone but you) and expiration (seconds from now, or 0 to keep it for good): what the body gives changes, the rest stays. Its links and files do not change.
          */
         patch: operations["updateImage"];
         trace?: never;
@@ -392,6 +392,12 @@ export interface components {
              */
             album_id: string | null;
             /**
+             * @description `public`: anyone with the link, and listed (an album's page lists it); `unlisted`: anyone with the link, never listed to others; `private`: its owner alone (signed in or with a key); everyone else gets 404 on every route
+             * @example public
+             * @enum {string}
+             */
+            privacy: "public" | "unlisted" | "private";
+            /**
              * Format: uri
              * @description Secret link that deletes the image
              * @example https://example.com/delete/aB3xK9pQ2m/Zk2...
@@ -586,11 +592,11 @@ export interface components {
             /** @example Two weeks by the sea */
             description: string;
             /**
-             * @description `public`: listed; `unlisted`: the link works, but it is never listed publicly
+             * @description `public`: anyone with the link, and listed (an album's page lists it); `unlisted`: anyone with the link, never listed to others; `private`: its owner alone (signed in or with a key); everyone else gets 404 on every route
              * @example public
              * @enum {string}
              */
-            privacy: "public" | "unlisted";
+            privacy: "public" | "unlisted" | "private";
             /**
              * @description The image shown for the album; its newest image when unset
              * @example null
@@ -626,11 +632,11 @@ export interface components {
             title: string;
             description?: string;
             /**
-             * @description `public`: listed; `unlisted`: the link works, but it is never listed publicly
+             * @description `public`: anyone with the link, and listed (an album's page lists it); `unlisted`: anyone with the link, never listed to others; `private`: its owner alone (signed in or with a key); everyone else gets 404 on every route
              * @example public
              * @enum {string}
              */
-            privacy?: "public" | "unlisted";
+            privacy?: "public" | "unlisted" | "private";
             position?: number;
         };
         AlbumList: {
@@ -642,11 +648,11 @@ export interface components {
             title?: string;
             description?: string;
             /**
-             * @description `public`: listed; `unlisted`: the link works, but it is never listed publicly
+             * @description `public`: anyone with the link, and listed (an album's page lists it); `unlisted`: anyone with the link, never listed to others; `private`: its owner alone (signed in or with a key); everyone else gets 404 on every route
              * @example public
              * @enum {string}
              */
-            privacy?: "public" | "unlisted";
+            privacy?: "public" | "unlisted" | "private";
             /** @description One of the album's images, or null for its newest */
             cover_image_id?: string | null;
             position?: number;
@@ -666,6 +672,12 @@ export interface components {
             description?: string;
             /** @description One of your albums, or null for none */
             album_id?: string | null;
+            /**
+             * @description `public`: anyone with the link, and listed (an album's page lists it); `unlisted`: anyone with the link, never listed to others; `private`: its owner alone (signed in or with a key); everyone else gets 404 on every route
+             * @example public
+             * @enum {string}
+             */
+            privacy?: "public" | "unlisted" | "private";
             /**
              * @description Seconds from now until the image is deleted, or 0 to keep it for good
              * @example 86400
@@ -2474,6 +2486,7 @@ export interface operations {
                      *         },
                      *         "description": "",
                      *         "album_id": null,
+                     *         "privacy": "public",
                      *         "delete_url": "https://example.com/delete/aB3xK9pQ2m/Zk2Qh7vR1xPzL0aY"
                      *       }
                      *     }
@@ -3045,6 +3058,7 @@ export interface operations {
                      *         },
                      *         "description": "",
                      *         "album_id": null,
+                     *         "privacy": "public",
                      *         "delete_url": "https://example.com/delete/aB3xK9pQ2m/Zk2Qh7vR1xPzL0aY"
                      *       }
                      *     }
@@ -3362,6 +3376,7 @@ export interface operations {
                      *             },
                      *             "description": "",
                      *             "album_id": null,
+                     *             "privacy": "public",
                      *             "delete_url": "https://example.com/delete/aB3xK9pQ2m/Zk2Qh7vR1xPzL0aY"
                      *           }
                      *         ],
@@ -4966,6 +4981,7 @@ export interface operations {
                      *             },
                      *             "description": "",
                      *             "album_id": null,
+                     *             "privacy": "public",
                      *             "delete_url": "https://example.com/delete/aB3xK9pQ2m/Zk2Qh7vR1xPzL0aY"
                      *           }
                      *         ],

@@ -618,7 +618,7 @@ test("Albums makes an album from its form, and My images' Move puts the ticked i
   assert.match(rec, /In the album <a href="\/a\/[^"]+">Browser album<\/a>/);
 });
 
-test("an album page's code-type picker puts every image's code of that type in the box, and Copy all copies it", async () => {
+test("an album page's code-type picker puts every image's code of that type in the box, and Copy all copies it, on a desktop and on a phone", async () => {
   const { key } = await userWithKey(env);
   const call = async (path: string, init: RequestInit) =>
     await (await env.app.request(path, {
@@ -644,31 +644,37 @@ test("an album page's code-type picker puts every image's code of that type in t
   }
   const path = `/a/${album.id}`;
   visits.push({ name: "album", path, signedIn: false });
-  const page = await newPage();
-  try {
-    await page.goto(`${base}${path}`);
-    assert.equal(
-      await page.$eval("#album-codes", (t) => (t as HTMLTextAreaElement).value),
-      ids.map((id) => `${base}/${id}.png`).reverse().join("\n"),
-    );
-    await page.select("#album-codes-type", "Markdown");
-    const markdown = await page.$eval(
-      "#album-codes",
-      (t) => (t as HTMLTextAreaElement).value,
-    );
-    const lines = markdown.split("\n");
-    assert.equal(lines.length, 2);
-    for (const [i, id] of [...ids].reverse().entries()) {
-      assert.ok(lines[i].includes(`${base}/${id}.png`), lines[i]);
-      assert.ok(lines[i].startsWith("[!["), lines[i]);
+  // On a desktop in light and on a phone in dark, as people open a shared album.
+  for (const view of [{}, { width: 390, height: 800, dark: true }]) {
+    const page = await newPage(view);
+    try {
+      await page.goto(`${base}${path}`);
+      assert.equal(
+        await page.$eval(
+          "#album-codes",
+          (t) => (t as HTMLTextAreaElement).value,
+        ),
+        ids.map((id) => `${base}/${id}.png`).reverse().join("\n"),
+      );
+      await page.select("#album-codes-type", "Markdown");
+      const markdown = await page.$eval(
+        "#album-codes",
+        (t) => (t as HTMLTextAreaElement).value,
+      );
+      const lines = markdown.split("\n");
+      assert.equal(lines.length, 2);
+      for (const [i, id] of [...ids].reverse().entries()) {
+        assert.ok(lines[i].includes(`${base}/${id}.png`), lines[i]);
+        assert.ok(lines[i].startsWith("[!["), lines[i]);
+      }
+      await page.click("button[data-copy=album-codes]");
+      await page.waitForFunction(() =>
+        document.querySelector("button[data-copy=album-codes]")!.textContent ===
+          "Copied"
+      );
+    } finally {
+      await page.browserContext().close();
     }
-    await page.click("button[data-copy=album-codes]");
-    await page.waitForFunction(() =>
-      document.querySelector("button[data-copy=album-codes]")!.textContent ===
-        "Copied"
-    );
-  } finally {
-    await page.browserContext().close();
   }
 });
 

@@ -175,20 +175,36 @@ function keyFailures(deps: AppDeps): AddressThrottle {
 }
 
 /**
- * Authenticates a key, counts the call against its rate limit, and records the caller. An
- * address that sent too many wrong keys this minute is refused (170) before any lookup.
+ * Authenticates a key (keyOwner), counts the call against its rate limit, and records
+ * the caller.
  */
 async function admit(
   c: Context<AppEnv>,
   deps: AppDeps,
   key: string | undefined,
 ) {
+  const owner = await keyOwner(c, deps, key);
+  await countCall(c, deps, owner.keyId);
+  c.set("userId", owner.userId);
+  c.set("apiKeyId", owner.keyId);
+  return owner.userId;
+}
+
+/**
+ * The owner of a key (100 without one, 110/120 for a wrong one). An address that sent too
+ * many wrong keys this minute is refused (170) before any lookup, and a wrong key counts
+ * against it.
+ */
+async function keyOwner(
+  c: Context,
+  deps: AppDeps,
+  key: string | undefined,
+) {
   const addr = clientAddress(c, deps.config.TRUST_PROXY);
   const failures = keyFailures(deps);
   if (key !== undefined) failures.check(addr);
-  let owner;
   try {
-    owner = await authenticateKey(deps.database.db, key, deps.clock, {
+    return await authenticateKey(deps.database.db, key, deps.clock, {
       cache: keyCaches.get(deps),
     });
   } catch (e) {
@@ -197,10 +213,6 @@ async function admit(
     }
     throw e;
   }
-  await countCall(c, deps, owner.keyId);
-  c.set("userId", owner.userId);
-  c.set("apiKeyId", owner.keyId);
-  return owner.userId;
 }
 
 /**
@@ -222,16 +234,10 @@ export async function requesterOf(
     return undefined; // a malformed Authorization header: nobody
   }
   if (key === undefined) return undefined;
-  const addr = clientAddress(c, deps.config.TRUST_PROXY);
-  const failures = keyFailures(deps);
-  failures.check(addr);
   try {
-    return (await authenticateKey(deps.database.db, key, deps.clock, {
-      cache: keyCaches.get(deps),
-    })).userId;
+    return (await keyOwner(c, deps, key)).userId;
   } catch (e) {
     if (e instanceof ApiError && (e.code === 110 || e.code === 120)) {
-      await failures.count(addr);
       return undefined;
     }
     throw e;

@@ -27,7 +27,7 @@ import {
 import type { ImageRowCache } from "../services/images/image_cache.ts";
 import { PRESETS } from "../schemas/presets.ts";
 import { ImageListQuerySchema } from "../schemas/image.ts";
-import { listAlbums } from "../services/albums/albums.ts";
+import { albumTitles } from "../services/albums/albums.ts";
 // The one embed-code implementation, shared with the widget (a pure leaf module).
 import { embedCodes } from "../sdk/src/embed_codes.ts";
 import type { ImageListOptions } from "../services/images/records.ts";
@@ -387,7 +387,7 @@ export function registerSiteRoutes(
         source,
         ...find,
       }),
-      listAlbums(db, user.userId, deps.clock),
+      albumTitles(db, user.userId),
     ]);
     c.header("Cache-Control", "no-store");
     return c.html(
@@ -397,7 +397,7 @@ export function registerSiteRoutes(
         total={total}
         source={source}
         find={find}
-        albums={albums.map((a) => ({ id: a.row.id, title: a.row.title }))}
+        albums={albums}
         deleted={Number.parseInt(q.deleted) || 0}
         moved={q.moved === undefined
           ? undefined

@@ -25,7 +25,7 @@ import { safeEqual } from "../services/accounts/crypto.ts";
 import { ApiError } from "../schemas/errors.ts";
 // The one embed-code implementation, shared with the widget (a pure leaf module).
 import { embedCodes } from "../sdk/src/embed_codes.ts";
-import { findAlbum, listAlbums } from "../services/albums/albums.ts";
+import { albumTitles, findAlbum } from "../services/albums/albums.ts";
 
 /**
  * Shapes of an image id and a delete token in a path: anything else (a NUL, a slash, an
@@ -65,7 +65,7 @@ export function registerViewerRoutes(
     if (owner) c.header("Cache-Control", "private, no-store");
     const [album, albums] = await Promise.all([
       row.album_id ? findAlbum(db, row.album_id) : undefined,
-      owner ? listAlbums(db, row.user_id, deps.clock) : [],
+      owner ? albumTitles(db, row.user_id) : [],
     ]);
     return c.html(
       <Layout
@@ -156,10 +156,10 @@ export function registerViewerRoutes(
                 <option value="" selected={!row.album_id}>No album</option>
                 {albums.map((a) => (
                   <option
-                    value={a.row.id}
-                    selected={a.row.id === row.album_id}
+                    value={a.id}
+                    selected={a.id === row.album_id}
                   >
-                    {a.row.title}
+                    {a.title}
                   </option>
                 ))}
               </select>

@@ -135,8 +135,8 @@ const MUTATIONS: Mutation[] = [
   {
     name: "find: someone else's images in the list",
     file: "services/images/records.ts",
-    from: `  let q = db.selectFrom("images").where("user_id", "=", userId)`,
-    to: `  let q = db.selectFrom("images").where("user_id", "!=", "")`,
+    from: `  let q = liveImages(db, clock).where("user_id", "=", userId);`,
+    to: `  let q = liveImages(db, clock).where("user_id", "!=", "");`,
     tests: ["tests/image_find_test.ts"],
   },
   {

@@ -10,7 +10,9 @@ import {
   announceImageChange,
   blobKeys,
   deleteImage,
+  findLiveImage,
   type ImageRow,
+  liveImages,
 } from "../images/records.ts";
 
 /**
@@ -112,12 +114,7 @@ export async function pageAlbumImages(
     publicOnly?: boolean;
   },
 ): Promise<{ rows: ImageRow[]; total: number }> {
-  const now = clock.now();
-  let q = db.selectFrom("images").where("album_id", "=", albumId)
-    .where("deleted_at", "is", null)
-    .where((eb) =>
-      eb.or([eb("expires_at", "is", null), eb("expires_at", ">", now)])
-    );
+  let q = liveImages(db, clock).where("album_id", "=", albumId);
   if (opts.publicOnly) q = q.where("privacy", "=", "public");
   const rows = await q.selectAll()
     .orderBy("created_at", "desc").orderBy("id", "desc")
@@ -159,14 +156,22 @@ async function liveImageIn(
   imageId: string,
   clock: Clock,
 ): Promise<ImageRow | undefined> {
-  const row = await db.selectFrom("images").selectAll()
-    .where("id", "=", imageId).where("album_id", "=", albumId)
-    .where("deleted_at", "is", null).executeTakeFirst();
-  if (!row) return undefined;
-  if (row.expires_at && new Date(row.expires_at) <= clock.now()) {
-    return undefined;
-  }
-  return row;
+  const row = await findLiveImage(db, imageId, clock);
+  return row?.album_id === albumId ? row : undefined;
+}
+
+/**
+ * The user's albums by position, then newest first: ids and titles only, for the
+ * pickers of album forms (no counts or covers to look up).
+ */
+export async function albumTitles(
+  db: Kysely<DB>,
+  userId: string,
+): Promise<{ id: string; title: string }[]> {
+  return await db.selectFrom("albums").select(["id", "title"])
+    .where("user_id", "=", userId)
+    .orderBy("position").orderBy("created_at", "desc").orderBy("id")
+    .execute();
 }
 
 /** The user's albums by position, then newest first, each with its count and cover. */

@@ -80,6 +80,18 @@ export function toImageRecord(config: Config, row: ImageRow) {
 /** The API's image record type. */
 export type ImageRecord = ReturnType<typeof toImageRecord>;
 
+/**
+ * The live images (not deleted, not expired at the clock's now): the query every list of
+ * images starts from, its narrowing left to the caller.
+ */
+export function liveImages(db: Kysely<DB>, clock: Clock) {
+  const now = clock.now();
+  return db.selectFrom("images").where("deleted_at", "is", null)
+    .where((eb) =>
+      eb.or([eb("expires_at", "is", null), eb("expires_at", ">", now)])
+    );
+}
+
 /** A live (not deleted, not expired) image by id. */
 export async function findLiveImage(
   db: Kysely<DB>,
@@ -133,12 +145,7 @@ export async function pageUserImages(
   clock: Clock,
   opts: ImageListOptions,
 ): Promise<{ rows: ImageRow[]; total: number }> {
-  const now = clock.now();
-  let q = db.selectFrom("images").where("user_id", "=", userId)
-    .where("deleted_at", "is", null)
-    .where((eb) =>
-      eb.or([eb("expires_at", "is", null), eb("expires_at", ">", now)])
-    );
+  let q = liveImages(db, clock).where("user_id", "=", userId);
   if (opts.source) q = q.where("source", "=", opts.source);
   if (opts.type) q = q.where("ext", "=", opts.type);
   if (opts.album === "none") q = q.where("album_id", "is", null);

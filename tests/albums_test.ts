@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { formWith, makeImage } from "./fixtures.ts";
 import {
+  apiCall,
   databaseKinds,
   fetchBytes,
   json,
@@ -10,26 +11,6 @@ import {
   upload,
   userWithKey,
 } from "./helpers.ts";
-
-/** A JSON API call with the key; the answer with its status. */
-async function api(
-  env: TestEnv,
-  key: string,
-  method: string,
-  path: string,
-  body?: unknown,
-) {
-  return await json(
-    await env.app.request(path, {
-      method,
-      headers: {
-        authorization: `Bearer ${key}`,
-        ...(body === undefined ? {} : { "content-type": "application/json" }),
-      },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    }),
-  );
-}
 
 async function uploadPng(
   env: TestEnv,
@@ -51,7 +32,7 @@ for (const kind of databaseKinds()) {
     try {
       const { key } = await userWithKey(env);
       const other = await userWithKey(env);
-      const a = await api(env, key, "POST", "/api/1/albums", {
+      const a = await apiCall(env, key, "POST", "/api/1/albums", {
         title: "Holiday",
         description: "By the sea",
       });
@@ -69,21 +50,21 @@ for (const kind of databaseKinds()) {
         ["album", "Holiday", "By the sea", "public", 0, null],
       );
       assert.equal(album.url_viewer, `http://localhost:8080/a/${album.id}`);
-      const b = (await api(env, key, "POST", "/api/1/albums", {
+      const b = (await apiCall(env, key, "POST", "/api/1/albums", {
         title: "Work",
         privacy: "unlisted",
         position: -1,
       })).body.data;
-      const c = (await api(env, key, "POST", "/api/1/albums", {
+      const c = (await apiCall(env, key, "POST", "/api/1/albums", {
         title: "Later",
       })).body.data;
-      const list = await api(env, key, "GET", "/api/1/albums");
+      const list = await apiCall(env, key, "GET", "/api/1/albums");
       assert.deepEqual(
         list.body.data.albums.map((x: { id: string }) => x.id),
         [b.id, c.id, album.id],
         "position first (Work at -1), then newest first",
       );
-      const changed = await api(
+      const changed = await apiCall(
         env,
         key,
         "PATCH",
@@ -103,7 +84,7 @@ for (const kind of databaseKinds()) {
         ["Holiday 2026", "By the sea", "unlisted"],
       );
       assert.equal(
-        (await api(env, key, "GET", `/api/1/albums/${album.id}`)).body.data
+        (await apiCall(env, key, "GET", `/api/1/albums/${album.id}`)).body.data
           .title,
         "Holiday 2026",
       );
@@ -116,15 +97,16 @@ for (const kind of databaseKinds()) {
           ["GET", `/api/1/albums/${album.id}/images`],
         ] as const
       ) {
-        const r = await api(env, other.key, method, path, body);
+        const r = await apiCall(env, other.key, method, path, body);
         assert.deepEqual([r.status, r.body.error.code], [404, 404], path);
       }
       assert.deepEqual(
-        (await api(env, other.key, "GET", "/api/1/albums")).body.data.albums,
+        (await apiCall(env, other.key, "GET", "/api/1/albums")).body.data
+          .albums,
         [],
       );
       assert.equal(
-        (await api(env, key, "GET", `/api/1/albums/${album.id}`)).body.data
+        (await apiCall(env, key, "GET", `/api/1/albums/${album.id}`)).body.data
           .title,
         "Holiday 2026",
       );
@@ -147,20 +129,26 @@ test("album bodies are checked: no title, an unknown field, an unknown privacy, 
         { title: "ok", privacy: "secret" },
       ]
     ) {
-      const r = await api(env, key, "POST", "/api/1/albums", body);
+      const r = await apiCall(env, key, "POST", "/api/1/albums", body);
       assert.deepEqual(
         [r.status, r.body.error.code],
         [400, 160],
         JSON.stringify(body),
       );
     }
-    const album = (await api(env, key, "POST", "/api/1/albums", {
+    const album = (await apiCall(env, key, "POST", "/api/1/albums", {
       title: "A",
     })).body.data;
     const loose = await uploadPng(env, key, 30);
-    const cover = await api(env, key, "PATCH", `/api/1/albums/${album.id}`, {
-      cover_image_id: loose.body.data.id,
-    });
+    const cover = await apiCall(
+      env,
+      key,
+      "PATCH",
+      `/api/1/albums/${album.id}`,
+      {
+        cover_image_id: loose.body.data.id,
+      },
+    );
     assert.deepEqual([cover.status, cover.body.error.code], [400, 160]);
     assert.equal(cover.body.error.details[0].path, "cover_image_id");
     const keyless = await json(
@@ -181,7 +169,7 @@ test("uploads go into an album by album_id (multipart field, JSON `album`, or th
   try {
     const { key } = await userWithKey(env);
     const other = await userWithKey(env);
-    const album = (await api(env, key, "POST", "/api/1/albums", {
+    const album = (await apiCall(env, key, "POST", "/api/1/albums", {
       title: "Trip",
     })).body.data;
     const one = await uploadPng(env, key, 31, { album_id: album.id });
@@ -189,7 +177,7 @@ test("uploads go into an album by album_id (multipart field, JSON `album`, or th
     assert.equal(one.body.data.album_id, album.id);
     env.clock.advance(1000);
     const png = await makeImage("png", { width: 32 });
-    const two = await api(env, key, "POST", "/api/1/upload", {
+    const two = await apiCall(env, key, "POST", "/api/1/upload", {
       image: btoa(String.fromCharCode(...png)),
       album: album.id,
     });
@@ -208,7 +196,7 @@ test("uploads go into an album by album_id (multipart field, JSON `album`, or th
     const loose = await uploadPng(env, key, 34);
     assert.equal(loose.body.data.album_id, null);
 
-    const page1 = await api(
+    const page1 = await apiCall(
       env,
       key,
       "GET",
@@ -223,7 +211,7 @@ test("uploads go into an album by album_id (multipart field, JSON `album`, or th
       [page1.body.data.total, page1.body.data.pages],
       [3, 2],
     );
-    const page2 = await api(
+    const page2 = await apiCall(
       env,
       key,
       "GET",
@@ -233,13 +221,20 @@ test("uploads go into an album by album_id (multipart field, JSON `album`, or th
       page2.body.data.images.map((i: { id: string }) => i.id),
       [one.body.data.id],
     );
-    const got = (await api(env, key, "GET", `/api/1/albums/${album.id}`)).body
-      .data;
+    const got =
+      (await apiCall(env, key, "GET", `/api/1/albums/${album.id}`)).body
+        .data;
     assert.equal(got.image_count, 3);
     assert.equal(got.cover_url, three.body.data.thumb.url, "the newest");
-    const covered = await api(env, key, "PATCH", `/api/1/albums/${album.id}`, {
-      cover_image_id: one.body.data.id,
-    });
+    const covered = await apiCall(
+      env,
+      key,
+      "PATCH",
+      `/api/1/albums/${album.id}`,
+      {
+        cover_image_id: one.body.data.id,
+      },
+    );
     assert.equal(covered.body.data.cover_url, one.body.data.thumb.url);
 
     const theirs = await uploadPng(env, other.key, 35, {
@@ -247,7 +242,7 @@ test("uploads go into an album by album_id (multipart field, JSON `album`, or th
     });
     assert.deepEqual([theirs.status, theirs.body.error.code], [400, 160]);
     assert.equal(theirs.body.error.details[0].path, "album_id");
-    const mine = await api(env, other.key, "GET", "/api/1/images");
+    const mine = await apiCall(env, other.key, "GET", "/api/1/images");
     assert.equal(mine.body.data.total, 0, "nothing stored for the refusal");
   } finally {
     await env.close();
@@ -263,10 +258,10 @@ test("PATCH /api/1/images/{id} changes title, description, album and expiration 
     // The viewer reads the row through the cache first.
     const before = await env.app.request(`/i/${up.id}`);
     assert.match(await before.text(), /p40\.png/);
-    const album = (await api(env, key, "POST", "/api/1/albums", {
+    const album = (await apiCall(env, key, "POST", "/api/1/albums", {
       title: "Moved",
     })).body.data;
-    const r = await api(env, key, "PATCH", `/api/1/images/${up.id}`, {
+    const r = await apiCall(env, key, "PATCH", `/api/1/images/${up.id}`, {
       title: "Sunset",
       description: "From the pier",
       album_id: album.id,
@@ -280,7 +275,7 @@ test("PATCH /api/1/images/{id} changes title, description, album and expiration 
     );
     assert.ok(Math.abs(rec.expiration - 3600) <= 2, String(rec.expiration));
     assert.match(await (await env.app.request(`/i/${up.id}`)).text(), /Sunset/);
-    const kept = await api(env, key, "PATCH", `/api/1/images/${up.id}`, {
+    const kept = await apiCall(env, key, "PATCH", `/api/1/images/${up.id}`, {
       expiration: 0,
       album_id: null,
     });
@@ -289,11 +284,11 @@ test("PATCH /api/1/images/{id} changes title, description, album and expiration 
       [0, null],
     );
     assert.equal(
-      (await api(env, key, "GET", `/api/1/albums/${album.id}`)).body.data
+      (await apiCall(env, key, "GET", `/api/1/albums/${album.id}`)).body.data
         .image_count,
       0,
     );
-    const theirs = await api(
+    const theirs = await apiCall(
       env,
       other.key,
       "PATCH",
@@ -303,18 +298,24 @@ test("PATCH /api/1/images/{id} changes title, description, album and expiration 
       },
     );
     assert.deepEqual([theirs.status, theirs.body.error.code], [404, 404]);
-    const otherAlbum = (await api(env, other.key, "POST", "/api/1/albums", {
+    const otherAlbum = (await apiCall(env, other.key, "POST", "/api/1/albums", {
       title: "Theirs",
     })).body.data;
-    const into = await api(env, key, "PATCH", `/api/1/images/${up.id}`, {
+    const into = await apiCall(env, key, "PATCH", `/api/1/images/${up.id}`, {
       album_id: otherAlbum.id,
     });
     assert.deepEqual([into.status, into.body.error.code], [400, 160]);
     for (const body of [{ expiration: 5 }, { title: "" }, { owner: "x" }]) {
-      const bad = await api(env, key, "PATCH", `/api/1/images/${up.id}`, body);
+      const bad = await apiCall(
+        env,
+        key,
+        "PATCH",
+        `/api/1/images/${up.id}`,
+        body,
+      );
       assert.deepEqual([bad.status, bad.body.error.code], [400, 160]);
     }
-    const now = (await api(env, key, "GET", `/api/1/images/${up.id}`)).body
+    const now = (await apiCall(env, key, "GET", `/api/1/images/${up.id}`)).body
       .data;
     assert.deepEqual([now.title, now.album_id], ["Sunset", null]);
   } finally {
@@ -326,27 +327,27 @@ test("deleting an album leaves its images, in no album; with with_images=true it
   const env = await testEnv();
   try {
     const { key } = await userWithKey(env);
-    const keep = (await api(env, key, "POST", "/api/1/albums", {
+    const keep = (await apiCall(env, key, "POST", "/api/1/albums", {
       title: "Keep",
     })).body.data;
     const a = (await uploadPng(env, key, 50, { album_id: keep.id })).body.data;
-    const del = await api(env, key, "DELETE", `/api/1/albums/${keep.id}`);
+    const del = await apiCall(env, key, "DELETE", `/api/1/albums/${keep.id}`);
     assert.deepEqual(del.body.data, { id: keep.id, deleted: true });
-    const still = await api(env, key, "GET", `/api/1/images/${a.id}`);
+    const still = await apiCall(env, key, "GET", `/api/1/images/${a.id}`);
     assert.deepEqual([still.status, still.body.data.album_id], [200, null]);
     assert.equal(
-      (await api(env, key, "GET", `/api/1/albums/${keep.id}`)).status,
+      (await apiCall(env, key, "GET", `/api/1/albums/${keep.id}`)).status,
       404,
     );
 
-    const drop = (await api(env, key, "POST", "/api/1/albums", {
+    const drop = (await apiCall(env, key, "POST", "/api/1/albums", {
       title: "Drop",
     })).body.data;
     const b = (await uploadPng(env, key, 51, { album_id: drop.id })).body.data;
     const c = (await uploadPng(env, key, 52, { album_id: drop.id })).body.data;
     const path = new URL(b.url).pathname;
     assert.equal((await fetchBytes(env, path)).res.status, 200);
-    const gone = await api(
+    const gone = await apiCall(
       env,
       key,
       "DELETE",
@@ -355,7 +356,7 @@ test("deleting an album leaves its images, in no album; with with_images=true it
     assert.equal(gone.status, 200);
     for (const img of [b, c]) {
       assert.equal(
-        (await api(env, key, "GET", `/api/1/images/${img.id}`)).status,
+        (await apiCall(env, key, "GET", `/api/1/images/${img.id}`)).status,
         404,
       );
       assert.equal(
@@ -364,7 +365,7 @@ test("deleting an album leaves its images, in no album; with with_images=true it
       );
     }
     assert.equal(
-      (await api(env, key, "GET", `/api/1/images/${a.id}`)).status,
+      (await apiCall(env, key, "GET", `/api/1/images/${a.id}`)).status,
       200,
       "an image of another album is untouched",
     );
@@ -377,7 +378,7 @@ test("the album page /a/<id> shows its title, description and images to anyone w
   const env = await testEnv();
   try {
     const { key } = await userWithKey(env);
-    const album = (await api(env, key, "POST", "/api/1/albums", {
+    const album = (await apiCall(env, key, "POST", "/api/1/albums", {
       title: `Trip </script><script>alert(1)</script>`,
       description: "Two weeks",
     })).body.data;
@@ -429,7 +430,7 @@ test("the album page /a/<id> shows its title, description and images to anyone w
         `<textarea id="album-codes"[^>]*>${urls[2].replace(/[.]/g, "\\.")}`,
       ),
     );
-    await api(env, key, "PATCH", `/api/1/albums/${album.id}`, {
+    await apiCall(env, key, "PATCH", `/api/1/albums/${album.id}`, {
       privacy: "unlisted",
     });
     const unlisted = await (await env.app.request(`/a/${album.id}`)).text();

@@ -1,7 +1,6 @@
 import assert from "node:assert/strict";
 import sharp from "sharp";
 import { join } from "node:path";
-import { FsStore } from "../services/store/fs_store.ts";
 import { proxyPath } from "../routes/host.ts";
 import type { BlobStore } from "../services/store/blob_store.ts";
 import {
@@ -12,6 +11,7 @@ import {
   makeNoiseJpeg,
 } from "./fixtures.ts";
 import {
+  CountingStore,
   fetchBytes,
   storedKeys,
   test,
@@ -20,19 +20,6 @@ import {
   upload,
   userWithKey,
 } from "./helpers.ts";
-
-/** A store that counts the fixed variants (`.th`, `.md`) written to it after the upload. */
-class CountingStore extends FsStore {
-  fixedPuts = 0;
-  override put(
-    key: string,
-    body: ReadableStream<Uint8Array> | Uint8Array,
-    meta?: { durable?: boolean },
-  ) {
-    if (/\.(th|md)\./.test(key)) this.fixedPuts++;
-    return super.put(key, body, meta);
-  }
-}
 
 async function withStore(
   fn: (
@@ -44,7 +31,7 @@ async function withStore(
   env: Record<string, string> = {},
 ) {
   const dir = await Deno.makeTempDir({ prefix: "imagehost-fixed-" });
-  const store = await new CountingStore(dir).init();
+  const store = await new CountingStore(dir, /\.(th|md)\./).init();
   const e = await testEnv({ store: store as BlobStore, env });
   try {
     const { key } = await userWithKey(e);
@@ -80,11 +67,11 @@ test("an upload stores its original alone; the medium its record names is made a
     assert.equal(first.res.headers.get("etag"), `"${d.id}.md.jpg"`);
     const meta = await sharp(first.bytes).metadata();
     assert.deepEqual([meta.width, meta.height], [1024, 614]);
-    assert.equal(store.fixedPuts, 1);
+    assert.equal(store.puts, 1);
     assert.ok((await storedKeys(env)).includes(`${d.id}.md.jpg`));
     const again = await fetchBytes(env, mediumPath);
     assert.deepEqual(again.bytes, first.bytes);
-    assert.equal(store.fixedPuts, 1, "made once, then served as stored");
+    assert.equal(store.puts, 1, "made once, then served as stored");
     const fresh = await env.app.request(mediumPath, {
       headers: { "if-none-match": `"${d.id}.md.jpg"` },
     });
@@ -118,7 +105,7 @@ test("eight concurrent first requests for a medium make it once, and all get the
     );
     assert.deepEqual(all.map((a) => a.res.status), Array(8).fill(200));
     for (const a of all) assert.deepEqual(a.bytes, all[0].bytes);
-    assert.equal(store.fixedPuts, 1);
+    assert.equal(store.puts, 1);
   });
 });
 
@@ -128,7 +115,7 @@ test("a thumbnail a crash lost, or cut to an empty file, is made again at its ne
     const thumbPath = pathOf(d.thumb.url);
     const before = await fetchBytes(env, thumbPath);
     assert.equal(before.res.status, 200);
-    assert.equal(store.fixedPuts, 1, "made at its first request");
+    assert.equal(store.puts, 1, "made at its first request");
     // Stored without a sync: a crash may leave no file, or an empty one (the name
     // reached the disk, the bytes did not).
     await Deno.writeFile(
@@ -144,7 +131,7 @@ test("a thumbnail a crash lost, or cut to an empty file, is made again at its ne
     const again = await fetchBytes(env, thumbPath);
     assert.equal(again.res.status, 200);
     assert.deepEqual(again.bytes, remade.bytes);
-    assert.equal(store.fixedPuts, 3);
+    assert.equal(store.puts, 3);
     // A fixed variant of an image that has none stays 404: a small image has no medium
     // (its record's medium is the original, as ImgBB's is).
     const small = await uploaded(env, key, await makeImage("png"), "s.png");
@@ -200,7 +187,7 @@ test("with IMAGE_SERVE=proxy a medium not made yet is made before nginx is told 
       second.headers.get("x-accel-redirect"),
       first.headers.get("x-accel-redirect"),
     );
-    assert.equal(store.fixedPuts, 1);
+    assert.equal(store.puts, 1);
   }, { IMAGE_SERVE: "proxy" });
 });
 

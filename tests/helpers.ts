@@ -249,6 +249,45 @@ export async function json(res: Response) {
   };
 }
 
+/**
+ * A filesystem store that counts the objects written under keys matching `pattern`
+ * (made variants: how many encodes a test caused).
+ */
+export class CountingStore extends FsStore {
+  puts = 0;
+  constructor(dir: string, private readonly pattern: RegExp) {
+    super(dir);
+  }
+  override put(
+    key: string,
+    body: ReadableStream<Uint8Array> | Uint8Array,
+    meta?: { durable?: boolean },
+  ) {
+    if (this.pattern.test(key)) this.puts++;
+    return super.put(key, body, meta);
+  }
+}
+
+/** An API call with the key as Bearer and `body` as JSON; the answer with its status. */
+export async function apiCall(
+  env: TestEnv,
+  key: string,
+  method: string,
+  path: string,
+  body?: unknown,
+) {
+  return await json(
+    await env.app.request(path, {
+      method,
+      headers: {
+        authorization: `Bearer ${key}`,
+        ...(body === undefined ? {} : { "content-type": "application/json" }),
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    }),
+  );
+}
+
 /** POSTs a form to /api/1/upload with the key as Bearer; the JSON answer with its status. */
 export async function upload(
   env: TestEnv,

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { formWith, makeImage } from "./fixtures.ts";
 import {
-  json,
+  apiCall,
   test,
   type TestEnv,
   testEnv,
@@ -15,25 +15,6 @@ async function person(env: TestEnv) {
   const { user, key } = await userWithKey(env);
   const sid = await createSession(env.deps.database.db, user.id, env.clock);
   return { key, cookie: `sid=${sid}` };
-}
-
-async function call(
-  env: TestEnv,
-  key: string,
-  method: string,
-  path: string,
-  body?: unknown,
-) {
-  return await json(
-    await env.app.request(path, {
-      method,
-      headers: {
-        authorization: `Bearer ${key}`,
-        ...(body === undefined ? {} : { "content-type": "application/json" }),
-      },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    }),
-  );
 }
 
 /** The status of a GET as `who` asks it, the body read. */
@@ -63,7 +44,7 @@ for (const serve of ["app", "proxy"] as const) {
       const owner = await person(env);
       const other = await person(env);
       const nobody = {};
-      const album = (await call(env, owner.key, "POST", "/api/1/albums", {
+      const album = (await apiCall(env, owner.key, "POST", "/api/1/albums", {
         title: "Mixed",
       })).body.data;
       const ids: Record<string, string> = {};
@@ -80,7 +61,7 @@ for (const serve of ["app", "proxy"] as const) {
         const up = await upload(env, owner.key, form);
         assert.equal(up.status, 200);
         ids[privacy] = up.body.data.id;
-        const set = await call(
+        const set = await apiCall(
           env,
           owner.key,
           "PATCH",
@@ -138,18 +119,18 @@ for (const serve of ["app", "proxy"] as const) {
       // Records and lists: the owner's alone, whatever the privacy.
       for (const id of Object.values(ids)) {
         assert.equal(
-          (await call(env, owner.key, "GET", `/api/1/images/${id}`)).status,
+          (await apiCall(env, owner.key, "GET", `/api/1/images/${id}`)).status,
           200,
         );
         assert.equal(
-          (await call(env, other.key, "GET", `/api/1/images/${id}`)).status,
+          (await apiCall(env, other.key, "GET", `/api/1/images/${id}`)).status,
           404,
         );
       }
-      const listed = await call(env, owner.key, "GET", "/api/1/images");
+      const listed = await apiCall(env, owner.key, "GET", "/api/1/images");
       assert.equal(listed.body.data.total, 3);
       assert.equal(
-        (await call(env, other.key, "GET", "/api/1/images")).body.data.total,
+        (await apiCall(env, other.key, "GET", "/api/1/images")).body.data.total,
         0,
       );
       // The album's page lists the public image to others, all three to its owner.
@@ -174,7 +155,7 @@ for (const serve of ["app", "proxy"] as const) {
       );
       assert.match(publicView, /1 image/);
       // A private album: its owner's alone.
-      await call(env, owner.key, "PATCH", `/api/1/albums/${album.id}`, {
+      await apiCall(env, owner.key, "PATCH", `/api/1/albums/${album.id}`, {
         privacy: "private",
       });
       const closed = await env.app.request(`/a/${album.id}`);
@@ -182,7 +163,7 @@ for (const serve of ["app", "proxy"] as const) {
       await closed.body?.cancel();
       assert.deepEqual(seen(await page(owner)).length, 3);
       // Made public again, the image's files are open at once (its row re-read).
-      await call(env, owner.key, "PATCH", `/api/1/images/${ids.private}`, {
+      await apiCall(env, owner.key, "PATCH", `/api/1/images/${ids.private}`, {
         privacy: "public",
       });
       assert.equal(

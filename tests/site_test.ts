@@ -347,23 +347,11 @@ test("My images deletes one or several of the user's own images from its form wi
     }
     assert.match(second, new RegExp(mine[0]));
 
-    const post = (ids: string[], headers: Record<string, string> = {}) => {
-      const body = new URLSearchParams({
-        _csrf: s.token,
-        back: "/images?page=2",
-      });
-      for (const id of ids) body.append("id", id);
-      return env.app.request("/images/delete", {
-        method: "POST",
-        headers: {
-          cookie: s.cookie,
-          origin: ORIGIN,
-          "content-type": "application/x-www-form-urlencoded",
-          ...headers,
-        },
-        body,
-      });
-    };
+    const post = (ids: string[], headers: Record<string, string> = {}) =>
+      sessionPost(env, s, "/images/delete", [
+        ["back", "/images?page=2"],
+        ...ids.map((id): [string, string] => ["id", id]),
+      ], headers);
     const done = await post([mine[0], mine[1], theirs]);
     assert.equal(done.status, 303);
     assert.equal(done.headers.get("location"), "/images?page=2&deleted=2");
@@ -625,12 +613,16 @@ async function uploadManyTitled(env: TestEnv, key: string, n: number) {
   return stored;
 }
 
-/** A session form POST (urlencoded, our origin) with the user's token. */
+/**
+ * A session form POST (urlencoded, our origin unless `headers` say otherwise) with the
+ * user's token.
+ */
 function sessionPost(
   env: TestEnv,
   s: { cookie: string; token: string },
   path: string,
   fields: [string, string][],
+  headers: Record<string, string> = {},
 ) {
   const body = new URLSearchParams([["_csrf", s.token], ...fields]);
   return env.app.request(path, {
@@ -639,6 +631,7 @@ function sessionPost(
       cookie: s.cookie,
       origin: ORIGIN,
       "content-type": "application/x-www-form-urlencoded",
+      ...headers,
     },
     body,
   });

@@ -16,6 +16,7 @@ import type { BlobStore } from "../services/store/blob_store.ts";
 import { ApiError } from "../schemas/errors.ts";
 import { makeAnimatedGif, makeNoiseJpeg } from "./fixtures.ts";
 import {
+  CountingStore,
   fetchBytes,
   json,
   test,
@@ -148,19 +149,6 @@ test("format=auto picks AVIF, then WebP, then the original's type from Accept (a
   );
 });
 
-/** A store that counts how many variants were written to it. */
-class CountingStore extends FsStore {
-  variantPuts = 0;
-  override put(
-    key: string,
-    body: ReadableStream<Uint8Array> | Uint8Array,
-    meta?: { durable?: boolean },
-  ) {
-    if (/\.v\d+x\d+/.test(key)) this.variantPuts++;
-    return super.put(key, body, meta);
-  }
-}
-
 /** Uploads one file with the key; the JSON answer. */
 async function uploadOne(
   env: TestEnv,
@@ -184,7 +172,7 @@ async function photoEnv(
   size: [number, number] = [1200, 800],
 ) {
   const dir = await Deno.makeTempDir({ prefix: "imagehost-variants-" });
-  const store = await new CountingStore(dir).init();
+  const store = await new CountingStore(dir, /\.v\d+x\d+/).init();
   const e = await testEnv({ store: store as BlobStore, env });
   const { key } = await userWithKey(e);
   const photo = await makeNoiseJpeg(...size);
@@ -292,7 +280,7 @@ test("a variant revalidates (304 without making anything), serves HEAD and range
       Array.from({ length: 8 }, () => fetchBytes(t.env, url)),
     );
     assert.deepEqual(many.map((m) => m.res.status), Array(8).fill(200));
-    assert.equal(t.store.variantPuts, 1, "eight first requests, one encode");
+    assert.equal(t.store.puts, 1, "eight first requests, one encode");
     for (const m of many) assert.deepEqual(m.bytes, many[0].bytes);
     const etag = many[0].res.headers.get("etag")!;
     const again = await t.env.app.request(url, {
@@ -310,7 +298,7 @@ test("a variant revalidates (304 without making anything), serves HEAD and range
     });
     assert.equal(part.res.status, 206);
     assert.deepEqual(part.bytes, many[0].bytes.subarray(0, 10));
-    assert.equal(t.store.variantPuts, 1);
+    assert.equal(t.store.puts, 1);
   } finally {
     await t.close();
   }
@@ -327,7 +315,7 @@ test("values off the lists are 160 unless signed with IMAGE_SIGNING_KEY; a signe
       const r = await json(await t.env.app.request(`${t.path}?${q}`));
       assert.deepEqual([r.status, r.body.error.code], [400, 160], q);
     }
-    assert.equal(t.store.variantPuts, 0, "nothing made for a refused URL");
+    assert.equal(t.store.puts, 0, "nothing made for a refused URL");
     const key = await signingKey(SECRET);
     const signed = await transformQuery(t.path, {
       w: 333,
@@ -382,7 +370,7 @@ test("deleting an image removes its variants; a variant whose bytes were lost is
     assert.equal(remade.status, 200);
     await remade.body?.cancel();
     assert.ok(await t.store.stat(lost));
-    assert.equal(t.store.variantPuts, 4);
+    assert.equal(t.store.puts, 4);
 
     // Past the budget the oldest go, bytes and rows.
     const sizes = rows.map((r) => Number(r.bytes));
@@ -592,7 +580,7 @@ test("makers of two instances sharing the database and the store make a variant 
       [a, b, a, b].map((m) => m.make(source, tr, key, "webp")),
     );
     for (const bytes of made) assert.deepEqual(bytes, made[0]);
-    assert.equal(t.store.variantPuts, 1, "one encode for both instances");
+    assert.equal(t.store.puts, 1, "one encode for both instances");
     const row = await db.selectFrom("image_variants").selectAll()
       .executeTakeFirstOrThrow();
     assert.deepEqual(
@@ -632,7 +620,7 @@ test("a shared maker's failed make (every slot busy) gives its lease back: asked
       new Promise<"held">((r) => setTimeout(() => r("held"), 15_000)),
     ]);
     assert.notEqual(again, "held", "the retry waited on a dead lease");
-    assert.equal(t.store.variantPuts, 1);
+    assert.equal(t.store.puts, 1);
   } finally {
     await t.close();
   }
@@ -651,7 +639,7 @@ test("each client address may have IMAGE_MAKES_PER_MINUTE variants made a minute
     const third = await t.env.app.request(`${t.path}?w=640&format=webp`);
     assert.equal(third.status, 200);
     await third.body?.cancel();
-    assert.equal(t.store.variantPuts, 3);
+    assert.equal(t.store.puts, 3);
     let fourth = await json(
       await t.env.app.request(`${t.path}?w=1024&format=webp`),
     );
@@ -664,12 +652,12 @@ test("each client address may have IMAGE_MAKES_PER_MINUTE variants made a minute
     }
     assert.deepEqual([fourth.status, fourth.body.error.code], [429, 170]);
     assert.ok(Number(fourth.headers.get("retry-after")) > 0);
-    const puts = t.store.variantPuts;
+    const puts = t.store.puts;
     const fifth = await json(
       await t.env.app.request(`${t.path}?w=2048&format=webp`),
     );
     assert.deepEqual([fifth.status, fifth.body.error.code], [429, 170]);
-    assert.equal(t.store.variantPuts, puts, "refused before any work");
+    assert.equal(t.store.puts, puts, "refused before any work");
     const stored = await t.env.app.request(`${t.path}?w=160&format=webp`);
     assert.equal(stored.status, 200);
     await stored.body?.cancel();

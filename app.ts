@@ -35,6 +35,8 @@ import { ImageRowCache } from "./services/images/image_cache.ts";
 import { BlobCache } from "./services/images/blob_cache.ts";
 import { ScreenshotService } from "./services/screenshots/screenshot_service.ts";
 import { registerViewerRoutes } from "./routes/viewer.tsx";
+import { PasswordAccess } from "./services/privacy/password_access.ts";
+import { PasswordGate } from "./routes/pages/password_gate.tsx";
 import { documentPublicRoutes } from "./routes/public_docs.ts";
 import { clientAddress } from "./routes/client_address.ts";
 import { registerSiteRoutes } from "./routes/site.tsx";
@@ -173,8 +175,14 @@ export function createApp(deps: AppDeps): App {
   registerImageListRoutes(app, deps);
   registerAlbumRoutes(app, deps, rowCache);
   registerScreenshotRoutes(app, deps, new ScreenshotService(deps, pipeline));
-  registerViewerRoutes(app, deps, rowCache);
-  registerAlbumPage(app, deps);
+  // Unlock cookies and signed file URLs of password images and albums.
+  const access = new PasswordAccess(deps.database.db, deps.clock, {
+    url: deps.config.PASSWORD_URL_SECONDS,
+    unlock: deps.config.PASSWORD_UNLOCK_SECONDS,
+  });
+  const gate = new PasswordGate(deps, access);
+  registerViewerRoutes(app, deps, rowCache, gate);
+  registerAlbumPage(app, deps, gate);
   registerOrganiseRoutes(app, deps, rowCache);
   registerSiteRoutes(app, deps, rowCache);
   const fixedSeen = new StoredFixed();
@@ -197,6 +205,7 @@ export function createApp(deps: AppDeps): App {
       (bytes, ext, deadline) => pipeline.decodable(bytes, ext, deadline),
     ),
     fixedSeen,
+    access,
   );
   // Revalidations of hot images, and with IMAGE_SERVE=proxy their plain GETs, skip the
   // router and the middleware chain (issue #19).

@@ -2,18 +2,26 @@ import type { App } from "./env.ts";
 import type { AppDeps } from "../services/runtime/deps.ts";
 import { toImageRecord } from "../services/images/records.ts";
 import {
+  type AlbumRow,
   findAlbum,
   pageAlbumImages,
   toAlbumRecord,
   viewOf,
 } from "../services/albums/albums.ts";
-import { CodesBox, Layout, pageSecurity } from "./pages/layout.tsx";
+import { CodesBox, formCsrf, Layout, pageSecurity } from "./pages/layout.tsx";
+import type { Locked, PasswordGate } from "./pages/password_gate.tsx";
 import { CardPicture } from "./pages/picture.tsx";
 import { PrivacySelect, TitleFields } from "./pages/fields.tsx";
 import { sessionUser } from "./session.ts";
 import { ApiError } from "../schemas/errors.ts";
 // The one embed-code implementation, shared with the widget (a pure leaf module).
 import { embedCodes } from "../sdk/src/embed_codes.ts";
+
+const lockedAlbum = (row: AlbumRow): Locked => ({
+  kind: "album",
+  id: row.id,
+  hash: row.password_hash,
+});
 
 /** An album page shows this many images at a time (`?page=` for the rest). */
 const PER_PAGE = 60;
@@ -25,7 +33,11 @@ const PER_PAGE = 60;
  * open to anyone with the link (an unlisted one asks search engines not to index it),
  * showing others only its public images; a private album is 404 to all but its owner.
  */
-export function registerAlbumPage(app: App, deps: AppDeps) {
+export function registerAlbumPage(
+  app: App,
+  deps: AppDeps,
+  gate: PasswordGate,
+) {
   const { db } = deps.database;
   const { config, clock } = deps;
   app.use("/a/*", pageSecurity(config));
@@ -38,8 +50,14 @@ export function registerAlbumPage(app: App, deps: AppDeps) {
     );
     const user = await sessionUser(c, deps);
     const owner = user?.userId === row.user_id;
-    // A private album is its owner's alone; others see only its public images.
+    // A private album is its owner's alone; others see only its public images, and
+    // of a password album only once they gave its password.
     if (row.privacy === "private" && !owner) throw new ApiError(404);
+    if (row.privacy === "password" && !owner) {
+      const item = lockedAlbum(row);
+      if (!await gate.unlocked(c, item)) return gate.ask(c, item);
+      c.header("Cache-Control", "private, no-store");
+    }
     const [view, { rows, total }] = await Promise.all([
       viewOf(db, row, clock, !owner),
       pageAlbumImages(db, row.id, clock, {
@@ -161,5 +179,12 @@ export function registerAlbumPage(app: App, deps: AppDeps) {
         )}
       </Layout>,
     );
+  });
+
+  // The gate's post: the password of a password album's page.
+  app.post("/a/:id{[A-Za-z0-9_-]{6,64}}", formCsrf(config), async (c) => {
+    const row = await findAlbum(db, c.req.param("id"));
+    if (!row || row.privacy !== "password") throw new ApiError(404);
+    return await gate.unlock(c, lockedAlbum(row));
   });
 }

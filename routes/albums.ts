@@ -43,6 +43,7 @@ import {
 } from "../services/images/records.ts";
 import type { ImageRowCache } from "../services/images/image_cache.ts";
 import { ApiError } from "../schemas/errors.ts";
+import { passwordEdit } from "../services/privacy/password_access.ts";
 import { API_SECURITY } from "./upload.ts";
 
 const json = <T>(schema: T) => ({
@@ -188,7 +189,9 @@ const patchImageRoute = createRoute({
   summary: "Change one of your images",
   description:
     "Title, description, album (one of yours, or null for none), privacy (`private`: " +
-    "its files, variants and page are 404 to everyone but you) and expiration " +
+    "its files, variants and page are 404 to everyone but you; `password`: its page " +
+    "asks for `password`, and its files work for others only through that page's " +
+    "short-lived signed URLs) and expiration " +
     "(seconds from now, or 0 to keep it for good): what the body gives changes, the " +
     "rest stays. Its links and files do not change.",
   security: API_SECURITY,
@@ -289,7 +292,7 @@ export function registerAlbumRoutes(
     const edit: ImageEdit = {};
     if (body.title !== undefined) edit.title = body.title;
     if (body.description !== undefined) edit.description = body.description;
-    if (body.privacy !== undefined) edit.privacy = body.privacy;
+    Object.assign(edit, await passwordEdit(row, body.privacy, body.password));
     if (body.album_id !== undefined) {
       // Only into an album of the image's owner.
       if (body.album_id !== null) {

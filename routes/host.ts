@@ -13,6 +13,10 @@ import { requesterOf } from "./api_auth.ts";
 import { AddressThrottle } from "../services/accounts/address_throttle.ts";
 import type { VariantMaker } from "../services/images/variant_maker.ts";
 import {
+  isRestricted,
+  type PasswordAccess,
+} from "../services/privacy/password_access.ts";
+import {
   admitTransform,
   hasTransformQuery,
   negotiate,
@@ -80,8 +84,8 @@ export function proxyPath(key: string): string {
  * that reads the clock).
  */
 function cacheControlOf(row: ImageRow, clock: Clock): string {
-  // Its owner's alone: no shared cache may keep it, nor any cache at all.
-  if (row.privacy === "private") return "private, no-store";
+  // Its owner's alone, or for a signed URL's short life: no cache may keep it.
+  if (isRestricted(row.privacy)) return "private, no-store";
   if (!row.expires_at) return IMMUTABLE;
   const left = (new Date(row.expires_at).getTime() - clock.now().getTime()) /
     1000;
@@ -145,9 +149,9 @@ export function imageFastPath(
     const row = rows.peek(name.id);
     if (!row) return undefined;
     if (!name.isIn(row)) return undefined;
-    // A private image is answered only after the full path knows who asks: not even a
-    // 304 confirms it to anyone else.
-    if (row.privacy === "private") return undefined;
+    // A private or password image is answered only after the full path knows who asks
+    // (or checks the signed URL): not even a 304 confirms it to anyone else.
+    if (isRestricted(row.privacy)) return undefined;
     const etag = name.etag;
     const fresh = inm !== null && (inm === etag || etagMatches(inm, etag));
     if (!fresh && !proxied) return undefined;
@@ -249,8 +253,22 @@ export function registerHostRoutes(
   rows: ImageRowCache,
   maker: VariantMaker,
   fixed: StoredFixed,
+  access: PasswordAccess,
 ) {
   const proxied = deps.config.IMAGE_SERVE === "proxy";
+  /**
+   * Whether this request may have a restricted image's files: a password image's signed
+   * URL (`access`, made by its unlocked page), or its owner (session or header key).
+   */
+  const mayAccess = async (c: Context, row: ImageRow): Promise<boolean> => {
+    if (row.privacy === "password") {
+      const token = c.req.query("access");
+      if (await access.valid("file", row.id, row.password_hash, token)) {
+        return true;
+      }
+    }
+    return await requesterOf(c, deps) === row.user_id;
+  };
   const serve = async (c: Context) => {
     const file = c.req.param("file") ?? "";
     const m = file.match(FILE_RE);
@@ -259,10 +277,9 @@ export function registerHostRoutes(
     const { key, etag, ext } = name;
     const row = await rows.get(name.id);
     if (!row || !name.isIn(row)) throw new ApiError(404);
-    // Someone else asking for a private image learns nothing: the same 404 as for none.
-    if (
-      row.privacy === "private" && await requesterOf(c, deps) !== row.user_id
-    ) {
+    // Someone else asking for a private image, or for a password image without a
+    // valid signed URL, learns nothing: the same 404 as for none.
+    if (isRestricted(row.privacy) && !await mayAccess(c, row)) {
       throw new ApiError(404);
     }
     // Only a URL with a transform parameter pays for parsing its query.

@@ -15,7 +15,8 @@ import {
   updateAlbum,
 } from "../services/albums/albums.ts";
 import { AlbumCreateSchema, AlbumPatchSchema } from "../schemas/album.ts";
-import { PrivacySchema } from "../schemas/image.ts";
+import { ImagePatchSchema } from "../schemas/image.ts";
+import { passwordEdit } from "../services/privacy/password_access.ts";
 import { formCsrf, Layout, pageSecurity } from "./pages/layout.tsx";
 import { PrivacySelect, TitleFields } from "./pages/fields.tsx";
 import { requireSessionForm, sessionUser } from "./session.ts";
@@ -126,6 +127,7 @@ export function registerOrganiseRoutes(
       title: r.form.title ?? "",
       ...(r.form.description ? { description: r.form.description } : {}),
       ...(r.form.privacy ? { privacy: r.form.privacy } : {}),
+      ...passwordField(r.form),
     });
     if (!parsed.success) throw invalid(parsed.error.issues);
     await createAlbum(db, r.user.userId, parsed.data);
@@ -140,6 +142,7 @@ export function registerOrganiseRoutes(
       title: r.form.title ?? "",
       description: r.form.description ?? "",
       ...(r.form.privacy ? { privacy: r.form.privacy } : {}),
+      ...passwordField(r.form),
     });
     if (!parsed.success) throw invalid(parsed.error.issues);
     const row = await updateAlbum(
@@ -192,9 +195,21 @@ export function registerOrganiseRoutes(
   app.post("/images/privacy", async (c) => {
     const r = await requireSessionForm(c, deps);
     if (r instanceof Response) return r;
-    const privacy = PrivacySchema.safeParse(r.form.privacy);
-    if (!privacy.success) throw invalid(privacy.error.issues);
-    const changed = await editOwnImages(r, { privacy: privacy.data });
+    const parsed = ImagePatchSchema.pick({ privacy: true, password: true })
+      .required({ privacy: true }).safeParse({
+        privacy: r.form.privacy,
+        ...passwordField(r.form),
+      });
+    if (!parsed.success) throw invalid(parsed.error.issues);
+    // One hash for the whole selection: a password for each would cost a hash each.
+    const changed = await editOwnImages(
+      r,
+      await passwordEdit(
+        { privacy: "public", password_hash: null },
+        parsed.data.privacy,
+        parsed.data.password,
+      ),
+    );
     return c.redirect(backToImages(r.form.back, "changed", changed), 303);
   });
 
@@ -220,17 +235,29 @@ export function registerOrganiseRoutes(
     const albumId = r.form.album
       ? (await albumForImages(db, r.user.userId, r.form.album)).id
       : null;
-    const privacy = PrivacySchema.safeParse(r.form.privacy ?? row.privacy);
-    if (!privacy.success) throw invalid(privacy.error.issues);
+    const parsed = ImagePatchSchema.pick({ privacy: true, password: true })
+      .required({ privacy: true }).safeParse({
+        privacy: r.form.privacy ?? row.privacy,
+        ...passwordField(r.form),
+      });
+    if (!parsed.success) throw invalid(parsed.error.issues);
     await editImage(db, row.id, {
       title,
       description: r.form.description ?? "",
       album_id: albumId,
-      privacy: privacy.data,
+      ...await passwordEdit(row, parsed.data.privacy, parsed.data.password),
     });
     rowCache.invalidate(row.id);
     return c.redirect(`/i/${row.id}`, 303);
   });
+}
+
+/**
+ * The password field of a privacy form: an empty field means none given (it keeps a
+ * password image's password, and is not wanted for any other privacy).
+ */
+function passwordField(form: Record<string, string | undefined>) {
+  return form.password ? { password: form.password } : {};
 }
 
 /** 160 for a form the schema refused, naming each field. */

@@ -604,7 +604,17 @@ export function registerSiteRoutes(
                   <option value="public">Public</option>
                   <option value="unlisted">Unlisted</option>
                   <option value="private">Private</option>
+                  <option value="password">Password</option>
                 </select>
+                <label for="set-password">Password</label>
+                <input
+                  id="set-password"
+                  name="password"
+                  type="password"
+                  maxlength={128}
+                  autocomplete="new-password"
+                  placeholder="for Password"
+                />
                 <button
                   type="submit"
                   class="secondary"

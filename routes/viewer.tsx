@@ -4,6 +4,8 @@ import type { AppDeps } from "../services/runtime/deps.ts";
 import {
   deleteImage,
   findLiveImage,
+  type ImageRecord,
+  type ImageRow,
   toImageRecord,
 } from "../services/images/records.ts";
 import {
@@ -26,6 +28,11 @@ import { ApiError } from "../schemas/errors.ts";
 // The one embed-code implementation, shared with the widget (a pure leaf module).
 import { embedCodes } from "../sdk/src/embed_codes.ts";
 import { albumTitles, findAlbum } from "../services/albums/albums.ts";
+import {
+  isRestricted,
+  withAccess,
+} from "../services/privacy/password_access.ts";
+import type { Locked, PasswordGate } from "./pages/password_gate.tsx";
 
 /**
  * Shapes of an image id and a delete token in a path: anything else (a NUL, a slash, an
@@ -34,11 +41,34 @@ import { albumTitles, findAlbum } from "../services/albums/albums.ts";
 const ID = "[A-Za-z0-9_-]{6,64}";
 const TOKEN = "[A-Za-z0-9_-]{1,128}";
 
+const lockedImage = (row: ImageRow): Locked => ({
+  kind: "image",
+  id: row.id,
+  hash: row.password_hash,
+});
+
+/** The record with every file URL signed for a password image's unlocked page. */
+function signedRecord(rec: ImageRecord, token: string): ImageRecord {
+  const sign = <T extends { url: string }>(f: T): T => ({
+    ...f,
+    url: withAccess(f.url, token),
+  });
+  return {
+    ...rec,
+    url: withAccess(rec.url, token),
+    display_url: withAccess(rec.display_url, token),
+    image: sign(rec.image),
+    thumb: sign(rec.thumb),
+    medium: sign(rec.medium),
+  };
+}
+
 /** Viewer page `/i/<id>` and the secret delete link `/delete/<id>/<token>`. */
 export function registerViewerRoutes(
   app: App,
   deps: AppDeps,
   rowCache: ImageRowCache,
+  gate: PasswordGate,
 ) {
   const { db } = deps.database;
   app.use("/i/*", pageSecurity(deps.config));
@@ -51,8 +81,26 @@ export function registerViewerRoutes(
     const owner = user?.userId === row.user_id;
     // A private image's page is its owner's alone: others get the page for none.
     if (row.privacy === "private" && !owner) throw new ApiError(404);
-    const rec = toImageRecord(deps.config, row);
-    const embeds = embedCodes(rec, deps.config.IMAGE_WIDTHS);
+    // A password image's page asks others for it; once unlocked, the page's file URLs
+    // are signed for a short while (the files answer nothing else to others).
+    const locked = row.privacy === "password" && !owner;
+    const item = lockedImage(row);
+    if (locked && !await gate.unlocked(c, item)) return gate.ask(c, item);
+    let rec = toImageRecord(deps.config, row);
+    if (locked) {
+      rec = signedRecord(
+        rec,
+        await gate.access.fileToken(row.id, row.password_hash!),
+      );
+      c.header("Cache-Control", "private, no-store");
+      c.header("X-Robots-Tag", "noindex");
+    }
+    const restricted = isRestricted(row.privacy);
+    // A password image is shared by its viewer link and its password: its direct links
+    // work for others only on its page, for PASSWORD_URL_SECONDS.
+    const embeds = row.privacy === "password"
+      ? { "Viewer link": rec.url_viewer }
+      : embedCodes(rec, deps.config.IMAGE_WIDTHS);
     const uploaded = new Date(rec.time * 1000).toISOString();
     // What the page shows: the medium variant when there is one (a phone need not fetch a
     // 4000 px original), at its own size, never wider than the screen.
@@ -71,7 +119,7 @@ export function registerViewerRoutes(
       <Layout
         title={rec.title}
         user={user}
-        head={
+        head={!restricted && (
           <>
             <meta property="og:type" content="website" />
             <meta property="og:title" content={rec.title} />
@@ -87,7 +135,7 @@ export function registerViewerRoutes(
             <meta name="twitter:image:alt" content={rec.title} />
             <link rel="alternate" type={rec.image.mime} href={rec.url} />
           </>
-        }
+        )}
       >
         <h1>{rec.title}</h1>
         {rec.description && <p>{rec.description}</p>}
@@ -168,11 +216,24 @@ export function registerViewerRoutes(
           </details>
         )}
         <h2>Share</h2>
+        {row.privacy === "password" && (
+          <p class="muted">
+            Password-protected: share the viewer link and the password. Its
+            direct links work for others only from this page, for a short while.
+          </p>
+        )}
         {Object.entries(embeds).map(([label, value], i) => (
           <CopyField id={`embed-${i}`} label={label} value={value} />
         ))}
       </Layout>,
     );
+  });
+
+  // The gate's post: the password of a password image's page.
+  app.post(`/i/:id{${ID}}`, formCsrf(deps.config), async (c) => {
+    const row = await findLiveImage(db, c.req.param("id"), deps.clock);
+    if (!row || row.privacy !== "password") throw new ApiError(404);
+    return await gate.unlock(c, lockedImage(row));
   });
 
   const findForDelete = async (id: string, token: string) => {

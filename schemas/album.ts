@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { ImageRecordSchema, PrivacySchema } from "./image.ts";
+import { ImageRecordSchema, PasswordSchema, PrivacySchema } from "./image.ts";
 
 const TitleSchema = z.string().trim().min(1).max(255);
 const DescriptionSchema = z.string().max(5000);
@@ -40,6 +40,7 @@ export const AlbumCreateSchema = z.object({
   title: TitleSchema.openapi({ example: "Holiday 2026" }),
   description: DescriptionSchema.optional(),
   privacy: PrivacySchema.optional(),
+  password: PasswordSchema.optional(),
   position: z.number().int().min(-1_000_000).max(1_000_000).optional(),
 }).strict().openapi("AlbumCreate");
 
@@ -48,6 +49,7 @@ export const AlbumPatchSchema = z.object({
   title: TitleSchema.optional(),
   description: DescriptionSchema.optional(),
   privacy: PrivacySchema.optional(),
+  password: PasswordSchema.optional(),
   cover_image_id: z.string().regex(/^[A-Za-z0-9_-]{6,64}$/).nullable()
     .optional().openapi({
       description: "One of the album's images, or null for its newest",

@@ -157,6 +157,18 @@ export const ConfigSchema = z.object({
    * past it 170 with Retry-After. Stored variants are served without counting. 0: off.
    */
   IMAGE_MAKES_PER_MINUTE: int(120, 0, 1_000_000),
+  /**
+   * How long the signed file URLs of a `password` image's page work (seconds): long
+   * enough to view and download from the page, short enough that a copied URL dies.
+   */
+  PASSWORD_URL_SECONDS: int(1800, 60, 86_400),
+  /** How long a page unlocked with its password stays unlocked in that browser (s). */
+  PASSWORD_UNLOCK_SECONDS: int(43_200, 60, 2_592_000),
+  /**
+   * Password attempts one client address may make per minute, all images and albums
+   * together (all instances); past it 170 with Retry-After. 0: off.
+   */
+  PASSWORD_ATTEMPTS_PER_MINUTE: int(10, 0, 10_000),
   SCREENSHOTS: z.enum(["on", "off"]).default("on"),
   CHROMIUM_PATH: z.string().optional(),
   /**

@@ -14,9 +14,10 @@ export const ImageFileSchema = z.object({
 
 /**
  * Who may see an album or an image: `public` (anyone with the link, and listed), `unlisted`
- * (anyone with the link, never listed to others) or `private` (its owner alone).
+ * (anyone with the link, never listed to others), `private` (its owner alone) or
+ * `password` (whoever gives its password on its page; never listed to others).
  */
-export const PRIVACY = ["public", "unlisted", "private"] as const;
+export const PRIVACY = ["public", "unlisted", "private", "password"] as const;
 
 /** One of {@link PRIVACY}. */
 export type Privacy = typeof PRIVACY[number];
@@ -25,7 +26,10 @@ export const PrivacySchema = z.enum(PRIVACY).openapi({
   description:
     "`public`: anyone with the link, and listed (an album's page lists it); " +
     "`unlisted`: anyone with the link, never listed to others; `private`: its owner " +
-    "alone (signed in or with a key); everyone else gets 404 on every route",
+    "alone (signed in or with a key); everyone else gets 404 on every route; " +
+    "`password`: its page asks for the password (set with `password`), and its files " +
+    "are served to others only through the short-lived signed URLs that page carries " +
+    "(`?access=`); never listed to others",
   example: "public",
 });
 
@@ -121,6 +125,18 @@ export const ImageIdParamSchema = z.object({
   }),
 });
 
+/**
+ * The password of a `password` image or album: given with `privacy: "password"` (or to
+ * change the one it has), stored only as a scrypt hash, never answered.
+ */
+export const PasswordSchema = z.string().min(4).max(128).openapi({
+  description:
+    'The password of `privacy: "password"` (4–128 characters): required when the ' +
+    "privacy becomes `password`, allowed only with it. Stored as a hash; a new one " +
+    "ends every signed URL and unlocked page of the old",
+  example: "correct horse",
+});
+
 /** Shortest and longest `expiration` (seconds): one minute to 180 days, as ImgBB. */
 export const EXPIRATION_MIN = 60;
 export const EXPIRATION_MAX = 15_552_000;
@@ -132,6 +148,7 @@ export const ImagePatchSchema = z.object({
   album_id: z.string().regex(/^[A-Za-z0-9_-]{6,64}$/).nullable().optional()
     .openapi({ description: "One of your albums, or null for none" }),
   privacy: PrivacySchema.optional(),
+  password: PasswordSchema.optional(),
   expiration: z.number().int().refine(
     (n) => n === 0 || (n >= EXPIRATION_MIN && n <= EXPIRATION_MAX),
     `0 (kept for good) or ${EXPIRATION_MIN} to ${EXPIRATION_MAX} seconds`,

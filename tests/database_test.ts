@@ -26,6 +26,7 @@ for (const kind of databaseKinds()) {
         "007_image_list_indexes.sql",
         "008_title_search.sql",
         "009_privacy.sql",
+        "010_passwords.sql",
       ]);
       assert.deepEqual(await migrate(database.db), []);
       assert.deepEqual(

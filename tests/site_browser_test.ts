@@ -15,6 +15,7 @@ import { startFixture } from "./fixture_server.ts";
 import { requireChromium, testScreenshotter } from "./browser_service.ts";
 import { CHROMIUM_FLAGS } from "../services/screenshots/chromium_launch.ts";
 import { formWith, makeImage } from "./fixtures.ts";
+import { createSession } from "../services/accounts/accounts.ts";
 
 // deno-lint-ignore no-explicit-any
 type Any = any;
@@ -675,6 +676,86 @@ test("an album page's code-type picker puts every image's code of that type in t
     } finally {
       await page.browserContext().close();
     }
+  }
+});
+
+test("a password image: its owner picks Password and types one in the viewer's edit form on a phone; a visitor on a phone in dark mode sees only the form, is told a wrong password, and with the right one sees the picture, loaded from signed URLs", async () => {
+  const { user, key } = await userWithKey(env);
+  const sid = await createSession(env.deps.database.db, user.id, env.clock);
+  const form = formWith([{
+    name: "locked-photo.png",
+    bytes: await makeImage("png", { width: 640, height: 120 }),
+  }]);
+  const up = await (await env.app.request("/api/1/upload", {
+    method: "POST",
+    headers: { authorization: `Bearer ${key}` },
+    body: form,
+  })).json();
+  const id = up.data.id;
+  const mine = await newPage({ width: 390, height: 844 });
+  try {
+    await mine.browserContext().setCookie({
+      name: "sid",
+      value: sid,
+      domain: new URL(base).hostname,
+      path: "/",
+    });
+    await mine.goto(`${base}/i/${id}`);
+    await mine.click("details.edit summary");
+    await mine.select("#edit-privacy", "password");
+    await mine.type("#edit-privacy-password", "browser secret");
+    await Promise.all([
+      mine.waitForNavigation(),
+      mine.click("form[action='/images/edit'] button[type=submit]"),
+    ]);
+    assert.equal(mine.url(), `${base}/i/${id}`);
+  } finally {
+    await mine.browserContext().close();
+  }
+  const row = await env.deps.database.db.selectFrom("images")
+    .select(["privacy", "password_hash"]).where("id", "=", id)
+    .executeTakeFirstOrThrow();
+  assert.equal(row.privacy, "password");
+  assert.match(row.password_hash ?? "", /^scrypt\$/);
+  visits.push({ name: "password-form", path: `/i/${id}`, signedIn: false });
+
+  const visitor = await newPage({ width: 390, height: 844, dark: true });
+  try {
+    await visitor.goto(`${base}/i/${id}`);
+    assert.equal(await visitor.$("figure img"), null, "no picture before");
+    assert.ok(!(await visitor.content()).includes("locked-photo"));
+    await visitor.type("#unlock-password", "wrong guess");
+    await Promise.all([
+      visitor.waitForNavigation(),
+      visitor.click("form button[type=submit]"),
+    ]);
+    assert.match(
+      await visitor.$eval("[role=alert]", (e) => e.textContent!),
+      /not right/,
+    );
+    await visitor.type("#unlock-password", "browser secret");
+    await Promise.all([
+      visitor.waitForNavigation(),
+      visitor.click("form button[type=submit]"),
+    ]);
+    assert.equal(visitor.url(), `${base}/i/${id}`);
+    await visitor.waitForFunction(() => {
+      const img = document.querySelector("figure img") as HTMLImageElement;
+      return img && img.complete && img.naturalWidth > 0;
+    });
+    const src = await visitor.$eval(
+      "figure img",
+      (i) => (i as HTMLImageElement).currentSrc,
+    );
+    assert.match(src, new RegExp(`/${id}\\.png\\?access=`));
+    // The same URL without its signature is nothing to this browser.
+    const bare = await visitor.evaluate(
+      async (u) => (await fetch(u)).status,
+      `${base}/${id}.png`,
+    );
+    assert.equal(bare, 404);
+  } finally {
+    await visitor.browserContext().close();
   }
 });
 

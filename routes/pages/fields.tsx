@@ -35,7 +35,8 @@ export function TitleFields(
 
 /**
  * Who sees an album or an image: anyone with its link (and listed), anyone with its link
- * (never listed to others), or its owner alone.
+ * (never listed to others), its owner alone, or whoever gives its password (the field
+ * below the choice; left empty, a password item keeps the password it has).
  */
 export function PrivacySelect(
   props: { id: string; value?: string; image?: boolean },
@@ -55,7 +56,23 @@ export function PrivacySelect(
         <option value="private" selected={value === "private"}>
           Private: only you
         </option>
+        <option value="password" selected={value === "password"}>
+          Password: whoever gives the password below
+        </option>
       </select>
+      <label for={`${props.id}-password`}>
+        Password{value === "password"
+          ? " (leave empty to keep the current one)"
+          : " (only for Password)"}
+      </label>
+      <input
+        id={`${props.id}-password`}
+        name="password"
+        type="password"
+        minlength={4}
+        maxlength={128}
+        autocomplete="new-password"
+      />
     </>
   );
 }

@@ -142,8 +142,9 @@ function srcsetOf(img, widths, format) {
   const below = [
     ...new Set(widths)
   ].filter((w) => w < img.width).sort((a, b) => a - b);
-  const entries = below.map((w) => `${img.url}?w=${w}${type ? `&${type}` : ""} ${w}w`);
-  entries.push(`${type ? `${img.url}?${type}` : img.url} ${img.width}w`);
+  const q = img.url.includes("?") ? "&" : "?";
+  const entries = below.map((w) => `${img.url}${q}w=${w}${type ? `&${type}` : ""} ${w}w`);
+  entries.push(`${type ? `${img.url}${q}${type}` : img.url} ${img.width}w`);
   return entries.join(", ");
 }
 function mayAnimate(extension) {

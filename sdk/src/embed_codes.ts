@@ -32,10 +32,12 @@ export function srcsetOf(
   const below = [...new Set(widths)].filter((w) => w < img.width).sort((a, b) =>
     a - b
   );
+  // A URL may carry a query already (a password image's signed `access`).
+  const q = img.url.includes("?") ? "&" : "?";
   const entries = below.map((w) =>
-    `${img.url}?w=${w}${type ? `&${type}` : ""} ${w}w`
+    `${img.url}${q}w=${w}${type ? `&${type}` : ""} ${w}w`
   );
-  entries.push(`${type ? `${img.url}?${type}` : img.url} ${img.width}w`);
+  entries.push(`${type ? `${img.url}${q}${type}` : img.url} ${img.width}w`);
   return entries.join(", ");
 }
 

@@ -6,6 +6,7 @@ import type { BlobStore } from "../store/blob_store.ts";
 import { ApiError } from "../../schemas/errors.ts";
 import type { Privacy } from "../../schemas/image.ts";
 import { randomToken } from "../accounts/crypto.ts";
+import { passwordEdit } from "../privacy/password_access.ts";
 import {
   announceImageChange,
   blobKeys,
@@ -28,6 +29,8 @@ export interface AlbumFields {
   title?: string;
   description?: string;
   privacy?: Privacy;
+  /** The password of privacy `password` (hashed here; never stored as given). */
+  password?: string;
   cover_image_id?: string | null;
   position?: number;
 }
@@ -51,12 +54,18 @@ export async function createAlbum(
   userId: string,
   fields: AlbumFields & { title: string },
 ): Promise<AlbumRow> {
+  const pw = await passwordEdit(
+    { privacy: "public", password_hash: null },
+    fields.privacy,
+    fields.password,
+  );
   return await db.insertInto("albums").values({
     id: randomToken(9),
     user_id: userId,
     title: fields.title,
     description: fields.description ?? "",
-    privacy: fields.privacy ?? "public",
+    privacy: pw.privacy ?? "public",
+    password_hash: pw.password_hash ?? null,
     cover_image_id: null,
     position: fields.position ?? 0,
   }).returningAll().executeTakeFirstOrThrow();
@@ -198,7 +207,7 @@ export async function updateAlbum(
   fields: AlbumFields,
   clock: Clock,
 ): Promise<AlbumRow> {
-  await ownAlbum(db, userId, id);
+  const current = await ownAlbum(db, userId, id);
   if (fields.cover_image_id) {
     if (!await liveImageIn(db, id, fields.cover_image_id, clock)) {
       throw new ApiError(160, {
@@ -212,7 +221,10 @@ export async function updateAlbum(
   const set: Partial<AlbumRow> = { updated_at: clock.now() };
   if (fields.title !== undefined) set.title = fields.title;
   if (fields.description !== undefined) set.description = fields.description;
-  if (fields.privacy !== undefined) set.privacy = fields.privacy;
+  Object.assign(
+    set,
+    await passwordEdit(current, fields.privacy, fields.password),
+  );
   if (fields.cover_image_id !== undefined) {
     set.cover_image_id = fields.cover_image_id;
   }

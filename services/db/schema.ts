@@ -53,16 +53,20 @@ export interface DB {
     /** The album it is in (albums.id), if any. */
     album_id: Generated<string | null>;
     description: Generated<string>;
-    /** `public`, `unlisted` or `private` (migration 009). */
+    /** `public`, `unlisted`, `private` or `password` (migrations 009, 010). */
     privacy: Generated<string>;
+    /** The scrypt hash of a `password` image's password (migration 010). */
+    password_hash: Generated<string | null>;
   };
   albums: {
     id: string;
     user_id: string;
     title: string;
     description: Generated<string>;
-    /** `public` (listed), `unlisted` (the link works, never listed) or `private`. */
+    /** `public` (listed), `unlisted` (the link works, never listed), `private` or `password`. */
     privacy: Generated<string>;
+    /** The scrypt hash of a `password` album's password (migration 010). */
+    password_hash: Generated<string | null>;
     cover_image_id: string | null;
     /** Where it comes among its owner's albums (ascending; then newest first). */
     position: Generated<number>;
@@ -91,6 +95,11 @@ export interface DB {
     state: Generated<string>;
     lease_until: Date | null;
     created_at: Generated<Date>;
+  };
+  /** Secrets every instance shares, made by the first that needs one (migration 010). */
+  secrets: {
+    name: string;
+    value: string;
   };
   schema_migrations: {
     name: string;

@@ -721,6 +721,7 @@ export class ImagePipeline {
       album_id: opts.albumId ?? null,
       description: "",
       privacy: "public",
+      password_hash: null,
     };
     const dropFiles = opts.drop;
     /** While the row's insert is out: a failure then may hide a commit still to come. */

@@ -194,6 +194,8 @@ export interface ImageEdit {
   description?: string;
   album_id?: string | null;
   privacy?: Privacy;
+  /** The scrypt hash of a `password` image's password; null when it is not one. */
+  password_hash?: string | null;
   expires_at?: Date | null;
 }
 

@@ -110,7 +110,7 @@ export interface paths {
         head?: never;
         /**
          * Change one of your images
-         * @description Title, description, album (one of yours, or null for none), privacy (`private`: its files, variants and page are 404 to everyone but you) and expiration (seconds from now, or 0 to keep it for good): what the body gives changes, the rest stays. Its links and files do not change.
+         * @description Title, description, album (one of yours, or null for none), privacy (`private`: its files, variants and page are 404 to everyone but you; `password`: its page asks for `password`, and its files work for others only through that page's short-lived signed URLs) and expiration (seconds from now, or 0 to keep it for good): what the body gives changes, the rest stays. Its links and files do not change.
          */
         patch: operations["updateImage"];
         trace?: never;
@@ -392,11 +392,11 @@ export interface components {
              */
             album_id: string | null;
             /**
-             * @description `public`: anyone with the link, and listed (an album's page lists it); `unlisted`: anyone with the link, never listed to others; `private`: its owner alone (signed in or with a key); everyone else gets 404 on every route
+             * @description `public`: anyone with the link, and listed (an album's page lists it); `unlisted`: anyone with the link, never listed to others; `private`: its owner alone (signed in or with a key); everyone else gets 404 on every route; `password`: its page asks for the password (set with `password`), and its files are served to others only through the short-lived signed URLs that page carries (`?access=`); never listed to others
              * @example public
              * @enum {string}
              */
-            privacy: "public" | "unlisted" | "private";
+            privacy: "public" | "unlisted" | "private" | "password";
             /**
              * Format: uri
              * @description Secret link that deletes the image
@@ -592,11 +592,11 @@ export interface components {
             /** @example Two weeks by the sea */
             description: string;
             /**
-             * @description `public`: anyone with the link, and listed (an album's page lists it); `unlisted`: anyone with the link, never listed to others; `private`: its owner alone (signed in or with a key); everyone else gets 404 on every route
+             * @description `public`: anyone with the link, and listed (an album's page lists it); `unlisted`: anyone with the link, never listed to others; `private`: its owner alone (signed in or with a key); everyone else gets 404 on every route; `password`: its page asks for the password (set with `password`), and its files are served to others only through the short-lived signed URLs that page carries (`?access=`); never listed to others
              * @example public
              * @enum {string}
              */
-            privacy: "public" | "unlisted" | "private";
+            privacy: "public" | "unlisted" | "private" | "password";
             /**
              * @description The image shown for the album; its newest image when unset
              * @example null
@@ -632,11 +632,16 @@ export interface components {
             title: string;
             description?: string;
             /**
-             * @description `public`: anyone with the link, and listed (an album's page lists it); `unlisted`: anyone with the link, never listed to others; `private`: its owner alone (signed in or with a key); everyone else gets 404 on every route
+             * @description `public`: anyone with the link, and listed (an album's page lists it); `unlisted`: anyone with the link, never listed to others; `private`: its owner alone (signed in or with a key); everyone else gets 404 on every route; `password`: its page asks for the password (set with `password`), and its files are served to others only through the short-lived signed URLs that page carries (`?access=`); never listed to others
              * @example public
              * @enum {string}
              */
-            privacy?: "public" | "unlisted" | "private";
+            privacy?: "public" | "unlisted" | "private" | "password";
+            /**
+             * @description The password of `privacy: "password"` (4–128 characters): required when the privacy becomes `password`, allowed only with it. Stored as a hash; a new one ends every signed URL and unlocked page of the old
+             * @example correct horse
+             */
+            password?: string;
             position?: number;
         };
         AlbumList: {
@@ -648,11 +653,16 @@ export interface components {
             title?: string;
             description?: string;
             /**
-             * @description `public`: anyone with the link, and listed (an album's page lists it); `unlisted`: anyone with the link, never listed to others; `private`: its owner alone (signed in or with a key); everyone else gets 404 on every route
+             * @description `public`: anyone with the link, and listed (an album's page lists it); `unlisted`: anyone with the link, never listed to others; `private`: its owner alone (signed in or with a key); everyone else gets 404 on every route; `password`: its page asks for the password (set with `password`), and its files are served to others only through the short-lived signed URLs that page carries (`?access=`); never listed to others
              * @example public
              * @enum {string}
              */
-            privacy?: "public" | "unlisted" | "private";
+            privacy?: "public" | "unlisted" | "private" | "password";
+            /**
+             * @description The password of `privacy: "password"` (4–128 characters): required when the privacy becomes `password`, allowed only with it. Stored as a hash; a new one ends every signed URL and unlocked page of the old
+             * @example correct horse
+             */
+            password?: string;
             /** @description One of the album's images, or null for its newest */
             cover_image_id?: string | null;
             position?: number;
@@ -673,11 +683,16 @@ export interface components {
             /** @description One of your albums, or null for none */
             album_id?: string | null;
             /**
-             * @description `public`: anyone with the link, and listed (an album's page lists it); `unlisted`: anyone with the link, never listed to others; `private`: its owner alone (signed in or with a key); everyone else gets 404 on every route
+             * @description `public`: anyone with the link, and listed (an album's page lists it); `unlisted`: anyone with the link, never listed to others; `private`: its owner alone (signed in or with a key); everyone else gets 404 on every route; `password`: its page asks for the password (set with `password`), and its files are served to others only through the short-lived signed URLs that page carries (`?access=`); never listed to others
              * @example public
              * @enum {string}
              */
-            privacy?: "public" | "unlisted" | "private";
+            privacy?: "public" | "unlisted" | "private" | "password";
+            /**
+             * @description The password of `privacy: "password"` (4–128 characters): required when the privacy becomes `password`, allowed only with it. Stored as a hash; a new one ends every signed URL and unlocked page of the old
+             * @example correct horse
+             */
+            password?: string;
             /**
              * @description Seconds from now until the image is deleted, or 0 to keep it for good
              * @example 86400

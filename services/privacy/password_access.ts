@@ -1,0 +1,153 @@
+import type { Kysely } from "kysely";
+import type { DB } from "../db/schema.ts";
+import type { Clock } from "../runtime/clock.ts";
+import { hashPassword, randomToken, safeEqual } from "../accounts/crypto.ts";
+import { ApiError } from "../../schemas/errors.ts";
+import type { Privacy } from "../../schemas/image.ts";
+
+/**
+ * services/privacy/ — password-protected images and albums (issue #37). The page of a
+ * `password` image or album asks for its password; given, the browser gets an unlock
+ * cookie for that page alone, and the page's file URLs carry a short-lived signature
+ * (`?access=<expiry>.<mac>`), which is what lets the image host send a file to someone
+ * who is not its owner. Both are HMACs over the item's password hash too, so a new
+ * password (a new salt) ends every URL and cookie made under the old one.
+ */
+
+/** What an unlock or a signed URL is for: an image's files and page, or an album's page. */
+export type AccessKind = "file" | "image" | "album";
+
+/** The privacy values that keep an item from anyone without the owner's rights. */
+export function isRestricted(privacy: string): boolean {
+  return privacy === "private" || privacy === "password";
+}
+
+/** The HMAC-SHA256 key shared by every instance: the `secrets` row, made once. */
+async function loadKey(db: Kysely<DB>): Promise<CryptoKey> {
+  await db.insertInto("secrets").values({
+    name: "access",
+    value: randomToken(32),
+  }).onConflict((oc) => oc.column("name").doNothing()).execute();
+  const row = await db.selectFrom("secrets").select("value")
+    .where("name", "=", "access").executeTakeFirstOrThrow();
+  return await crypto.subtle.importKey(
+    "raw",
+    new TextEncoder().encode(row.value),
+    { name: "HMAC", hash: "SHA-256" },
+    false,
+    ["sign"],
+  );
+}
+
+function base64url(bytes: Uint8Array): string {
+  return btoa(String.fromCharCode(...bytes)).replace(/\+/g, "-")
+    .replace(/\//g, "_").replace(/=+$/, "");
+}
+
+/** Signs and checks the unlock cookies and file URLs of password-protected items. */
+export class PasswordAccess {
+  #key?: Promise<CryptoKey>;
+
+  constructor(
+    private readonly db: Kysely<DB>,
+    private readonly clock: Clock,
+    private readonly seconds: { url: number; unlock: number },
+  ) {}
+
+  #keyOf(): Promise<CryptoKey> {
+    // Kept once loaded; a failed load (the database away) is tried again next time.
+    this.#key ??= loadKey(this.db).catch((e) => {
+      this.#key = undefined;
+      throw e;
+    });
+    return this.#key;
+  }
+
+  async #mac(kind: AccessKind, id: string, exp: number, hash: string) {
+    const sig = await crypto.subtle.sign(
+      "HMAC",
+      await this.#keyOf(),
+      new TextEncoder().encode(`${kind}:${id}:${exp}:${hash}`),
+    );
+    return base64url(new Uint8Array(sig).slice(0, 16));
+  }
+
+  /** A token `<expiry>.<mac>` for `kind` of the item, good for `seconds`. */
+  async #token(kind: AccessKind, id: string, hash: string, seconds: number) {
+    const exp = Math.floor(this.clock.now().getTime() / 1000) + seconds;
+    return `${exp}.${await this.#mac(kind, id, exp, hash)}`;
+  }
+
+  /** Whether `token` was made here for `kind` of the item and has not expired. */
+  async valid(
+    kind: AccessKind,
+    id: string,
+    hash: string | null,
+    token: string | undefined | null,
+  ): Promise<boolean> {
+    if (!hash || !token) return false;
+    const m = token.match(/^([0-9]{1,12})\.([A-Za-z0-9_-]{22})$/);
+    if (!m) return false;
+    const exp = Number(m[1]);
+    if (exp * 1000 <= this.clock.now().getTime()) return false;
+    return safeEqual(m[2], await this.#mac(kind, id, exp, hash));
+  }
+
+  /** The `access` value of an image's file URLs, good for PASSWORD_URL_SECONDS. */
+  fileToken(id: string, hash: string): Promise<string> {
+    return this.#token("file", id, hash, this.seconds.url);
+  }
+
+  /** The unlock cookie's value for an image's or an album's page. */
+  unlockToken(kind: "image" | "album", id: string, hash: string) {
+    return this.#token(kind, id, hash, this.seconds.unlock);
+  }
+
+  /** How long an unlock lasts (the cookie's Max-Age). */
+  get unlockSeconds(): number {
+    return this.seconds.unlock;
+  }
+}
+
+/** `url` with the signed `access` parameter added (after any query it has). */
+export function withAccess(url: string, token: string | undefined): string {
+  if (!token) return url;
+  return `${url}${url.includes("?") ? "&" : "?"}access=${token}`;
+}
+
+/**
+ * The privacy and password hash an edit leaves an item with. `password` is allowed only
+ * when the item is (or becomes) `password`; becoming `password` needs one unless it
+ * already has one. Leaving `password` drops the hash. Returns only what changes.
+ */
+export async function passwordEdit(
+  current: { privacy: string; password_hash: string | null },
+  privacy: Privacy | undefined,
+  password: string | undefined,
+): Promise<{ privacy?: Privacy; password_hash?: string | null }> {
+  const next = privacy ?? current.privacy;
+  if (next !== "password") {
+    if (password !== undefined) {
+      throw new ApiError(160, {
+        details: [{
+          path: "password",
+          message: 'only with privacy "password"',
+        }],
+      });
+    }
+    if (privacy === undefined) return {};
+    return { privacy, password_hash: null };
+  }
+  if (password === undefined) {
+    if (current.privacy === "password" && current.password_hash) {
+      return privacy ? { privacy } : {};
+    }
+    throw new ApiError(160, {
+      details: [{
+        path: "password",
+        message: 'required to make it privacy "password"',
+      }],
+    });
+  }
+  return { privacy: "password", password_hash: await hashPassword(password) };
+}

@@ -9,6 +9,7 @@ import {
   upload,
   userWithKey,
   waitUntil,
+  waitUntilAsync,
 } from "./helpers.ts";
 import { formWith, makeFrameBombGif, makeImage } from "./fixtures.ts";
 import { WorkSlots } from "../services/runtime/work_slots.ts";
@@ -409,11 +410,16 @@ test("an image whose decoding outlasts IMAGE_TIMEOUT_MS is stopped with 143 and 
       let slowDone = false;
       slow.then(() => slowDone = true);
       // The slow one holds the only worker once its stripped original is being written
-      // (the strip starts beside the check, as the check takes the worker): then knock. Waiting for
-      // that sign rather than knocking blindly keeps the race out of the test, on a
-      // loaded machine and with the slower WebAssembly engine alike.
-      await waitUntil(
-        () => slowDone || scratchFiles(env).some((f) => f.endsWith("-orig")),
+      // or is stored (the strip starts beside the check, as the check takes the worker):
+      // then knock. Waiting for that sign rather than knocking blindly keeps the race out
+      // of the test, on a loaded machine and with the slower WebAssembly engine alike.
+      // The stripped copy lives in scratch for a few milliseconds only, too short for a
+      // poll to see every time (the test failed 3 runs in 6 so), while the stored
+      // original stays until the check's refusal deletes it.
+      await waitUntilAsync(
+        async () =>
+          slowDone || scratchFiles(env).some((f) => f.endsWith("-orig")) ||
+          (await storedKeys(env)).some((k) => k.endsWith(".gif")),
         30_000,
       );
       const holdingSince = performance.now();

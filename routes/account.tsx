@@ -26,7 +26,8 @@ import {
 import { ApiError } from "../schemas/errors.ts";
 import { AddressThrottle } from "../services/accounts/address_throttle.ts";
 import { clientAddress } from "./client_address.ts";
-import { keyCacheOf } from "./api_auth.ts";
+import { GUEST_COOKIE, keyCacheOf } from "./api_auth.ts";
+import { claimGuestImages } from "../services/accounts/guests.ts";
 import {
   requireSessionForm as sessionForm,
   SESSION_COOKIE,
@@ -96,6 +97,27 @@ export function registerAccountRoutes(app: App, deps: AppDeps) {
       path: "/",
       maxAge: 30 * 86400,
     });
+  }
+
+  /**
+   * The images this browser uploaded as a guest become the account's (sign-up or log-in
+   * in the same browser), and the guest cookie goes.
+   */
+  async function claimGuest(c: Context<AppEnv>, userId: string) {
+    const token = getCookie(c, GUEST_COOKIE);
+    if (!token) return;
+    try {
+      await claimGuestImages(db, token, userId, deps.clock);
+    } catch (e) {
+      // The account is made and signed in: a claim that failed (the database away) does
+      // not undo that. The cookie stays, so the next log-in in this browser claims them.
+      deps.log.error({
+        msg: "claiming a guest's images failed",
+        error: e instanceof Error ? e.message : String(e),
+      });
+      return;
+    }
+    deleteCookie(c, GUEST_COOKIE, { path: "/", secure });
   }
 
   const AuthForm = (
@@ -187,6 +209,7 @@ export function registerAccountRoutes(app: App, deps: AppDeps) {
       await attempts.count(clientAddress(c, deps.config.TRUST_PROXY));
       const user = await createUser(db, email, password);
       startSession(c, await createSession(db, user.id, deps.clock));
+      await claimGuest(c, user.id);
       // To the uploader: what people came to do (keys are one click away, on /account).
       return c.redirect("/", 303);
     } catch (e) {
@@ -216,6 +239,7 @@ export function registerAccountRoutes(app: App, deps: AppDeps) {
         deps.config.LOGIN_MAX_FAILURES,
       );
       startSession(c, await createSession(db, user.id, deps.clock));
+      await claimGuest(c, user.id);
       return c.redirect("/", 303);
     } catch (e) {
       if (e instanceof AccountError) {

@@ -10,6 +10,8 @@ import { safeEqual } from "../services/accounts/crypto.ts";
 import { SESSION_TOKEN_HEADER, sessionUser } from "./session.ts";
 import { ownOrigin } from "./pages/layout.tsx";
 import { STREAMED_BODY_PATHS } from "./body_limit.ts";
+import { getCookie, setCookie } from "hono/cookie";
+import { createGuest, findGuest } from "../services/accounts/guests.ts";
 
 /** The Bearer token of the Authorization header; a malformed header counts as a bad key. */
 function bearerKey(c: Context): string | undefined {
@@ -64,7 +66,11 @@ export function apiAuth(deps: AppDeps): MiddlewareHandler<AppEnv> {
     let key = headerKey(c);
     const sessionToken = c.req.header(SESSION_TOKEN_HEADER);
     if (key === undefined && sessionToken !== undefined) {
-      await admitSession(c, deps, sessionToken);
+      if (sessionToken === GUEST_TOKEN && deps.config.GUEST_UPLOADS === "on") {
+        await admitGuest(c, deps);
+      } else {
+        await admitSession(c, deps, sessionToken);
+      }
       return await next();
     }
     if (key === undefined) {
@@ -115,17 +121,7 @@ async function admitSession(
   deps: AppDeps,
   token: string,
 ): Promise<void> {
-  const site = c.req.header("sec-fetch-site");
-  // Browsers send Sec-Fetch-Site only to secure origins (https, localhost); over plain
-  // http elsewhere the Origin header is what tells a foreign page, so it is checked too.
-  const origin = c.req.header("origin");
-  const foreign = (site !== undefined && site !== "same-origin") ||
-    (origin !== undefined && !ownOrigin(deps.config)(origin, c.req.url));
-  if (foreign) {
-    throw new ApiError(403, {
-      message: "Session calls are accepted from this site's own pages only",
-    });
-  }
+  refuseForeign(c, deps, "Session calls");
   const user = await sessionUser(c, deps);
   if (!user || !safeEqual(token, user.csrfToken)) {
     throw new ApiError(110, {
@@ -135,6 +131,74 @@ async function admitSession(
   await countCall(c, deps, `session:${user.userId}`);
   c.set("userId", user.userId);
   c.set("apiKeyId", "");
+}
+
+/**
+ * 403 for a call a browser marks as made from another site's page. Browsers send
+ * Sec-Fetch-Site only to secure origins (https, localhost); over plain http elsewhere the
+ * Origin header is what tells a foreign page, so it is checked too.
+ */
+function refuseForeign(c: Context, deps: AppDeps, what: string): void {
+  const site = c.req.header("sec-fetch-site");
+  const origin = c.req.header("origin");
+  const foreign = (site !== undefined && site !== "same-origin") ||
+    (origin !== undefined && !ownOrigin(deps.config)(origin, c.req.url));
+  if (foreign) {
+    throw new ApiError(403, {
+      message: `${what} are accepted from this site's own pages only`,
+    });
+  }
+}
+
+/** The {@link SESSION_TOKEN_HEADER} value of the home page's guest uploads. */
+export const GUEST_TOKEN = "guest";
+
+/** The cookie naming a browser's guest (services/accounts/guests.ts). */
+export const GUEST_COOKIE = "guest";
+
+const guestThrottles = new WeakMap<AppDeps, AddressThrottle>();
+
+/**
+ * A guest's upload (GUEST_UPLOADS=on): uploads only, from our own pages, at most
+ * GUEST_UPLOADS_PER_MINUTE per client address (all instances; 170 past it, before any
+ * guest is made). The browser's guest is its cookie's, else a new one whose cookie is
+ * set with the answer. The route applies the other GUEST_* limits.
+ */
+async function admitGuest(c: Context<AppEnv>, deps: AppDeps): Promise<void> {
+  if (c.req.method !== "POST" || !STREAMED_BODY_PATHS.has(c.req.path)) {
+    throw new ApiError(100, {
+      message: "Guests may only upload: sign up for the rest of the API",
+    });
+  }
+  refuseForeign(c, deps, "Guest uploads");
+  let throttle = guestThrottles.get(deps);
+  if (!throttle) {
+    throttle = new AddressThrottle(
+      deps.database.db,
+      deps.clock,
+      "guest",
+      deps.config.GUEST_UPLOADS_PER_MINUTE,
+    );
+    guestThrottles.set(deps, throttle);
+  }
+  await throttle.count(clientAddress(c, deps.config.TRUST_PROXY));
+  const { db } = deps.database;
+  let userId = await findGuest(db, getCookie(c, GUEST_COOKIE));
+  if (!userId) {
+    const made = await createGuest(db);
+    userId = made.userId;
+    setCookie(c, GUEST_COOKIE, made.token, {
+      httpOnly: true,
+      sameSite: "Lax",
+      secure: deps.config.BASE_URL.startsWith("https:"),
+      path: "/",
+      // As long as its newest upload lives: the claim at sign-up needs it till then.
+      maxAge: deps.config.GUEST_EXPIRATION,
+    });
+  }
+  c.set("userId", userId);
+  c.set("apiKeyId", "");
+  c.set("guest", true);
 }
 
 const keyCaches = new WeakMap<AppDeps, KeyCache>();

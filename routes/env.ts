@@ -6,6 +6,8 @@ export type AppEnv = {
     requestId: string;
     userId: string;
     apiKeyId: string;
+    /** Set for a guest's upload (GUEST_UPLOADS=on): the GUEST_* limits apply. */
+    guest?: boolean;
   };
 };
 

@@ -77,6 +77,7 @@ export function registerSiteRoutes(
       "cache-control": "public, max-age=86400",
     }));
 
+  const guests = config.GUEST_UPLOADS === "on";
   app.get("/", async (c) => {
     const user = await sessionUser(c, deps);
     return c.html(
@@ -84,20 +85,24 @@ export function registerSiteRoutes(
         title="Upload images"
         user={user}
         current="/"
-        head={user && (
+        head={(user || guests) && (
           <>
             <script src="/service-sdk.min.js" defer></script>
             <script src="/assets/home.js" defer></script>
           </>
         )}
       >
-        {user ? <Uploader /> : <Welcome />}
+        {user ? <Uploader /> : guests ? <Uploader guest /> : <Welcome />}
       </Layout>,
     );
   });
 
-  /** The signed-in home page: the widget, inline, with every way in. */
-  function Uploader() {
+  /**
+   * The home page's uploader: the widget, inline, with every way in. A guest's (signed
+   * out, GUEST_UPLOADS=on) says what the GUEST_* limits are and shows delete links.
+   */
+  function Uploader(props: { guest?: boolean }) {
+    const days = Math.round(config.GUEST_EXPIRATION / 86400);
     return (
       <>
         <h1>Upload images</h1>
@@ -105,10 +110,24 @@ export function registerSiteRoutes(
           Drop images here, paste one (Ctrl+V or ⌘V), pick files, or give their
           web addresses. Each gets a direct link, a viewer page and embed codes.
         </p>
+        {props.guest && (
+          <p class="notice">
+            You are uploading as a guest: each image is deleted after{" "}
+            {days >= 1 ? `${days} days` : "a while"}{" "}
+            at most, and its delete link is your only way to remove it sooner,
+            so keep it. <a href="/signup">Sign up</a>{" "}
+            in this browser to keep them in an account.
+          </p>
+        )}
         <div
           id="uploader"
-          data-max-file-bytes={String(config.MAX_FILE_BYTES)}
+          data-max-file-bytes={String(
+            props.guest
+              ? Math.min(config.MAX_FILE_BYTES, config.GUEST_MAX_FILE_BYTES)
+              : config.MAX_FILE_BYTES,
+          )}
           data-max-files={String(config.MAX_FILES)}
+          data-guest={props.guest ? String(config.GUEST_EXPIRATION) : undefined}
         >
           <noscript>
             <p class="notice">
@@ -118,10 +137,18 @@ export function registerSiteRoutes(
             </p>
           </noscript>
         </div>
-        <p>
-          <a href="/images">See all your images</a> ·{" "}
-          <a href="/screenshot">Capture a web page</a>
-        </p>
+        {props.guest
+          ? (
+            <p>
+              <a href="/login">Log in</a> · <a href="/docs">the API docs</a>
+            </p>
+          )
+          : (
+            <p>
+              <a href="/images">See all your images</a> ·{" "}
+              <a href="/screenshot">Capture a web page</a>
+            </p>
+          )}
       </>
     );
   }

@@ -550,7 +550,7 @@ export function registerUploadRoutes(
     const address = clientAddress(c, deps.config.TRUST_PROXY) ?? "unknown";
     return await receive(c.req.raw.body, {
       tmpDir: scratch.dir,
-      maxFileBytes: scratch.maxFileBytes,
+      maxFileBytes: fileLimit(c, scratch),
       maxFiles: deps.config.MAX_FILES,
       maxFields: deps.config.BODY_MAX_FIELDS,
       maxToken: deps.config.BODY_MAX_TOKEN,
@@ -591,7 +591,11 @@ export function registerUploadRoutes(
    * 90 s, and up to 15 × the timeout. Files without a URL are passed through. Each answer
    * is a promise, so the pipeline takes the files in order as they arrive.
    */
-  const materializeAll = (files: ReceivedFile[], scratch: RequestScratch) => {
+  const materializeAll = (
+    files: ReceivedFile[],
+    scratch: RequestScratch,
+    maxFileBytes: number,
+  ) => {
     const timeout = deps.config.URL_IMPORT_TIMEOUT_MS;
     const deadline = Date.now() + timeout;
     // Every import may wait its turn (the line holds them all); one that starts with no
@@ -608,7 +612,7 @@ export function registerUploadRoutes(
           const got = await importUrl(
             file.url!,
             path,
-            importLimits(file.field, deadline, scratch.maxFileBytes),
+            importLimits(file.field, deadline, maxFileBytes),
           );
           return { ...file, ...got, path };
         } catch (e) {
@@ -619,6 +623,12 @@ export function registerUploadRoutes(
       }, timeout * 2)
     );
   };
+
+  /** The largest file this request may store: a guest's is GUEST_MAX_FILE_BYTES. */
+  const fileLimit = (c: Context<AppEnv>, scratch: RequestScratch) =>
+    c.get("guest")
+      ? Math.min(scratch.maxFileBytes, deps.config.GUEST_MAX_FILE_BYTES)
+      : scratch.maxFileBytes;
 
   const handleUpload = async (c: Context<AppEnv>) => {
     const scratch = await pipeline.requestScratch(
@@ -640,9 +650,14 @@ export function registerUploadRoutes(
       files.push(...querySources(sources, form, scratch));
       const userId = await authenticateDeferred(c, deps, form.fields.key);
       if (files.length === 0) throw new ApiError(140);
-      const expiration = parseExpiration(
+      const asked = parseExpiration(
         form.fields.expiration ?? c.req.query("expiration"),
       );
+      // A guest's upload always expires: at most GUEST_EXPIRATION from now.
+      const guestLife = deps.config.GUEST_EXPIRATION;
+      const expiration = c.get("guest")
+        ? Math.min(asked ?? guestLife, guestLife)
+        : asked;
       const formatGiven = form.fields.format ?? c.req.query("format");
       const format = parseFormat(formatGiven);
       const title = (form.fields.name || form.fields.title ||
@@ -656,7 +671,7 @@ export function registerUploadRoutes(
       const images: ImageRecord[] = [];
       const errors: UploadFailure[] = [];
       const errorsThrown: ApiError[] = [];
-      const fetched = materializeAll(files, scratch);
+      const fetched = materializeAll(files, scratch, fileLimit(c, scratch));
       // Each import's failure is read in its turn below, never left unhandled.
       for (const f of fetched) f.catch(() => {});
       for (const [i, received] of files.entries()) {

@@ -162,6 +162,17 @@ export const ConfigSchema = z.object({
    * enough to view and download from the page, short enough that a copied URL dies.
    */
   PASSWORD_URL_SECONDS: int(1800, 60, 86_400),
+  /**
+   * `on`: the home page uploads without an account (as a guest of that browser), under
+   * the GUEST_* limits, every image expiring; signing up there claims them.
+   */
+  GUEST_UPLOADS: z.enum(["off", "on"]).default("off"),
+  /** The lifetime of a guest's upload (seconds; asked for longer or never: this). */
+  GUEST_EXPIRATION: int(2_592_000, 60, 15_552_000),
+  /** The largest file a guest may upload (bytes). */
+  GUEST_MAX_FILE_BYTES: int(10_485_760, 1024),
+  /** Guest upload requests one client address may make per minute (all instances). */
+  GUEST_UPLOADS_PER_MINUTE: int(10, 1, 10_000),
   /** How long a page unlocked with its password stays unlocked in that browser (s). */
   PASSWORD_UNLOCK_SECONDS: int(43_200, 60, 2_592_000),
   /**

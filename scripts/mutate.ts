@@ -242,6 +242,57 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/privacy_test.ts"],
   },
   {
+    name: "guests: a guest's upload kept for good",
+    file: "routes/upload.ts",
+    from: `        ? Math.min(asked ?? guestLife, guestLife)`,
+    to: `        ? asked`,
+    tests: ["tests/guests_test.ts"],
+  },
+  {
+    name: "guests: a guest may send files as large as a keyed user",
+    file: "routes/upload.ts",
+    from:
+      `      ? Math.min(scratch.maxFileBytes, deps.config.GUEST_MAX_FILE_BYTES)`,
+    to: `      ? scratch.maxFileBytes`,
+    tests: ["tests/guests_test.ts"],
+  },
+  {
+    name: "guests: guest uploads are not counted per address",
+    file: "routes/api_auth.ts",
+    from: `  await throttle.count(clientAddress(c, deps.config.TRUST_PROXY));`,
+    to: ``,
+    tests: ["tests/guests_test.ts"],
+  },
+  {
+    name: "guests: another site's page may upload as the browser's guest",
+    file: "routes/api_auth.ts",
+    from: `  refuseForeign(c, deps, "Guest uploads");`,
+    to: ``,
+    tests: ["tests/guests_test.ts"],
+  },
+  {
+    name: "guests: a guest may call more of the API than uploads",
+    file: "routes/api_auth.ts",
+    from:
+      `  if (c.req.method !== "POST" || !STREAMED_BODY_PATHS.has(c.req.path)) {`,
+    to: `  if (false) {`,
+    tests: ["tests/guests_test.ts"],
+  },
+  {
+    name: "guests: a claim takes bytes the account already has",
+    file: "services/accounts/guests.ts",
+    from: `            .whereRef("mine.sha256", "=", "images.sha256"),`,
+    to: `            .where(sql\`false\`),`,
+    tests: ["tests/guests_test.ts"],
+  },
+  {
+    name: "guests: signing up claims nothing",
+    file: "routes/account.tsx",
+    from: `    await claimGuestImages(db, token, userId, deps.clock);`,
+    to: ``,
+    tests: ["tests/guests_test.ts"],
+  },
+  {
     name: "privacy: a private image's viewer page shown to anyone",
     file: "routes/viewer.tsx",
     from:

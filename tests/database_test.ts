@@ -27,6 +27,7 @@ for (const kind of databaseKinds()) {
         "008_title_search.sql",
         "009_privacy.sql",
         "010_passwords.sql",
+        "011_guests.sql",
       ]);
       assert.deepEqual(await migrate(database.db), []);
       assert.deepEqual(

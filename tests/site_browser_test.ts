@@ -64,6 +64,8 @@ const env: TestEnv = await testEnv({
     BASE_URL: base,
     FETCH_ALLOW_PRIVATE: ALLOW,
     SCREENSHOT_TIMEOUT_MS: "15000",
+    // The signed-out home page is the guest uploader (its flow and the axe pass).
+    GUEST_UPLOADS: "on",
   },
 });
 
@@ -756,6 +758,71 @@ test("a password image: its owner picks Password and types one in the viewer's e
     assert.equal(bare, 404);
   } finally {
     await visitor.browserContext().close();
+  }
+});
+
+test("a guest on a phone in dark mode drops an image on the signed-out home page, sees its delete link and gets every delete link from the codes box; signing up in that browser puts the image in the account", async () => {
+  const page = await newPage({ width: 390, height: 844, dark: true });
+  try {
+    await page.goto(`${base}/`);
+    await page.waitForSelector("[data-image-uploader]");
+    assert.match(await page.content(), /uploading as a guest/);
+    // The picker offers no "Never", and starts at the longest a guest gets.
+    const choices = await page.evaluate(() => {
+      const root = document.querySelector("[data-image-uploader]")!.shadowRoot!;
+      const sel = root.querySelector("#iu-exp") as HTMLSelectElement;
+      return { values: [...sel.options].map((o) => o.value), value: sel.value };
+    });
+    assert.ok(!choices.values.includes("0"), choices.values.join());
+    assert.equal(choices.value, String(env.config.GUEST_EXPIRATION));
+    const bytes = await makeImage("png", { width: 222, height: 61 });
+    await dropFiles(page, [{
+      name: "guest.png",
+      type: "image/png",
+      b64: b64(bytes),
+    }]);
+    await page.waitForFunction(() => {
+      const root = document.querySelector("[data-image-uploader]")!.shadowRoot!;
+      return [...root.querySelectorAll(".ok a")].some((a) =>
+        a.textContent === "Delete link"
+      );
+    });
+    const found = await page.evaluate(() => {
+      const root = document.querySelector("[data-image-uploader]")!.shadowRoot!;
+      const del = [...root.querySelectorAll(".ok a")].find((a) =>
+        a.textContent === "Delete link"
+      ) as HTMLAnchorElement;
+      const sel = root.querySelector("#iu-code-type") as HTMLSelectElement;
+      sel.value = "Delete link";
+      sel.dispatchEvent(new Event("change"));
+      return {
+        href: del.href,
+        codes: (root.querySelector("#iu-codes") as HTMLTextAreaElement).value,
+        label: sel.selectedOptions[0].textContent,
+      };
+    });
+    assert.match(found.href, /\/delete\/[^/]+\/[^/]+$/);
+    assert.equal(found.codes, found.href);
+    assert.equal(found.label, "Delete links");
+    const id = found.href.split("/delete/")[1].split("/")[0];
+    const row = await env.deps.database.db.selectFrom("images")
+      .select(["user_id", "expires_at"]).where("id", "=", id)
+      .executeTakeFirstOrThrow();
+    assert.ok(row.expires_at, "a guest's upload expires");
+
+    await sendAuthForm(page, `${base}/signup`, "guest-then-user@example.com");
+    const claimed = await env.deps.database.db.selectFrom("images")
+      .innerJoin("users", "users.id", "images.user_id")
+      .select("users.email").where("images.id", "=", id)
+      .executeTakeFirstOrThrow();
+    assert.equal(claimed.email, "guest-then-user@example.com");
+    await page.goto(`${base}/images`);
+    assert.ok(
+      await page.$(`input[name=id][value="${id}"]`),
+      "in My images",
+    );
+  } finally {
+    await page.browserContext().close();
   }
 });
 

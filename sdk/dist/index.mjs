@@ -311,7 +311,7 @@ function el(tag, attrs = {}, text) {
   return e;
 }
 function plural(label) {
-  return label.replace(/^(Direct|Viewer) link\b/, "$1 links");
+  return label.replace(/^(Direct|Viewer|Delete) link\b/, "$1 links");
 }
 function humanSize(n) {
   return n < 1024 * 1024 ? `${Math.round(n / 1024)} KB` : `${(n / 1024 / 1024).toFixed(1)} MB`;
@@ -419,15 +419,19 @@ function createUploadWidget(app, options = {}) {
     codes.append(row, allCodes);
   }
   let shownRecords = [];
+  const codesOf = (r) => options.deleteLinks && r.delete_url ? {
+    ...embedCodes(r),
+    "Delete link": r.delete_url
+  } : embedCodes(r);
   const fillCodes = () => {
-    allCodes.value = shownRecords.map((r) => embedCodes(r)[codeType.value]).filter((c) => c !== void 0).join("\n");
+    allCodes.value = shownRecords.map((r) => codesOf(r)[codeType.value]).filter((c) => c !== void 0).join("\n");
     allCodes.rows = Math.min(Math.max(shownRecords.length, 2), 8);
   };
   const showCodes = (records) => {
     shownRecords = records;
     codes.hidden = records.length === 0;
     if (!records.length) return;
-    const labels = Object.keys(embedCodes(records[0]));
+    const labels = Object.keys(codesOf(records[0]));
     const keep = labels.includes(codeType.value) ? codeType.value : labels[0];
     codeType.textContent = "";
     for (const l of labels) {
@@ -453,11 +457,20 @@ function createUploadWidget(app, options = {}) {
     expirationSelect = el("select", {
       id: "iu-exp"
     });
-    for (const [seconds, label] of EXPIRATION_CHOICES) {
+    const max = options.maxExpiration;
+    const choices = max ? EXPIRATION_CHOICES.filter(([s]) => s > 0 && s <= max) : EXPIRATION_CHOICES;
+    if (max && !choices.some(([s]) => s === max)) {
+      choices.push([
+        max,
+        `${Math.round(max / 86400)} days`
+      ]);
+    }
+    const start = options.expiration ?? (max ? choices.at(-1)[0] : 0);
+    for (const [seconds, label] of choices) {
       const o = el("option", {
         value: String(seconds)
       }, label);
-      if (seconds === (options.expiration ?? 0)) o.selected = true;
+      if (seconds === start) o.selected = true;
       expirationSelect.append(o);
     }
     row.append(el("label", {
@@ -607,6 +620,12 @@ function createUploadWidget(app, options = {}) {
     }, rec.url);
     ok.append(a, el("br"));
     ok.append(copyButton("link", rec.url), copyButton("viewer link", rec.url_viewer), copyButton("Markdown", markdownImage(rec)), copyButton("HTML", htmlEmbed(rec)), copyButton("BBCode", bbcodeEmbed(rec)));
+    if (options.deleteLinks && rec.delete_url) {
+      ok.append(el("br"), el("a", {
+        href: rec.delete_url,
+        rel: "noopener"
+      }, "Delete link"), " ", copyButton("delete link", rec.delete_url));
+    }
     meta.querySelector("progress")?.remove();
     meta.append(ok);
     const img = meta.parentElement?.querySelector("img");

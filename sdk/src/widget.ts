@@ -36,6 +36,16 @@ export interface WidgetOptions {
   expirationChoices?: boolean;
   /** Offer a field for image addresses the service downloads (one per line). */
   urlImport?: boolean;
+  /**
+   * The longest lifetime the picker offers (seconds); "Never" then goes, and the picker
+   * starts at the longest it offers. For guests, whose uploads must expire.
+   */
+  maxExpiration?: number;
+  /**
+   * Show each upload's delete link (and offer "Delete links" in the codes box): for
+   * guests, whose only handle on an upload it is.
+   */
+  deleteLinks?: boolean;
 }
 
 /** The lifetimes the picker offers, in seconds (0: kept for good). */
@@ -118,7 +128,7 @@ function el<K extends keyof HTMLElementTagNameMap>(
 
 /** A code type's label for a batch: "Direct link" → "Direct links". */
 function plural(label: string): string {
-  return label.replace(/^(Direct|Viewer) link\b/, "$1 links");
+  return label.replace(/^(Direct|Viewer|Delete) link\b/, "$1 links");
 }
 
 function humanSize(n: number) {
@@ -226,8 +236,13 @@ export function createUploadWidget(
     codes.append(row, allCodes);
   }
   let shownRecords: ImageRecord[] = [];
+  /** A record's codes: its embed codes, and its delete link where the page wants it. */
+  const codesOf = (r: ImageRecord): Record<string, string> =>
+    options.deleteLinks && r.delete_url
+      ? { ...embedCodes(r), "Delete link": r.delete_url }
+      : embedCodes(r);
   const fillCodes = () => {
-    allCodes.value = shownRecords.map((r) => embedCodes(r)[codeType.value])
+    allCodes.value = shownRecords.map((r) => codesOf(r)[codeType.value])
       .filter((c) => c !== undefined).join("\n");
     allCodes.rows = Math.min(Math.max(shownRecords.length, 2), 8);
   };
@@ -236,7 +251,7 @@ export function createUploadWidget(
     shownRecords = records;
     codes.hidden = records.length === 0;
     if (!records.length) return;
-    const labels = Object.keys(embedCodes(records[0]));
+    const labels = Object.keys(codesOf(records[0]));
     const keep = labels.includes(codeType.value) ? codeType.value : labels[0];
     codeType.textContent = "";
     for (const l of labels) {
@@ -257,9 +272,17 @@ export function createUploadWidget(
   if (options.expirationChoices) {
     const row = el("div", { class: "row" });
     expirationSelect = el("select", { id: "iu-exp" });
-    for (const [seconds, label] of EXPIRATION_CHOICES) {
+    const max = options.maxExpiration;
+    const choices = max
+      ? EXPIRATION_CHOICES.filter(([s]) => s > 0 && s <= max)
+      : EXPIRATION_CHOICES;
+    if (max && !choices.some(([s]) => s === max)) {
+      choices.push([max, `${Math.round(max / 86400)} days`]);
+    }
+    const start = options.expiration ?? (max ? choices.at(-1)![0] : 0);
+    for (const [seconds, label] of choices) {
       const o = el("option", { value: String(seconds) }, label);
-      if (seconds === (options.expiration ?? 0)) o.selected = true;
+      if (seconds === start) o.selected = true;
       expirationSelect.append(o);
     }
     row.append(
@@ -434,6 +457,15 @@ export function createUploadWidget(
       copyButton("HTML", htmlEmbed(rec)),
       copyButton("BBCode", bbcodeEmbed(rec)),
     );
+    if (options.deleteLinks && rec.delete_url) {
+      // The only handle a guest has on the upload: shown, not only copyable.
+      ok.append(
+        el("br"),
+        el("a", { href: rec.delete_url, rel: "noopener" }, "Delete link"),
+        " ",
+        copyButton("delete link", rec.delete_url),
+      );
+    }
     meta.querySelector("progress")?.remove();
     meta.append(ok);
     const img = meta.parentElement?.querySelector("img");

@@ -9,6 +9,8 @@ export interface DB {
     created_at: Generated<Date>;
     disabled_at: Date | null;
     deleted_at: Date | null;
+    /** A guest's: the hash of its browser's `guest` cookie (migration 011). */
+    guest_token_hash: Generated<string | null>;
   };
   api_keys: {
     id: string;

@@ -1,7 +1,11 @@
 // The home page's uploader: the SDK's widget, inline, calling the API with the session
-// (ServiceApp.forSession and the page's csrf-token), never with an API key.
+// (ServiceApp.forSession and the page's csrf-token), never with an API key. Signed out,
+// with guest uploads on, it uploads as this browser's guest: every upload expires (at
+// most data-guest seconds), and each shows its delete link.
 const box = document.getElementById("uploader");
-const token = document.querySelector('meta[name="csrf-token"]')?.content;
+const guestLife = Number(box?.dataset.guest) || 0;
+const token = document.querySelector('meta[name="csrf-token"]')?.content ??
+  (guestLife ? "guest" : undefined);
 if (box && token && globalThis.ServiceApp) {
   const app = globalThis.ServiceApp.forSession(token, {
     baseUrl: location.origin,
@@ -14,5 +18,6 @@ if (box && token && globalThis.ServiceApp) {
     maxFileSize: Number(box.dataset.maxFileBytes) || undefined,
     maxFiles: Number(box.dataset.maxFiles) || undefined,
     title: "Drop, paste or pick images",
+    ...(guestLife ? { maxExpiration: guestLife, deleteLinks: true } : {}),
   });
 }

@@ -21,6 +21,16 @@ export interface WidgetOptions {
     expirationChoices?: boolean;
     /** Offer a field for image addresses the service downloads (one per line). */
     urlImport?: boolean;
+    /**
+     * The longest lifetime the picker offers (seconds); "Never" then goes, and the picker
+     * starts at the longest it offers. For guests, whose uploads must expire.
+     */
+    maxExpiration?: number;
+    /**
+     * Show each upload's delete link (and offer "Delete links" in the codes box): for
+     * guests, whose only handle on an upload it is.
+     */
+    deleteLinks?: boolean;
 }
 /** The lifetimes the picker offers, in seconds (0: kept for good). */
 export declare const EXPIRATION_CHOICES: [number, string][];

@@ -213,7 +213,10 @@ export function registerOrganiseRoutes(
     return c.redirect(backToImages(r.form.back, "changed", changed), 303);
   });
 
-  /** Changes one image's title, description and album from its viewer page. */
+  /**
+   * Changes one image's title, description, album and who sees it, from its viewer page
+   * or My images' inline form (`back`: the page to go back to).
+   */
   app.post("/images/edit", async (c) => {
     const r = await requireSessionForm(c, deps);
     if (r instanceof Response) return r;
@@ -248,7 +251,11 @@ export function registerOrganiseRoutes(
       ...await passwordEdit(row, parsed.data.privacy, parsed.data.password),
     });
     rowCache.invalidate(row.id);
-    return c.redirect(`/i/${row.id}`, 303);
+    // From My images' inline form: back to the page it was on.
+    return c.redirect(
+      r.form.back ? backToImages(r.form.back, "edited", 1) : `/i/${row.id}`,
+      303,
+    );
   });
 }
 
@@ -275,7 +282,7 @@ function invalid(
 /** Where a My images form goes back to (one of our /images pages only), saying how many. */
 function backToImages(
   back: string | undefined,
-  what: "moved" | "changed",
+  what: "moved" | "changed" | "edited",
   n: number,
 ): string {
   const u = new URL(

@@ -13,6 +13,7 @@ import {
   type PageUser,
 } from "./pages/layout.tsx";
 import { CardPicture } from "./pages/picture.tsx";
+import { PrivacySelect, TitleFields } from "./pages/fields.tsx";
 import { expiryText } from "./pages/expiry.ts";
 import { HOME_JS, SCREENSHOT_JS, serveAsset } from "./pages/static_assets.ts";
 import { FAVICON_SVG, faviconIco } from "./pages/favicon.ts";
@@ -432,6 +433,7 @@ export function registerSiteRoutes(
         changed={q.changed === undefined
           ? undefined
           : Number.parseInt(q.changed) || 0}
+        edited={q.edited !== undefined}
         records={rows.map((r) => ({
           rec: toImageRecord(config, r),
           source: r.source,
@@ -450,6 +452,8 @@ export function registerSiteRoutes(
     albums: { id: string; title: string }[];
     moved?: number;
     changed?: number;
+    /** Back from one image's inline edit. */
+    edited?: boolean;
     deleted: number;
     records: {
       rec: ReturnType<typeof toImageRecord>;
@@ -500,6 +504,7 @@ export function registerSiteRoutes(
             Moved {props.moved} image{props.moved === 1 ? "" : "s"}.
           </p>
         )}
+        {props.edited && <p class="notice" role="status">Saved.</p>}
         {props.changed !== undefined && (
           <p class="notice" role="status">
             Changed who sees {props.changed}{" "}
@@ -700,6 +705,47 @@ export function registerSiteRoutes(
                           back={link(props.page, props.source)}
                         />
                       </div>
+                      <details class="edit">
+                        <summary aria-label={`Edit ${rec.title}`}>Edit</summary>
+                        <form method="post" action="/images/edit">
+                          <input
+                            type="hidden"
+                            name="_csrf"
+                            value={props.user.csrfToken}
+                          />
+                          <input type="hidden" name="id" value={rec.id} />
+                          <input
+                            type="hidden"
+                            name="back"
+                            value={link(props.page, props.source)}
+                          />
+                          <TitleFields
+                            prefix={`edit-${rec.id}`}
+                            title={rec.title}
+                            description={rec.description}
+                          />
+                          <PrivacySelect
+                            id={`privacy-${rec.id}`}
+                            value={rec.privacy}
+                            image
+                          />
+                          <label for={`album-${rec.id}`}>Album</label>
+                          <select id={`album-${rec.id}`} name="album">
+                            <option value="" selected={!rec.album_id}>
+                              No album
+                            </option>
+                            {props.albums.map((a) => (
+                              <option
+                                value={a.id}
+                                selected={a.id === rec.album_id}
+                              >
+                                {a.title}
+                              </option>
+                            ))}
+                          </select>
+                          <button type="submit">Save</button>
+                        </form>
+                      </details>
                     </div>
                   </li>
                 ))}

@@ -621,6 +621,94 @@ test("Albums makes an album from its form, and My images' Move puts the ticked i
   assert.match(rec, /In the album <a href="\/a\/[^"]+">Browser album<\/a>/);
 });
 
+test("My images edits one image inline on a phone in dark mode: Edit opens its form in the card, Save brings the same page back saying so, with the new title, album and privacy", async () => {
+  const cookies = await owner.browserContext().cookies();
+  const phone = await newPage({ width: 390, height: 844, dark: true });
+  try {
+    await phone.browserContext().setCookie(...cookies);
+    await phone.goto(`${base}/images`);
+    const id = await phone.$eval(
+      "input[name=id][form=bulk]",
+      (b) => (b as HTMLInputElement).value,
+    );
+    await phone.click(`details.edit summary[aria-label^="Edit"]`);
+    // The form fits the card on a phone: no wider than the screen.
+    const width = await phone.$eval(
+      `#edit-${id}-title`,
+      (e) => e.getBoundingClientRect().right,
+    );
+    assert.ok(width <= 390, `the title field ends at ${width} px`);
+    await phone.$eval(
+      `#edit-${id}-title`,
+      (e) => (e as HTMLInputElement).value = "",
+    );
+    await phone.type(`#edit-${id}-title`, "Renamed inline");
+    await phone.select(`#privacy-${id}`, "unlisted");
+    const album = await phone.$$eval(
+      `#album-${id} option`,
+      (opts) =>
+        (opts as HTMLOptionElement[]).find((o) => o.value !== "")?.value ?? "",
+    );
+    if (album) await phone.select(`#album-${id}`, album);
+    await Promise.all([
+      phone.waitForNavigation(),
+      phone.click(`details.edit form button[type=submit]`),
+    ]);
+    assert.equal(new URL(phone.url()).pathname, "/images");
+    assert.match(await phone.content(), /Saved\./);
+    assert.match(await phone.content(), /Renamed inline/);
+    const row = await env.deps.database.db.selectFrom("images")
+      .select(["title", "privacy", "album_id"]).where("id", "=", id)
+      .executeTakeFirstOrThrow();
+    assert.deepEqual(row, {
+      title: "Renamed inline",
+      privacy: "unlisted",
+      album_id: album || null,
+    });
+  } finally {
+    await phone.browserContext().close();
+  }
+});
+
+test("on a phone in dark mode too, Albums makes an album and My images' Move puts a ticked image into it", async () => {
+  const cookies = await owner.browserContext().cookies();
+  const phone = await newPage({ width: 390, height: 844, dark: true });
+  try {
+    await phone.browserContext().setCookie(...cookies);
+    await phone.goto(`${base}/albums`);
+    await phone.type("#album-title", "Phone album");
+    await Promise.all([
+      phone.waitForNavigation(),
+      phone.click("form[action='/albums/new'] button[type=submit]"),
+    ]);
+    assert.match(await phone.content(), /Phone album/);
+    await phone.goto(`${base}/images`);
+    const ids = await phone.$$eval(
+      "input[name=id][form=bulk]",
+      (b) => (b as HTMLInputElement[]).map((i) => i.value),
+    );
+    const last = ids[ids.length - 1];
+    await phone.click(`input[name=id][value="${last}"]`);
+    const albumId = await phone.$$eval(
+      "#move-album option",
+      (opts) =>
+        (opts as HTMLOptionElement[]).find((o) => o.text === "Phone album")!
+          .value,
+    );
+    await phone.select("#move-album", albumId);
+    await Promise.all([
+      phone.waitForNavigation(),
+      phone.click("button[formaction='/images/move']"),
+    ]);
+    assert.match(await phone.content(), /Moved 1 image\./);
+    const row = await env.deps.database.db.selectFrom("images")
+      .select("album_id").where("id", "=", last).executeTakeFirstOrThrow();
+    assert.equal(row.album_id, albumId);
+  } finally {
+    await phone.browserContext().close();
+  }
+});
+
 test("an album page's code-type picker puts every image's code of that type in the box, and Copy all copies it, on a desktop and on a phone", async () => {
   const { key } = await userWithKey(env);
   const call = async (path: string, init: RequestInit) =>

@@ -912,3 +912,79 @@ test("My images sets who sees the ticked images at once (only your own), and a p
     await env.close();
   }
 });
+
+test("My images edits each image inline: its card's form saves title, description, album and who sees it (a password too), and goes back to the page it was on, never elsewhere", async () => {
+  const env = await testEnv();
+  try {
+    const s = await signedIn(env);
+    const [id] = await uploadMany(env, s.key, 1);
+    const album = (await json(
+      await env.app.request("/api/1/albums", {
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${s.key}`,
+          "content-type": "application/json",
+        },
+        body: JSON.stringify({ title: "Inline" }),
+      }),
+    )).body.data;
+    const page = await (await env.app.request("/images?page=1", {
+      headers: { cookie: s.cookie },
+    })).text();
+    // The card holds the form, filled with what the image has.
+    assert.match(page, new RegExp(`id="edit-${id}-title"[^>]*value="[^"]+"`));
+    assert.match(page, new RegExp(`id="privacy-${id}"`));
+    assert.match(page, new RegExp(`id="album-${id}"`));
+    assert.match(page, /<input type="hidden" name="back" value="\/images/);
+
+    const saved = await sessionPost(env, s, "/images/edit", [
+      ["id", id],
+      ["back", "/images?page=1&source=upload"],
+      ["title", "From the card"],
+      ["description", "Edited inline"],
+      ["album", album.id],
+      ["privacy", "password"],
+      ["password", "card secret"],
+    ]);
+    assert.deepEqual([saved.status, saved.headers.get("location")], [
+      303,
+      "/images?page=1&source=upload&edited=1",
+    ]);
+    const row = await env.deps.database.db.selectFrom("images")
+      .select(["title", "description", "album_id", "privacy", "password_hash"])
+      .where("id", "=", id).executeTakeFirstOrThrow();
+    assert.deepEqual(
+      [row.title, row.description, row.album_id, row.privacy],
+      ["From the card", "Edited inline", album.id, "password"],
+    );
+    assert.match(row.password_hash ?? "", /^scrypt\$/);
+    const back = await (await env.app.request(saved.headers.get("location")!, {
+      headers: { cookie: s.cookie },
+    })).text();
+    assert.match(back, /Saved\./);
+    // A `back` that is not My images goes to My images, never off the site.
+    for (const elsewhere of ["https://evil.example/x", "//evil.example/x"]) {
+      const res = await sessionPost(env, s, "/images/edit", [
+        ["id", id],
+        ["back", elsewhere],
+        ["title", "Again"],
+        ["privacy", "public"],
+      ]);
+      assert.equal(res.headers.get("location"), "/images?edited=1");
+    }
+    // Password without a password, for an image that has none: 160, nothing changed.
+    const refused = await sessionPost(env, s, "/images/edit", [
+      ["id", id],
+      ["back", "/images"],
+      ["title", "No"],
+      ["privacy", "password"],
+    ]);
+    assert.equal(refused.status, 400);
+    await refused.body?.cancel();
+    const after = await env.deps.database.db.selectFrom("images")
+      .select("title").where("id", "=", id).executeTakeFirstOrThrow();
+    assert.equal(after.title, "Again");
+  } finally {
+    await env.close();
+  }
+});

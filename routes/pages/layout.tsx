@@ -110,6 +110,8 @@ pre{overflow-x:auto;max-width:100%;padding:.75rem;background:var(--panel);border
 .card .body{padding:.5rem .6rem;font-size:14px;display:flex;flex-direction:column;gap:.25rem;flex:1}
 .card .title{font-weight:600;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
 .card .actions{display:flex;flex-wrap:wrap;gap:.35rem;align-items:center;margin-top:auto}
+.card details{margin:.35rem 0 0;padding:.1rem .5rem .5rem}
+.card details textarea{min-height:3rem}
 .card .actions button,.card .actions .button{padding:.2rem .55rem;font-size:14px}
 .toolbar{display:flex;flex-wrap:wrap;gap:.5rem 1rem;align-items:center;margin:1rem 0}
 .toolbar form,.card .actions form{display:flex}

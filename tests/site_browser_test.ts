@@ -621,52 +621,66 @@ test("Albums makes an album from its form, and My images' Move puts the ticked i
   assert.match(rec, /In the album <a href="\/a\/[^"]+">Browser album<\/a>/);
 });
 
-test("My images edits one image inline on a phone in dark mode: Edit opens its form in the card, Save brings the same page back saying so, with the new title, album and privacy", async () => {
+test("My images edits one image inline, on a desktop in light mode and on a phone in dark mode: Edit opens its form in the card, Save brings the same page back saying so, with the new title, album and privacy", async () => {
   const cookies = await owner.browserContext().cookies();
-  const phone = await newPage({ width: 390, height: 844, dark: true });
-  try {
-    await phone.browserContext().setCookie(...cookies);
-    await phone.goto(`${base}/images`);
-    const id = await phone.$eval(
-      "input[name=id][form=bulk]",
-      (b) => (b as HTMLInputElement).value,
-    );
-    await phone.click(`details.edit summary[aria-label^="Edit"]`);
-    // The form fits the card on a phone: no wider than the screen.
-    const width = await phone.$eval(
-      `#edit-${id}-title`,
-      (e) => e.getBoundingClientRect().right,
-    );
-    assert.ok(width <= 390, `the title field ends at ${width} px`);
-    await phone.$eval(
-      `#edit-${id}-title`,
-      (e) => (e as HTMLInputElement).value = "",
-    );
-    await phone.type(`#edit-${id}-title`, "Renamed inline");
-    await phone.select(`#privacy-${id}`, "unlisted");
-    const album = await phone.$$eval(
-      `#album-${id} option`,
-      (opts) =>
-        (opts as HTMLOptionElement[]).find((o) => o.value !== "")?.value ?? "",
-    );
-    if (album) await phone.select(`#album-${id}`, album);
-    await Promise.all([
-      phone.waitForNavigation(),
-      phone.click(`details.edit form button[type=submit]`),
-    ]);
-    assert.equal(new URL(phone.url()).pathname, "/images");
-    assert.match(await phone.content(), /Saved\./);
-    assert.match(await phone.content(), /Renamed inline/);
-    const row = await env.deps.database.db.selectFrom("images")
-      .select(["title", "privacy", "album_id"]).where("id", "=", id)
-      .executeTakeFirstOrThrow();
-    assert.deepEqual(row, {
-      title: "Renamed inline",
-      privacy: "unlisted",
-      album_id: album || null,
-    });
-  } finally {
-    await phone.browserContext().close();
+  for (
+    const [i, view] of [
+      { width: 1366, height: 900 },
+      { width: 390, height: 844, dark: true },
+    ].entries()
+  ) {
+    const phone = await newPage(view);
+    try {
+      await phone.browserContext().setCookie(...cookies);
+      await phone.goto(`${base}/images`);
+      const id = await phone.$$eval(
+        "input[name=id][form=bulk]",
+        (b, i) => (b as HTMLInputElement[])[i as number].value,
+        i,
+      );
+      await phone.click(
+        `details.edit summary[aria-label="Edit ${await phone.$eval(
+          `#edit-${id}-title`,
+          (e) => (e as HTMLInputElement).value,
+        )}"]`,
+      );
+      // The form fits the card: no wider than the screen.
+      const width = await phone.$eval(
+        `#edit-${id}-title`,
+        (e) => e.getBoundingClientRect().right,
+      );
+      assert.ok(width <= view.width, `the title field ends at ${width} px`);
+      await phone.$eval(
+        `#edit-${id}-title`,
+        (e) => (e as HTMLInputElement).value = "",
+      );
+      await phone.type(`#edit-${id}-title`, `Renamed inline ${i}`);
+      await phone.select(`#privacy-${id}`, "unlisted");
+      const album = await phone.$$eval(
+        `#album-${id} option`,
+        (opts) =>
+          (opts as HTMLOptionElement[]).find((o) => o.value !== "")?.value ??
+            "",
+      );
+      if (album) await phone.select(`#album-${id}`, album);
+      await Promise.all([
+        phone.waitForNavigation(),
+        phone.click(`#edit-${id}-title ~ button[type=submit]`),
+      ]);
+      assert.equal(new URL(phone.url()).pathname, "/images");
+      assert.match(await phone.content(), /Saved\./);
+      assert.match(await phone.content(), new RegExp(`Renamed inline ${i}`));
+      const row = await env.deps.database.db.selectFrom("images")
+        .select(["title", "privacy", "album_id"]).where("id", "=", id)
+        .executeTakeFirstOrThrow();
+      assert.deepEqual(row, {
+        title: `Renamed inline ${i}`,
+        privacy: "unlisted",
+        album_id: album || null,
+      });
+    } finally {
+      await phone.browserContext().close();
+    }
   }
 });
 
@@ -769,7 +783,7 @@ test("an album page's code-type picker puts every image's code of that type in t
   }
 });
 
-test("a password image: its owner picks Password and types one in the viewer's edit form on a phone; a visitor on a phone in dark mode sees only the form, is told a wrong password, and with the right one sees the picture, loaded from signed URLs", async () => {
+test("a password image: its owner picks Password and types one in the viewer's edit form on a phone; a visitor on a desktop and on a phone in dark mode sees only the form, is told a wrong password, and with the right one sees the picture, loaded from signed URLs", async () => {
   const { user, key } = await userWithKey(env);
   const sid = await createSession(env.deps.database.db, user.id, env.clock);
   const form = formWith([{
@@ -809,108 +823,132 @@ test("a password image: its owner picks Password and types one in the viewer's e
   assert.match(row.password_hash ?? "", /^scrypt\$/);
   visits.push({ name: "password-form", path: `/i/${id}`, signedIn: false });
 
-  const visitor = await newPage({ width: 390, height: 844, dark: true });
-  try {
-    await visitor.goto(`${base}/i/${id}`);
-    assert.equal(await visitor.$("figure img"), null, "no picture before");
-    assert.ok(!(await visitor.content()).includes("locked-photo"));
-    await visitor.type("#unlock-password", "wrong guess");
-    await Promise.all([
-      visitor.waitForNavigation(),
-      visitor.click("form button[type=submit]"),
-    ]);
-    assert.match(
-      await visitor.$eval("[role=alert]", (e) => e.textContent!),
-      /not right/,
-    );
-    await visitor.type("#unlock-password", "browser secret");
-    await Promise.all([
-      visitor.waitForNavigation(),
-      visitor.click("form button[type=submit]"),
-    ]);
-    assert.equal(visitor.url(), `${base}/i/${id}`);
-    await visitor.waitForFunction(() => {
-      const img = document.querySelector("figure img") as HTMLImageElement;
-      return img && img.complete && img.naturalWidth > 0;
-    });
-    const src = await visitor.$eval(
-      "figure img",
-      (i) => (i as HTMLImageElement).currentSrc,
-    );
-    assert.match(src, new RegExp(`/${id}\\.png\\?access=`));
-    // The same URL without its signature is nothing to this browser.
-    const bare = await visitor.evaluate(
-      async (u) => (await fetch(u)).status,
-      `${base}/${id}.png`,
-    );
-    assert.equal(bare, 404);
-  } finally {
-    await visitor.browserContext().close();
+  for (
+    const view of [
+      { width: 1366, height: 900 },
+      { width: 390, height: 844, dark: true },
+    ]
+  ) {
+    const visitor = await newPage(view);
+    try {
+      await visitor.goto(`${base}/i/${id}`);
+      assert.equal(await visitor.$("figure img"), null, "no picture before");
+      assert.ok(!(await visitor.content()).includes("locked-photo"));
+      await visitor.type("#unlock-password", "wrong guess");
+      await Promise.all([
+        visitor.waitForNavigation(),
+        visitor.click("form button[type=submit]"),
+      ]);
+      assert.match(
+        await visitor.$eval("[role=alert]", (e) => e.textContent!),
+        /not right/,
+      );
+      await visitor.type("#unlock-password", "browser secret");
+      await Promise.all([
+        visitor.waitForNavigation(),
+        visitor.click("form button[type=submit]"),
+      ]);
+      assert.equal(visitor.url(), `${base}/i/${id}`);
+      await visitor.waitForFunction(() => {
+        const img = document.querySelector("figure img") as HTMLImageElement;
+        return img && img.complete && img.naturalWidth > 0;
+      });
+      const src = await visitor.$eval(
+        "figure img",
+        (i) => (i as HTMLImageElement).currentSrc,
+      );
+      assert.match(src, new RegExp(`/${id}\\.png\\?access=`));
+      // The same URL without its signature is nothing to this browser.
+      const bare = await visitor.evaluate(
+        async (u) => (await fetch(u)).status,
+        `${base}/${id}.png`,
+      );
+      assert.equal(bare, 404);
+    } finally {
+      await visitor.browserContext().close();
+    }
   }
 });
 
-test("a guest on a phone in dark mode drops an image on the signed-out home page, sees its delete link and gets every delete link from the codes box; signing up in that browser puts the image in the account", async () => {
-  const page = await newPage({ width: 390, height: 844, dark: true });
-  try {
-    await page.goto(`${base}/`);
-    await page.waitForSelector("[data-image-uploader]");
-    assert.match(await page.content(), /uploading as a guest/);
-    // The picker offers no "Never", and starts at the longest a guest gets.
-    const choices = await page.evaluate(() => {
-      const root = document.querySelector("[data-image-uploader]")!.shadowRoot!;
-      const sel = root.querySelector("#iu-exp") as HTMLSelectElement;
-      return { values: [...sel.options].map((o) => o.value), value: sel.value };
-    });
-    assert.ok(!choices.values.includes("0"), choices.values.join());
-    assert.equal(choices.value, String(env.config.GUEST_EXPIRATION));
-    const bytes = await makeImage("png", { width: 222, height: 61 });
-    await dropFiles(page, [{
-      name: "guest.png",
-      type: "image/png",
-      b64: b64(bytes),
-    }]);
-    await page.waitForFunction(() => {
-      const root = document.querySelector("[data-image-uploader]")!.shadowRoot!;
-      return [...root.querySelectorAll(".ok a")].some((a) =>
-        a.textContent === "Delete link"
-      );
-    });
-    const found = await page.evaluate(() => {
-      const root = document.querySelector("[data-image-uploader]")!.shadowRoot!;
-      const del = [...root.querySelectorAll(".ok a")].find((a) =>
-        a.textContent === "Delete link"
-      ) as HTMLAnchorElement;
-      const sel = root.querySelector("#iu-code-type") as HTMLSelectElement;
-      sel.value = "Delete link";
-      sel.dispatchEvent(new Event("change"));
-      return {
-        href: del.href,
-        codes: (root.querySelector("#iu-codes") as HTMLTextAreaElement).value,
-        label: sel.selectedOptions[0].textContent,
-      };
-    });
-    assert.match(found.href, /\/delete\/[^/]+\/[^/]+$/);
-    assert.equal(found.codes, found.href);
-    assert.equal(found.label, "Delete links");
-    const id = found.href.split("/delete/")[1].split("/")[0];
-    const row = await env.deps.database.db.selectFrom("images")
-      .select(["user_id", "expires_at"]).where("id", "=", id)
-      .executeTakeFirstOrThrow();
-    assert.ok(row.expires_at, "a guest's upload expires");
+test("a guest, on a desktop and on a phone in dark mode, drops an image on the signed-out home page, sees its delete link and gets every delete link from the codes box; signing up in that browser puts the image in the account", async () => {
+  for (
+    const [i, view] of [
+      { width: 1366, height: 900 },
+      { width: 390, height: 844, dark: true },
+    ].entries()
+  ) {
+    const page = await newPage(view);
+    try {
+      await page.goto(`${base}/`);
+      await page.waitForSelector("[data-image-uploader]");
+      assert.match(await page.content(), /uploading as a guest/);
+      // The picker offers no "Never", and starts at the longest a guest gets.
+      const choices = await page.evaluate(() => {
+        const root = document.querySelector("[data-image-uploader]")!
+          .shadowRoot!;
+        const sel = root.querySelector("#iu-exp") as HTMLSelectElement;
+        return {
+          values: [...sel.options].map((o) => o.value),
+          value: sel.value,
+        };
+      });
+      assert.ok(!choices.values.includes("0"), choices.values.join());
+      assert.equal(choices.value, String(env.config.GUEST_EXPIRATION));
+      const bytes = await makeImage("png", { width: 222 + i, height: 61 });
+      await dropFiles(page, [{
+        name: "guest.png",
+        type: "image/png",
+        b64: b64(bytes),
+      }]);
+      await page.waitForFunction(() => {
+        const root = document.querySelector("[data-image-uploader]")!
+          .shadowRoot!;
+        return [...root.querySelectorAll(".ok a")].some((a) =>
+          a.textContent === "Delete link"
+        );
+      });
+      const found = await page.evaluate(() => {
+        const root = document.querySelector("[data-image-uploader]")!
+          .shadowRoot!;
+        const del = [...root.querySelectorAll(".ok a")].find((a) =>
+          a.textContent === "Delete link"
+        ) as HTMLAnchorElement;
+        const sel = root.querySelector("#iu-code-type") as HTMLSelectElement;
+        sel.value = "Delete link";
+        sel.dispatchEvent(new Event("change"));
+        return {
+          href: del.href,
+          codes: (root.querySelector("#iu-codes") as HTMLTextAreaElement).value,
+          label: sel.selectedOptions[0].textContent,
+        };
+      });
+      assert.match(found.href, /\/delete\/[^/]+\/[^/]+$/);
+      assert.equal(found.codes, found.href);
+      assert.equal(found.label, "Delete links");
+      const id = found.href.split("/delete/")[1].split("/")[0];
+      const row = await env.deps.database.db.selectFrom("images")
+        .select(["user_id", "expires_at"]).where("id", "=", id)
+        .executeTakeFirstOrThrow();
+      assert.ok(row.expires_at, "a guest's upload expires");
 
-    await sendAuthForm(page, `${base}/signup`, "guest-then-user@example.com");
-    const claimed = await env.deps.database.db.selectFrom("images")
-      .innerJoin("users", "users.id", "images.user_id")
-      .select("users.email").where("images.id", "=", id)
-      .executeTakeFirstOrThrow();
-    assert.equal(claimed.email, "guest-then-user@example.com");
-    await page.goto(`${base}/images`);
-    assert.ok(
-      await page.$(`input[name=id][value="${id}"]`),
-      "in My images",
-    );
-  } finally {
-    await page.browserContext().close();
+      await sendAuthForm(
+        page,
+        `${base}/signup`,
+        `guest-then-user${i}@example.com`,
+      );
+      const claimed = await env.deps.database.db.selectFrom("images")
+        .innerJoin("users", "users.id", "images.user_id")
+        .select("users.email").where("images.id", "=", id)
+        .executeTakeFirstOrThrow();
+      assert.equal(claimed.email, `guest-then-user${i}@example.com`);
+      await page.goto(`${base}/images`);
+      assert.ok(
+        await page.$(`input[name=id][value="${id}"]`),
+        "in My images",
+      );
+    } finally {
+      await page.browserContext().close();
+    }
   }
 });
 

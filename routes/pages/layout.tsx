@@ -89,6 +89,7 @@ input[type=text],input[type=search],input[type=email],input[type=password],input
 input[type=checkbox]{width:1.1rem;height:1.1rem;accent-color:var(--button)}
 textarea{min-height:4.5rem;font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
 .toolbar select{width:auto;max-width:16rem}
+.toolbar input[type=password]{width:auto;max-width:12rem}
 .find{display:flex;flex-wrap:wrap;gap:.6rem;align-items:end;margin:0 0 1rem}.find>div{min-width:12rem}
 .codes-box{display:grid;gap:.4rem;max-width:40rem}.codes-box textarea{max-width:none;min-height:8rem}.codes-box button{justify-self:start}
 button,.button{padding:.45rem .9rem;border:1px solid var(--button);border-radius:6px;background:var(--button);color:#fff;cursor:pointer;text-decoration:none;display:inline-block;line-height:1.5}

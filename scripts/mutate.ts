@@ -293,6 +293,39 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/guests_test.ts"],
   },
   {
+    name:
+      "group commit: a committed statement returns before its WAL is synced",
+    file: "services/db/pglite_dialect.ts",
+    from: `      await this.wal.flush();`,
+    to: ``,
+    tests: ["tests/wal_flusher_test.ts"],
+  },
+  {
+    name: "group commit: a flush does not wait for the sync it joined",
+    file: "services/db/wal_flusher.ts",
+    from: `    this.#next ??= this.#after(this.#current);
+    return this.#next;`,
+    to: `    this.#next ??= this.#after(this.#current);
+    return Promise.resolve();`,
+    tests: ["tests/wal_flusher_test.ts"],
+  },
+  {
+    name: "group commit: data files written while WAL is owed",
+    file: "services/db/durable_node_fs.ts",
+    from:
+      `                  NODEFS.tryFSOperation(() => wal.syncNow("write"));`,
+    to: ``,
+    tests: ["tests/wal_flusher_test.ts"],
+  },
+  {
+    name: "group commit: a WAL segment closed with its sync owed",
+    file: "services/db/durable_node_fs.ts",
+    from:
+      `                  NODEFS.tryFSOperation(() => wal.syncNow("close"));`,
+    to: ``,
+    tests: ["tests/wal_flusher_test.ts"],
+  },
+  {
     name: "privacy: a private image's viewer page shown to anyone",
     file: "routes/viewer.tsx",
     from:

@@ -7,7 +7,12 @@ import { pg_trgm } from "@electric-sql/pglite/contrib/pg_trgm";
 import { PGlite } from "@electric-sql/pglite";
 import { Kysely, PostgresDialect, sql } from "kysely";
 import { PGliteDialect } from "./pglite_dialect.ts";
-import { DurableNodeFS, PGLITE_START_PARAMS } from "./durable_node_fs.ts";
+import {
+  DurableNodeFS,
+  PGLITE_START_PARAMS,
+  stopOnSyncFailure,
+} from "./durable_node_fs.ts";
+import { WalFlusher } from "./wal_flusher.ts";
 import { syncTree } from "../runtime/file_io.ts";
 import type { DB } from "./schema.ts";
 import { answersWithin } from "../runtime/timeout.ts";
@@ -109,9 +114,17 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
   const unlock = opts.dataDir ? await lockDataDir(opts.dataDir) : () => {};
   const fresh = opts.dataDir !== undefined &&
     !(await exists(`${opts.dataDir}/PG_VERSION`));
+  // Group commit: WAL syncs off the engine's thread, each statement that committed
+  // waiting for its own (wal_flusher.ts).
+  const wal = opts.dataDir
+    ? new WalFlusher(undefined, undefined, stopOnSyncFailure)
+    : undefined;
   const pg = await PGlite.create({
     ...(opts.dataDir
-      ? { dataDir: opts.dataDir, fs: new DurableNodeFS(opts.dataDir) }
+      ? {
+        dataDir: opts.dataDir,
+        fs: new DurableNodeFS(opts.dataDir, undefined, undefined, wal),
+      }
       : {}),
     ...(opts.loadDataDir ? { loadDataDir: opts.loadDataDir } : {}),
     startParams: [...PGLITE_START_PARAMS],
@@ -121,7 +134,7 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
   // A new cluster's files are unpacked by PGlite, not written by PostgreSQL, so no
   // checkpoint would sync them: once, here, before anything is committed to them.
   if (fresh) await syncTree(opts.dataDir!);
-  const db = new Kysely<DB>({ dialect: new PGliteDialect(pg) });
+  const db = new Kysely<DB>({ dialect: new PGliteDialect(pg, wal) });
   return wrap(db, "pglite", {
     async listen(channel, onMessage, onLink) {
       // One process, one engine: once subscribed, nothing can be missed.

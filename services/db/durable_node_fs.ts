@@ -2,6 +2,7 @@ import { NodeFS } from "@electric-sql/pglite/nodefs";
 import { PGlite } from "@electric-sql/pglite";
 import { fsyncSync } from "node:fs";
 import { jsonLogger } from "../runtime/logger.ts";
+import type { WalFlusher } from "./wal_flusher.ts";
 
 /** PGlite's Emscripten module, as far as this file touches it. */
 type PostgresMod = Parameters<NodeFS["init"]>[1];
@@ -12,9 +13,18 @@ interface NodeStream {
 }
 interface NodeFsInternals {
   NODEFS: {
-    stream_ops: { fsync?: (stream: NodeStream) => number };
+    stream_ops: {
+      fsync?: (stream: NodeStream) => number;
+      write: (stream: NodeStream, ...rest: unknown[]) => number;
+      close: (stream: NodeStream) => void;
+    };
     tryFSOperation<T>(f: () => T): T;
   };
+}
+
+/** Whether a file of the data directory is a WAL segment. */
+function isWal(path: string): boolean {
+  return path.includes("/pg_wal/");
 }
 
 /**
@@ -38,6 +48,11 @@ export class DurableNodeFS extends NodeFS {
       fsyncSync(fd),
     private readonly onFailure: (e: unknown, path: string) => void =
       stopOnSyncFailure,
+    /**
+     * Takes WAL syncs off the engine's thread (group commit; wal_flusher.ts): then
+     * statements must wait for its flush before they return, as PGliteDialect does.
+     */
+    private readonly wal?: WalFlusher,
   ) {
     super(dataDir);
   }
@@ -47,7 +62,7 @@ export class DurableNodeFS extends NodeFS {
     opts: Partial<PostgresMod>,
   ): Promise<{ emscriptenOpts: Partial<PostgresMod> }> {
     const { emscriptenOpts } = await super.init(pg, opts);
-    const { sync, onFailure } = this;
+    const { sync, onFailure, wal } = this;
     return {
       emscriptenOpts: {
         ...emscriptenOpts,
@@ -55,10 +70,37 @@ export class DurableNodeFS extends NodeFS {
           ...(emscriptenOpts.preRun ?? []),
           (mod) => {
             const { NODEFS } = mod as unknown as NodeFsInternals;
+            const ops = NODEFS.stream_ops;
+            if (wal) {
+              // WAL before data, as PostgreSQL's XLogFlush keeps it: no data file is
+              // written while WAL written before it may not be on disk, nor a WAL file
+              // closed with its sync still owed.
+              const write = ops.write;
+              ops.write = (stream, ...rest) => {
+                if (!isWal(stream.path ?? "")) {
+                  NODEFS.tryFSOperation(() => wal.syncNow("write"));
+                }
+                return write.call(ops, stream, ...rest);
+              };
+              const close = ops.close;
+              ops.close = (stream) => {
+                if (stream.nfd !== undefined && wal.owes(stream.nfd)) {
+                  NODEFS.tryFSOperation(() => wal.syncNow("close"));
+                }
+                close.call(ops, stream);
+              };
+            }
             // Every NODEFS file shares this one table of operations.
-            NODEFS.stream_ops.fsync = (stream) => {
+            ops.fsync = (stream) => {
               if (stream.nfd === undefined) return 0;
               const path = stream.path ?? "";
+              // A WAL file's sync is owed, paid before its statement returns. (A data
+              // file's needs nothing more: its bytes were written, and so WAL before
+              // them synced, by the write hook above.)
+              if (wal && isWal(path)) {
+                wal.defer(stream.nfd, path);
+                return 0;
+              }
               NODEFS.tryFSOperation(() => {
                 try {
                   sync(stream.nfd!, path);

@@ -11,6 +11,7 @@ import {
   upload,
   userWithKey,
 } from "./helpers.ts";
+import { listAlbums, viewOf } from "../services/albums/albums.ts";
 
 async function uploadPng(
   env: TestEnv,
@@ -440,3 +441,69 @@ test("the album page /a/<id> shows its title, description and images to anyone w
     await env.close();
   }
 });
+
+for (const kind of databaseKinds()) {
+  test(`[${kind}] the album list gives each album the count and cover its own page gives (a set cover, its newest when the set one is gone, none when empty; deleted and expired images not counted)`, async () => {
+    const env = await testEnv({ kind });
+    try {
+      const { user, key } = await userWithKey(env);
+      const make = async (title: string) =>
+        (await apiCall(env, key, "POST", "/api/1/albums", { title })).body
+          .data.id as string;
+      const [withCover, coverGone, newest, empty] = await Promise.all(
+        ["Set", "Gone", "Newest", "Empty"].map(make),
+      );
+      const put = async (album: string, width: number, expiration?: string) => {
+        env.clock.advance(1000);
+        return (await uploadPng(env, key, width, {
+          album_id: album,
+          ...(expiration ? { expiration } : {}),
+        })).body.data.id as string;
+      };
+      const a1 = await put(withCover, 301);
+      await put(withCover, 302);
+      await apiCall(env, key, "PATCH", `/api/1/albums/${withCover}`, {
+        cover_image_id: a1,
+      });
+      const g1 = await put(coverGone, 303);
+      const g2 = await put(coverGone, 304);
+      await apiCall(env, key, "PATCH", `/api/1/albums/${coverGone}`, {
+        cover_image_id: g2,
+      });
+      await apiCall(env, key, "DELETE", `/api/1/images/${g2}`);
+      await put(newest, 305);
+      const n2 = await put(newest, 306);
+      await put(newest, 307, "60"); // expires below
+      env.clock.advance(120_000);
+
+      const { db } = env.deps.database;
+      const views = await listAlbums(db, user.id, env.clock);
+      const byId = new Map(views.map((v) => [v.row.id, v]));
+      assert.deepEqual(
+        [withCover, coverGone, newest, empty].map((id) => [
+          byId.get(id)!.count,
+          byId.get(id)!.cover?.id ?? null,
+        ]),
+        [[2, a1], [1, g1], [2, n2], [0, null]],
+      );
+      // The same as each album's own view (its page and GET /api/1/albums/{id}).
+      for (const v of views) {
+        const own = await viewOf(db, v.row, env.clock);
+        assert.deepEqual(
+          [v.count, v.cover?.id],
+          [own.count, own.cover?.id],
+          v.row.title,
+        );
+      }
+      const listed = await apiCall(env, key, "GET", "/api/1/albums");
+      assert.deepEqual(
+        listed.body.data.albums.map((a: { image_count: number }) =>
+          a.image_count
+        ).sort(),
+        [0, 1, 2, 2],
+      );
+    } finally {
+      await env.close();
+    }
+  });
+}

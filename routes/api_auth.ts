@@ -183,19 +183,18 @@ async function admitGuest(c: Context<AppEnv>, deps: AppDeps): Promise<void> {
   }
   await throttle.count(clientAddress(c, deps.config.TRUST_PROXY));
   const { db } = deps.database;
-  let userId = await findGuest(db, getCookie(c, GUEST_COOKIE));
-  if (!userId) {
-    const made = await createGuest(db);
-    userId = made.userId;
-    setCookie(c, GUEST_COOKIE, made.token, {
-      httpOnly: true,
-      sameSite: "Lax",
-      secure: deps.config.BASE_URL.startsWith("https:"),
-      path: "/",
-      // As long as its newest upload lives: the claim at sign-up needs it till then.
-      maxAge: deps.config.GUEST_EXPIRATION,
-    });
-  }
+  let token = getCookie(c, GUEST_COOKIE);
+  let userId = await findGuest(db, token);
+  if (!userId) ({ userId, token } = await createGuest(db, deps.clock));
+  // Set at every upload: it lives as long as the newest upload may, which the claim at
+  // sign-up needs.
+  setCookie(c, GUEST_COOKIE, token!, {
+    httpOnly: true,
+    sameSite: "Lax",
+    secure: deps.config.BASE_URL.startsWith("https:"),
+    path: "/",
+    maxAge: deps.config.GUEST_EXPIRATION,
+  });
   c.set("userId", userId);
   c.set("apiKeyId", "");
   c.set("guest", true);

@@ -286,6 +286,15 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/guests_test.ts"],
   },
   {
+    name: "guests: the sweep retires guests whose images still live",
+    file: "services/accounts/guests.ts",
+    from: `          .where("images.deleted_at", "is", null)
+          .where((eb) =>`,
+    to: `          .where("images.deleted_at", "is not", null)
+          .where((eb) =>`,
+    tests: ["tests/guests_test.ts"],
+  },
+  {
     name: "guests: signing up claims nothing",
     file: "routes/account.tsx",
     from: `    await claimGuestImages(db, token, userId, deps.clock);`,

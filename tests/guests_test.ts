@@ -9,6 +9,7 @@ import {
   upload,
   userWithKey,
 } from "./helpers.ts";
+import { sweepGuests } from "../services/accounts/guests.ts";
 
 const ORIGIN = "http://localhost:8080";
 
@@ -95,7 +96,8 @@ for (const kind of databaseKinds()) {
       capped.append("expiration", "15552000");
       const second = await guestUpload(env, capped, { cookie });
       assert.equal(second.body.data.expiration, 86400);
-      assert.equal(second.setCookie, "", "the same guest: no new cookie");
+      // The same guest: its cookie set again, as long-lived as this upload.
+      assert.equal(guestPair(second.setCookie), cookie);
       const short = await png(122);
       short.append("expiration", "600");
       const third = await guestUpload(env, short, { cookie });
@@ -277,3 +279,49 @@ test("a guest deletes an upload with the delete link its answer carried, without
     await env.close();
   }
 });
+
+for (const kind of databaseKinds()) {
+  test(`[${kind}] guests with nothing left to claim are retired by the sweep once GUEST_EXPIRATION has passed; a guest with a live image stays`, async () => {
+    const env = await testEnv({
+      kind,
+      env: { GUEST_UPLOADS: "on", GUEST_EXPIRATION: "3600" },
+    });
+    try {
+      const { db } = env.deps.database;
+      const early = await guestUpload(env, await png(150));
+      const earlyGuest = await ownerOf(env, early.body.data.id);
+      // Another guest, made at the same time, uploads again half an hour later.
+      const first = await guestUpload(env, await png(153));
+      const lateGuest = await ownerOf(env, first.body.data.id);
+      env.clock.advance(1800_000);
+      const late = await guestUpload(env, await png(151), {
+        cookie: guestPair(first.setCookie),
+      });
+      assert.equal(await ownerOf(env, late.body.data.id), lateGuest);
+      // Both guests are older than GUEST_EXPIRATION: the early one's image has
+      // expired, the other's second one has not.
+      env.clock.advance(1900_000);
+      assert.equal(await sweepGuests(db, env.clock, 3600), 1);
+      const rows = await db.selectFrom("users")
+        .select(["id", "deleted_at", "guest_token_hash"])
+        .where("id", "in", [earlyGuest, lateGuest]).execute();
+      const byId = new Map(rows.map((r) => [r.id, r]));
+      assert.ok(byId.get(earlyGuest)!.deleted_at);
+      assert.equal(byId.get(earlyGuest)!.guest_token_hash, null);
+      assert.equal(byId.get(lateGuest)!.deleted_at, null);
+      // Its cookie now names nobody: the next upload from that browser is a new guest.
+      const again = await guestUpload(env, await png(152), {
+        cookie: guestPair(early.setCookie),
+      });
+      assert.notEqual(await ownerOf(env, again.body.data.id), earlyGuest);
+      // Once the late one's image expires too, it goes the same way.
+      env.clock.advance(3600_000);
+      assert.ok(await sweepGuests(db, env.clock, 3600) >= 1);
+      const late2 = await db.selectFrom("users").select("deleted_at")
+        .where("id", "=", lateGuest).executeTakeFirstOrThrow();
+      assert.ok(late2.deleted_at);
+    } finally {
+      await env.close();
+    }
+  });
+}

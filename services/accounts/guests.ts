@@ -29,6 +29,7 @@ export async function findGuest(
 /** Makes a new guest; returns its id and the token its browser's cookie keeps. */
 export async function createGuest(
   db: Kysely<DB>,
+  clock: Clock,
 ): Promise<{ userId: string; token: string }> {
   const token = randomToken(24);
   const id = randomToken(9);
@@ -41,6 +42,8 @@ export async function createGuest(
     disabled_at: null,
     deleted_at: null,
     guest_token_hash: sha256Hex(token),
+    // The service's clock, which the sweep of retired guests reads.
+    created_at: clock.now(),
   }).execute();
   return { userId: id, token };
 }
@@ -84,4 +87,34 @@ export async function claimGuestImages(
   // Every instance re-reads the rows: who owns an image decides who sees a private one.
   await Promise.all(moved.map((r) => announceImageChange(db, r.id)));
   return moved.length;
+}
+
+/**
+ * Retires the guests with nothing left to claim: no live image, and made longer than
+ * `maxAgeS` ago (GUEST_EXPIRATION: every image of theirs has expired by then, or they
+ * never uploaded one that was stored). Marked, not removed: their deleted images' rows
+ * still name them. Returns how many.
+ */
+export async function sweepGuests(
+  db: Kysely<DB>,
+  clock: Clock,
+  maxAgeS: number,
+): Promise<number> {
+  const now = clock.now();
+  const retired = await db.updateTable("users")
+    .set({ deleted_at: now, guest_token_hash: null })
+    .where("guest_token_hash", "is not", null)
+    .where("deleted_at", "is", null)
+    .where("created_at", "<", new Date(now.getTime() - maxAgeS * 1000))
+    .where(({ not, exists, selectFrom }) =>
+      not(exists(
+        selectFrom("images").select(sql`1`.as("one"))
+          .whereRef("images.user_id", "=", "users.id")
+          .where("images.deleted_at", "is", null)
+          .where((eb) =>
+            eb.or([eb("expires_at", "is", null), eb("expires_at", ">", now)])
+          ),
+      ))
+    ).returning("id").execute();
+  return retired.length;
 }

@@ -20,6 +20,7 @@ import { ImagePipeline } from "../images/pipeline.ts";
 import { engineThreads, imageEngine, warmEngine } from "../images/engine.ts";
 import { sweepExpired } from "../images/records.ts";
 import { sweepRateLimits } from "../accounts/rate_limit.ts";
+import { sweepGuests } from "../accounts/guests.ts";
 import { sweepShotCache } from "../screenshots/shot_cache.ts";
 import { sweepMissing, sweepOrphans } from "../images/orphans.ts";
 import { trimVariants } from "../images/variant_rows.ts";
@@ -247,6 +248,7 @@ async function buildRest(
       sweepExpired(database.db, store, systemClock),
       sweepRateLimits(database.db, systemClock),
       sweepShotCache(database.db, systemClock),
+      sweepGuests(database.db, systemClock, config.GUEST_EXPIRATION),
     ]).catch((e) => log.error({ msg: "sweep failed", error: String(e) }));
   }, 60_000);
   // Crash leftovers (bytes with no row): a full listing of the store, so once an hour.

@@ -156,8 +156,6 @@ export const GUEST_TOKEN = "guest";
 /** The cookie naming a browser's guest (services/accounts/guests.ts). */
 export const GUEST_COOKIE = "guest";
 
-const guestThrottles = new WeakMap<AppDeps, AddressThrottle>();
-
 /**
  * A guest's upload (GUEST_UPLOADS=on): uploads only, from our own pages, at most
  * GUEST_UPLOADS_PER_MINUTE per client address (all instances; 170 past it, before any
@@ -171,17 +169,8 @@ async function admitGuest(c: Context<AppEnv>, deps: AppDeps): Promise<void> {
     });
   }
   refuseForeign(c, deps, "Guest uploads");
-  let throttle = guestThrottles.get(deps);
-  if (!throttle) {
-    throttle = new AddressThrottle(
-      deps.database.db,
-      deps.clock,
-      "guest",
-      deps.config.GUEST_UPLOADS_PER_MINUTE,
-    );
-    guestThrottles.set(deps, throttle);
-  }
-  await throttle.count(clientAddress(c, deps.config.TRUST_PROXY));
+  await throttleOf(deps, "guest", deps.config.GUEST_UPLOADS_PER_MINUTE)
+    .count(clientAddress(c, deps.config.TRUST_PROXY));
   const { db } = deps.database;
   let token = getCookie(c, GUEST_COOKIE);
   let userId = await findGuest(db, token);
@@ -220,21 +209,27 @@ export function keyCacheOf(
   return { cache, ready };
 }
 
-const keyThrottles = new WeakMap<AppDeps, AddressThrottle>();
+const throttles = new WeakMap<AppDeps, Map<string, AddressThrottle>>();
+
+/** The app's counter `name` of events per client address, made on first use. */
+function throttleOf(
+  deps: AppDeps,
+  name: string,
+  limit: number,
+): AddressThrottle {
+  let mine = throttles.get(deps);
+  if (!mine) throttles.set(deps, mine = new Map());
+  let t = mine.get(name);
+  if (!t) {
+    t = new AddressThrottle(deps.database.db, deps.clock, name, limit);
+    mine.set(name, t);
+  }
+  return t;
+}
 
 /** The app's counter of wrong API keys per client address. */
 function keyFailures(deps: AppDeps): AddressThrottle {
-  let t = keyThrottles.get(deps);
-  if (!t) {
-    t = new AddressThrottle(
-      deps.database.db,
-      deps.clock,
-      "badkey",
-      deps.config.API_KEY_FAILURES_PER_MINUTE,
-    );
-    keyThrottles.set(deps, t);
-  }
-  return t;
+  return throttleOf(deps, "badkey", deps.config.API_KEY_FAILURES_PER_MINUTE);
 }
 
 /**

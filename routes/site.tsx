@@ -13,7 +13,7 @@ import {
   type PageUser,
 } from "./pages/layout.tsx";
 import { CardPicture } from "./pages/picture.tsx";
-import { PrivacySelect, TitleFields } from "./pages/fields.tsx";
+import { ImageEditForm } from "./pages/fields.tsx";
 import { expiryText } from "./pages/expiry.ts";
 import { HOME_JS, SCREENSHOT_JS, serveAsset } from "./pages/static_assets.ts";
 import { FAVICON_SVG, faviconIco } from "./pages/favicon.ts";
@@ -707,44 +707,13 @@ export function registerSiteRoutes(
                       </div>
                       <details class="edit">
                         <summary aria-label={`Edit ${rec.title}`}>Edit</summary>
-                        <form method="post" action="/images/edit">
-                          <input
-                            type="hidden"
-                            name="_csrf"
-                            value={props.user.csrfToken}
-                          />
-                          <input type="hidden" name="id" value={rec.id} />
-                          <input
-                            type="hidden"
-                            name="back"
-                            value={link(props.page, props.source)}
-                          />
-                          <TitleFields
-                            prefix={`edit-${rec.id}`}
-                            title={rec.title}
-                            description={rec.description}
-                          />
-                          <PrivacySelect
-                            id={`privacy-${rec.id}`}
-                            value={rec.privacy}
-                            image
-                          />
-                          <label for={`album-${rec.id}`}>Album</label>
-                          <select id={`album-${rec.id}`} name="album">
-                            <option value="" selected={!rec.album_id}>
-                              No album
-                            </option>
-                            {props.albums.map((a) => (
-                              <option
-                                value={a.id}
-                                selected={a.id === rec.album_id}
-                              >
-                                {a.title}
-                              </option>
-                            ))}
-                          </select>
-                          <button type="submit">Save</button>
-                        </form>
+                        <ImageEditForm
+                          csrfToken={props.user.csrfToken}
+                          rec={rec}
+                          albums={props.albums}
+                          prefix={`edit-${rec.id}`}
+                          back={link(props.page, props.source)}
+                        />
                       </details>
                     </div>
                   </li>

@@ -19,7 +19,7 @@ import {
 } from "./pages/layout.tsx";
 import { expiryText } from "./pages/expiry.ts";
 import { fitWithin, Picture, pictureOf } from "./pages/picture.tsx";
-import { PrivacySelect, TitleFields } from "./pages/fields.tsx";
+import { ImageEditForm } from "./pages/fields.tsx";
 import { sessionUser } from "./session.ts";
 import { MEDIUM_SIZE } from "../services/images/fixed_variants.ts";
 import type { ImageRowCache } from "../services/images/image_cache.ts";
@@ -186,33 +186,12 @@ export function registerViewerRoutes(
         {owner && (
           <details class="edit">
             <summary>Edit title, description and album</summary>
-            <form method="post" action="/images/edit">
-              <input type="hidden" name="_csrf" value={user!.csrfToken} />
-              <input type="hidden" name="id" value={rec.id} />
-              <TitleFields
-                prefix="edit"
-                title={rec.title}
-                description={rec.description}
-              />
-              <PrivacySelect
-                id="edit-privacy"
-                value={rec.privacy}
-                image
-              />
-              <label for="edit-album">Album</label>
-              <select id="edit-album" name="album">
-                <option value="" selected={!row.album_id}>No album</option>
-                {albums.map((a) => (
-                  <option
-                    value={a.id}
-                    selected={a.id === row.album_id}
-                  >
-                    {a.title}
-                  </option>
-                ))}
-              </select>
-              <button type="submit">Save</button>
-            </form>
+            <ImageEditForm
+              csrfToken={user!.csrfToken}
+              rec={rec}
+              albums={albums}
+              prefix="edit"
+            />
           </details>
         )}
         <h2>Share</h2>

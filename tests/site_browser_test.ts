@@ -655,14 +655,14 @@ test("My images edits one image inline, on a desktop in light mode and on a phon
         (e) => (e as HTMLInputElement).value = "",
       );
       await phone.type(`#edit-${id}-title`, `Renamed inline ${i}`);
-      await phone.select(`#privacy-${id}`, "unlisted");
+      await phone.select(`#edit-${id}-privacy`, "unlisted");
       const album = await phone.$$eval(
-        `#album-${id} option`,
+        `#edit-${id}-album option`,
         (opts) =>
           (opts as HTMLOptionElement[]).find((o) => o.value !== "")?.value ??
             "",
       );
-      if (album) await phone.select(`#album-${id}`, album);
+      if (album) await phone.select(`#edit-${id}-album`, album);
       await Promise.all([
         phone.waitForNavigation(),
         phone.click(`#edit-${id}-title ~ button[type=submit]`),

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { parse } from "parse5";
 import { formWith, makeImage } from "./fixtures.ts";
 import {
+  apiCall,
   json,
   test,
   type TestEnv,
@@ -510,16 +511,9 @@ test("My images finds by title, sorts (one choice of sort and direction) and nar
   const env = await testEnv();
   try {
     const s = await signedIn(env);
-    const album = (await json(
-      await env.app.request("/api/1/albums", {
-        method: "POST",
-        headers: {
-          authorization: `Bearer ${s.key}`,
-          "content-type": "application/json",
-        },
-        body: JSON.stringify({ title: "Seaside" }),
-      }),
-    )).body.data;
+    const album = (await apiCall(env, s.key, "POST", "/api/1/albums", {
+      title: "Seaside",
+    })).body.data;
     for (
       const [title, width, inAlbum] of [
         ["beach a.png", 30, true],
@@ -918,23 +912,16 @@ test("My images edits each image inline: its card's form saves title, descriptio
   try {
     const s = await signedIn(env);
     const [id] = await uploadMany(env, s.key, 1);
-    const album = (await json(
-      await env.app.request("/api/1/albums", {
-        method: "POST",
-        headers: {
-          authorization: `Bearer ${s.key}`,
-          "content-type": "application/json",
-        },
-        body: JSON.stringify({ title: "Inline" }),
-      }),
-    )).body.data;
+    const album = (await apiCall(env, s.key, "POST", "/api/1/albums", {
+      title: "Inline",
+    })).body.data;
     const page = await (await env.app.request("/images?page=1", {
       headers: { cookie: s.cookie },
     })).text();
     // The card holds the form, filled with what the image has.
     assert.match(page, new RegExp(`id="edit-${id}-title"[^>]*value="[^"]+"`));
-    assert.match(page, new RegExp(`id="privacy-${id}"`));
-    assert.match(page, new RegExp(`id="album-${id}"`));
+    assert.match(page, new RegExp(`id="edit-${id}-privacy"`));
+    assert.match(page, new RegExp(`id="edit-${id}-album"`));
     assert.match(page, /<input type="hidden" name="back" value="\/images/);
 
     const saved = await sessionPost(env, s, "/images/edit", [

@@ -76,3 +76,47 @@ export function PrivacySelect(
     </>
   );
 }
+
+/**
+ * The owner's edit form of one image (POST /images/edit): title, description, who sees it
+ * (with its password) and album. Its fields' ids start with `prefix` (`edit` on the
+ * viewer, `edit-<id>` in each card of My images); `back` is the page to come back to.
+ */
+export function ImageEditForm(props: {
+  csrfToken: string;
+  rec: {
+    id: string;
+    title: string;
+    description: string;
+    privacy: string;
+    album_id: string | null;
+  };
+  albums: { id: string; title: string }[];
+  prefix: string;
+  back?: string;
+}) {
+  const { rec, prefix } = props;
+  return (
+    <form method="post" action="/images/edit">
+      <input type="hidden" name="_csrf" value={props.csrfToken} />
+      <input type="hidden" name="id" value={rec.id} />
+      {props.back && <input type="hidden" name="back" value={props.back} />}
+      <TitleFields
+        prefix={prefix}
+        title={rec.title}
+        description={rec.description}
+      />
+      <PrivacySelect id={`${prefix}-privacy`} value={rec.privacy} image />
+      <label for={`${prefix}-album`}>Album</label>
+      <select id={`${prefix}-album`} name="album">
+        <option value="" selected={!rec.album_id}>No album</option>
+        {props.albums.map((a) => (
+          <option value={a.id} selected={a.id === rec.album_id}>
+            {a.title}
+          </option>
+        ))}
+      </select>
+      <button type="submit">Save</button>
+    </form>
+  );
+}

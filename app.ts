@@ -48,6 +48,16 @@ import type { App, AppEnv } from "./routes/env.ts";
 
 const backgroundReady = new WeakMap<App, Promise<void>>();
 
+const makers = new WeakMap<App, VariantMaker>();
+
+/**
+ * Resolves once the variants the app has answered are stored (their files and rows are
+ * written after the answer): before its dependencies close.
+ */
+export function appSettled(app: App): Promise<void> {
+  return makers.get(app)?.settled() ?? Promise.resolve();
+}
+
 /**
  * Resolves once the app's background subscriptions (deletion notices from other instances)
  * have been set up; requests are served before that, this is for tests and start-up logs.
@@ -186,24 +196,33 @@ export function createApp(deps: AppDeps): App {
   registerOrganiseRoutes(app, deps, rowCache);
   registerSiteRoutes(app, deps, rowCache);
   const fixedSeen = new StoredFixed();
+  const maker = new VariantMaker(
+    deps.database.db,
+    deps.store,
+    // Slots of their own, half the image workers: a flood of transforms may busy the
+    // CPU but never takes a slot an upload would wait for (uploads kept all of theirs).
+    new WorkSlots(
+      Math.max(1, Math.floor(deps.config.IMAGE_WORKERS / 2)),
+      deps.config.IMAGE_QUEUE,
+      "variants",
+    ),
+    deps.config.IMAGE_TIMEOUT_MS,
+    deps.database.kind === "postgres",
+    (bytes, ext, deadline) => pipeline.decodable(bytes, ext, deadline),
+    // Answered already: the next request makes it again.
+    (key, e) =>
+      deps.log.error({
+        msg: "a made variant could not be stored",
+        key,
+        error: String(e),
+      }),
+  );
+  makers.set(app, maker);
   registerHostRoutes(
     app,
     deps,
     rowCache,
-    new VariantMaker(
-      deps.database.db,
-      deps.store,
-      // Slots of their own, half the image workers: a flood of transforms may busy the
-      // CPU but never takes a slot an upload would wait for (uploads kept all of theirs).
-      new WorkSlots(
-        Math.max(1, Math.floor(deps.config.IMAGE_WORKERS / 2)),
-        deps.config.IMAGE_QUEUE,
-        "variants",
-      ),
-      deps.config.IMAGE_TIMEOUT_MS,
-      deps.database.kind === "postgres",
-      (bytes, ext, deadline) => pipeline.decodable(bytes, ext, deadline),
-    ),
+    maker,
     fixedSeen,
     access,
   );

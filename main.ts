@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import { createApp } from "./app.ts";
+import { appSettled, createApp } from "./app.ts";
 import { ConfigError, loadConfig } from "./schemas/config.ts";
 import { systemClock } from "./services/runtime/clock.ts";
 import { jsonLogger } from "./services/runtime/logger.ts";
@@ -85,8 +85,9 @@ async function main() {
     // Closing waits on the dependencies (the database pool ends its connections), so it
     // gets only what is left of the grace period, and at least a second: with PostgreSQL
     // frozen it waited until the 10 s backstop above (22 s in all, against 12 documented).
+    // Variants answered before they were stored get their files and rows first.
     await withTimeout(
-      rt.close(),
+      appSettled(app).then(() => rt.close()),
       Math.max(1000, end - Date.now()),
       "closing the dependencies timed out",
     ).catch((e) => log.error({ msg: "close failed", error: String(e) }));

@@ -11,7 +11,7 @@ import { logRequest, requestIdOf } from "./request_id.ts";
 import { addressOf, clientAddress } from "./client_address.ts";
 import { requesterOf } from "./api_auth.ts";
 import { AddressThrottle } from "../services/accounts/address_throttle.ts";
-import type { VariantMaker } from "../services/images/variant_maker.ts";
+import type { Made, VariantMaker } from "../services/images/variant_maker.ts";
 import {
   isRestricted,
   type PasswordAccess,
@@ -387,6 +387,24 @@ export function registerHostRoutes(
     });
 
   /**
+   * Waits until a just-made variant can be sent: answered from memory when the cache
+   * takes its bytes (no read back, and no wait for its file and row); otherwise, and
+   * always when nginx sends it, once its file is stored.
+   */
+  const sendable = async (made: Made, key: string) => {
+    const cached = rows.bodies?.accepts(made.bytes.length) ?? false;
+    if (cached) rows.bodies!.set(key, made.bytes);
+    if (proxied || !cached) {
+      await made.stored.catch((e) => {
+        throw e instanceof ApiError ? e : new ApiError(250, {
+          headers: { "Retry-After": "5" },
+          details: [{ message: "the variant could not be stored; try again" }],
+        });
+      });
+    }
+  };
+
+  /**
    * A fixed variant (`.th`, `.md`): sent when stored, else made now from the original
    * (at its first request, or again when a crash lost it) and sent. Made in the
    * variants' slots, once for concurrent requests; not counted against the address,
@@ -409,13 +427,13 @@ export function registerHostRoutes(
       );
       if (sent) return sent;
     }
-    const bytes = await maker.make(
+    const made = await maker.make(
       { id: row.id, key: `${row.id}.${row.ext}`, ext: row.ext },
       name.field === "thumb_ext" ? "th" : "md",
       name.key,
       name.ext,
     );
-    if (rows.bodies?.accepts(bytes.length)) rows.bodies.set(name.key, bytes);
+    await sendable(made, name.key);
     if (proxied) {
       fixed.add(name.key);
       return c.body(null, 200, bodilessHeaders(name, row, deps.clock, true));
@@ -500,14 +518,15 @@ export function registerHostRoutes(
     const address = clientAddress(c, deps.config.TRUST_PROXY);
     makes.check(address);
     makes.count(address).catch(() => {});
-    const bytes = await maker.make(
-      { id: row.id, key: original, ext: row.ext },
-      parsed.transform,
+    await sendable(
+      await maker.make(
+        { id: row.id, key: original, ext: row.ext },
+        parsed.transform,
+        key,
+        ext,
+      ),
       key,
-      ext,
     );
-    // Just made: answered from memory when the cache takes it (no read back).
-    if (rows.bodies?.accepts(bytes.length)) rows.bodies.set(key, bytes);
     return proxied ? proxyAnswer() : await sendFile();
   };
   app.on(

@@ -61,9 +61,8 @@ const MUTATIONS: Mutation[] = [
   {
     name: "transforms: a failed make keeps its lease (retries wait it out)",
     file: "services/images/variant_maker.ts",
-    from:
-      `      await this.db.deleteFrom("image_variants").where("key", "=", key)
-        .where("state", "=", "making").execute().catch(() => {});`,
+    from: `    await this.db.deleteFrom("image_variants").where("key", "=", key)
+      .where("state", "=", "making").execute().catch(() => {});`,
     to: ``,
     tests: ["tests/transforms_test.ts"],
   },
@@ -333,6 +332,20 @@ const MUTATIONS: Mutation[] = [
       `                  NODEFS.tryFSOperation(() => wal.syncNow("close"));`,
     to: ``,
     tests: ["tests/wal_flusher_test.ts"],
+  },
+  {
+    name: "transforms: a first answer waits for its variant's file and row",
+    file: "routes/host.ts",
+    from: `    if (proxied || !cached) {`,
+    to: `    if (true) {`,
+    tests: ["tests/transforms_test.ts"],
+  },
+  {
+    name: "transforms: nginx is sent to a variant file not yet stored",
+    file: "routes/host.ts",
+    from: `    if (proxied || !cached) {`,
+    to: `    if (!cached) {`,
+    tests: ["tests/transforms_test.ts"],
   },
   {
     name: "privacy: a private image's viewer page shown to anyone",

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { appReady, createApp } from "../app.ts";
+import { appReady, appSettled, createApp } from "../app.ts";
 import { type Config, loadConfig } from "../schemas/config.ts";
 import {
   type Database,
@@ -187,6 +187,8 @@ export async function testEnv(
     dataDir,
     log,
     async close() {
+      // Variants answered before they were stored: their files and rows first.
+      await appSettled(app);
       if (!opts.database) await database.close();
       await Deno.remove(dataDir, { recursive: true }).catch(() => {});
     },

@@ -25,6 +25,7 @@ import {
   userWithKey,
   waitUntil,
 } from "./helpers.ts";
+import { appSettled } from "../app.ts";
 
 const RULES = { widths: [160, 320, 640], qualities: [50, 75] };
 const SECRET = "a signing key for the tests only";
@@ -577,7 +578,11 @@ test("makers of two instances sharing the database and the store make a variant 
     const key = variantKey(t.id, tr, "webp");
     const source = { id: t.id, key: t.path.slice(1), ext: "jpg" };
     const made = await Promise.all(
-      [a, b, a, b].map((m) => m.make(source, tr, key, "webp")),
+      [a, b, a, b].map(async (m) => {
+        const { bytes, stored } = await m.make(source, tr, key, "webp");
+        await stored;
+        return bytes;
+      }),
     );
     for (const bytes of made) assert.deepEqual(bytes, made[0]);
     assert.equal(t.store.puts, 1, "one encode for both instances");
@@ -616,7 +621,7 @@ test("a shared maker's failed make (every slot busy) gives its lease back: asked
     free();
     await holding;
     const again = await Promise.race([
-      maker.make(source, tr, key, "webp"),
+      maker.make(source, tr, key, "webp").then((m) => m.stored),
       new Promise<"held">((r) => setTimeout(() => r("held"), 15_000)),
     ]);
     assert.notEqual(again, "held", "the retry waited on a dead lease");
@@ -670,3 +675,121 @@ test("each client address may have IMAGE_MAKES_PER_MINUTE variants made a minute
     await t.close();
   }
 });
+
+/** A store whose variant puts wait for the test's word, and may fail. */
+class HeldStore extends CountingStore {
+  #gate: Promise<void> = Promise.resolve();
+  #open = () => {};
+  fail = false;
+  hold() {
+    this.#gate = new Promise((r) => this.#open = r);
+  }
+  release() {
+    this.#open();
+  }
+  override async put(
+    key: string,
+    body: ReadableStream<Uint8Array> | Uint8Array,
+    meta?: { durable?: boolean },
+  ) {
+    if (/\.v\d+x\d+/.test(key)) {
+      await this.#gate;
+      if (this.fail) {
+        this.fail = false;
+        throw new Error("EIO: the store failed");
+      }
+    }
+    return await super.put(key, body, meta);
+  }
+}
+
+for (const serve of ["app", "proxy"] as const) {
+  test(
+    `[${serve}] a first request for a variant is answered ${
+      serve === "proxy"
+        ? "once its file is stored (nginx sends the file); one the store failed is 250 with Retry-After and made again at the next request"
+        : "as soon as it is encoded, before its file and row are written; one the store failed is still answered, from memory, and logged"
+    }`,
+    async () => {
+      const dir = await Deno.makeTempDir({ prefix: "imagehost-held-" });
+      const store = await new HeldStore(dir, /\.v\d+x\d+/).init();
+      const env = await testEnv({
+        store: store as BlobStore,
+        env: { IMAGE_SERVE: serve },
+      });
+      try {
+        const { key } = await userWithKey(env);
+        const up = await uploadOne(
+          env,
+          key,
+          await makeNoiseJpeg(900, 600),
+          "p.jpg",
+        );
+        const path = `${new URL(up.body.data.url).pathname}?w=320&format=webp`;
+        const rows = () =>
+          env.deps.database.db.selectFrom("image_variants").select("key")
+            .execute();
+        store.hold();
+        const pending = env.app.request(path);
+        const first = await Promise.race([
+          pending,
+          new Promise<"waiting">((r) => setTimeout(() => r("waiting"), 5_000)),
+        ]);
+        if (serve === "app") {
+          assert.notEqual(first, "waiting", "answered while its file was held");
+          const res = first as Response;
+          assert.equal(res.status, 200);
+          const meta = await sharp(new Uint8Array(await res.arrayBuffer()))
+            .metadata();
+          assert.deepEqual([meta.format, meta.width], ["webp", 320]);
+          assert.deepEqual(await rows(), [], "no row before its file");
+        } else {
+          assert.equal(first, "waiting", "nginx is sent only to a stored file");
+        }
+        store.release();
+        if (serve === "proxy") {
+          const res = await pending;
+          assert.equal(res.status, 200);
+          assert.ok(res.headers.get("x-accel-redirect"));
+          await res.body?.cancel();
+        }
+        await appSettled(env.app);
+        assert.equal((await rows()).length, 1, "its row once stored");
+        assert.equal(store.puts, 1);
+
+        // A store that fails: in the app the answer stands (from memory) and the failure
+        // is logged; through nginx, which needs the file, it is 250 with Retry-After.
+        // Either way the next request that finds no file makes it again.
+        const other = `${new URL(up.body.data.url).pathname}?w=160&format=webp`;
+        store.fail = true;
+        const failed = await env.app.request(other);
+        await failed.body?.cancel();
+        await appSettled(env.app);
+        assert.ok(
+          env.log.lines.some((l) =>
+            l.msg === "a made variant could not be stored"
+          ),
+        );
+        assert.equal((await rows()).length, 1, "no row for it");
+        if (serve === "app") {
+          assert.equal(failed.status, 200);
+        } else {
+          assert.equal(failed.status, 503);
+          assert.ok(failed.headers.get("retry-after"));
+          const before = store.puts;
+          const again = await env.app.request(other);
+          assert.equal(again.status, 200);
+          await again.body?.cancel();
+          await appSettled(env.app);
+          assert.equal(store.puts, before + 1, "made again when asked");
+          assert.equal((await rows()).length, 2, "and stored this time");
+        }
+      } finally {
+        // A failed assertion may leave a put held: let it go, or closing waits for it.
+        store.release();
+        await env.close();
+        await Deno.remove(dir, { recursive: true });
+      }
+    },
+  );
+}

@@ -49,8 +49,19 @@ export interface VariantSource {
  * one variant share one make: on one instance a shared promise, across instances a lease
  * in the variant's row.
  */
+/** A made variant: its bytes at once, and when it is stored (file, then row). */
+export interface Made {
+  bytes: Uint8Array;
+  /**
+   * Resolves once the variant's file and row are written; rejects when they could not be
+   * (the next request then makes it again). Whoever needs the file on disk (nginx)
+   * waits for it; an answer from the bytes need not.
+   */
+  stored: Promise<void>;
+}
+
 export class VariantMaker {
-  readonly #inflight = new Map<string, Promise<Uint8Array>>();
+  readonly #inflight = new Map<string, Promise<Made>>();
 
   /**
    * `shared`: other instances may make variants too (a PostgreSQL several instances
@@ -64,25 +75,38 @@ export class VariantMaker {
     private readonly timeoutMs: number,
     private readonly shared: boolean,
     private readonly decodable: DecodableOf = asIs,
+    /** Hears a variant that was made but could not be stored. */
+    private readonly onStoreFailure: (key: string, e: unknown) => void =
+      () => {},
   ) {}
+
+  /** Resolves once every variant made so far is stored (or failed to be): shutdown. */
+  async settled(): Promise<void> {
+    await Promise.allSettled(
+      [...this.#inflight.values()].map((m) => m.then((made) => made.stored)),
+    );
+  }
 
   /**
    * Makes and stores the variant under `key` unless a make of it is under way already;
-   * resolves to its bytes (every waiter gets the same), so the first answer need not read
-   * them back from the store.
+   * resolves to its bytes as soon as they are encoded (every waiter gets the same, until
+   * it is stored), so the first answer waits neither for the store nor for the row: ~2
+   * ms of a 33 ms first request.
    */
   make(
     source: VariantSource,
     recipe: Recipe,
     key: string,
     ext: string,
-  ): Promise<Uint8Array> {
+  ): Promise<Made> {
     let running = this.#inflight.get(key);
     if (!running) {
-      running = this.#make(source, recipe, key, ext).finally(() =>
-        this.#inflight.delete(key)
-      );
-      this.#inflight.set(key, running);
+      const made = this.#make(source, recipe, key, ext);
+      running = made;
+      this.#inflight.set(key, made);
+      made.then((m) => m.stored).catch(() => {}).finally(() => {
+        if (this.#inflight.get(key) === made) this.#inflight.delete(key);
+      });
     }
     return running;
   }
@@ -92,12 +116,12 @@ export class VariantMaker {
     recipe: Recipe,
     key: string,
     ext: string,
-  ) {
+  ): Promise<Made> {
     // Across instances: the one that takes the row's lease makes it; the others wait for
     // its bytes (and make it themselves only if that lease runs out first).
     if (this.shared && !await this.#lease(key, source.id)) {
       const made = await this.#waitFor(key);
-      if (made) return made;
+      if (made) return { bytes: made, stored: Promise.resolve() };
       await this.#lease(key, source.id);
     }
     let bytes: Uint8Array;
@@ -106,16 +130,40 @@ export class VariantMaker {
         () => this.#encode(source, recipe, ext),
         this.timeoutMs,
       );
+    } catch (e) {
+      await this.#giveBack(key);
+      throw e;
+    }
+    const stored = this.#keep(source, recipe, key, ext, bytes);
+    stored.catch((e) => this.onStoreFailure(key, e));
+    return { bytes, stored };
+  }
+
+  /**
+   * A make that failed (busy slots, a deadline, an undecodable original, the store) gives
+   * its lease back, so the next request tries at once instead of waiting it out.
+   */
+  async #giveBack(key: string) {
+    await this.db.deleteFrom("image_variants").where("key", "=", key)
+      .where("state", "=", "making").execute().catch(() => {});
+  }
+
+  /** Stores a made variant beside the original, then writes its row. */
+  async #keep(
+    source: VariantSource,
+    recipe: Recipe,
+    key: string,
+    ext: string,
+    bytes: Uint8Array,
+  ): Promise<void> {
+    try {
       await this.store.put(key, bytes, {
         contentType: MIME_BY_EXT[ext],
         size: bytes.length,
         durable: false,
       });
     } catch (e) {
-      // A make that failed (busy slots, a deadline, an undecodable original, the store)
-      // gives its lease back, so the next request tries at once instead of waiting it out.
-      await this.db.deleteFrom("image_variants").where("key", "=", key)
-        .where("state", "=", "making").execute().catch(() => {});
+      await this.#giveBack(key);
       throw e;
     }
     if (typeof recipe === "string") {
@@ -125,7 +173,7 @@ export class VariantMaker {
         await this.db.deleteFrom("image_variants").where("key", "=", key)
           .execute();
       }
-      return bytes;
+      return;
     }
     await this.db.insertInto("image_variants").values({
       key,
@@ -139,7 +187,6 @@ export class VariantMaker {
         lease_until: null,
       })
     ).execute();
-    return bytes;
   }
 
   /**

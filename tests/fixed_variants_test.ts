@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { appSettled } from "../app.ts";
 import sharp from "sharp";
 import { join } from "node:path";
 import { proxyPath } from "../routes/host.ts";
@@ -68,6 +69,8 @@ test("an upload stores its original alone; the medium its record names is made a
     const meta = await sharp(first.bytes).metadata();
     assert.deepEqual([meta.width, meta.height], [1024, 614]);
     assert.equal(store.puts, 1);
+    // Its file is written after the answer (sent from memory): there once settled.
+    await appSettled(env.app);
     assert.ok((await storedKeys(env)).includes(`${d.id}.md.jpg`));
     const again = await fetchBytes(env, mediumPath);
     assert.deepEqual(again.bytes, first.bytes);

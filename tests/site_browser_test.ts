@@ -684,7 +684,7 @@ test("My images edits one image inline, on a desktop in light mode and on a phon
   }
 });
 
-test("on a phone in dark mode too, Albums makes an album and My images' Move puts a ticked image into it", async () => {
+test("on a phone in dark mode too, Albums makes an album, My images' Move puts a ticked image into it and Set makes it private", async () => {
   const cookies = await owner.browserContext().cookies();
   const phone = await newPage({ width: 390, height: 844, dark: true });
   try {
@@ -718,6 +718,17 @@ test("on a phone in dark mode too, Albums makes an album and My images' Move put
     const row = await env.deps.database.db.selectFrom("images")
       .select("album_id").where("id", "=", last).executeTakeFirstOrThrow();
     assert.equal(row.album_id, albumId);
+    // Who sees it, for the ticked ones at once.
+    await phone.click(`input[name=id][value="${last}"]`);
+    await phone.select("#set-privacy", "private");
+    await Promise.all([
+      phone.waitForNavigation(),
+      phone.click("button[formaction='/images/privacy']"),
+    ]);
+    assert.match(await phone.content(), /Changed who sees 1\s+image\./);
+    const after = await env.deps.database.db.selectFrom("images")
+      .select("privacy").where("id", "=", last).executeTakeFirstOrThrow();
+    assert.equal(after.privacy, "private");
   } finally {
     await phone.browserContext().close();
   }

@@ -39,16 +39,6 @@ export interface VariantSource {
   ext: string;
 }
 
-/**
- * Makes variants at first request (transform URLs', and the fixed medium and thumbnail
- * when not stored): the original read from
- * the store, resized and encoded in one of its slots (half the image workers, apart from
- * the uploads' own, so a flood of transforms never takes a slot an upload waits for),
- * within IMAGE_TIMEOUT_MS (143 past it, 250 when every slot and the line are taken),
- * then stored beside the original, its row written last. Concurrent first requests for
- * one variant share one make: on one instance a shared promise, across instances a lease
- * in the variant's row.
- */
 /** A made variant: its bytes at once, and when it is stored (file, then row). */
 export interface Made {
   bytes: Uint8Array;
@@ -60,6 +50,16 @@ export interface Made {
   stored: Promise<void>;
 }
 
+/**
+ * Makes variants at first request (transform URLs', and the fixed medium and thumbnail
+ * when not stored): the original read from
+ * the store, resized and encoded in one of its slots (half the image workers, apart from
+ * the uploads' own, so a flood of transforms never takes a slot an upload waits for),
+ * within IMAGE_TIMEOUT_MS (143 past it, 250 when every slot and the line are taken),
+ * answered, then stored beside the original, its row written last. Concurrent first requests for
+ * one variant share one make: on one instance a shared promise, across instances a lease
+ * in the variant's row.
+ */
 export class VariantMaker {
   readonly #inflight = new Map<string, Promise<Made>>();
 

@@ -60,7 +60,7 @@ export function registerAlbumPage(
     }
     const [view, { rows, total }] = await Promise.all([
       viewOf(db, row, clock, !owner),
-      pageAlbumImages(db, row.id, clock, {
+      pageAlbumImages(db, row, clock, {
         page,
         perPage: PER_PAGE,
         publicOnly: !owner,

@@ -4,6 +4,7 @@ import type { AppDeps } from "../services/runtime/deps.ts";
 import {
   AUTH_ERRORS,
   errorResponses,
+  okBody,
   okResponse,
 } from "../schemas/envelope.ts";
 import {
@@ -39,6 +40,7 @@ import {
   editImage,
   findLiveImage,
   type ImageEdit,
+  imagePageOf,
   toImageRecord,
 } from "../services/images/records.ts";
 import type { ImageRowCache } from "../services/images/image_cache.ts";
@@ -49,12 +51,6 @@ import { API_SECURITY } from "./upload.ts";
 const json = <T>(schema: T) => ({
   required: true,
   content: { "application/json": { schema } },
-});
-
-const ok = <T>(data: T) => ({
-  status: 200 as const,
-  success: true as const,
-  data,
 });
 
 const createAlbumRoute = createRoute({
@@ -218,13 +214,13 @@ export function registerAlbumRoutes(
 
   app.openapi(createAlbumRoute, async (c) => {
     const row = await createAlbum(db, c.get("userId"), c.req.valid("json"));
-    return c.json(ok(toAlbumRecord(config, { row, count: 0 })), 200);
+    return c.json(okBody(toAlbumRecord(config, { row, count: 0 })), 200);
   });
 
   app.openapi(listAlbumsRoute, async (c) => {
     const views = await listAlbums(db, c.get("userId"), clock);
     return c.json(
-      ok({
+      okBody({
         kind: "albums" as const,
         albums: views.map((v) => toAlbumRecord(config, v)),
       }),
@@ -234,7 +230,10 @@ export function registerAlbumRoutes(
 
   app.openapi(getAlbumRoute, async (c) => {
     const row = await ownAlbum(db, c.get("userId"), c.req.valid("param").id);
-    return c.json(ok(toAlbumRecord(config, await viewOf(db, row, clock))), 200);
+    return c.json(
+      okBody(toAlbumRecord(config, await viewOf(db, row, clock))),
+      200,
+    );
   });
 
   app.openapi(patchAlbumRoute, async (c) => {
@@ -245,7 +244,10 @@ export function registerAlbumRoutes(
       c.req.valid("json"),
       clock,
     );
-    return c.json(ok(toAlbumRecord(config, await viewOf(db, row, clock))), 200);
+    return c.json(
+      okBody(toAlbumRecord(config, await viewOf(db, row, clock))),
+      200,
+    );
   });
 
   app.openapi(deleteAlbumRoute, async (c) => {
@@ -259,25 +261,20 @@ export function registerAlbumRoutes(
       c.req.valid("query").with_images === "true",
     );
     for (const imageId of deleted) rowCache.invalidate(imageId);
-    return c.json(ok({ id, deleted: true as const }), 200);
+    return c.json(okBody({ id, deleted: true as const }), 200);
   });
 
   app.openapi(albumImagesRoute, async (c) => {
     const row = await ownAlbum(db, c.get("userId"), c.req.valid("param").id);
     const q = c.req.valid("query");
-    const { rows, total } = await pageAlbumImages(db, row.id, clock, {
+    const { rows, total } = await pageAlbumImages(db, row, clock, {
       page: q.page,
       perPage: q.per_page,
     });
     return c.json(
-      ok({
-        kind: "list" as const,
+      okBody({
+        ...imagePageOf(config, rows, total, q),
         album: toAlbumRecord(config, await viewOf(db, row, clock)),
-        images: rows.map((r) => toImageRecord(config, r)),
-        page: q.page,
-        per_page: q.per_page,
-        total,
-        pages: Math.ceil(total / q.per_page),
       }),
       200,
     );
@@ -309,6 +306,6 @@ export function registerAlbumRoutes(
       ? await editImage(db, id, edit)
       : row;
     rowCache.invalidate(id);
-    return c.json(ok(toImageRecord(config, changed)), 200);
+    return c.json(okBody(toImageRecord(config, changed)), 200);
   });
 }

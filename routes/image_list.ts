@@ -4,6 +4,7 @@ import type { AppDeps } from "../services/runtime/deps.ts";
 import {
   AUTH_ERRORS,
   errorResponses,
+  okBody,
   okResponse,
 } from "../schemas/envelope.ts";
 import {
@@ -11,7 +12,7 @@ import {
   ImageListQuerySchema,
   ImageListSchema,
 } from "../schemas/image.ts";
-import { pageUserImages, toImageRecord } from "../services/images/records.ts";
+import { imagePageOf, pageUserImages } from "../services/images/records.ts";
 import { API_SECURITY } from "./upload.ts";
 
 /** GET /api/1/images: the caller's images, a page at a time. */
@@ -55,17 +56,6 @@ export function registerImageListRoutes(app: App, deps: AppDeps) {
         type: q.type,
       },
     );
-    return c.json({
-      status: 200 as const,
-      success: true as const,
-      data: {
-        kind: "list" as const,
-        images: rows.map((r) => toImageRecord(deps.config, r)),
-        page: q.page,
-        per_page: q.per_page,
-        total,
-        pages: Math.ceil(total / q.per_page),
-      },
-    }, 200);
+    return c.json(okBody(imagePageOf(deps.config, rows, total, q)), 200);
   });
 }

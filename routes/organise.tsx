@@ -195,11 +195,10 @@ export function registerOrganiseRoutes(
   app.post("/images/privacy", async (c) => {
     const r = await requireSessionForm(c, deps);
     if (r instanceof Response) return r;
-    const parsed = ImagePatchSchema.pick({ privacy: true, password: true })
-      .required({ privacy: true }).safeParse({
-        privacy: r.form.privacy,
-        ...passwordField(r.form),
-      });
+    const parsed = PrivacyForm.safeParse({
+      privacy: r.form.privacy,
+      ...passwordField(r.form),
+    });
     if (!parsed.success) throw invalid(parsed.error.issues);
     // One hash for the whole selection: a password for each would cost a hash each.
     const changed = await editOwnImages(
@@ -222,33 +221,24 @@ export function registerOrganiseRoutes(
     if (r instanceof Response) return r;
     const row = await findLiveImage(db, r.form.id ?? "", clock);
     if (!row || row.user_id !== r.user.userId) throw new ApiError(404);
-    const title = (r.form.title ?? "").trim();
-    if (
-      !title || title.length > 255 || (r.form.description ?? "").length > 5000
-    ) {
-      throw new ApiError(160, {
-        details: [{
-          path: title ? "description" : "title",
-          message: title
-            ? "at most 5000 characters"
-            : "a title of 1 to 255 characters",
-        }],
-      });
-    }
+    // The API's own rules for each field (title 1–255 once trimmed, description up to
+    // 5000, privacy and its password).
+    const parsed = EditForm.safeParse({
+      title: r.form.title ?? "",
+      description: r.form.description ?? "",
+      privacy: r.form.privacy ?? row.privacy,
+      ...passwordField(r.form),
+    });
+    if (!parsed.success) throw invalid(parsed.error.issues);
     const albumId = r.form.album
       ? (await albumForImages(db, r.user.userId, r.form.album)).id
       : null;
-    const parsed = ImagePatchSchema.pick({ privacy: true, password: true })
-      .required({ privacy: true }).safeParse({
-        privacy: r.form.privacy ?? row.privacy,
-        ...passwordField(r.form),
-      });
-    if (!parsed.success) throw invalid(parsed.error.issues);
+    const { title, description, privacy, password } = parsed.data;
     await editImage(db, row.id, {
       title,
-      description: r.form.description ?? "",
+      description,
       album_id: albumId,
-      ...await passwordEdit(row, parsed.data.privacy, parsed.data.password),
+      ...await passwordEdit(row, privacy, password),
     });
     rowCache.invalidate(row.id);
     // From My images' inline form: back to the page it was on.
@@ -258,6 +248,18 @@ export function registerOrganiseRoutes(
     );
   });
 }
+
+/** Who sees the ticked images (My images): a privacy, and the password of `password`. */
+const PrivacyForm = ImagePatchSchema.pick({ privacy: true, password: true })
+  .required({ privacy: true });
+
+/** One image's edit form (its viewer page, or its card on My images). */
+const EditForm = ImagePatchSchema.pick({
+  title: true,
+  description: true,
+  privacy: true,
+  password: true,
+}).required({ title: true, description: true, privacy: true });
 
 /**
  * The password field of a privacy form: an empty field means none given (it keeps a

@@ -31,7 +31,7 @@ import { ImageListQuerySchema } from "../schemas/image.ts";
 import { albumTitles } from "../services/albums/albums.ts";
 // The one embed-code implementation, shared with the widget (a pure leaf module).
 import { embedCodes } from "../sdk/src/embed_codes.ts";
-import type { ImageListOptions } from "../services/images/records.ts";
+import { type ImageListOptions, orderOf } from "../services/images/records.ts";
 
 /** What My images is narrowed to and sorted by (the image list API's own options). */
 type Find = Pick<ImageListOptions, "q" | "sort" | "order" | "album" | "type">;
@@ -482,9 +482,7 @@ export function registerSiteRoutes(
       ["name.asc", "Name, A to Z"],
       ["name.desc", "Name, Z to A"],
     ];
-    const sortNow = `${find.sort ?? "date"}.${
-      find.order ?? (find.sort === "name" ? "asc" : "desc")
-    }`;
+    const sortNow = `${find.sort ?? "date"}.${orderOf(find.sort, find.order)}`;
     const filters: [ImageSource | undefined, string][] = [
       [undefined, "All"],
       ["upload", "Uploads"],

@@ -7,6 +7,7 @@ import {
   AUTH_ERRORS,
   envelopeOf,
   errorResponses,
+  okBody,
   okResponse,
   RATE_LIMIT_HEADERS,
   REQUEST_ID_HEADER,
@@ -479,12 +480,6 @@ type UploadFailure = {
   message: string;
 };
 
-const ok = <T>(data: T) => ({
-  status: 200 as const,
-  success: true as const,
-  data,
-});
-
 /** Registers the upload route and the image record API. */
 export function registerUploadRoutes(
   app: App,
@@ -712,7 +707,7 @@ export function registerUploadRoutes(
         const chevereto = cheveretoShaped(c, files, formatGiven)
           ? cheveretoFields(images[0])
           : {};
-        return c.json({ ...ok(images[0]), ...chevereto }, 200);
+        return c.json({ ...okBody(images[0]), ...chevereto }, 200);
       }
       if (images.length === 0) {
         // An outage is not the files' fault: answer it as such, so clients retry.
@@ -723,7 +718,7 @@ export function registerUploadRoutes(
         });
       }
       return c.json(
-        ok({
+        okBody({
           kind: "batch" as const,
           images,
           count: images.length,
@@ -765,13 +760,13 @@ export function registerUploadRoutes(
 
   app.openapi(getImageRoute, async (c) => {
     const row = await ownImage(c.req.valid("param").id, c.get("userId"));
-    return c.json(ok(toImageRecord(deps.config, row)), 200);
+    return c.json(okBody(toImageRecord(deps.config, row)), 200);
   });
 
   app.openapi(deleteImageRoute, async (c) => {
     const row = await ownImage(c.req.valid("param").id, c.get("userId"));
     await deleteImage(db, deps.store, row, deps.clock);
     rowCache.invalidate(row.id);
-    return c.json(ok({ id: row.id, deleted: true as const }), 200);
+    return c.json(okBody({ id: row.id, deleted: true as const }), 200);
   });
 }

@@ -1,8 +1,11 @@
 import { z } from "@hono/zod-openapi";
-import { ImageRecordSchema, PasswordSchema, PrivacySchema } from "./image.ts";
-
-const TitleSchema = z.string().trim().min(1).max(255);
-const DescriptionSchema = z.string().max(5000);
+import {
+  DescriptionSchema,
+  ImageRecordSchema,
+  PasswordSchema,
+  PrivacySchema,
+  TitleSchema,
+} from "./image.ts";
 
 /** An album as the API answers it. */
 export const AlbumSchema = z.object({

@@ -10,6 +10,11 @@ export function envelopeOf<T extends z.ZodTypeAny>(data: T) {
   });
 }
 
+/** A success envelope (SPEC.md 2.1) around `data`, as a route answers it. */
+export function okBody<T>(data: T) {
+  return { status: 200 as const, success: true as const, data };
+}
+
 /** One detail of an error: a failing field path or a failing file. */
 export const ErrorDetailSchema = z.object({
   path: z.string().optional().openapi({ example: "url" }),

@@ -141,10 +141,16 @@ export const PasswordSchema = z.string().min(4).max(128).openapi({
 export const EXPIRATION_MIN = 60;
 export const EXPIRATION_MAX = 15_552_000;
 
+/** A title of an image or an album: 1–255 characters once trimmed. */
+export const TitleSchema = z.string().trim().min(1).max(255);
+
+/** A description of an image or an album: up to 5000 characters. */
+export const DescriptionSchema = z.string().max(5000);
+
 /** PATCH /api/1/images/{id}: what is given changes. */
 export const ImagePatchSchema = z.object({
-  title: z.string().trim().min(1).max(255).optional(),
-  description: z.string().max(5000).optional(),
+  title: TitleSchema.optional(),
+  description: DescriptionSchema.optional(),
   album_id: z.string().regex(/^[A-Za-z0-9_-]{6,64}$/).nullable().optional()
     .openapi({ description: "One of your albums, or null for none" }),
   privacy: PrivacySchema.optional(),

@@ -366,7 +366,7 @@ const MUTATIONS: Mutation[] = [
   {
     name:
       "privacy: an album's page lists unlisted and private images to others",
-    file: "services/albums/albums.ts",
+    file: "services/images/records.ts",
     from: `  if (opts.publicOnly) q = q.where("privacy", "=", "public");`,
     to: ``,
     tests: ["tests/privacy_test.ts"],

@@ -298,7 +298,7 @@ export function CodesBox(
   return (
     <div class="codes-box">
       <label for={`${props.id}-type`}>{props.label}</label>
-      <select id={`${props.id}-type`} data-codes-for={props.id}>
+      <select id={`${props.id}-type`}>
         {types.map((t) => (
           <option value={t} selected={t === types[0]}>
             {t}

@@ -12,8 +12,10 @@ import {
   blobKeys,
   deleteImage,
   findLiveImage,
+  type ImageListOptions,
   type ImageRow,
   liveImages,
+  pageUserImages,
 } from "../images/records.ts";
 
 /**
@@ -111,28 +113,20 @@ export async function albumForImages(
   return row;
 }
 
-/** One page of an album's live images, newest first, and how many there are. */
+/**
+ * One page of an album's live images, newest first, and how many there are: its owner's
+ * list narrowed to the album (only its owner's images can be put in it).
+ */
 export async function pageAlbumImages(
   db: Kysely<DB>,
-  albumId: string,
+  album: AlbumRow,
   clock: Clock,
-  opts: {
-    page: number;
-    perPage: number;
-    /** Only what may be listed to others: public images (not unlisted or private). */
-    publicOnly?: boolean;
-  },
+  opts: Pick<ImageListOptions, "page" | "perPage" | "publicOnly">,
 ): Promise<{ rows: ImageRow[]; total: number }> {
-  let q = liveImages(db, clock).where("album_id", "=", albumId);
-  if (opts.publicOnly) q = q.where("privacy", "=", "public");
-  const rows = await q.selectAll()
-    .orderBy("created_at", "desc").orderBy("id", "desc")
-    .limit(opts.perPage).offset((opts.page - 1) * opts.perPage).execute();
-  const total = Number(
-    (await q.select((eb) => eb.fn.countAll<string>().as("n"))
-      .executeTakeFirstOrThrow()).n,
-  );
-  return { rows, total };
+  return await pageUserImages(db, album.user_id, clock, {
+    ...opts,
+    album: album.id,
+  });
 }
 
 /**
@@ -145,7 +139,7 @@ export async function viewOf(
   clock: Clock,
   publicOnly = false,
 ): Promise<AlbumView> {
-  const { rows, total } = await pageAlbumImages(db, row.id, clock, {
+  const { rows, total } = await pageAlbumImages(db, row, clock, {
     page: 1,
     perPage: 1,
     publicOnly,

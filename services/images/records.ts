@@ -80,6 +80,23 @@ export function toImageRecord(config: Config, row: ImageRow) {
 /** The API's image record type. */
 export type ImageRecord = ReturnType<typeof toImageRecord>;
 
+/** A page of image records as the list routes answer it (`kind: "list"`). */
+export function imagePageOf(
+  config: Config,
+  rows: ImageRow[],
+  total: number,
+  q: { page: number; per_page: number },
+) {
+  return {
+    kind: "list" as const,
+    images: rows.map((r) => toImageRecord(config, r)),
+    page: q.page,
+    per_page: q.per_page,
+    total,
+    pages: Math.ceil(total / q.per_page),
+  };
+}
+
 /**
  * The live images (not deleted, not expired at the clock's now): the query every list of
  * images starts from, its narrowing left to the caller.
@@ -126,6 +143,16 @@ export interface ImageListOptions {
   type?: string;
   sort?: ImageSort;
   order?: "asc" | "desc";
+  /** Only what may be listed to others: public images (not unlisted or private). */
+  publicOnly?: boolean;
+}
+
+/** The direction a sort goes in unless asked: names A to Z, dates and sizes down. */
+export function orderOf(
+  sort: ImageSort | undefined,
+  order: "asc" | "desc" | undefined,
+): "asc" | "desc" {
+  return order ?? (sort === "name" ? "asc" : "desc");
 }
 
 /** `%`, `_` and `\` taken literally in a LIKE pattern. */
@@ -150,13 +177,14 @@ export async function pageUserImages(
   if (opts.type) q = q.where("ext", "=", opts.type);
   if (opts.album === "none") q = q.where("album_id", "is", null);
   else if (opts.album) q = q.where("album_id", "=", opts.album);
+  if (opts.publicOnly) q = q.where("privacy", "=", "public");
   for (
     const word of (opts.q ?? "").toLowerCase().split(/\s+/).filter(Boolean)
   ) {
     q = q.where(sql<string>`lower(title)`, "like", `%${likeLiteral(word)}%`);
   }
   const sort = opts.sort ?? "date";
-  const dir = opts.order ?? (sort === "name" ? "asc" : "desc");
+  const dir = orderOf(sort, opts.order);
   // The page and the count as two statements side by side: a count riding on each row
   // (a window) made PostgreSQL compute and sort every matching row before the page, 58 to
   // 123 ms for an account of 100,000 images; alone, the page is a short walk of its index.

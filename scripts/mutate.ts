@@ -193,15 +193,18 @@ const MUTATIONS: Mutation[] = [
     name:
       "password: signatures do not cover the password (a new one ends nothing)",
     file: "services/privacy/password_access.ts",
-    from: "      new TextEncoder().encode(`${kind}:${id}:${exp}:${hash}`),",
-    to: "      new TextEncoder().encode(`${kind}:${id}:${exp}`),",
+    from:
+      "    return await hmac16(await this.#keyOf(), `${kind}:${id}:${exp}:${hash}`);",
+    to: "    return await hmac16(await this.#keyOf(), `${kind}:${id}:${exp}`);",
     tests: ["tests/privacy_test.ts"],
   },
   {
     name: "password: signatures do not cover the image (one opens them all)",
     file: "services/privacy/password_access.ts",
-    from: "      new TextEncoder().encode(`${kind}:${id}:${exp}:${hash}`),",
-    to: "      new TextEncoder().encode(`${kind}:${exp}:${hash}`),",
+    from:
+      "    return await hmac16(await this.#keyOf(), `${kind}:${id}:${exp}:${hash}`);",
+    to:
+      "    return await hmac16(await this.#keyOf(), `${kind}:${exp}:${hash}`);",
     tests: ["tests/privacy_test.ts"],
   },
   {

@@ -6,6 +6,32 @@ export function randomToken(bytes: number): string {
   return randomBytes(bytes).toString("base64url");
 }
 
+/** An HMAC-SHA256 signing key made of a secret string. */
+export function hmacKey(secret: string): Promise<CryptoKey> {
+  return crypto.subtle.importKey(
+    "raw",
+    new TextEncoder().encode(secret),
+    { name: "HMAC", hash: "SHA-256" },
+    false,
+    ["sign"],
+  );
+}
+
+/**
+ * The first 16 bytes of `text`'s HMAC-SHA256 under `key`, base64url (22 characters): the
+ * signature of signed transform URLs and of password pages' tokens.
+ */
+export async function hmac16(key: CryptoKey, text: string): Promise<string> {
+  const mac = await crypto.subtle.sign(
+    "HMAC",
+    key,
+    new TextEncoder().encode(text),
+  );
+  return Buffer.from(new Uint8Array(mac).subarray(0, 16)).toString(
+    "base64url",
+  );
+}
+
 /** Hex SHA-256, used for high-entropy secrets (API keys, session ids) stored at rest. */
 export function sha256Hex(text: string): string {
   return createHash("sha256").update(text).digest("hex");

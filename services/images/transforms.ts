@@ -1,4 +1,5 @@
 import { ApiError } from "../../schemas/errors.ts";
+import { hmac16, hmacKey } from "../accounts/crypto.ts";
 // Which types may hold an animation: the one rule the pages' <picture> and embeds use too
 // (a pure leaf module the server shares with the SDK).
 import { mayAnimate } from "../../sdk/src/embed_codes.ts";
@@ -112,33 +113,15 @@ export function canonicalOf(path: string, t: Transform): string {
 
 /** The HMAC key of IMAGE_SIGNING_KEY. */
 export function signingKey(secret: string): Promise<CryptoKey> {
-  return crypto.subtle.importKey(
-    "raw",
-    new TextEncoder().encode(secret),
-    { name: "HMAC", hash: "SHA-256" },
-    false,
-    ["sign"],
-  );
-}
-
-function base64url(bytes: Uint8Array): string {
-  return btoa(String.fromCharCode(...bytes)).replace(/\+/g, "-").replace(
-    /\//g,
-    "_",
-  ).replace(/=+$/, "");
+  return hmacKey(secret);
 }
 
 /** `s` for a canonical transform: the first 16 bytes of its HMAC-SHA256, base64url. */
-export async function signatureOf(
+export function signatureOf(
   key: CryptoKey,
   canonical: string,
 ): Promise<string> {
-  const mac = await crypto.subtle.sign(
-    "HMAC",
-    key,
-    new TextEncoder().encode(canonical),
-  );
-  return base64url(new Uint8Array(mac).subarray(0, 16));
+  return hmac16(key, canonical);
 }
 
 /**

@@ -1,7 +1,13 @@
 import type { Kysely } from "kysely";
 import type { DB } from "../db/schema.ts";
 import type { Clock } from "../runtime/clock.ts";
-import { hashPassword, randomToken, safeEqual } from "../accounts/crypto.ts";
+import {
+  hashPassword,
+  hmac16,
+  hmacKey,
+  randomToken,
+  safeEqual,
+} from "../accounts/crypto.ts";
 import { ApiError } from "../../schemas/errors.ts";
 import type { Privacy } from "../../schemas/image.ts";
 
@@ -30,18 +36,7 @@ async function loadKey(db: Kysely<DB>): Promise<CryptoKey> {
   }).onConflict((oc) => oc.column("name").doNothing()).execute();
   const row = await db.selectFrom("secrets").select("value")
     .where("name", "=", "access").executeTakeFirstOrThrow();
-  return await crypto.subtle.importKey(
-    "raw",
-    new TextEncoder().encode(row.value),
-    { name: "HMAC", hash: "SHA-256" },
-    false,
-    ["sign"],
-  );
-}
-
-function base64url(bytes: Uint8Array): string {
-  return btoa(String.fromCharCode(...bytes)).replace(/\+/g, "-")
-    .replace(/\//g, "_").replace(/=+$/, "");
+  return await hmacKey(row.value);
 }
 
 /** Signs and checks the unlock cookies and file URLs of password-protected items. */
@@ -64,12 +59,7 @@ export class PasswordAccess {
   }
 
   async #mac(kind: AccessKind, id: string, exp: number, hash: string) {
-    const sig = await crypto.subtle.sign(
-      "HMAC",
-      await this.#keyOf(),
-      new TextEncoder().encode(`${kind}:${id}:${exp}:${hash}`),
-    );
-    return base64url(new Uint8Array(sig).slice(0, 16));
+    return await hmac16(await this.#keyOf(), `${kind}:${id}:${exp}:${hash}`);
   }
 
   /** A token `<expiry>.<mac>` for `kind` of the item, good for `seconds`. */

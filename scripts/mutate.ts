@@ -665,6 +665,32 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/store_test.ts"],
   },
   {
+    name:
+      "bodies: a write buffer goes back to the pool before its bytes are written",
+    file: "services/bodies/multipart.ts",
+    from: `    const full = this.#buf.subarray(0, this.#len);
+`,
+    to: `    const full = this.#buf.subarray(0, this.#len);
+    WRITES.give(full.buffer as ArrayBuffer);
+`,
+    tests: ["tests/multipart_test.ts"],
+  },
+  {
+    name: "bodies: a request's read buffers are never given back",
+    file: "services/bodies/multipart.ts",
+    from: `    for (const b of slots) if (b) READS.give(b);`,
+    to: ``,
+    tests: ["tests/multipart_test.ts"],
+  },
+  {
+    name: "bodies: the buffer pool takes a buffer back twice",
+    file: "services/bodies/buffer_pool.ts",
+    from: `this.#free.length < this.keep &&
+      !this.#free.includes(buf)`,
+    to: `this.#free.length < this.keep`,
+    tests: ["tests/multipart_test.ts"],
+  },
+  {
     name: "limits: exactly MAX_FILES files refused",
     file: "services/bodies/multipart.ts",
     from: `        files: opts.maxFiles,`,

@@ -1,6 +1,10 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { receiveMultipart } from "../services/bodies/multipart.ts";
+import {
+  BODY_BUFFERS,
+  receiveMultipart,
+} from "../services/bodies/multipart.ts";
+import { BufferPool } from "../services/bodies/buffer_pool.ts";
 import { ApiError } from "../schemas/errors.ts";
 import { test } from "./helpers.ts";
 
@@ -250,4 +254,89 @@ test("a temp file that cannot be written is an internal error, not a malformed b
     maxFiles: 15,
   }, { missingDir: true });
   assert.ok(err instanceof Deno.errors.NotFound, String(err));
+});
+
+test("concurrent bodies read by a real server share the process's buffers, each arriving intact, and the next request reuses them", async () => {
+  const dir = await Deno.makeTempDir();
+  const rand = rng(4242);
+  const boundary = "----pooled";
+  const server = Deno.serve(
+    { port: 0, hostname: "127.0.0.1", onListen: () => {} },
+    async (req) => {
+      const form = await receiveMultipart(
+        req.body!,
+        req.headers.get("content-type")!,
+        { tmpDir: dir, maxFileBytes: 3_000_000, maxFiles: 15 },
+      );
+      const out = await Promise.all(form.files.map(async (f) => ({
+        size: f.size,
+        sha: f.sha256,
+        disk: sha(await Deno.readFile(f.path)),
+      })));
+      await form.cleanup();
+      return Response.json(out);
+    },
+  );
+  const send = async (files: Uint8Array[]) => {
+    const bytes = body(
+      files.map((data, i) => ({ field: "images", filename: `${i}.jpg`, data })),
+      boundary,
+    );
+    const r = await fetch(`http://127.0.0.1:${server.addr.port}/`, {
+      method: "POST",
+      headers: { "content-type": `multipart/form-data; boundary=${boundary}` },
+      body: chunked(bytes, rand, 100_000),
+    });
+    assert.deepEqual(
+      await r.json(),
+      files.map((f) => ({ size: f.length, sha: sha(f), disk: sha(f) })),
+    );
+  };
+  const { reads, writes } = BODY_BUFFERS;
+  try {
+    // Sixteen bodies at once, of one to three files from 1 byte to 600 KB: no request's
+    // bytes end up in another's file, whichever buffers they were handed.
+    await Promise.all(Array.from({ length: 16 }, (_, i) =>
+      send(Array.from(
+        { length: 1 + (i % 3) },
+        (_, k) =>
+          tricky(rand, [1, 65_536, 200_000, 600_000][(i + k) % 4], boundary),
+      ))));
+    assert.ok(reads.free > 0 && reads.free <= reads.keep, `${reads.free}`);
+    assert.ok(writes.free > 0 && writes.free <= writes.keep, `${writes.free}`);
+    // One request after another takes what the previous one gave back: the pools
+    // neither grow (new buffers) nor shrink (buffers kept).
+    await send([tricky(rand, 200_000, boundary)]);
+    const after = [reads.free, writes.free];
+    for (let i = 0; i < 3; i++) {
+      await send([tricky(rand, 200_000, boundary)]);
+      assert.deepEqual([reads.free, writes.free], after);
+    }
+    assert.deepEqual([...Deno.readDirSync(dir)], []);
+  } finally {
+    await server.shutdown();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+test("the buffer pool keeps at most its bound, never a detached buffer or one given twice", () => {
+  const pool = new BufferPool(1024, 2);
+  const a = pool.take(), b = pool.take(), c = pool.take();
+  assert.equal(a.byteLength, 1024);
+  pool.give(a);
+  pool.give(a);
+  assert.equal(pool.free, 1);
+  assert.equal(pool.take(), a);
+  // A BYOB read detaches the buffer it was handed: that one is never reused.
+  const moved = b.transfer();
+  pool.give(b);
+  assert.equal(pool.free, 0);
+  pool.give(new ArrayBuffer(512));
+  assert.equal(pool.free, 0);
+  pool.give(moved);
+  pool.give(c);
+  pool.give(a);
+  assert.equal(pool.free, 2);
+  assert.notEqual(pool.take(), pool.take());
+  assert.equal(pool.free, 0);
 });

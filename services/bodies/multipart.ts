@@ -9,6 +9,7 @@ import type { BodyOptions, ReceivedFile, ReceivedForm } from "./received.ts";
 import { DEFAULT_MAX_FIELDS, tooManyFields } from "./budgets.ts";
 import { TextPartMarker } from "./multipart_text_parts.ts";
 import { Admission } from "./admission.ts";
+import { BufferPool } from "./buffer_pool.ts";
 import {
   openScratch,
   removeScratch,
@@ -30,30 +31,48 @@ const READ_POOL = 8;
 const WRITE_SIZE = 256 * 1024;
 
 /**
+ * The process's read and write buffers: a request takes them as it needs them and gives
+ * them back once its body is parsed (see BufferPool for why). Eight 200 KB uploads at once
+ * hold 32 reads and 8 writes.
+ */
+const READS = new BufferPool(READ_SIZE, 32);
+const WRITES = new BufferPool(WRITE_SIZE, 8);
+
+/** The process's body buffers (tests: what a request takes, it gives back). */
+export const BODY_BUFFERS = { reads: READS, writes: WRITES } as const;
+
+/** A written-out buffer's place once the file is finished: nothing to fill any more. */
+const NONE = new Uint8Array(0);
+
+/**
  * Writes one file part: bytes busboy hands over are copied at once into the current buffer
  * (so busboy's views into the read buffers are never kept), and a full buffer is written
  * while the other one fills. The reader waits on {@link FileSink.ready} before reading more,
- * which is the backpressure: at most two buffers per file are ever in use.
+ * which is the backpressure: at most two buffers per file are ever in use, the second one
+ * taken only when the file outgrows the first.
  */
 class FileSink {
   #file: Promise<ScratchFile>;
   #buf: Uint8Array;
-  #spare: Uint8Array;
+  #spare: Uint8Array | undefined;
   #len = 0;
   #flushing: Promise<void> = Promise.resolve();
   #busy = false;
+  /** finish() began: the buffers are about to go back to the pool. */
+  #closed = false;
   error: unknown;
   readonly hash: Hash = createHash("sha256");
 
-  constructor(readonly rec: ReceivedFile, private readonly pool: Uint8Array[]) {
-    this.#buf = pool.pop() ?? new Uint8Array(WRITE_SIZE);
-    this.#spare = pool.pop() ?? new Uint8Array(WRITE_SIZE);
+  constructor(readonly rec: ReceivedFile) {
+    this.#buf = new Uint8Array(WRITES.take());
     this.#file = openScratch(rec.path, { write: true, createNew: true });
     this.#file.catch((e) => this.error ??= e);
   }
 
   /** Takes a piece of the part's bytes (synchronously: the view is not kept). */
   push(chunk: Uint8Array) {
+    // Nothing may be written into buffers another request may have taken.
+    if (this.#closed) return;
     this.rec.size += chunk.length;
     this.hash.update(chunk);
     let off = 0;
@@ -76,7 +95,9 @@ class FileSink {
   /** Starts writing the full buffer and continues in the spare one. */
   #swap() {
     const full = this.#buf.subarray(0, this.#len);
-    this.#buf = this.#spare;
+    this.#buf = this.#spare ??
+      (this.#closed ? NONE : new Uint8Array(WRITES.take()));
+    this.#spare = undefined;
     this.#len = 0;
     this.#busy = true;
     this.#flushing = this.#flushing.then(async () => {
@@ -103,12 +124,15 @@ class FileSink {
   }
 
   async #finish(): Promise<void> {
+    this.#closed = true;
     if (this.#len > 0) this.#swap();
     await this.#flushing;
     // Nothing is being written any more: the next file part takes these buffers.
-    for (const b of new Set([this.#buf.buffer, this.#spare.buffer])) {
-      if (this.pool.length < 2) this.pool.push(new Uint8Array(b));
+    for (const b of [this.#buf, this.#spare]) {
+      if (b && b !== NONE) WRITES.give(b.buffer as ArrayBuffer);
     }
+    this.#buf = NONE;
+    this.#spare = undefined;
     const f = await this.#file.catch(() => undefined);
     f?.close();
     if (this.error) throw this.error;
@@ -176,8 +200,8 @@ class TextSink {
 /**
  * Streams a multipart body to temp files with busboy. The body is read into a few reused
  * buffers (BYOB reads where the stream offers them) and each file's bytes are copied into
- * two reused write buffers, so a request allocates a fixed ~1 MB however large it is, and is
- * read only as fast as the disk takes it. Each file is hashed and counted as it arrives and
+ * two reused write buffers, all from the process's pools: a request holds a fixed ~1 MB
+ * at most however large it is, and is read only as fast as the disk takes it. Each file is hashed and counted as it arrives and
  * cut off at `maxFileBytes`. More than `maxFiles` file parts abort with 131 after deleting
  * what was written; a body over the total cap gives 413; a malformed one 160.
  */
@@ -185,6 +209,22 @@ export async function receiveMultipart(
   body: ReadableStream<Uint8Array>,
   contentType: string,
   opts: BodyOptions,
+): Promise<ReceivedForm> {
+  const slots: ArrayBuffer[] = [];
+  try {
+    return await receiveInto(body, contentType, opts, slots);
+  } finally {
+    // Parsed, every part copied out and every sink finished: no view into them is left.
+    for (const b of slots) if (b) READS.give(b);
+  }
+}
+
+/** receiveMultipart's work, reading into `slots`. */
+async function receiveInto(
+  body: ReadableStream<Uint8Array>,
+  contentType: string,
+  opts: BodyOptions,
+  slots: ArrayBuffer[],
 ): Promise<ReceivedForm> {
   // Whole-body cap: every allowed file at its limit plus room for fields and boundaries.
   // Base64 text parts are a third larger than the bytes they carry (plus line breaks).
@@ -200,8 +240,6 @@ export async function receiveMultipart(
     : undefined;
   const files: ReceivedFile[] = [];
   const sinks: (FileSink | TextSink)[] = [];
-  // Write buffers handed from one file part to the next (parts arrive one after another).
-  const writePool: Uint8Array[] = [];
   const fields: Record<string, string> = {};
   const cleanup = async () => {
     await Promise.all(files.map((f) => removeScratch(f.path).catch(() => {})));
@@ -294,7 +332,7 @@ export async function receiveMultipart(
       truncated: false,
     };
     files.push(rec);
-    const sink = new FileSink(rec, writePool);
+    const sink = new FileSink(rec);
     sinks.push(sink);
     stream.on("data", (chunk: Uint8Array) => {
       // busboy's own limit is the larger base64 one: a file is cut here, at its limit.
@@ -340,7 +378,12 @@ export async function receiveMultipart(
     // Until the caller is admitted, pieces are taken as they arrive: a slow client whose
     // file part has begun is judged at once, not once 64 KB have come.
     for await (
-      const chunk of readPooled(body, () => !admission.admitted, stop.signal)
+      const chunk of readPooled(
+        body,
+        slots,
+        () => !admission.admitted,
+        stop.signal,
+      )
     ) {
       total += chunk.length;
       if (total > maxTotal) {
@@ -407,7 +450,8 @@ export async function receiveMultipart(
 
 /**
  * Yields the body in full READ_SIZE chunks (the last one shorter) of a rotating set of
- * reused buffers. Full chunks keep the pool's promise whatever size the network's pieces
+ * reused buffers, kept in `slots` (taken from the process's pool as needed; the caller
+ * gives them back once nothing can point into them). Full chunks keep the pool's promise whatever size the network's pieces
  * are: a 64 KB field spans at most three of them. A byte stream is read BYOB straight into
  * the buffers; any other stream's chunks are copied in. While `eager()` holds, whatever
  * has arrived is yielded at once as a copy of its own (outside the pool, so the promise
@@ -415,13 +459,13 @@ export async function receiveMultipart(
  */
 async function* readPooled(
   body: ReadableStream<Uint8Array>,
+  slots: ArrayBuffer[],
   eager: () => boolean = () => false,
   stop?: AbortSignal,
 ): AsyncGenerator<Uint8Array> {
-  const pool = Array.from(
-    { length: READ_POOL },
-    () => new ArrayBuffer(READ_SIZE),
-  );
+  // Taken from the process's pool as the body needs them (a 200 KB body, four).
+  const pool = slots;
+  const buf = (slot: number) => pool[slot] ??= READS.take();
   let turn = 0;
   let byob: ReadableStreamBYOBReader | undefined;
   try {
@@ -440,7 +484,7 @@ async function* readPooled(
         let done = false;
         while (filled < READ_SIZE) {
           const r = await byob.read(
-            new Uint8Array(pool[slot], filled, READ_SIZE - filled),
+            new Uint8Array(buf(slot), filled, READ_SIZE - filled),
           );
           // The read transferred the buffer; keep the new one for the next turn.
           if (r.value) pool[slot] = r.value.buffer as ArrayBuffer;
@@ -467,7 +511,7 @@ async function* readPooled(
   const onStop = () => reader.cancel().catch(() => {});
   stop?.addEventListener("abort", onStop, { once: true });
   try {
-    let buf = new Uint8Array(pool[turn++ % READ_POOL]);
+    let into = new Uint8Array(buf(turn++ % READ_POOL));
     let filled = 0;
     while (true) {
       const { value, done } = await reader.read();
@@ -479,17 +523,17 @@ async function* readPooled(
       let off = 0;
       while (off < value.length) {
         const n = Math.min(READ_SIZE - filled, value.length - off);
-        buf.set(value.subarray(off, off + n), filled);
+        into.set(value.subarray(off, off + n), filled);
         filled += n;
         off += n;
         if (filled === READ_SIZE) {
-          yield buf;
-          buf = new Uint8Array(pool[turn++ % READ_POOL]);
+          yield into;
+          into = new Uint8Array(buf(turn++ % READ_POOL));
           filled = 0;
         }
       }
     }
-    if (filled) yield buf.subarray(0, filled);
+    if (filled) yield into.subarray(0, filled);
   } finally {
     stop?.removeEventListener("abort", onStop);
     await reader.cancel().catch(() => {});

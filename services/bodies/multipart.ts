@@ -201,9 +201,10 @@ class TextSink {
  * Streams a multipart body to temp files with busboy. The body is read into a few reused
  * buffers (BYOB reads where the stream offers them) and each file's bytes are copied into
  * two reused write buffers, all from the process's pools: a request holds a fixed ~1 MB
- * at most however large it is, and is read only as fast as the disk takes it. Each file is hashed and counted as it arrives and
- * cut off at `maxFileBytes`. More than `maxFiles` file parts abort with 131 after deleting
- * what was written; a body over the total cap gives 413; a malformed one 160.
+ * at most however large it is, and is read only as fast as the disk takes it. Each file
+ * is hashed and counted as it arrives and cut off at `maxFileBytes`. More than
+ * `maxFiles` file parts abort with 131 after deleting what was written; a body over the
+ * total cap gives 413; a malformed one 160.
  */
 export async function receiveMultipart(
   body: ReadableStream<Uint8Array>,
@@ -450,21 +451,21 @@ async function receiveInto(
 
 /**
  * Yields the body in full READ_SIZE chunks (the last one shorter) of a rotating set of
- * reused buffers, kept in `slots` (taken from the process's pool as needed; the caller
- * gives them back once nothing can point into them). Full chunks keep the pool's promise whatever size the network's pieces
- * are: a 64 KB field spans at most three of them. A byte stream is read BYOB straight into
- * the buffers; any other stream's chunks are copied in. While `eager()` holds, whatever
- * has arrived is yielded at once as a copy of its own (outside the pool, so the promise
- * still holds): the first bytes of a body decide admission.
+ * reused buffers, kept in `pool` (taken from the process's pool as needed; the caller
+ * gives them back once nothing can point into them). Full chunks keep the pool's promise
+ * whatever size the network's pieces are: a 64 KB field spans at most three of them. A
+ * byte stream is read BYOB straight into the buffers; any other stream's chunks are
+ * copied in. While `eager()` holds, whatever has arrived is yielded at once as a copy of
+ * its own (outside the pool, so the promise still holds): the first bytes of a body
+ * decide admission.
  */
 async function* readPooled(
   body: ReadableStream<Uint8Array>,
-  slots: ArrayBuffer[],
+  pool: ArrayBuffer[],
   eager: () => boolean = () => false,
   stop?: AbortSignal,
 ): AsyncGenerator<Uint8Array> {
   // Taken from the process's pool as the body needs them (a 200 KB body, four).
-  const pool = slots;
   const buf = (slot: number) => pool[slot] ??= READS.take();
   let turn = 0;
   let byob: ReadableStreamBYOBReader | undefined;

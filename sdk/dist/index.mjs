@@ -1033,6 +1033,15 @@ var ServiceApp = class _ServiceApp {
 };
 
 // sdk/src/client.ts
+function pageQuery(page, perPage, filters = {}) {
+  const q = new URLSearchParams();
+  if (page) q.set("page", String(page));
+  if (perPage) q.set("per_page", String(perPage));
+  for (const [name, value] of Object.entries(filters)) {
+    if (value) q.set(name, value);
+  }
+  return q.size ? `?${q}` : "";
+}
 function createApiClient(opts) {
   const base = opts.baseUrl.replace(/\/+$/, "");
   const f = opts.fetch ?? fetch;
@@ -1094,21 +1103,8 @@ function createApiClient(opts) {
      * sorted by size or name, narrowed by album (`none`: in no album) or type.
      */
     listImages(options = {}) {
-      const q = new URLSearchParams();
-      if (options.page) q.set("page", String(options.page));
-      if (options.perPage) q.set("per_page", String(options.perPage));
-      for (const name of [
-        "source",
-        "q",
-        "sort",
-        "order",
-        "album",
-        "type"
-      ]) {
-        if (options[name]) q.set(name, options[name]);
-      }
-      const query = q.size ? `?${q}` : "";
-      return call("GET", `/api/1/images${query}`);
+      const { page, perPage, ...filters } = options;
+      return call("GET", `/api/1/images${pageQuery(page, perPage, filters)}`);
     },
     /** PATCH /api/1/images/{id}: title, description, album, expiration. */
     updateImage(id, patch) {
@@ -1137,11 +1133,7 @@ function createApiClient(opts) {
     },
     /** GET /api/1/albums/{id}/images: a page of an album's images, newest first. */
     listAlbumImages(id, options = {}) {
-      const q = new URLSearchParams();
-      if (options.page) q.set("page", String(options.page));
-      if (options.perPage) q.set("per_page", String(options.perPage));
-      const query = q.size ? `?${q}` : "";
-      return call("GET", `/api/1/albums/${encodeURIComponent(id)}/images${query}`);
+      return call("GET", `/api/1/albums/${encodeURIComponent(id)}/images${pageQuery(options.page, options.perPage)}`);
     },
     /** GET /api/1/images/{id}. */
     getImage(id) {

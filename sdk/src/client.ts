@@ -27,6 +27,24 @@ export type ScreenshotRequest = NonNullable<
 /** Schemas of openapi.yaml, e.g. `Schemas["ImageRecord"]`. */
 export type Schemas = components["schemas"];
 
+/**
+ * A list call's query string: `page` and `per_page`, then any filter that is set; empty
+ * when none is.
+ */
+function pageQuery(
+  page?: number,
+  perPage?: number,
+  filters: Record<string, string | undefined> = {},
+): string {
+  const q = new URLSearchParams();
+  if (page) q.set("page", String(page));
+  if (perPage) q.set("per_page", String(perPage));
+  for (const [name, value] of Object.entries(filters)) {
+    if (value) q.set(name, value);
+  }
+  return q.size ? `?${q}` : "";
+}
+
 /** Settings of the typed client. */
 export interface ApiClientOptions {
   baseUrl: string;
@@ -123,16 +141,8 @@ export function createApiClient(opts: ApiClientOptions) {
         type?: "jpg" | "png" | "gif" | "webp" | "avif" | "bmp" | "tiff";
       } = {},
     ): Promise<ImageListResult> {
-      const q = new URLSearchParams();
-      if (options.page) q.set("page", String(options.page));
-      if (options.perPage) q.set("per_page", String(options.perPage));
-      for (
-        const name of ["source", "q", "sort", "order", "album", "type"] as const
-      ) {
-        if (options[name]) q.set(name, options[name]!);
-      }
-      const query = q.size ? `?${q}` : "";
-      return call("GET", `/api/1/images${query}`);
+      const { page, perPage, ...filters } = options;
+      return call("GET", `/api/1/images${pageQuery(page, perPage, filters)}`);
     },
     /** PATCH /api/1/images/{id}: title, description, album, expiration. */
     updateImage(id: string, patch: ImagePatch): Promise<ImageResult> {
@@ -177,13 +187,11 @@ export function createApiClient(opts: ApiClientOptions) {
       id: string,
       options: { page?: number; perPage?: number } = {},
     ): Promise<AlbumImagesResult> {
-      const q = new URLSearchParams();
-      if (options.page) q.set("page", String(options.page));
-      if (options.perPage) q.set("per_page", String(options.perPage));
-      const query = q.size ? `?${q}` : "";
       return call(
         "GET",
-        `/api/1/albums/${encodeURIComponent(id)}/images${query}`,
+        `/api/1/albums/${encodeURIComponent(id)}/images${
+          pageQuery(options.page, options.perPage)
+        }`,
       );
     },
     /** GET /api/1/images/{id}. */

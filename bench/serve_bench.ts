@@ -31,16 +31,25 @@ import { proxyPath } from "../routes/host.ts";
 watchdog(10 * 60_000);
 
 const DURATION = Deno.args.includes("--quick") ? "3s" : "8s";
-const NGINX = ["/usr/sbin/nginx", "/usr/bin/nginx"].find((p) => {
-  try {
-    return Deno.statSync(p).isFile;
-  } catch {
-    return false;
-  }
-});
-for (const [bin, pkg] of [[NGINX, "nginx"], ["/usr/bin/wrk", "wrk"]]) {
+/** The first of these paths that is a file. */
+const installed = (...paths: string[]) =>
+  paths.find((p) => {
+    try {
+      return Deno.statSync(p).isFile;
+    } catch {
+      return false;
+    }
+  });
+const NGINX = installed("/usr/sbin/nginx", "/usr/bin/nginx");
+// Both checked before anything starts (a missing wrk used to end the run mid-way).
+for (
+  const [bin, pkg] of [
+    [NGINX, "nginx"],
+    [installed("/usr/bin/wrk", "/usr/local/bin/wrk"), "wrk"],
+  ]
+) {
   if (!bin) {
-    console.error(`needs ${pkg}: apt-get install -y ${pkg}`);
+    console.error(`needs ${pkg}: sudo bash scripts/install_system.sh bench`);
     Deno.exit(1);
   }
 }

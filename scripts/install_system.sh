@@ -7,14 +7,16 @@
 #   test     runtime plus what the suite starts: full Chromium (SDK page tests), PostgreSQL,
 #            nginx (the cluster test's load balancer), iproute2 (network namespaces).
 #            .ci/run calls this.
+#   bench    test plus wrk, which the serve benchmark drives nginx and the service with.
 # Installs only what is missing; needs root and apt-get.
 set -euo pipefail
 want=${1:-runtime}
 pkgs=(chromium-headless-shell fonts-noto-core fonts-noto-cjk fonts-noto-color-emoji socat ca-certificates util-linux)
-if [ "$want" = test ]; then
+if [ "$want" = test ] || [ "$want" = bench ]; then
   pkgs+=(chromium postgresql nginx iproute2 curl openssl)
+  [ "$want" = bench ] && pkgs+=(wrk)
 elif [ "$want" != runtime ]; then
-  echo "usage: $0 runtime|test" >&2
+  echo "usage: $0 runtime|test|bench" >&2
   exit 2
 fi
 missing=()

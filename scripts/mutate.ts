@@ -690,6 +690,37 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/multipart_test.ts"],
   },
   {
+    name: "bodies: base64's fast path keeps a leftover that is not base64",
+    file: "services/bodies/base64_file.ts",
+    from: `    if (!CARRY.test(carry)) return false;
+`,
+    to: ``,
+    tests: ["tests/form_bodies_test.ts"],
+  },
+  {
+    name:
+      "bodies: base64's fast path takes stray characters (the decoder skips them)",
+    file: "services/bodies/base64_file.ts",
+    from: `    if (bytes.length !== (whole / 4) * 3 - pad) return false;
+`,
+    to: ``,
+    tests: ["tests/form_bodies_test.ts"],
+  },
+  {
+    name: "bodies: a base64 value cut between its two = is refused",
+    file: "services/bodies/base64_file.ts",
+    from: `if (body.length < clean.length && clean.length % 4 === 0) {`,
+    to: `if (body.length < clean.length) {`,
+    tests: ["tests/form_bodies_test.ts"],
+  },
+  {
+    name: "bodies: a form value's + is kept, not read as a space",
+    file: "services/bodies/form_bodies.ts",
+    from: `  if (s.includes("+")) s = s.replace(/\\+/g, " ");`,
+    to: ``,
+    tests: ["tests/form_bodies_test.ts"],
+  },
+  {
     name: "limits: exactly MAX_FILES files refused",
     file: "services/bodies/multipart.ts",
     from: `        files: opts.maxFiles,`,

@@ -2,9 +2,11 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import { test, testEnv, userWithKey } from "./helpers.ts";
 import {
+  decodeForm,
   receiveJson,
   receiveUrlencoded,
 } from "../services/bodies/form_bodies.ts";
+import { Base64File } from "../services/bodies/base64_file.ts";
 import { receiveMultipart } from "../services/bodies/multipart.ts";
 import { TextPartMarker } from "../services/bodies/multipart_text_parts.ts";
 import { makeImage } from "./fixtures.ts";
@@ -343,6 +345,11 @@ test("parsing budgets: a 20 MB JSON number, 100k JSON members, 1M urlencoded fie
     assert.equal(err?.code, 160, String(err));
     assert.match(err!.details![0].message, /at most 100 fields/);
     assert.ok(mp.pulled() < 2 * MB, `multipart: read ${mp.pulled()}`);
+    // Empty fields ("&&&…", 4 MB in one chunk) are no fields: read through, nothing kept
+    // (searching for the next "=" at every "&" made this take ~70 s).
+    const amps = await receiveUrlencoded(chunked("&".repeat(4 * MB), []), opts);
+    assert.deepEqual(amps.fields, {});
+    assert.equal(amps.files.length, 0);
     // At the budget, not over it: 100 members and a 256-digit number are fine.
     const fine = `{${
       Array.from({ length: 99 }, (_, i) => `"m${i}": 1`).join(", ")
@@ -459,6 +466,148 @@ test("a keyless multipart body of text fields alone is refused once its first 64
     assert.equal(err?.code, 100);
     assert.equal(asked, 1);
     assert.ok(body.pulled() < 512 * 1024, `read ${body.pulled()} bytes`);
+  } finally {
+    await Deno.remove(tmpDir, { recursive: true });
+  }
+});
+
+test("a form value decodes as decodeURIComponent with + as a space would, escape for escape, and fails (160) where it fails (property test)", () => {
+  const reference = (t: string) => {
+    try {
+      return decodeURIComponent(t.replace(/\+/g, " "));
+    } catch {
+      return "160";
+    }
+  };
+  const ours = (t: string) => {
+    try {
+      return decodeForm(t);
+    } catch (e) {
+      assert.ok(e instanceof ApiError && e.code === 160, String(e));
+      return "160";
+    }
+  };
+  // Pieces that make escapes, half escapes and multi-byte sequences, whole or broken.
+  const piece = fc.constantFrom(
+    "%2B",
+    "%2b",
+    "%2F",
+    "%2f",
+    "%3D",
+    "%3d",
+    "%25",
+    "%",
+    "%2",
+    "%3",
+    "%C3",
+    "%A9",
+    "%E2%98%83",
+    "%0A",
+    "+",
+    "A",
+    "b",
+    "2",
+    "B",
+    "F",
+    "D",
+    "é",
+    "=",
+    "/",
+  );
+  fc.assert(
+    fc.property(fc.array(piece, { maxLength: 12 }), (parts) => {
+      const t = parts.join("");
+      assert.equal(ours(t), reference(t), JSON.stringify(t));
+    }),
+    { numRuns: 3000 },
+  );
+});
+
+test("a base64 value gives the same bytes however it is written and cut (standard, URL-safe, MIME lines, spaces for +, with or without padding), and any stray character is 141 (property test)", async () => {
+  const tmpDir = await Deno.makeTempDir();
+  const read = async (pieces: string[]) => {
+    const f = new Base64File(0, "image", tmpDir, 1_000_000);
+    try {
+      for (const p of pieces) f.push(p);
+      await f.finish();
+      return await Deno.readFile(f.rec.path);
+    } catch (e) {
+      await f.abandon();
+      throw e;
+    } finally {
+      await Deno.remove(f.rec.path).catch(() => {});
+    }
+  };
+  const cutAt = (text: string, cuts: number[]) => {
+    const at = [...new Set(cuts.map((c) => c % (text.length + 1)))].sort((
+      a,
+      b,
+    ) => a - b);
+    const out: string[] = [];
+    let from = 0;
+    for (const c of at) {
+      out.push(text.slice(from, c));
+      from = c;
+    }
+    out.push(text.slice(from));
+    return out;
+  };
+  try {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.uint8Array({ minLength: 1, maxLength: 600 }),
+        fc.constantFrom("plain", "url-safe", "lines", "spaces", "unpadded"),
+        fc.array(fc.nat(), { maxLength: 8 }),
+        fc.option(
+          fc.record({
+            at: fc.nat(),
+            char: fc.constantFrom("$", "é", "%", "*", "=", "☃", "."),
+          }),
+        ),
+        async (bytes, style, cuts, stray) => {
+          let text = b64(bytes);
+          if (style === "url-safe") {
+            text = text.replace(/\+/g, "-").replace(/\//g, "_");
+          }
+          if (style === "lines") text = text.replace(/.{1,76}/g, "$&\r\n");
+          if (style === "spaces") text = text.replace(/\+/g, " ");
+          if (style === "unpadded") text = text.replace(/=+$/, "");
+          if (stray) {
+            // A "=" before the last group is as stray as any other character.
+            const at = stray.at %
+              Math.max(1, text.replace(/=+$/, "").length - 4);
+            text = text.slice(0, at) + stray.char + text.slice(at);
+          }
+          const got = await read(cutAt(text, cuts)).catch((e) => e);
+          if (stray) {
+            assert.ok(
+              got instanceof ApiError && got.code === 141,
+              `${JSON.stringify(text)}: ${got}`,
+            );
+          } else {
+            assert.ok(got instanceof Uint8Array, `${text}: ${got}`);
+            assert.deepEqual(got, bytes);
+          }
+        },
+      ),
+      { numRuns: 400 },
+    );
+    // Every cut of short padded values, the two "=" of "QQ==" split apart included.
+    for (let n = 1; n <= 5; n++) {
+      const bytes = crypto.getRandomValues(new Uint8Array(n));
+      const text = b64(bytes);
+      for (let a = 0; a <= text.length; a++) {
+        for (let b = a; b <= text.length; b++) {
+          const pieces = [text.slice(0, a), text.slice(a, b), text.slice(b)];
+          assert.deepEqual(await read(pieces), bytes, pieces.join("|"));
+        }
+      }
+    }
+    // Text after the padding, and a leftover that is not base64, are refused too.
+    for (const pieces of [["QUJDQQ==", "QUJD"], ["QUJD$$"], ["QUJD", "Q$"]]) {
+      const got = await read(pieces).catch((e) => e);
+      assert.ok(got instanceof ApiError && got.code === 141, pieces.join("|"));
+    }
   } finally {
     await Deno.remove(tmpDir, { recursive: true });
   }

@@ -7,6 +7,8 @@ import type { ReceivedFile } from "./received.ts";
 import { openScratch, type ScratchFile } from "../runtime/scratch_files.ts";
 
 const BASE64 = /^[A-Za-z0-9+/]*$/;
+/** What may be left over after whole groups on the fast path (no padding). */
+const CARRY = /^[A-Za-z0-9+/_-]*$/;
 
 /** Longest image URL accepted in a body (browsers' practical limit is about this). */
 export const MAX_URL_LENGTH = 8192;
@@ -91,6 +93,7 @@ export class Base64File {
       }
       return;
     }
+    if (!this.#ended && this.#plain(this.#carry + text)) return;
     const clean = (this.#carry + text).replace(/[\r\n\t]/g, "")
       .replace(/ /g, "+").replace(/-/g, "+").replace(/_/g, "/");
     if (!clean) return;
@@ -98,10 +101,37 @@ export class Base64File {
     if (this.#ended || !BASE64.test(body)) {
       throw bad("the image is not valid base64");
     }
-    if (body.length < clean.length) this.#ended = true; // padding ends the value
+    // Padding ends the value once its group is whole: a piece may end between the two
+    // "=" of "QQ==" (the value cut there was refused with 141).
+    if (body.length < clean.length && clean.length % 4 === 0) {
+      this.#ended = true;
+    }
     const whole = clean.length - (clean.length % 4);
     this.#carry = clean.slice(whole);
     if (whole) this.#write(Buffer.from(clean.slice(0, whole), "base64"));
+  }
+
+  /**
+   * The usual case, plain base64 in whole groups: decoded in one pass and checked by the
+   * decoded length, since the decoder skips any character outside the alphabet (and reads
+   * "-" and "_" as "+" and "/", as the mapping below does). False, having done nothing,
+   * when the text needs that slower path: line breaks, spaces, other characters, or text
+   * after the padding. A regex test and four replaces over every piece were ~1.4 ms of a
+   * 200 KB upload's main thread.
+   */
+  #plain(text: string): boolean {
+    const whole = text.length - (text.length % 4);
+    const carry = text.slice(whole);
+    if (!CARRY.test(carry)) return false;
+    const piece = whole === text.length ? text : text.slice(0, whole);
+    const pad = piece.endsWith("==") ? 2 : piece.endsWith("=") ? 1 : 0;
+    if (pad && carry) return false;
+    const bytes = Buffer.from(piece, "base64");
+    if (bytes.length !== (whole / 4) * 3 - pad) return false;
+    this.#carry = carry;
+    if (pad) this.#ended = true; // padding ends the value
+    if (bytes.length) this.#write(bytes);
+    return true;
   }
 
   #write(bytes: Uint8Array) {
@@ -112,7 +142,12 @@ export class Base64File {
     }
     this.rec.size += bytes.length;
     this.#hash.update(bytes);
-    const copy = bytes.slice();
+    // A decoded Buffer may be a view into a shared pool (small ones are): only those
+    // are copied before the write that runs later.
+    const copy = bytes.byteOffset === 0 &&
+        bytes.byteLength === bytes.buffer.byteLength
+      ? bytes
+      : bytes.slice();
     this.#writing = this.#writing.then(async () => {
       try {
         await writeAll(await this.#file, copy);

@@ -101,10 +101,33 @@ class TextForm {
   }
 }
 
-/** A whole form-encoded name or value, decoded (160 when an escape is malformed). */
-function decodeWhole(s: string): string {
+/** The escapes a form encoding gives base64's "+", "/" and "=", in either case. */
+const BASE64_ESCAPES: [string, string][] = [
+  ["%2B", "+"],
+  ["%2b", "+"],
+  ["%2F", "/"],
+  ["%2f", "/"],
+  ["%3D", "="],
+  ["%3d", "="],
+];
+
+/** One hexadecimal digit. */
+const HEX = /^[0-9A-Fa-f]$/;
+
+/**
+ * A form-encoded name or value, decoded ("+" is a space; 160 when an escape is
+ * malformed): what `decodeURIComponent(s.replace(/\+/g, " "))` gives, faster on a base64
+ * value. Its own escapes, whole ASCII ones, are replaced as strings first (decoding 270
+ * KB of them took ~0.5 ms); any other escape is then decoded as before.
+ */
+export function decodeForm(s: string): string {
+  if (s.includes("+")) s = s.replace(/\+/g, " ");
+  for (const [escape, char] of BASE64_ESCAPES) {
+    if (s.includes(escape)) s = s.replaceAll(escape, char);
+  }
+  if (!s.includes("%")) return s;
   try {
-    return decodeURIComponent(s.replace(/\+/g, " "));
+    return decodeURIComponent(s);
   } catch {
     throw new ApiError(160, {
       details: [{ message: "malformed form body (bad % escape)" }],
@@ -141,22 +164,22 @@ export async function receiveUrlencoded(
   const percentDecode = (s: string): string => {
     s = pendingEscape + s;
     pendingEscape = "";
-    const cut = s.match(/%[0-9A-Fa-f]?$/);
+    // Half an escape at the end ("%" or "%X") waits for the next chunk. Read from the
+    // end: a regex anchored there tried every "%" of a 270 KB base64 value.
+    const cut = s.endsWith("%")
+      ? 1
+      : s.length >= 2 && s[s.length - 2] === "%" && HEX.test(s[s.length - 1])
+      ? 2
+      : 0;
     if (cut) {
-      pendingEscape = cut[0];
-      s = s.slice(0, -cut[0].length);
+      pendingEscape = s.slice(-cut);
+      s = s.slice(0, -cut);
     }
-    try {
-      return decodeURIComponent(s.replace(/\+/g, " "));
-    } catch {
-      throw new ApiError(160, {
-        details: [{ message: "malformed form body (bad % escape)" }],
-      });
-    }
+    return decodeForm(s);
   };
   const endValue = async () => {
     if (!inValue) {
-      if (name) form.setField(decodeWhole(name).slice(0, 100), "");
+      if (name) form.setField(decodeForm(name).slice(0, 100), "");
     } else if (image) {
       if (pendingEscape) {
         throw new ApiError(160, {
@@ -166,14 +189,14 @@ export async function receiveUrlencoded(
       await image.finish();
       image = undefined;
     } else {
-      form.setField(name, decodeWhole(plain));
+      form.setField(name, decodeForm(plain));
     }
     name = "";
     plain = "";
     inValue = false;
   };
   const startValue = async () => {
-    name = decodeWhole(name).slice(0, 100);
+    name = decodeForm(name).slice(0, 100);
     inValue = true;
     if (FILE_FIELDS.has(name)) {
       image = await form.startImage(name);
@@ -204,14 +227,24 @@ export async function receiveUrlencoded(
       await form.progress(value.length);
       const chunk = decoder.decode(value, { stream: true });
       let start = 0;
-      for (let i = 0; i < chunk.length; i++) {
-        const ch = chunk[i];
-        if (ch === "&") {
+      // The next "&" (and, in a name, "="), found by indexOf: a character loop in JS was
+      // ~0.8 ms of a 200 KB base64 upload's main thread. Where the next "=" is, is kept
+      // until it is passed: searched again at each "&", a body of "&&&…" took time in
+      // the square of its chunk's length.
+      let eqAt = -2; // not searched yet; -1: none left in this chunk
+      for (;;) {
+        const amp = chunk.indexOf("&", start);
+        if (!inValue && eqAt !== -1 && eqAt < start) {
+          eqAt = chunk.indexOf("=", start);
+        }
+        const eq = inValue ? -1 : eqAt;
+        const i = eq >= 0 && (amp < 0 || eq < amp) ? eq : amp;
+        if (i < 0) break;
+        if (i === amp) {
           if (inValue) await takeValue(chunk.slice(start, i));
           else name += chunk.slice(start, i);
           await endValue();
-          start = i + 1;
-        } else if (ch === "=" && !inValue) {
+        } else {
           name += chunk.slice(start, i);
           if (name.length > 300) {
             throw new ApiError(160, {
@@ -219,8 +252,8 @@ export async function receiveUrlencoded(
             });
           }
           await startValue();
-          start = i + 1;
         }
+        start = i + 1;
       }
       if (inValue) await takeValue(chunk.slice(start));
       else {

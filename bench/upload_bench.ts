@@ -6,8 +6,11 @@
  * server, bench/floor_upload_server.ts, is printed as a reference only. Target:
  * service ≥ 0.8× baseline requests/s; issue #19's target is against the floor (≥ 0.9×).
  * With BENCH_DATABASE_URL (or TEST_DATABASE_URL) a second service runs on that
- * PostgreSQL beside the one on embedded PGlite, so every such run has both rows.
+ * PostgreSQL beside the one on embedded PGlite, so every such run has both rows. Last, a
+ * reference line: the same service taking the image as base64 in a form and in JSON (the
+ * bodies ImgBB's and Chevereto's clients send) against multipart, 200 KB at 8 clients.
  */
+import { Buffer } from "node:buffer";
 import {
   freePort,
   load,
@@ -152,3 +155,58 @@ try {
 }
 table(rows);
 for (const r of [...ratios, ...refs]) console.log(r);
+
+// The bodies ImgBB's and Chevereto's clients send: the image as base64 in a form
+// (`image=…`, percent-encoded) or in JSON, 200 KB at 8 clients, against multipart on the
+// same service in the same run. A reference, no target. A service of its own, without a
+// per-key limit: the runs above already take most of a minute's 600 calls.
+{
+  const n = quick ? 40 : 160;
+  const jpeg = await noiseJpeg(200_000);
+  const b64 = (bytes: Uint8Array) => Buffer.from(bytes).toString("base64");
+  const enc = new TextEncoder();
+  const kinds: Record<string, () => { type: string; body: Uint8Array }> = {
+    multipart: () => {
+      const b = multipartBody(uniqueJpeg(jpeg), "bench.jpg");
+      return { type: b.contentType, body: b.body };
+    },
+    "base64 form": () => ({
+      type: "application/x-www-form-urlencoded",
+      body: enc.encode(`image=${encodeURIComponent(b64(uniqueJpeg(jpeg)))}`),
+    }),
+    "base64 JSON": () => ({
+      type: "application/json",
+      body: enc.encode(JSON.stringify({ image: b64(uniqueJpeg(jpeg)) })),
+    }),
+  };
+  const own = await startService({ RATE_LIMIT_PER_MINUTE: "0" });
+  const client = new RawHttpClient(Number(new URL(own.url).port));
+  const rps: Record<string, number> = {};
+  try {
+    for (const [kind, make] of Object.entries(kinds)) {
+      const bodies = Array.from({ length: n + 10 }, make);
+      const post = async (i: number) => {
+        const r = await client.post("/api/1/upload", {
+          authorization: `Bearer ${own.key}`,
+          "content-type": bodies[i].type,
+        }, bodies[i].body);
+        const j = JSON.parse(new TextDecoder().decode(r.body));
+        if (!j.success) throw new Error(JSON.stringify(j));
+      };
+      // Warmed by ten of its own first: each kind has code of its own to compile.
+      for (let i = n; i < n + 10; i++) await post(i);
+      rps[kind] = (await load(n, 8, post)).rps;
+    }
+  } finally {
+    client.close();
+    await own.stop();
+  }
+  console.log(
+    `reference upload bodies 200KB c=8: ${
+      Object.entries(rps).map(([k, v]) => `${k} ${v.toFixed(1)}/s`).join(", ")
+    }; base64 form ${(rps["base64 form"] / rps.multipart).toFixed(2)}x ` +
+      `multipart, base64 JSON ${
+        (rps["base64 JSON"] / rps.multipart).toFixed(2)
+      }x multipart`,
+  );
+}

@@ -592,8 +592,10 @@ test("a base64 value gives the same bytes however it is written and cut (standar
       ),
       { numRuns: 400 },
     );
-    // Every cut of short padded values, the two "=" of "QQ==" split apart included.
-    for (let n = 1; n <= 5; n++) {
+    // Every cut of short padded values, the two "=" of "QQ==" split apart included. Past
+    // 8 characters: the first 8 are gathered whole (a data: URI or an address?), so the
+    // padding of anything shorter is never cut.
+    for (let n = 7; n <= 11; n++) {
       const bytes = crypto.getRandomValues(new Uint8Array(n));
       const text = b64(bytes);
       for (let a = 0; a <= text.length; a++) {

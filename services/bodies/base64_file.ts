@@ -93,8 +93,9 @@ export class Base64File {
       }
       return;
     }
-    if (!this.#ended && this.#plain(this.#carry + text)) return;
-    const clean = (this.#carry + text).replace(/[\r\n\t]/g, "")
+    const joined = this.#carry + text;
+    if (!this.#ended && this.#plain(joined)) return;
+    const clean = joined.replace(/[\r\n\t]/g, "")
       .replace(/ /g, "+").replace(/-/g, "+").replace(/_/g, "/");
     if (!clean) return;
     const body = clean.replace(/=+$/, "");

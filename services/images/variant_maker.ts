@@ -56,9 +56,9 @@ export interface Made {
  * the store, resized and encoded in one of its slots (half the image workers, apart from
  * the uploads' own, so a flood of transforms never takes a slot an upload waits for),
  * within IMAGE_TIMEOUT_MS (143 past it, 250 when every slot and the line are taken),
- * answered, then stored beside the original, its row written last. Concurrent first requests for
- * one variant share one make: on one instance a shared promise, across instances a lease
- * in the variant's row.
+ * answered, then stored beside the original, its row written last. Concurrent first
+ * requests for one variant share one make: on one instance a shared promise, across
+ * instances a lease in the variant's row.
  */
 export class VariantMaker {
   readonly #inflight = new Map<string, Promise<Made>>();

@@ -18,6 +18,7 @@ import { apiAuth, keyCacheOf } from "./routes/api_auth.ts";
 import { wholeBodyLimit } from "./routes/body_limit.ts";
 import { registerUploadRoutes } from "./routes/upload.ts";
 import { registerImageListRoutes } from "./routes/image_list.ts";
+import { registerAdminRoutes } from "./routes/admin.ts";
 import { registerAlbumRoutes } from "./routes/albums.ts";
 import { registerAlbumPage } from "./routes/album_page.tsx";
 import { registerOrganiseRoutes } from "./routes/organise.tsx";
@@ -182,6 +183,7 @@ export function createApp(deps: AppDeps): App {
     ),
   );
   registerUploadRoutes(app, deps, pipeline, rowCache);
+  registerAdminRoutes(app, deps, pipeline.quotas, rowCache);
   registerImageListRoutes(app, deps);
   registerAlbumRoutes(app, deps, rowCache);
   registerScreenshotRoutes(app, deps, new ScreenshotService(deps, pipeline));

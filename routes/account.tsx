@@ -7,6 +7,7 @@ import {
   createSession,
   createUser,
   deleteSession,
+  hasNoAdmin,
   type SessionUser,
   verifyLogin,
 } from "../services/accounts/accounts.ts";
@@ -28,6 +29,13 @@ import { AddressThrottle } from "../services/accounts/address_throttle.ts";
 import { clientAddress } from "./client_address.ts";
 import { GUEST_COOKIE, keyCacheOf } from "./api_auth.ts";
 import { claimGuestImages } from "../services/accounts/guests.ts";
+import {
+  giveBackInvite,
+  inviteProblem,
+  InviteRefused,
+  useInvite,
+} from "../services/operator/invites.ts";
+import { wantsHtml } from "./pages/errors.tsx";
 import {
   requireSessionForm as sessionForm,
   SESSION_COOKIE,
@@ -121,12 +129,29 @@ export function registerAccountRoutes(app: App, deps: AppDeps) {
   }
 
   const AuthForm = (
-    props: { mode: "signup" | "login"; error?: string; email?: string },
+    props: {
+      mode: "signup" | "login";
+      error?: string;
+      email?: string;
+      /** Sign-up on an instance with no admin yet: this account will be it. */
+      firstAdmin?: boolean;
+      /** The invitation the sign-up form carries (SIGNUP=invite). */
+      invite?: string;
+    },
   ) => (
     <Layout title={props.mode === "signup" ? "Sign up" : "Log in"}>
       <h1>{props.mode === "signup" ? "Create an account" : "Log in"}</h1>
       {props.error && <p class="error" role="alert">{props.error}</p>}
+      {props.firstAdmin && (
+        <p class="notice">
+          This instance has no account yet: the first account made here is its
+          admin, who can manage users, reports and sign-up at /admin.
+        </p>
+      )}
       <form method="post" action={`/${props.mode}`}>
+        {props.invite && (
+          <input type="hidden" name="invite" value={props.invite} />
+        )}
         <label for="email">E-mail</label>
         <input
           id="email"
@@ -167,7 +192,50 @@ export function registerAccountRoutes(app: App, deps: AppDeps) {
     </Layout>
   );
 
-  app.get("/signup", (c) => c.html(<AuthForm mode="signup" />));
+  /**
+   * Whether /signup may make an account now (SIGNUP and the invitation): the form's
+   * props, or the reason it may not (answered 403 with the page, 181 as an envelope).
+   * An instance without an admin always takes its first account, who becomes it.
+   */
+  const signupGate = async (
+    invite: string | undefined,
+  ): Promise<
+    { firstAdmin: boolean; invite?: string } | { refused: string }
+  > => {
+    if (await hasNoAdmin(db)) return { firstAdmin: true };
+    if (deps.config.SIGNUP === "closed") {
+      return {
+        refused:
+          "Sign-up is closed on this instance: an admin makes accounts here.",
+      };
+    }
+    if (deps.config.SIGNUP === "invite") {
+      const problem = await inviteProblem(db, deps.clock, invite);
+      return problem ? { refused: problem } : { firstAdmin: false, invite };
+    }
+    return { firstAdmin: false };
+  };
+
+  const SignupRefused = (props: { reason: string }) => (
+    <Layout title="Sign-up closed">
+      <h1>You cannot sign up here</h1>
+      <p class="error" role="alert" data-code="181">{props.reason}</p>
+      <p>
+        Have an account? <a href="/login">Log in</a>
+      </p>
+    </Layout>
+  );
+
+  const refuseSignup = (c: Context<AppEnv>, reason: string) => {
+    if (!wantsHtml(c)) throw new ApiError(181, { message: reason });
+    return c.html(<SignupRefused reason={reason} />, 403);
+  };
+
+  app.get("/signup", async (c) => {
+    const gate = await signupGate(c.req.query("invite"));
+    if ("refused" in gate) return refuseSignup(c, gate.refused);
+    return c.html(<AuthForm mode="signup" {...gate} />);
+  });
   app.get("/login", (c) => c.html(<AuthForm mode="login" />));
 
   // Login and sign-up attempts per client address: a flood from one place is refused
@@ -205,17 +273,35 @@ export function registerAccountRoutes(app: App, deps: AppDeps) {
     const body = await c.req.parseBody();
     const email = String(body.email ?? ""),
       password = String(body.password ?? "");
+    const invite = typeof body.invite === "string" && body.invite
+      ? body.invite
+      : undefined;
+    let inviteTaken = false;
     try {
       await attempts.count(clientAddress(c, deps.config.TRUST_PROXY));
-      const user = await createUser(db, email, password);
+      const gate = await signupGate(invite);
+      if ("refused" in gate) return refuseSignup(c, gate.refused);
+      if (gate.invite) {
+        await useInvite(db, deps.clock, gate.invite);
+        inviteTaken = true;
+      }
+      const user = await createUser(db, email, password, "first-admin");
       startSession(c, await createSession(db, user.id, deps.clock));
       await claimGuest(c, user.id);
       // To the uploader: what people came to do (keys are one click away, on /account).
       return c.redirect("/", 303);
     } catch (e) {
+      // A use taken for an account that was not made goes back to the invitation.
+      if (inviteTaken) await giveBackInvite(db, invite!).catch(() => {});
+      if (e instanceof InviteRefused) return refuseSignup(c, e.message);
       if (e instanceof AccountError) {
         return c.html(
-          <AuthForm mode="signup" error={e.message} email={email} />,
+          <AuthForm
+            mode="signup"
+            error={e.message}
+            email={email}
+            invite={invite}
+          />,
           400,
         );
       }

@@ -63,6 +63,9 @@ function streamsOwnBody(c: Context): boolean {
  */
 export function apiAuth(deps: AppDeps): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
+    // The admin API answers 404 to anyone but an admin (routes/admin.ts finds out who
+    // calls itself), and reports need no account.
+    if (ownAuthPath(c.req.path)) return await next();
     let key = headerKey(c);
     const sessionToken = c.req.header(SESSION_TOKEN_HEADER);
     if (key === undefined && sessionToken !== undefined) {
@@ -91,6 +94,49 @@ export function apiAuth(deps: AppDeps): MiddlewareHandler<AppEnv> {
     await admit(c, deps, key);
     await next();
   };
+}
+
+/** Paths under /api/1 whose routes authenticate (or not) by themselves. */
+function ownAuthPath(path: string): boolean {
+  return path === "/api/1/reports" || path === "/api/1/admin" ||
+    path.startsWith("/api/1/admin/");
+}
+
+/**
+ * Who calls, for routes that tell nobody why they refuse (the admin API answers 404 to
+ * all but admins): the owner of a valid key (Authorization, X-API-Key or `?key=`), or the
+ * signed-in user of a call from our own pages carrying the session's token; undefined for
+ * anyone else. A wrong key counts against its address as everywhere (170 past the limit).
+ */
+export async function quietCaller(
+  c: Context<AppEnv>,
+  deps: AppDeps,
+): Promise<string | undefined> {
+  let key: string | undefined;
+  try {
+    key = headerKey(c) ?? presentKey(c.req.query("key"));
+  } catch {
+    return undefined; // a malformed Authorization header
+  }
+  if (key !== undefined) {
+    try {
+      return (await keyOwner(c, deps, key)).userId;
+    } catch (e) {
+      if (e instanceof ApiError && e.code !== 170 && e.code !== 250) {
+        return undefined;
+      }
+      throw e;
+    }
+  }
+  const token = c.req.header(SESSION_TOKEN_HEADER);
+  if (token === undefined) return undefined;
+  try {
+    refuseForeign(c, deps, "Session calls");
+  } catch {
+    return undefined;
+  }
+  const user = await sessionUser(c, deps);
+  return user && safeEqual(token, user.csrfToken) ? user.userId : undefined;
 }
 
 /**

@@ -8,6 +8,8 @@ export type AppEnv = {
     apiKeyId: string;
     /** Set for a guest's upload (GUEST_UPLOADS=on): the GUEST_* limits apply. */
     guest?: boolean;
+    /** Set on /api/1/admin/… and /admin once the caller is known to be an admin. */
+    admin?: { id: string; email: string };
   };
 };
 

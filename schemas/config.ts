@@ -277,6 +277,35 @@ export const ConfigSchema = z.object({
   LOG_REQUESTS: z.enum(["true", "false"]).default("true").transform((v) =>
     v === "true"
   ),
+  /**
+   * Who may make an account at /signup: anyone (`open`), holders of an admin's invite link
+   * (`invite`), or nobody (`closed`; admins still make accounts with `deno task
+   * user:create`). The first account of an empty instance is always allowed: it is the
+   * admin.
+   */
+  SIGNUP: z.enum(["open", "invite", "closed"]).default("open"),
+  /** Each account's storage, in MB of stored originals (0: no limit); admins override it. */
+  USER_STORAGE_MB: int(0, 0, 1_073_741_824),
+  /** Each account's number of live images (0: no limit); admins override it. */
+  USER_IMAGES_MAX: int(0, 0, 1_000_000_000),
+  /** Each account's captures per calendar month, UTC (0: no limit); admins override it. */
+  SCREENSHOTS_PER_MONTH: int(0, 0, 1_000_000_000),
+  /** Reports one client address may send a minute (POST /api/1/reports). */
+  REPORTS_PER_MINUTE: int(5, 1, 10_000),
+  /**
+   * The token Prometheus sends (`Authorization: Bearer`) to read /metrics on the service's
+   * own port; unset, /metrics is 404 there. At least 16 characters.
+   */
+  METRICS_TOKEN: z.string().min(16, "must be at least 16 characters")
+    .optional(),
+  /**
+   * A separate `host:port` serving only /metrics, without a token (bind it to a private
+   * address); unset, none.
+   */
+  METRICS_LISTEN: z.string().regex(
+    /^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):\d{1,5}$/,
+    "must be host:port",
+  ).optional(),
 }).transform((c) => {
   const base = c.BASE_URL ?? `http://localhost:${c.PORT}`;
   return {

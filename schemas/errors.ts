@@ -15,6 +15,12 @@ export const ERRORS = {
   150: { message: "No files could be uploaded", status: 422 },
   160: { message: "Invalid request", status: 400 },
   170: { message: "Rate limit exceeded", status: 429 },
+  180: { message: "Quota exceeded", status: 403 },
+  181: { message: "Sign-up is closed or the invite is not valid", status: 403 },
+  182: {
+    message: "This image was taken down and may not be uploaded",
+    status: 403,
+  },
   200: { message: "Invalid URL", status: 400 },
   210: { message: "URL not allowed", status: 403 },
   220: { message: "Page could not be loaded", status: 502 },
@@ -29,6 +35,7 @@ export const ERRORS = {
   405: { message: "Method not allowed", status: 405 },
   413: { message: "Request too large", status: 413 },
   415: { message: "Unsupported media type", status: 415 },
+  451: { message: "Unavailable for legal reasons", status: 451 },
   500: { message: "Internal error", status: 500 },
 } as const;
 

@@ -6,6 +6,7 @@
 #            the service). The Dockerfile and `deno task start`'s first-run installer call this.
 #   test     runtime plus what the suite starts: full Chromium (SDK page tests), PostgreSQL,
 #            nginx (the cluster test's load balancer), iproute2 (network namespaces).
+#            prometheus (a real scrape of /metrics and promtool in the metrics test).
 #            .ci/run calls this.
 #   bench    test plus wrk, which the serve benchmark drives nginx and the service with.
 # Installs only what is missing; needs root and apt-get.
@@ -13,7 +14,7 @@ set -euo pipefail
 want=${1:-runtime}
 pkgs=(chromium-headless-shell fonts-noto-core fonts-noto-cjk fonts-noto-color-emoji socat ca-certificates util-linux)
 if [ "$want" = test ] || [ "$want" = bench ]; then
-  pkgs+=(chromium postgresql nginx iproute2 curl openssl)
+  pkgs+=(chromium postgresql nginx iproute2 curl openssl prometheus)
   [ "$want" = bench ] && pkgs+=(wrk)
 elif [ "$want" != runtime ]; then
   echo "usage: $0 runtime|test|bench" >&2

@@ -26,6 +26,11 @@ const TEXT: Record<number, { title: string; body: string }> = {
     title: "Too many requests",
     body: "Wait a moment and try again.",
   },
+  451: {
+    title: "Image removed",
+    body:
+      "This image was taken down by the people who run this site and is no longer available.",
+  },
   500: {
     title: "Something went wrong",
     body:

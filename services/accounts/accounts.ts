@@ -32,12 +32,31 @@ const THROTTLE_WINDOW_MS = 15 * 60_000;
 const DUMMY_HASH =
   "scrypt$32768$8$1$FsL3pRoJtIlkca2mv0iVPQ$-14t0_kxd-Jub4ymjFNSvC0CsyBj7voognapqa5dLwk";
 
+/**
+ * Who a new account is: an `admin`, a `user`, or (`first-admin`, sign-up's) an admin when
+ * the instance has no admin yet, else a user. The first-admin rule is decided under a
+ * transaction-wide advisory lock, so two sign-ups racing on an empty instance make one.
+ */
+export type NewRole = "admin" | "user" | "first-admin";
+
+/** The advisory lock under which a first-admin sign-up decides its role. */
+const FIRST_ADMIN_LOCK = 4_700_047;
+
+/** True when no account may yet call itself admin: the instance is new. */
+export async function hasNoAdmin(db: Kysely<DB>): Promise<boolean> {
+  const row = await db.selectFrom("users").select("id")
+    .where("role", "=", "admin").where("deleted_at", "is", null)
+    .limit(1).executeTakeFirst();
+  return !row;
+}
+
 /** Creates an account; the password is stored only as a scrypt hash. */
 export async function createUser(
   db: Kysely<DB>,
   email: string,
   password: string,
-): Promise<{ id: string; email: string }> {
+  role: NewRole = "user",
+): Promise<{ id: string; email: string; role: "admin" | "user" }> {
   email = email.trim();
   if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email) || email.length > 254) {
     throw new AccountError("Enter a valid e-mail address.");
@@ -52,14 +71,23 @@ export async function createUser(
     throw new AccountError("An account with this e-mail already exists.");
   }
   const id = randomToken(9);
-  await db.insertInto("users").values({
-    id,
-    email,
-    password_hash: await hashPassword(password),
-    disabled_at: null,
-    deleted_at: null,
-  }).execute();
-  return { id, email };
+  const password_hash = await hashPassword(password);
+  return await db.transaction().execute(async (tx) => {
+    let made: "admin" | "user" = role === "admin" ? "admin" : "user";
+    if (role === "first-admin") {
+      await sql`select pg_advisory_xact_lock(${FIRST_ADMIN_LOCK})`.execute(tx);
+      if (await hasNoAdmin(tx)) made = "admin";
+    }
+    await tx.insertInto("users").values({
+      id,
+      email,
+      password_hash,
+      disabled_at: null,
+      deleted_at: null,
+      role: made,
+    }).execute();
+    return { id, email, role: made };
+  });
 }
 
 /**

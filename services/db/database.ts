@@ -215,11 +215,31 @@ export async function readMigrations(): Promise<
   names.sort();
   return await Promise.all(names.map(async (name) => {
     const text = await Deno.readTextFile(new URL(name, MIGRATIONS_DIR));
-    const statements = text.split(/;\s*$/m).map((s) => s.trim()).filter(
-      Boolean,
-    );
-    return { name, statements };
+    return { name, statements: splitStatements(text) };
   }));
+}
+
+/**
+ * A migration's statements: split where a line ends in `;`, except inside a `$$`-quoted
+ * body (a function's, whose own statements end lines in `;` too).
+ */
+export function splitStatements(text: string): string[] {
+  const out: string[] = [];
+  let current = "";
+  text.split("$$").forEach((part, i) => {
+    if (i % 2 === 1) {
+      current += `$$${part}$$`;
+      return;
+    }
+    const pieces = part.split(/;\s*$/m);
+    current += pieces[0];
+    for (const piece of pieces.slice(1)) {
+      out.push(current);
+      current = piece;
+    }
+  });
+  out.push(current);
+  return out.map((s) => s.trim()).filter(Boolean);
 }
 
 /**

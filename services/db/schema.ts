@@ -11,6 +11,12 @@ export interface DB {
     deleted_at: Date | null;
     /** A guest's: the hash of its browser's `guest` cookie (migration 011). */
     guest_token_hash: Generated<string | null>;
+    /** `admin` or `user` (migration 012). */
+    role: Generated<string>;
+    /** Per-account quota overrides: null is the instance default, 0 none (migration 012). */
+    quota_storage_mb: Generated<number | null>;
+    quota_images: Generated<number | null>;
+    quota_screenshots: Generated<number | null>;
   };
   api_keys: {
     id: string;
@@ -59,6 +65,8 @@ export interface DB {
     privacy: Generated<string>;
     /** The scrypt hash of a `password` image's password (migration 010). */
     password_hash: Generated<string | null>;
+    /** Set with deleted_at when an admin took the image down: it answers 451 (012). */
+    taken_down_at: Generated<Date | null>;
   };
   albums: {
     id: string;
@@ -102,6 +110,61 @@ export interface DB {
   secrets: {
     name: string;
     value: string;
+  };
+  /** Bytes that may never be stored again (taken down), checked by a trigger (012). */
+  blocked_hashes: {
+    sha256: string;
+    image_id: string | null;
+    reason: Generated<string>;
+    created_at: Generated<Date>;
+  };
+  /** Bytes an upload in flight counts against its account's quota (012). */
+  quota_holds: {
+    id: string;
+    user_id: string;
+    bytes: string | number;
+    expires_at: Date;
+  };
+  /** Captures per account and UTC month, `YYYY-MM` (012). */
+  screenshot_usage: {
+    user_id: string;
+    month: string;
+    count: Generated<number>;
+  };
+  /** Sign-up invitations (SIGNUP=invite), the token stored hashed (012). */
+  invites: {
+    id: string;
+    token_hash: string;
+    created_by: string;
+    max_uses: number;
+    uses: Generated<number>;
+    expires_at: Date | null;
+    revoked_at: Generated<Date | null>;
+    created_at: Generated<Date>;
+  };
+  /** Reports of images by anyone; the reporter only as a hash of the address (012). */
+  reports: {
+    id: string;
+    image_id: string;
+    reason: string;
+    note: Generated<string>;
+    reporter_hash: string;
+    /** `open`, `dismissed` or `taken_down`. */
+    state: Generated<string>;
+    created_at: Generated<Date>;
+    resolved_at: Generated<Date | null>;
+    resolved_by: Generated<string | null>;
+  };
+  /** Every admin action (012). */
+  audit_log: {
+    id: Generated<string | number>;
+    actor_id: string;
+    actor_email: string;
+    action: string;
+    target: Generated<string>;
+    details: Generated<string>;
+    address: Generated<string>;
+    at: Generated<Date>;
   };
   schema_migrations: {
     name: string;

@@ -48,6 +48,8 @@ import { withReader } from "./formats/positioned_read.ts";
 import { claimScratchDir, processTag } from "../runtime/scratch_dir.ts";
 import { rewriteAvif } from "./formats/avif_strip.ts";
 import { WorkSlots } from "../runtime/work_slots.ts";
+import { type QuotaHold, Quotas } from "../accounts/quotas.ts";
+import { isBlockedContent } from "../db/errors.ts";
 import { hasMedium, variantExt } from "./fixed_variants.ts";
 import { engineThreads, imageEngine, isLibvipsTimeout } from "./engine.ts";
 import { ScratchBudget } from "./formats/scratch_budget.ts";
@@ -142,6 +144,8 @@ export class ImagePipeline {
   readonly #memory: boolean;
   /** The process's temp folder exists (made at the first upload, once). */
   #tmpMade = false;
+  /** Storage, image-count and capture quotas, checked before anything is stored. */
+  readonly quotas: Quotas;
   constructor(
     private readonly deps: Pick<
       AppDeps,
@@ -166,6 +170,7 @@ export class ImagePipeline {
       deps.config.IMAGE_WORKERS,
       deps.config.IMAGE_QUEUE,
     );
+    this.quotas = new Quotas(deps.database.db, deps.clock, deps.config);
     this.#bmpScratch = new ScratchBudget(
       deps.config.BMP_SCRATCH_MB,
       deps.config.BMP_SCRATCH_TOTAL_MB,
@@ -316,7 +321,10 @@ export class ImagePipeline {
       stored = undefined;
     };
     const scratch = this.#reserveBmpScratch(shape.bmp);
+    let hold: QuotaHold | null = null;
     try {
+      // The account's quota, before anything is stored (180 when the file does not fit).
+      hold = await this.quotas.hold(userId, file.size);
       await this.#checkStripKeep(file, source, ext, shape, {
         tmp,
         beside,
@@ -331,6 +339,7 @@ export class ImagePipeline {
       // A full disk fails whichever write comes first: the strip, the store.
       throw !(e instanceof ApiError) && isNoSpace(e) ? noSpace(e) : e;
     } finally {
+      await hold?.release();
       const handedOver = stored?.path;
       await Promise.all(
         temps.filter((p) => p !== handedOver).map((p) =>
@@ -722,6 +731,7 @@ export class ImagePipeline {
       description: "",
       privacy: "public",
       password_hash: null,
+      taken_down_at: null,
     };
     const dropFiles = opts.drop;
     /** While the row's insert is out: a failure then may hide a commit still to come. */
@@ -764,6 +774,8 @@ export class ImagePipeline {
       // later has them, and the orphan sweep removes them after ORPHAN_GRACE_S when no
       // row ever claims them. Any other failure leaves nothing behind, as before.
       if (!(inserting && isDatabaseOutage(e))) await dropFiles();
+      // The images table's trigger refuses bytes an admin took down (migration 012).
+      if (isBlockedContent(e)) throw new ApiError(182);
       throw e;
     }
     return toImageRecord(config, row);

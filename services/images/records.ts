@@ -1,4 +1,5 @@
 import { type Kysely, type Selectable, sql } from "kysely";
+import { ApiError } from "../../schemas/errors.ts";
 import type { Config } from "../../schemas/config.ts";
 import type { Privacy } from "../../schemas/image.ts";
 import type { DB } from "../db/schema.ts";
@@ -109,15 +110,24 @@ export function liveImages(db: Kysely<DB>, clock: Clock) {
     );
 }
 
-/** A live (not deleted, not expired) image by id. */
+/**
+ * A live (not deleted, not expired) image by id. One taken down by an admin throws 451
+ * (every URL form of it answers that), unless `quiet` asks for undefined as for any
+ * missing image. The row is read whatever its state, so telling the two costs nothing.
+ */
 export async function findLiveImage(
   db: Kysely<DB>,
   id: string,
   clock: Clock,
+  opts: { quiet?: boolean } = {},
 ): Promise<ImageRow | undefined> {
   const row = await db.selectFrom("images").selectAll().where("id", "=", id)
-    .where("deleted_at", "is", null).executeTakeFirst();
+    .executeTakeFirst();
   if (!row) return undefined;
+  if (row.deleted_at) {
+    if (row.taken_down_at && !opts.quiet) throw new ApiError(451);
+    return undefined;
+  }
   if (row.expires_at && new Date(row.expires_at) <= clock.now()) {
     return undefined;
   }
@@ -255,6 +265,18 @@ export async function deleteImage(
   await db.updateTable("images").set({ deleted_at: clock.now() })
     .where("id", "=", row.id).execute();
   await announceImageChange(db, row.id);
+  await removeImageBytes(db, store, row);
+}
+
+/**
+ * Removes a row's bytes from the store: the original, the fixed variants and every made
+ * variant (files and rows). The row must already be marked (deleted or taken down).
+ */
+export async function removeImageBytes(
+  db: Kysely<DB>,
+  store: BlobStore,
+  row: ImageRow,
+): Promise<void> {
   await removeBlobs(store, row);
   await deleteVariants(db, store, row.id);
 }

@@ -95,7 +95,16 @@ export class ScreenshotService {
         details: [{ message: "no browser is available on this server" }],
       });
     }
-    const shot = await shooter.capture(opts);
+    // The month's captures, counted before the browser is used (180 past the quota);
+    // a capture that fails is given back.
+    await this.pipeline.quotas.countScreenshot(userId);
+    let shot;
+    try {
+      shot = await shooter.capture(opts);
+    } catch (e) {
+      await this.pipeline.quotas.uncountScreenshot(userId);
+      throw e;
+    }
     const answer = req.share
       ? await this.#store(userId, req, target, shot)
       : this.#inline(req, shot);

@@ -51,7 +51,8 @@ export class ShotCache {
       .where("expires_at", ">", this.clock.now()).executeTakeFirst();
     if (!row) return null;
     if (
-      row.image_id && !await findLiveImage(this.db, row.image_id, this.clock)
+      row.image_id &&
+      !await findLiveImage(this.db, row.image_id, this.clock, { quiet: true })
     ) {
       return null;
     }

@@ -19,6 +19,7 @@ import { wholeBodyLimit } from "./routes/body_limit.ts";
 import { registerUploadRoutes } from "./routes/upload.ts";
 import { registerImageListRoutes } from "./routes/image_list.ts";
 import { registerAdminRoutes } from "./routes/admin.ts";
+import { registerAccountApi } from "./routes/account_api.ts";
 import { registerAlbumRoutes } from "./routes/albums.ts";
 import { registerAlbumPage } from "./routes/album_page.tsx";
 import { registerOrganiseRoutes } from "./routes/organise.tsx";
@@ -184,6 +185,7 @@ export function createApp(deps: AppDeps): App {
   );
   registerUploadRoutes(app, deps, pipeline, rowCache);
   registerAdminRoutes(app, deps, pipeline.quotas, rowCache);
+  registerAccountApi(app, deps, pipeline.quotas);
   registerImageListRoutes(app, deps);
   registerAlbumRoutes(app, deps, rowCache);
   registerScreenshotRoutes(app, deps, new ScreenshotService(deps, pipeline));

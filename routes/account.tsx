@@ -21,6 +21,7 @@ import {
   CopyField,
   formCsrf,
   humanDate,
+  humanSize,
   Layout,
   pageSecurity,
 } from "./pages/layout.tsx";
@@ -36,6 +37,7 @@ import {
   useInvite,
 } from "../services/operator/invites.ts";
 import { wantsHtml } from "./pages/errors.tsx";
+import { Quotas, standingOf } from "../services/accounts/quotas.ts";
 import {
   requireSessionForm as sessionForm,
   SESSION_COOKIE,
@@ -94,6 +96,7 @@ export function registerAccountRoutes(app: App, deps: AppDeps) {
   }
 
   const currentUser = (c: Context<AppEnv>) => sessionUser(c, deps);
+  const quotas = new Quotas(db, deps.clock, deps.config);
 
   const requireSessionForm = (c: Context<AppEnv>) => sessionForm(c, deps);
 
@@ -351,7 +354,13 @@ export function registerAccountRoutes(app: App, deps: AppDeps) {
   const AccountPage = async (
     props: { user: SessionUser; newKey?: string; notice?: string },
   ) => {
-    const keys = await listApiKeys(db, props.user.userId);
+    const [keys, standing] = await Promise.all([
+      listApiKeys(db, props.user.userId),
+      standingOf(db, quotas, deps.clock, props.user.userId),
+    ]);
+    const { usage, limits } = standing;
+    const of = (used: string, limit: number, shown: string) =>
+      limit ? `${used} of ${shown}` : used;
     const csrfField = (
       <input type="hidden" name="_csrf" value={props.user.csrfToken} />
     );
@@ -362,6 +371,35 @@ export function registerAccountRoutes(app: App, deps: AppDeps) {
           Signed in as <strong>{props.user.email}</strong>.
         </p>
         {props.notice && <p role="status">{props.notice}</p>}
+        <section aria-labelledby="usage">
+          <h2 id="usage">Usage</h2>
+          <dl class="usage">
+            <dt>Storage</dt>
+            <dd data-usage="bytes">
+              {of(
+                humanSize(usage.bytes),
+                limits.storageBytes,
+                humanSize(limits.storageBytes),
+              )}
+            </dd>
+            <dt>Images</dt>
+            <dd data-usage="images">
+              {of(String(usage.images), limits.images, String(limits.images))}
+            </dd>
+            <dt>Screenshots this month</dt>
+            <dd data-usage="screenshots">
+              {of(
+                String(usage.screenshotsThisMonth),
+                limits.screenshotsPerMonth,
+                String(limits.screenshotsPerMonth),
+              )}
+            </dd>
+          </dl>
+          {!(limits.storageBytes || limits.images ||
+            limits.screenshotsPerMonth) && (
+            <p class="muted">No limits apply to this account.</p>
+          )}
+        </section>
         {props.newKey && (
           <section aria-labelledby="newkey">
             <h2 id="newkey">Your new API key</h2>

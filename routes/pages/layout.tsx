@@ -147,6 +147,8 @@ document.addEventListener("change",()=>{for(const box of document.querySelectorA
 export interface PageUser {
   email: string;
   csrfToken: string;
+  /** `admin` shows the way to /admin. */
+  role?: string;
 }
 
 const NAV: { href: string; label: string; signedIn?: boolean }[] = [
@@ -203,6 +205,18 @@ export function Layout(
                     </a>
                   </li>
                 ))}
+                {user?.role === "admin" && (
+                  <li>
+                    <a
+                      href="/admin"
+                      aria-current={props.current === "/admin"
+                        ? "page"
+                        : undefined}
+                    >
+                      Admin
+                    </a>
+                  </li>
+                )}
                 {user
                   ? (
                     <>

@@ -21,6 +21,8 @@ export interface SessionUser {
   userId: string;
   email: string;
   csrfToken: string;
+  /** `admin` or `user`: pages show admins the way to /admin. */
+  role?: string;
 }
 
 /** Why sign-up or login was refused, shown on the form. */
@@ -168,14 +170,19 @@ export async function getSession(
   if (!sid || sid.length > 100) return null;
   const row = await db.selectFrom("sessions")
     .innerJoin("users", "users.id", "sessions.user_id")
-    .select(["users.id", "users.email", "sessions.csrf_token"])
+    .select(["users.id", "users.email", "users.role", "sessions.csrf_token"])
     .where("sessions.id_hash", "=", sha256Hex(sid))
     .where("sessions.expires_at", ">", clock.now())
     .where("users.deleted_at", "is", null)
     .where("users.disabled_at", "is", null)
     .executeTakeFirst();
   return row
-    ? { userId: row.id, email: row.email, csrfToken: row.csrf_token }
+    ? {
+      userId: row.id,
+      email: row.email,
+      csrfToken: row.csrf_token,
+      role: row.role,
+    }
     : null;
 }
 

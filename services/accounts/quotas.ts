@@ -231,3 +231,18 @@ function fmtMb(bytes: number): string {
 function quotaError(path: string, message: string): ApiError {
   return new ApiError(180, { details: [{ path, message }] });
 }
+
+/** An account's usage beside its limits, as /account and GET /api/1/account show them. */
+export async function standingOf(
+  db: Kysely<DB>,
+  quotas: Quotas,
+  clock: Clock,
+  userId: string,
+): Promise<{ usage: Usage; limits: Limits }> {
+  quotas.forget(userId); // the page shows what holds now
+  const [usage, limits] = await Promise.all([
+    usageOf(db, userId, clock),
+    quotas.limits(userId),
+  ]);
+  return { usage, limits };
+}

@@ -19,6 +19,13 @@ import { wholeBodyLimit } from "./routes/body_limit.ts";
 import { registerUploadRoutes } from "./routes/upload.ts";
 import { registerImageListRoutes } from "./routes/image_list.ts";
 import { registerAdminRoutes } from "./routes/admin.ts";
+import { Metrics } from "./services/metrics/metrics.ts";
+import { CountedStore } from "./services/metrics/counted_store.ts";
+import {
+  FAST_PATH_ROUTE,
+  registerMetricsRoute,
+  routeTemplateOf,
+} from "./routes/metrics_route.ts";
 import { registerAccountApi } from "./routes/account_api.ts";
 import { registerAlbumRoutes } from "./routes/albums.ts";
 import { registerAlbumPage } from "./routes/album_page.tsx";
@@ -90,6 +97,16 @@ export function errorResponse(
  * so tests build as many independent apps as they like.
  */
 export function createApp(deps: AppDeps): App {
+  // One registry per app, shared by every part of it through deps (tests run many apps).
+  const metrics = deps.metrics ??= new Metrics();
+  // Store failures are counted wherever they happen (every part reads deps.store).
+  if (!(deps.store instanceof CountedStore)) {
+    deps.store = new CountedStore(deps.store, metrics);
+  }
+  metrics.bind({
+    pool: deps.database.poolStats,
+    captureQueue: deps.screenshotter?.queued?.bind(deps.screenshotter),
+  });
   const app = new OpenAPIHono<AppEnv>({
     // Chevereto's documented requests end the path in a slash (/api/1/upload/?key=…):
     // under /api/1 one trailing slash is the same route.
@@ -123,6 +140,12 @@ export function createApp(deps: AppDeps): App {
     const id = requestIdOf(c.req.raw.headers.get("x-request-id"));
     c.set("requestId", id);
     await next();
+    metrics.request(
+      routeTemplateOf(c),
+      c.req.method,
+      c.res.status,
+      (performance.now() - start) / 1000,
+    );
     // While draining, every answer closes its connection: a balancer's kept-alive
     // connection would otherwise be cut at shutdown with its next request on it.
     const extra: [string, string][] = [["X-Request-Id", id]];
@@ -162,6 +185,7 @@ export function createApp(deps: AppDeps): App {
   app.use(wholeBodyLimit(deps.config.BODY_MAX_KB));
 
   registerSystemRoutes(app, deps);
+  registerMetricsRoute(app, deps, metrics);
   // Before the image host, whose `/<name>.<ext>` pattern would shadow /openapi.json.
   registerDocsRoutes(app, deps);
   registerAccountRoutes(app, deps);
@@ -234,7 +258,18 @@ export function createApp(deps: AppDeps): App {
   // router and the middleware chain (issue #19).
   const fast = imageFastPath(deps, rowCache, fixedSeen);
   const dispatch = app.fetch;
-  app.fetch = (req, env, ctx) => fast(req, env) ?? dispatch(req, env, ctx);
+  app.fetch = (req, env, ctx) => {
+    const began = performance.now();
+    const answer = fast(req, env);
+    if (!answer) return dispatch(req, env, ctx);
+    metrics.request(
+      FAST_PATH_ROUTE,
+      req.method,
+      answer.status,
+      (performance.now() - began) / 1000,
+    );
+    return answer;
+  };
   documentPublicRoutes(app);
 
   app.notFound(async (c) => {

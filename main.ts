@@ -15,6 +15,8 @@ import {
   resolveProfile,
 } from "./services/runtime/profile.ts";
 import { withTimeout } from "./services/runtime/timeout.ts";
+import { Metrics } from "./services/metrics/metrics.ts";
+import { listenAddress, metricsOnlyHandler } from "./routes/metrics_route.ts";
 
 /** Reads the environment once, builds the dependencies and serves the app. */
 async function main() {
@@ -43,7 +45,17 @@ async function main() {
     pgliteDir: join(config.DATA_DIR, "pgdata"),
   });
   const lifecycle = new Lifecycle();
-  const app = createApp({ ...rt.deps, clock: systemClock, lifecycle });
+  const metrics = new Metrics();
+  metrics.start();
+  const app = createApp({ ...rt.deps, clock: systemClock, lifecycle, metrics });
+  // Prometheus on an address of its own (a private interface), without a token.
+  const metricsServer = config.METRICS_LISTEN
+    ? Deno.serve({
+      ...listenAddress(config.METRICS_LISTEN),
+      onListen: ({ hostname, port }) =>
+        log.info({ msg: "metrics listening", hostname, port }),
+    }, metricsOnlyHandler(metrics))
+    : undefined;
   const server = Deno.serve({
     port: config.PORT,
     hostname: config.HOST,
@@ -77,6 +89,7 @@ async function main() {
       log.error({ msg: "shutdown overran its bound; exiting" });
       Deno.exit(0);
     }, drain + grace + 10_000);
+    await metricsServer?.shutdown().catch(() => {});
     const drained = await drainAndStop(server, lifecycle, {
       drainMs: drain,
       graceMs: grace,

@@ -504,10 +504,16 @@ export function registerHostRoutes(
     // variant costs no stat first; nginx sends what the app vouches for, so a proxied one
     // is looked up.
     if (proxied) {
-      if ((await deps.store.stat(key))?.size) return proxyAnswer();
+      if ((await deps.store.stat(key))?.size) {
+        deps.metrics?.variant("hit");
+        return proxyAnswer();
+      }
     } else {
       const sent = await sendIfStored(c, key, ext, etag, cacheControl, extra);
-      if (sent) return sent;
+      if (sent) {
+        deps.metrics?.variant("hit");
+        return sent;
+      }
     }
     // Not stored: made now (at first request, or again when its bytes were lost). Only a
     // make counts against the address: stored variants cost a file read. An
@@ -527,6 +533,7 @@ export function registerHostRoutes(
       ),
       key,
     );
+    deps.metrics?.variant("made");
     return proxied ? proxyAnswer() : await sendFile();
   };
   app.on(

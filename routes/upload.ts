@@ -491,6 +491,7 @@ export function registerUploadRoutes(
 
   /** Bytes bodies bring before their key, for the whole process (key_hold.ts). */
   const holds = new HoldBudget(holdLimits(deps.config), deps.clock);
+  deps.metrics?.bind({ heldBytes: () => holds.held });
 
   /** One import's limits; its time is what is left of the request's `deadline`. */
   const importLimits = (

@@ -28,6 +28,8 @@ export interface Database {
   pglite?: PGlite;
   /** Resolves when the database answers a trivial query within timeoutMs. */
   ping(timeoutMs?: number): Promise<boolean>;
+  /** PostgreSQL's pool: connections in use and requests waiting (metrics). */
+  poolStats?(): { inUse: number; waiting: number };
   /**
    * Subscribes to a NOTIFY channel (every instance on the database hears it). `onLink`
    * says whether notices are being heard: true once listening (again), false when the
@@ -85,6 +87,7 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
     const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
     const unlisteners = new Set<() => Promise<void>>();
     return wrap(db, "postgres", {
+      poolStats: () => pool.stats(),
       async listen(channel, onMessage, onLink) {
         const { ready, stop } = listenWithReconnect(
           url,
@@ -185,7 +188,7 @@ async function lockDataDir(dir: string): Promise<() => void> {
 function wrap(
   db: Kysely<DB>,
   kind: Database["kind"],
-  ops: Pick<Database, "listen" | "close">,
+  ops: Pick<Database, "listen" | "close" | "poolStats">,
   pg?: PGlite,
 ): Database {
   return {

@@ -68,6 +68,12 @@ export function clientConfig(
   };
 }
 
+/** A connection pool's use at one moment. */
+export interface PoolStats {
+  inUse: number;
+  waiting: number;
+}
+
 /**
  * A node-postgres pool shaped for Kysely's PostgresDialect, whose every failure to reach
  * the server becomes error 250. node-postgres was chosen over postgres.js after a restart
@@ -80,7 +86,7 @@ export function outageAwarePool(
   t: PostgresTimeouts,
   onError: (e: Error) => void,
   searchPath?: string,
-): PostgresPool {
+): PostgresPool & { stats(): PoolStats } {
   const pool = new pg.Pool({
     ...clientConfig(url, t, searchPath),
     max: t.poolMax,
@@ -123,6 +129,11 @@ export function outageAwarePool(
   };
   return {
     options: pool.options,
+    /** Connections handed out and requests waiting for one (the metrics read these). */
+    stats: () => ({
+      inUse: pool.totalCount - pool.idleCount,
+      waiting: pool.waitingCount,
+    }),
     async connect(): Promise<PostgresPoolClient> {
       const client = await pool.connect().catch(translate);
       let w = wrappers.get(client);

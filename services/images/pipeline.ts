@@ -149,7 +149,7 @@ export class ImagePipeline {
   constructor(
     private readonly deps: Pick<
       AppDeps,
-      "config" | "database" | "store" | "clock"
+      "config" | "database" | "store" | "clock" | "metrics"
     >,
   ) {
     // A folder per process: instances sharing DATA_DIR never clean each other's uploads.
@@ -778,6 +778,7 @@ export class ImagePipeline {
       if (isBlockedContent(e)) throw new ApiError(182);
       throw e;
     }
+    this.deps.metrics?.stored(row.source, size);
     return toImageRecord(config, row);
   }
 }

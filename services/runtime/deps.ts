@@ -10,6 +10,7 @@ import type { Screenshotter } from "../screenshots/screenshotter.ts";
 import type { Clock } from "./clock.ts";
 import type { Lifecycle } from "./lifecycle.ts";
 import type { Logger } from "./logger.ts";
+import type { Metrics } from "../metrics/metrics.ts";
 
 /** Everything createApp needs; built by main.ts or by a test. */
 export interface AppDeps {
@@ -22,4 +23,9 @@ export interface AppDeps {
   log: Logger;
   /** Set by main.ts: on SIGTERM the app drains (see Lifecycle). Tests may pass their own. */
   lifecycle?: Lifecycle;
+  /**
+   * The app's metrics; createApp makes one when none is given (each app its own
+   * registry), and every part of the app records into it.
+   */
+  metrics?: Metrics;
 }

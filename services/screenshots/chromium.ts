@@ -141,6 +141,10 @@ export class ChromiumScreenshotter implements Screenshotter {
     }
   }
 
+  queued(): number {
+    return this.#slots.waiting;
+  }
+
   async ready(timeoutMs: number): Promise<boolean> {
     if (this.#browser?.connected) return true;
     return await answersWithin(

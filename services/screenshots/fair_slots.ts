@@ -27,6 +27,11 @@ export class FairSlots {
     return this.#active + this.#waiting;
   }
 
+  /** Captures waiting for a slot. */
+  get waiting(): number {
+    return this.#waiting;
+  }
+
   /** Slots `owner` holds now. */
   heldBy(owner: string): number {
     return this.#activeBy.get(owner) ?? 0;

@@ -99,12 +99,19 @@ export class ScreenshotService {
     // a capture that fails is given back.
     await this.pipeline.quotas.countScreenshot(userId);
     let shot;
+    const began = performance.now();
+    const took = () => (performance.now() - began) / 1000;
     try {
       shot = await shooter.capture(opts);
     } catch (e) {
+      this.deps.metrics?.capture(
+        e instanceof ApiError ? String(e.code) : "500",
+        took(),
+      );
       await this.pipeline.quotas.uncountScreenshot(userId);
       throw e;
     }
+    this.deps.metrics?.capture("ok", took());
     const answer = req.share
       ? await this.#store(userId, req, target, shot)
       : this.#inline(req, shot);

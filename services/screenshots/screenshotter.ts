@@ -52,6 +52,8 @@ export interface CaptureResult {
 /** Takes screenshots; the local Chromium pool and a remote browser both fit behind it. */
 export interface Screenshotter {
   capture(opts: CaptureOptions): Promise<CaptureResult>;
+  /** Captures waiting for a browser slot now (metrics). */
+  queued?(): number;
   /** True when a browser is connected, or can be within timeoutMs (readiness). */
   ready(timeoutMs: number): Promise<boolean>;
   close(): Promise<void>;

@@ -46,6 +46,10 @@ export class SpreadScreenshotter implements Screenshotter {
   }
 
   /** Ready when any of the services is. */
+  queued(): number {
+    return this.pools.reduce((n, p) => n + (p.queued?.() ?? 0), 0);
+  }
+
   async ready(timeoutMs: number): Promise<boolean> {
     const answers = await Promise.all(
       this.pools.map((p) => p.ready(timeoutMs).catch(() => false)),

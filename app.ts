@@ -27,6 +27,8 @@ import {
   routeTemplateOf,
 } from "./routes/metrics_route.ts";
 import { registerAccountApi } from "./routes/account_api.ts";
+import { registerAdminPages } from "./routes/admin_pages.tsx";
+import { registerReportPage } from "./routes/report_page.tsx";
 import { registerAlbumRoutes } from "./routes/albums.ts";
 import { registerAlbumPage } from "./routes/album_page.tsx";
 import { registerOrganiseRoutes } from "./routes/organise.tsx";
@@ -210,6 +212,8 @@ export function createApp(deps: AppDeps): App {
   registerUploadRoutes(app, deps, pipeline, rowCache);
   registerAdminRoutes(app, deps, pipeline.quotas, rowCache);
   registerAccountApi(app, deps, pipeline.quotas);
+  registerAdminPages(app, deps, pipeline.quotas, rowCache);
+  registerReportPage(app, deps);
   registerImageListRoutes(app, deps);
   registerAlbumRoutes(app, deps, rowCache);
   registerScreenshotRoutes(app, deps, new ScreenshotService(deps, pipeline));

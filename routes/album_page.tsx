@@ -106,6 +106,13 @@ export function registerAlbumPage(
                 <CardPicture rec={rec} widths={config.IMAGE_WIDTHS} />
                 <div class="body">
                   <span class="title" title={rec.title}>{rec.title}</span>
+                  <a
+                    class="muted"
+                    href={`/report?image=${rec.id}`}
+                    aria-label={`Report ${rec.title}`}
+                  >
+                    Report
+                  </a>
                 </div>
               </li>
             ))}

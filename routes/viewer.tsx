@@ -165,6 +165,11 @@ export function registerViewerRoutes(
         </p>
         <div class="toolbar">
           <a class="button secondary" href={rec.url}>Full size</a>
+          {!owner && (
+            <a class="button secondary" href={`/report?image=${rec.id}`}>
+              Report
+            </a>
+          )}
           {owner && (
             <>
               <a

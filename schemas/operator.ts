@@ -170,6 +170,7 @@ export const AdminImageSchema = z.object({
   owner_id: z.string(),
   owner_email: z.string(),
   ext: z.string(),
+  thumb_ext: z.string().nullable(),
   size: z.number().int(),
   width: z.number().int(),
   height: z.number().int(),

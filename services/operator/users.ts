@@ -232,6 +232,8 @@ export interface AdminImage {
   owner_id: string;
   owner_email: string;
   ext: string;
+  /** The thumbnail's extension (its format may differ from the original's). */
+  thumb_ext: string | null;
   size: number;
   width: number;
   height: number;
@@ -259,6 +261,7 @@ export async function listAllImages(
       "i.user_id",
       "u.email",
       "i.ext",
+      "i.thumb_ext",
       "i.size",
       "i.width",
       "i.height",
@@ -277,6 +280,7 @@ export async function listAllImages(
       owner_id: r.user_id,
       owner_email: r.email,
       ext: r.ext,
+      thumb_ext: r.thumb_ext,
       size: Number(r.size),
       width: r.width,
       height: r.height,

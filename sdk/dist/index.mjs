@@ -48,6 +48,18 @@ var ERRORS = {
     "message": "Rate limit exceeded",
     "status": 429
   },
+  "180": {
+    "message": "Quota exceeded",
+    "status": 403
+  },
+  "181": {
+    "message": "Sign-up is closed or the invite is not valid",
+    "status": 403
+  },
+  "182": {
+    "message": "This image was taken down and may not be uploaded",
+    "status": 403
+  },
   "200": {
     "message": "Invalid URL",
     "status": 400
@@ -103,6 +115,10 @@ var ERRORS = {
   "415": {
     "message": "Unsupported media type",
     "status": 415
+  },
+  "451": {
+    "message": "Unavailable for legal reasons",
+    "status": 451
   },
   "500": {
     "message": "Internal error",

@@ -51,6 +51,18 @@ export const ERRORS: Record<number, { message: string; status: number }> = {
     "message": "Rate limit exceeded",
     "status": 429
   },
+  "180": {
+    "message": "Quota exceeded",
+    "status": 403
+  },
+  "181": {
+    "message": "Sign-up is closed or the invite is not valid",
+    "status": 403
+  },
+  "182": {
+    "message": "This image was taken down and may not be uploaded",
+    "status": 403
+  },
   "200": {
     "message": "Invalid URL",
     "status": 400
@@ -106,6 +118,10 @@ export const ERRORS: Record<number, { message: string; status: number }> = {
   "415": {
     "message": "Unsupported media type",
     "status": 415
+  },
+  "451": {
+    "message": "Unavailable for legal reasons",
+    "status": 451
   },
   "500": {
     "message": "Internal error",

@@ -115,6 +115,290 @@ export interface paths {
         patch: operations["updateImage"];
         trace?: never;
     };
+    "/api/1/admin/stats": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The instance at a glance
+         * @description Accounts, images, stored bytes, takedowns, open reports, captures this month, and the sign-up mode.
+         *
+         *     Answers 404 to anyone who is not an admin (no key, a user's key or session, a disabled account), as for a path that does not exist.
+         */
+        get: operations["getAdminStats"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/1/admin/users": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List and search accounts
+         * @description Newest first, with images, bytes stored, captures this month and last activity; `q` matches a piece of the e-mail or an id.
+         *
+         *     Answers 404 to anyone who is not an admin (no key, a user's key or session, a disabled account), as for a path that does not exist.
+         */
+        get: operations["listAdminUsers"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/1/admin/users/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete an account with all its images
+         * @description Every image's original and variants leave the store; albums, keys and sessions go.
+         *
+         *     Answers 404 to anyone who is not an admin (no key, a user's key or session, a disabled account), as for a path that does not exist.
+         */
+        delete: operations["deleteAdminUser"];
+        options?: never;
+        head?: never;
+        /**
+         * Disable, enable, change the role or the quotas of an account
+         * @description `disabled: true` ends the account's sessions and refuses its keys on every instance within the key cache's bound (so its uploads and captures), its images staying online; `false` enables it. Quotas: null is the instance default, 0 none. An admin cannot disable or demote themselves (160).
+         *
+         *     Answers 404 to anyone who is not an admin (no key, a user's key or session, a disabled account), as for a path that does not exist.
+         */
+        patch: operations["updateAdminUser"];
+        trace?: never;
+    };
+    "/api/1/admin/users/{id}/ban": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Ban: disable the account and take down all its images
+         * @description Answers 404 to anyone who is not an admin (no key, a user's key or session, a disabled account), as for a path that does not exist.
+         */
+        post: operations["banAdminUser"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/1/admin/images": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Every account's images, newest first, with their owners
+         * @description Answers 404 to anyone who is not an admin (no key, a user's key or session, a disabled account), as for a path that does not exist.
+         */
+        get: operations["listAdminImages"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/1/admin/images/{id}/takedown": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Take an image down
+         * @description Every URL form of the image answers 451 from now on (original, thumbnail, medium, transforms, viewer, record), its bytes and variants leave the store, its open reports close, and its SHA-256 is blocked: the same bytes uploaded again by anyone are refused with 182. Taking down an image already taken down changes nothing (`changed: false`).
+         *
+         *     Answers 404 to anyone who is not an admin (no key, a user's key or session, a disabled account), as for a path that does not exist.
+         */
+        post: operations["takedownImage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/1/admin/reports": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The reports queue
+         * @description Open reports oldest first (`state=open`, the default), or any state newest first. Never says who reported.
+         *
+         *     Answers 404 to anyone who is not an admin (no key, a user's key or session, a disabled account), as for a path that does not exist.
+         */
+        get: operations["listAdminReports"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/1/admin/reports/{id}/dismiss": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Dismiss an open report (the image stays)
+         * @description Answers 404 to anyone who is not an admin (no key, a user's key or session, a disabled account), as for a path that does not exist.
+         */
+        post: operations["dismissAdminReport"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/1/admin/invites": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Sign-up invitations
+         * @description Answers 404 to anyone who is not an admin (no key, a user's key or session, a disabled account), as for a path that does not exist.
+         */
+        get: operations["listAdminInvites"];
+        put?: never;
+        /**
+         * Make an invitation link
+         * @description With SIGNUP=invite, /signup takes only these links. The link (`url`) is shown this once; a used, expired or revoked one is refused with 181.
+         *
+         *     Answers 404 to anyone who is not an admin (no key, a user's key or session, a disabled account), as for a path that does not exist.
+         */
+        post: operations["createAdminInvite"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/1/admin/invites/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke an invitation
+         * @description Answers 404 to anyone who is not an admin (no key, a user's key or session, a disabled account), as for a path that does not exist.
+         */
+        delete: operations["revokeAdminInvite"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/1/admin/audit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The audit log
+         * @description Every admin action: who, what, on which target, when and from which address; newest first.
+         *
+         *     Answers 404 to anyone who is not an admin (no key, a user's key or session, a disabled account), as for a path that does not exist.
+         */
+        get: operations["listAdminAudit"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/1/reports": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Report an image
+         * @description No account needed: anyone who can see an image may report it to the admins. REPORTS_PER_MINUTE per client address (170 past it). The image's owner never sees who reported; the reporter is kept only as a hash. An image a stranger cannot see is 404.
+         */
+        post: operations["reportImage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/1/account": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Your account: usage and limits
+         * @description What the account stores and captured this month beside its quotas (USER_STORAGE_MB, USER_IMAGES_MAX, SCREENSHOTS_PER_MONTH, or an admin's override; 0 is no limit). An upload or capture past a limit answers 180.
+         */
+        get: operations["getAccount"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/1/images": {
         parameters: {
             query?: never;
@@ -458,6 +742,9 @@ export interface components {
          *     | 150 | 422 | No files could be uploaded |
          *     | 160 | 400 | Invalid request |
          *     | 170 | 429 | Rate limit exceeded |
+         *     | 180 | 403 | Quota exceeded |
+         *     | 181 | 403 | Sign-up is closed or the invite is not valid |
+         *     | 182 | 403 | This image was taken down and may not be uploaded |
          *     | 200 | 400 | Invalid URL |
          *     | 210 | 403 | URL not allowed |
          *     | 220 | 502 | Page could not be loaded |
@@ -472,11 +759,12 @@ export interface components {
          *     | 405 | 405 | Method not allowed |
          *     | 413 | 413 | Request too large |
          *     | 415 | 415 | Unsupported media type |
+         *     | 451 | 451 | Unavailable for legal reasons |
          *     | 500 | 500 | Internal error |
          * @example 110
          * @enum {integer}
          */
-        ErrorCode: 100 | 110 | 120 | 130 | 131 | 140 | 141 | 142 | 143 | 150 | 160 | 170 | 200 | 210 | 220 | 221 | 222 | 230 | 231 | 240 | 250 | 403 | 404 | 405 | 413 | 415 | 500;
+        ErrorCode: 100 | 110 | 120 | 130 | 131 | 140 | 141 | 142 | 143 | 150 | 160 | 170 | 180 | 181 | 182 | 200 | 210 | 220 | 221 | 222 | 230 | 231 | 240 | 250 | 403 | 404 | 405 | 413 | 415 | 451 | 500;
         /** @description Chevereto's image object (Chevereto-shaped requests with one image only) */
         CheveretoImage: {
             /**
@@ -561,6 +849,207 @@ export interface components {
             id: string;
             /** @enum {boolean} */
             deleted: true;
+        };
+        AdminTotals: {
+            users: number;
+            disabled_users: number;
+            images: number;
+            bytes: number;
+            taken_down: number;
+            open_reports: number;
+            screenshots_this_month: number;
+            /** @enum {string} */
+            signup: "open" | "invite" | "closed";
+        };
+        AdminUserList: {
+            users: components["schemas"]["AdminUser"][];
+            total: number;
+            page: number;
+            per_page: number;
+        };
+        AdminUser: {
+            id: string;
+            email: string;
+            /** @enum {string} */
+            role: "admin" | "user";
+            /** @enum {string} */
+            state: "active" | "disabled";
+            /** @description Unix seconds */
+            created: number;
+            images: number;
+            /** @description Stored originals, bytes */
+            bytes: number;
+            screenshots_this_month: number;
+            /** @description Newest upload, key use or sign-in (Unix seconds) */
+            last_active: number | null;
+            /** @description Per-account overrides: null is the instance default, 0 none */
+            quota: {
+                storage_mb: number | null;
+                images: number | null;
+                screenshots_per_month: number | null;
+            };
+        };
+        AdminUserPatch: {
+            /** @description true disables the account (sessions end, keys answer 120, uploads and captures refused; its images stay online); false enables it */
+            disabled?: boolean;
+            /** @enum {string} */
+            role?: "admin" | "user";
+            quota_storage_mb?: number | null;
+            quota_images?: number | null;
+            quota_screenshots?: number | null;
+        };
+        UserDeleted: {
+            user_id: string;
+            images_deleted: number;
+        };
+        Ban: {
+            user_id: string;
+            images_taken_down: number;
+        };
+        AdminReason: {
+            /**
+             * @default
+             * @example DMCA notice 2026-118
+             */
+            reason?: string;
+        };
+        AdminImageList: {
+            images: components["schemas"]["AdminImage"][];
+            total: number;
+            page: number;
+            per_page: number;
+        };
+        AdminImage: {
+            id: string;
+            title: string;
+            owner_id: string;
+            owner_email: string;
+            ext: string;
+            thumb_ext: string | null;
+            size: number;
+            width: number;
+            height: number;
+            privacy: string;
+            source: string;
+            time: number;
+        };
+        Takedown: {
+            image_id: string;
+            /** @description Blocked from now on, for everyone */
+            sha256: string;
+            owner_id: string;
+            reports_closed: number;
+            /** @description false when the image had been taken down before */
+            changed: boolean;
+        };
+        AdminReportList: {
+            reports: components["schemas"]["AdminReport"][];
+            total: number;
+            page: number;
+            per_page: number;
+        };
+        AdminReport: {
+            id: string;
+            image_id: string;
+            /** @enum {string} */
+            reason: "illegal" | "copyright" | "abuse" | "sexual" | "violence" | "spam" | "other";
+            note: string;
+            /** @enum {string} */
+            state: "open" | "dismissed" | "taken_down";
+            time: number;
+            image: {
+                owner_id: string;
+                owner_email: string;
+                title: string;
+            } | null;
+            /** @description Other open reports of the same image */
+            others: number;
+        };
+        ReportFiled: {
+            /** @example Rk2mPq9x */
+            id: string;
+        };
+        InviteList: {
+            invites: components["schemas"]["Invite"][];
+        };
+        Invite: {
+            id: string;
+            max_uses: number;
+            uses: number;
+            expires: number | null;
+            created: number;
+            created_by: string;
+            /** @enum {string} */
+            state: "active" | "used" | "expired" | "revoked";
+        };
+        NewInvite: components["schemas"]["Invite"] & {
+            token: string;
+            /** @example https://img.example.com/signup?invite=… */
+            url: string;
+        };
+        InviteRequest: {
+            /** @default 1 */
+            max_uses?: number;
+            /**
+             * @description Seconds until the link stops working; none: never
+             * @example 604800
+             */
+            expires_in?: number;
+        };
+        AuditList: {
+            entries: components["schemas"]["AuditEntry"][];
+            total: number;
+            page: number;
+            per_page: number;
+        };
+        AuditEntry: {
+            id: number;
+            actor_id: string;
+            actor_email: string;
+            /** @example image.takedown */
+            action: string;
+            target: string;
+            /** @description JSON, or empty */
+            details: string;
+            address: string;
+            time: number;
+        };
+        ReportRequest: {
+            /** @example aB3dE5fG7hJ9 */
+            image_id: string;
+            /**
+             * @example copyright
+             * @enum {string}
+             */
+            reason: "illegal" | "copyright" | "abuse" | "sexual" | "violence" | "spam" | "other";
+            /**
+             * @description Anything the admin should know (at most 1000 characters)
+             * @example This is my photo, posted without my permission.
+             */
+            note?: string;
+        };
+        Account: {
+            /** @example aB3dE5fG7 */
+            id: string;
+            /** @example you@example.com */
+            email: string;
+            /** @enum {string} */
+            role: "admin" | "user";
+            usage: {
+                /** @description Stored originals, bytes */
+                bytes: number;
+                images: number;
+                /** @description Captures this calendar month (UTC) */
+                screenshots_this_month: number;
+            };
+            limits: {
+                /** @description 0: no limit */
+                storage_bytes: number;
+                /** @description 0: no limit */
+                images: number;
+                /** @description 0: no limit */
+                screenshots_per_month: number;
+            };
         };
         ImageList: {
             /** @enum {string} */
@@ -3185,6 +3674,3172 @@ export interface operations {
                              */
                             code: 404;
                             /** @example Not found */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 405 Method not allowed (another method on this path; Allow lists the ones it has) */
+            405: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 405;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 405: Method not allowed
+                             * @enum {integer}
+                             */
+                            code: 405;
+                            /** @example Method not allowed */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 170 Rate limit exceeded */
+            429: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 429;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 170: Rate limit exceeded
+                             * @enum {integer}
+                             */
+                            code: 170;
+                            /** @example Rate limit exceeded */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 500 Internal error */
+            500: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 500;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 500: Internal error
+                             * @enum {integer}
+                             */
+                            code: 500;
+                            /** @example Internal error */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 250 Service temporarily unavailable */
+            503: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 503;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 250: Service temporarily unavailable
+                             * @enum {integer}
+                             */
+                            code: 250;
+                            /** @example Service temporarily unavailable */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+        };
+    };
+    getAdminStats: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Totals */
+            200: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": 200,
+                     *       "success": true,
+                     *       "data": {
+                     *         "users": 12,
+                     *         "disabled_users": 1,
+                     *         "images": 340,
+                     *         "bytes": 81234567,
+                     *         "taken_down": 2,
+                     *         "open_reports": 1,
+                     *         "screenshots_this_month": 55,
+                     *         "signup": "invite"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 200;
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["AdminTotals"];
+                    };
+                };
+            };
+            /** @description 160 Invalid request */
+            400: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 400;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 160: Invalid request
+                             * @enum {integer}
+                             */
+                            code: 160;
+                            /** @example Invalid request */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 404 Not found */
+            404: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 404;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 404: Not found
+                             * @enum {integer}
+                             */
+                            code: 404;
+                            /** @example Not found */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 405 Method not allowed (another method on this path; Allow lists the ones it has) */
+            405: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 405;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 405: Method not allowed
+                             * @enum {integer}
+                             */
+                            code: 405;
+                            /** @example Method not allowed */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 170 Rate limit exceeded */
+            429: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 429;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 170: Rate limit exceeded
+                             * @enum {integer}
+                             */
+                            code: 170;
+                            /** @example Rate limit exceeded */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 500 Internal error */
+            500: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 500;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 500: Internal error
+                             * @enum {integer}
+                             */
+                            code: 500;
+                            /** @example Internal error */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 250 Service temporarily unavailable */
+            503: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 503;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 250: Service temporarily unavailable
+                             * @enum {integer}
+                             */
+                            code: 250;
+                            /** @example Service temporarily unavailable */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+        };
+    };
+    listAdminUsers: {
+        parameters: {
+            query?: {
+                /** @description A piece of the e-mail, or an account id */
+                q?: string;
+                state?: "all" | "active" | "disabled" | "admin";
+                page?: number;
+                per_page?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of accounts */
+            200: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": 200,
+                     *       "success": true,
+                     *       "data": {
+                     *         "users": [],
+                     *         "total": 0,
+                     *         "page": 1,
+                     *         "per_page": 50
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 200;
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["AdminUserList"];
+                    };
+                };
+            };
+            /** @description 160 Invalid request */
+            400: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 400;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 160: Invalid request
+                             * @enum {integer}
+                             */
+                            code: 160;
+                            /** @example Invalid request */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 404 Not found */
+            404: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 404;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 404: Not found
+                             * @enum {integer}
+                             */
+                            code: 404;
+                            /** @example Not found */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 405 Method not allowed (another method on this path; Allow lists the ones it has) */
+            405: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 405;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 405: Method not allowed
+                             * @enum {integer}
+                             */
+                            code: 405;
+                            /** @example Method not allowed */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 170 Rate limit exceeded */
+            429: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 429;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 170: Rate limit exceeded
+                             * @enum {integer}
+                             */
+                            code: 170;
+                            /** @example Rate limit exceeded */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 500 Internal error */
+            500: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 500;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 500: Internal error
+                             * @enum {integer}
+                             */
+                            code: 500;
+                            /** @example Internal error */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 250 Service temporarily unavailable */
+            503: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 503;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 250: Service temporarily unavailable
+                             * @enum {integer}
+                             */
+                            code: 250;
+                            /** @example Service temporarily unavailable */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+        };
+    };
+    deleteAdminUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            200: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": 200,
+                     *       "success": true,
+                     *       "data": {
+                     *         "user_id": "aB3dE5fG7",
+                     *         "images_deleted": 12
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 200;
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["UserDeleted"];
+                    };
+                };
+            };
+            /** @description 160 Invalid request */
+            400: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 400;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 160: Invalid request
+                             * @enum {integer}
+                             */
+                            code: 160;
+                            /** @example Invalid request */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 404 Not found */
+            404: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 404;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 404: Not found
+                             * @enum {integer}
+                             */
+                            code: 404;
+                            /** @example Not found */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 405 Method not allowed (another method on this path; Allow lists the ones it has) */
+            405: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 405;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 405: Method not allowed
+                             * @enum {integer}
+                             */
+                            code: 405;
+                            /** @example Method not allowed */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 170 Rate limit exceeded */
+            429: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 429;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 170: Rate limit exceeded
+                             * @enum {integer}
+                             */
+                            code: 170;
+                            /** @example Rate limit exceeded */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 500 Internal error */
+            500: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 500;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 500: Internal error
+                             * @enum {integer}
+                             */
+                            code: 500;
+                            /** @example Internal error */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 250 Service temporarily unavailable */
+            503: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 503;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 250: Service temporarily unavailable
+                             * @enum {integer}
+                             */
+                            code: 250;
+                            /** @example Service temporarily unavailable */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+        };
+    };
+    updateAdminUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AdminUserPatch"];
+            };
+        };
+        responses: {
+            /** @description The account as it is now */
+            200: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": 200,
+                     *       "success": true,
+                     *       "data": {}
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 200;
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["AdminUser"];
+                    };
+                };
+            };
+            /** @description 160 Invalid request */
+            400: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 400;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 160: Invalid request
+                             * @enum {integer}
+                             */
+                            code: 160;
+                            /** @example Invalid request */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 404 Not found */
+            404: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 404;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 404: Not found
+                             * @enum {integer}
+                             */
+                            code: 404;
+                            /** @example Not found */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 405 Method not allowed (another method on this path; Allow lists the ones it has) */
+            405: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 405;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 405: Method not allowed
+                             * @enum {integer}
+                             */
+                            code: 405;
+                            /** @example Method not allowed */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 170 Rate limit exceeded */
+            429: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 429;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 170: Rate limit exceeded
+                             * @enum {integer}
+                             */
+                            code: 170;
+                            /** @example Rate limit exceeded */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 500 Internal error */
+            500: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 500;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 500: Internal error
+                             * @enum {integer}
+                             */
+                            code: 500;
+                            /** @example Internal error */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 250 Service temporarily unavailable */
+            503: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 503;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 250: Service temporarily unavailable
+                             * @enum {integer}
+                             */
+                            code: 250;
+                            /** @example Service temporarily unavailable */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+        };
+    };
+    banAdminUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AdminReason"];
+            };
+        };
+        responses: {
+            /** @description Banned */
+            200: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": 200,
+                     *       "success": true,
+                     *       "data": {
+                     *         "user_id": "aB3dE5fG7",
+                     *         "images_taken_down": 12
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 200;
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["Ban"];
+                    };
+                };
+            };
+            /** @description 160 Invalid request */
+            400: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 400;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 160: Invalid request
+                             * @enum {integer}
+                             */
+                            code: 160;
+                            /** @example Invalid request */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 404 Not found */
+            404: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 404;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 404: Not found
+                             * @enum {integer}
+                             */
+                            code: 404;
+                            /** @example Not found */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 405 Method not allowed (another method on this path; Allow lists the ones it has) */
+            405: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 405;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 405: Method not allowed
+                             * @enum {integer}
+                             */
+                            code: 405;
+                            /** @example Method not allowed */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 170 Rate limit exceeded */
+            429: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 429;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 170: Rate limit exceeded
+                             * @enum {integer}
+                             */
+                            code: 170;
+                            /** @example Rate limit exceeded */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 500 Internal error */
+            500: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 500;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 500: Internal error
+                             * @enum {integer}
+                             */
+                            code: 500;
+                            /** @example Internal error */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 250 Service temporarily unavailable */
+            503: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 503;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 250: Service temporarily unavailable
+                             * @enum {integer}
+                             */
+                            code: 250;
+                            /** @example Service temporarily unavailable */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+        };
+    };
+    listAdminImages: {
+        parameters: {
+            query?: {
+                /** @description Only this account's images */
+                owner?: string;
+                page?: number;
+                per_page?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of images */
+            200: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": 200,
+                     *       "success": true,
+                     *       "data": {
+                     *         "images": [],
+                     *         "total": 0,
+                     *         "page": 1,
+                     *         "per_page": 50
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 200;
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["AdminImageList"];
+                    };
+                };
+            };
+            /** @description 160 Invalid request */
+            400: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 400;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 160: Invalid request
+                             * @enum {integer}
+                             */
+                            code: 160;
+                            /** @example Invalid request */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 404 Not found */
+            404: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 404;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 404: Not found
+                             * @enum {integer}
+                             */
+                            code: 404;
+                            /** @example Not found */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 405 Method not allowed (another method on this path; Allow lists the ones it has) */
+            405: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 405;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 405: Method not allowed
+                             * @enum {integer}
+                             */
+                            code: 405;
+                            /** @example Method not allowed */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 170 Rate limit exceeded */
+            429: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 429;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 170: Rate limit exceeded
+                             * @enum {integer}
+                             */
+                            code: 170;
+                            /** @example Rate limit exceeded */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 500 Internal error */
+            500: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 500;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 500: Internal error
+                             * @enum {integer}
+                             */
+                            code: 500;
+                            /** @example Internal error */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 250 Service temporarily unavailable */
+            503: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 503;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 250: Service temporarily unavailable
+                             * @enum {integer}
+                             */
+                            code: 250;
+                            /** @example Service temporarily unavailable */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+        };
+    };
+    takedownImage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AdminReason"];
+            };
+        };
+        responses: {
+            /** @description Taken down */
+            200: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": 200,
+                     *       "success": true,
+                     *       "data": {
+                     *         "image_id": "aB3dE5fG7hJ9",
+                     *         "sha256": "9f86d081884c7d65…",
+                     *         "owner_id": "xY2zW4vU6",
+                     *         "reports_closed": 1,
+                     *         "changed": true
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 200;
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["Takedown"];
+                    };
+                };
+            };
+            /** @description 160 Invalid request */
+            400: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 400;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 160: Invalid request
+                             * @enum {integer}
+                             */
+                            code: 160;
+                            /** @example Invalid request */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 404 Not found */
+            404: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 404;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 404: Not found
+                             * @enum {integer}
+                             */
+                            code: 404;
+                            /** @example Not found */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 405 Method not allowed (another method on this path; Allow lists the ones it has) */
+            405: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 405;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 405: Method not allowed
+                             * @enum {integer}
+                             */
+                            code: 405;
+                            /** @example Method not allowed */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 170 Rate limit exceeded */
+            429: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 429;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 170: Rate limit exceeded
+                             * @enum {integer}
+                             */
+                            code: 170;
+                            /** @example Rate limit exceeded */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 500 Internal error */
+            500: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 500;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 500: Internal error
+                             * @enum {integer}
+                             */
+                            code: 500;
+                            /** @example Internal error */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 250 Service temporarily unavailable */
+            503: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 503;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 250: Service temporarily unavailable
+                             * @enum {integer}
+                             */
+                            code: 250;
+                            /** @example Service temporarily unavailable */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+        };
+    };
+    listAdminReports: {
+        parameters: {
+            query?: {
+                state?: "open" | "dismissed" | "taken_down" | "all";
+                page?: number;
+                per_page?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of reports */
+            200: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": 200,
+                     *       "success": true,
+                     *       "data": {
+                     *         "reports": [],
+                     *         "total": 0,
+                     *         "page": 1,
+                     *         "per_page": 50
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 200;
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["AdminReportList"];
+                    };
+                };
+            };
+            /** @description 160 Invalid request */
+            400: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 400;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 160: Invalid request
+                             * @enum {integer}
+                             */
+                            code: 160;
+                            /** @example Invalid request */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 404 Not found */
+            404: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 404;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 404: Not found
+                             * @enum {integer}
+                             */
+                            code: 404;
+                            /** @example Not found */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 405 Method not allowed (another method on this path; Allow lists the ones it has) */
+            405: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 405;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 405: Method not allowed
+                             * @enum {integer}
+                             */
+                            code: 405;
+                            /** @example Method not allowed */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 170 Rate limit exceeded */
+            429: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 429;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 170: Rate limit exceeded
+                             * @enum {integer}
+                             */
+                            code: 170;
+                            /** @example Rate limit exceeded */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 500 Internal error */
+            500: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 500;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 500: Internal error
+                             * @enum {integer}
+                             */
+                            code: 500;
+                            /** @example Internal error */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 250 Service temporarily unavailable */
+            503: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 503;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 250: Service temporarily unavailable
+                             * @enum {integer}
+                             */
+                            code: 250;
+                            /** @example Service temporarily unavailable */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+        };
+    };
+    dismissAdminReport: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Dismissed */
+            200: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": 200,
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "Rk2mPq9x"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 200;
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["ReportFiled"];
+                    };
+                };
+            };
+            /** @description 160 Invalid request */
+            400: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 400;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 160: Invalid request
+                             * @enum {integer}
+                             */
+                            code: 160;
+                            /** @example Invalid request */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 404 Not found */
+            404: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 404;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 404: Not found
+                             * @enum {integer}
+                             */
+                            code: 404;
+                            /** @example Not found */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 405 Method not allowed (another method on this path; Allow lists the ones it has) */
+            405: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 405;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 405: Method not allowed
+                             * @enum {integer}
+                             */
+                            code: 405;
+                            /** @example Method not allowed */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 170 Rate limit exceeded */
+            429: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 429;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 170: Rate limit exceeded
+                             * @enum {integer}
+                             */
+                            code: 170;
+                            /** @example Rate limit exceeded */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 500 Internal error */
+            500: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 500;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 500: Internal error
+                             * @enum {integer}
+                             */
+                            code: 500;
+                            /** @example Internal error */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 250 Service temporarily unavailable */
+            503: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 503;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 250: Service temporarily unavailable
+                             * @enum {integer}
+                             */
+                            code: 250;
+                            /** @example Service temporarily unavailable */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+        };
+    };
+    listAdminInvites: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every invitation */
+            200: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": 200,
+                     *       "success": true,
+                     *       "data": {
+                     *         "invites": []
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 200;
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["InviteList"];
+                    };
+                };
+            };
+            /** @description 160 Invalid request */
+            400: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 400;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 160: Invalid request
+                             * @enum {integer}
+                             */
+                            code: 160;
+                            /** @example Invalid request */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 404 Not found */
+            404: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 404;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 404: Not found
+                             * @enum {integer}
+                             */
+                            code: 404;
+                            /** @example Not found */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 405 Method not allowed (another method on this path; Allow lists the ones it has) */
+            405: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 405;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 405: Method not allowed
+                             * @enum {integer}
+                             */
+                            code: 405;
+                            /** @example Method not allowed */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 170 Rate limit exceeded */
+            429: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 429;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 170: Rate limit exceeded
+                             * @enum {integer}
+                             */
+                            code: 170;
+                            /** @example Rate limit exceeded */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 500 Internal error */
+            500: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 500;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 500: Internal error
+                             * @enum {integer}
+                             */
+                            code: 500;
+                            /** @example Internal error */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 250 Service temporarily unavailable */
+            503: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 503;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 250: Service temporarily unavailable
+                             * @enum {integer}
+                             */
+                            code: 250;
+                            /** @example Service temporarily unavailable */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+        };
+    };
+    createAdminInvite: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["InviteRequest"];
+            };
+        };
+        responses: {
+            /** @description The new invitation */
+            200: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": 200,
+                     *       "success": true,
+                     *       "data": {}
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 200;
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["NewInvite"];
+                    };
+                };
+            };
+            /** @description 160 Invalid request */
+            400: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 400;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 160: Invalid request
+                             * @enum {integer}
+                             */
+                            code: 160;
+                            /** @example Invalid request */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 404 Not found */
+            404: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 404;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 404: Not found
+                             * @enum {integer}
+                             */
+                            code: 404;
+                            /** @example Not found */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 405 Method not allowed (another method on this path; Allow lists the ones it has) */
+            405: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 405;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 405: Method not allowed
+                             * @enum {integer}
+                             */
+                            code: 405;
+                            /** @example Method not allowed */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 170 Rate limit exceeded */
+            429: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 429;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 170: Rate limit exceeded
+                             * @enum {integer}
+                             */
+                            code: 170;
+                            /** @example Rate limit exceeded */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 500 Internal error */
+            500: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 500;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 500: Internal error
+                             * @enum {integer}
+                             */
+                            code: 500;
+                            /** @example Internal error */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 250 Service temporarily unavailable */
+            503: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 503;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 250: Service temporarily unavailable
+                             * @enum {integer}
+                             */
+                            code: 250;
+                            /** @example Service temporarily unavailable */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+        };
+    };
+    revokeAdminInvite: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Revoked */
+            200: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": 200,
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "Zq8wE1"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 200;
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["ReportFiled"];
+                    };
+                };
+            };
+            /** @description 160 Invalid request */
+            400: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 400;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 160: Invalid request
+                             * @enum {integer}
+                             */
+                            code: 160;
+                            /** @example Invalid request */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 404 Not found */
+            404: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 404;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 404: Not found
+                             * @enum {integer}
+                             */
+                            code: 404;
+                            /** @example Not found */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 405 Method not allowed (another method on this path; Allow lists the ones it has) */
+            405: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 405;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 405: Method not allowed
+                             * @enum {integer}
+                             */
+                            code: 405;
+                            /** @example Method not allowed */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 170 Rate limit exceeded */
+            429: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 429;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 170: Rate limit exceeded
+                             * @enum {integer}
+                             */
+                            code: 170;
+                            /** @example Rate limit exceeded */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 500 Internal error */
+            500: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 500;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 500: Internal error
+                             * @enum {integer}
+                             */
+                            code: 500;
+                            /** @example Internal error */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 250 Service temporarily unavailable */
+            503: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 503;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 250: Service temporarily unavailable
+                             * @enum {integer}
+                             */
+                            code: 250;
+                            /** @example Service temporarily unavailable */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+        };
+    };
+    listAdminAudit: {
+        parameters: {
+            query?: {
+                action?: string;
+                target?: string;
+                page?: number;
+                per_page?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of the log */
+            200: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": 200,
+                     *       "success": true,
+                     *       "data": {
+                     *         "entries": [],
+                     *         "total": 0,
+                     *         "page": 1,
+                     *         "per_page": 50
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 200;
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["AuditList"];
+                    };
+                };
+            };
+            /** @description 160 Invalid request */
+            400: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 400;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 160: Invalid request
+                             * @enum {integer}
+                             */
+                            code: 160;
+                            /** @example Invalid request */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 404 Not found */
+            404: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 404;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 404: Not found
+                             * @enum {integer}
+                             */
+                            code: 404;
+                            /** @example Not found */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 405 Method not allowed (another method on this path; Allow lists the ones it has) */
+            405: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 405;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 405: Method not allowed
+                             * @enum {integer}
+                             */
+                            code: 405;
+                            /** @example Method not allowed */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 170 Rate limit exceeded */
+            429: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 429;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 170: Rate limit exceeded
+                             * @enum {integer}
+                             */
+                            code: 170;
+                            /** @example Rate limit exceeded */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 500 Internal error */
+            500: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 500;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 500: Internal error
+                             * @enum {integer}
+                             */
+                            code: 500;
+                            /** @example Internal error */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 250 Service temporarily unavailable */
+            503: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 503;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 250: Service temporarily unavailable
+                             * @enum {integer}
+                             */
+                            code: 250;
+                            /** @example Service temporarily unavailable */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+        };
+    };
+    reportImage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReportRequest"];
+            };
+        };
+        responses: {
+            /** @description Filed */
+            200: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": 200,
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "Rk2mPq9x"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 200;
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["ReportFiled"];
+                    };
+                };
+            };
+            /** @description 160 Invalid request */
+            400: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 400;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 160: Invalid request
+                             * @enum {integer}
+                             */
+                            code: 160;
+                            /** @example Invalid request */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 404 Not found */
+            404: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 404;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 404: Not found
+                             * @enum {integer}
+                             */
+                            code: 404;
+                            /** @example Not found */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 405 Method not allowed (another method on this path; Allow lists the ones it has) */
+            405: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 405;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 405: Method not allowed
+                             * @enum {integer}
+                             */
+                            code: 405;
+                            /** @example Method not allowed */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 170 Rate limit exceeded */
+            429: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 429;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 170: Rate limit exceeded
+                             * @enum {integer}
+                             */
+                            code: 170;
+                            /** @example Rate limit exceeded */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 500 Internal error */
+            500: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 500;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 500: Internal error
+                             * @enum {integer}
+                             */
+                            code: 500;
+                            /** @example Internal error */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 250 Service temporarily unavailable */
+            503: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 503;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 250: Service temporarily unavailable
+                             * @enum {integer}
+                             */
+                            code: 250;
+                            /** @example Service temporarily unavailable */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+        };
+    };
+    getAccount: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The account */
+            200: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": 200,
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "aB3dE5fG7",
+                     *         "email": "you@example.com",
+                     *         "role": "user",
+                     *         "usage": {
+                     *           "bytes": 5242880,
+                     *           "images": 12,
+                     *           "screenshots_this_month": 3
+                     *         },
+                     *         "limits": {
+                     *           "storage_bytes": 1073741824,
+                     *           "images": 0,
+                     *           "screenshots_per_month": 100
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 200;
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["Account"];
+                    };
+                };
+            };
+            /** @description 100 No API key provided; 110 Invalid API key; 120 User not found */
+            401: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 401;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 100: No API key provided; 110: Invalid API key; 120: User not found
+                             * @enum {integer}
+                             */
+                            code: 100 | 110 | 120;
+                            /** @example No API key provided */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 403 Forbidden */
+            403: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 403;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 403: Forbidden
+                             * @enum {integer}
+                             */
+                            code: 403;
+                            /** @example Forbidden */
                             message: string;
                             details?: components["schemas"]["ErrorDetail"][];
                         };

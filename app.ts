@@ -100,7 +100,7 @@ export function errorResponse(
  */
 export function createApp(deps: AppDeps): App {
   // One registry per app, shared by every part of it through deps (tests run many apps).
-  const metrics = deps.metrics ??= new Metrics();
+  const metrics = deps.metrics ??= new Metrics(deps.config.METRICS === "on");
   // Store failures are counted wherever they happen (every part reads deps.store).
   if (!(deps.store instanceof CountedStore)) {
     deps.store = new CountedStore(deps.store, metrics);
@@ -142,12 +142,14 @@ export function createApp(deps: AppDeps): App {
     const id = requestIdOf(c.req.raw.headers.get("x-request-id"));
     c.set("requestId", id);
     await next();
-    metrics.request(
-      routeTemplateOf(c),
-      c.req.method,
-      c.res.status,
-      (performance.now() - start) / 1000,
-    );
+    if (metrics.enabled) {
+      metrics.request(
+        routeTemplateOf(c),
+        c.req.method,
+        c.res.status,
+        (performance.now() - start) / 1000,
+      );
+    }
     // While draining, every answer closes its connection: a balancer's kept-alive
     // connection would otherwise be cut at shutdown with its next request on it.
     const extra: [string, string][] = [["X-Request-Id", id]];
@@ -266,12 +268,14 @@ export function createApp(deps: AppDeps): App {
     const began = performance.now();
     const answer = fast(req, env);
     if (!answer) return dispatch(req, env, ctx);
-    metrics.request(
-      FAST_PATH_ROUTE,
-      req.method,
-      answer.status,
-      (performance.now() - began) / 1000,
-    );
+    if (metrics.enabled) {
+      metrics.request(
+        FAST_PATH_ROUTE,
+        req.method,
+        answer.status,
+        (performance.now() - began) / 1000,
+      );
+    }
     return answer;
   };
   documentPublicRoutes(app);

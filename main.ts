@@ -45,7 +45,7 @@ async function main() {
     pgliteDir: join(config.DATA_DIR, "pgdata"),
   });
   const lifecycle = new Lifecycle();
-  const metrics = new Metrics();
+  const metrics = new Metrics(config.METRICS === "on");
   metrics.start();
   const app = createApp({ ...rt.deps, clock: systemClock, lifecycle, metrics });
   // Prometheus on an address of its own (a private interface), without a token.

@@ -320,7 +320,10 @@ export class RawHttpClient {
   }
 
   /** GETs `path` on a kept-alive connection; the status and the response body. */
-  async get(path: string): Promise<{ status: number; body: Uint8Array }> {
+  async get(
+    path: string,
+    headers: Record<string, string> = {},
+  ): Promise<{ status: number; body: Uint8Array }> {
     let conn = this.#idle.pop();
     if (!conn) {
       conn = await Deno.connect({ hostname: "127.0.0.1", port: this.port });
@@ -330,7 +333,9 @@ export class RawHttpClient {
     await writeAll(
       conn,
       new TextEncoder().encode(
-        `GET ${path} HTTP/1.1\r\nhost: 127.0.0.1:${this.port}\r\n\r\n`,
+        `GET ${path} HTTP/1.1\r\nhost: 127.0.0.1:${this.port}\r\n${
+          Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join("")
+        }\r\n`,
       ),
     );
     const res = await readResponse(conn);

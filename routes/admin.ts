@@ -64,6 +64,32 @@ const ADMIN_SECURITY: Record<string, string[]>[] = [{ bearer: [] }];
 /** What every admin operation may answer besides its own: 404 to all but admins. */
 const ADMIN_ERRORS = [404, 160, 170, 250] as const;
 
+/** ... and those that read a JSON body: 415 for another Content-Type. */
+const ADMIN_BODY_ERRORS = [...ADMIN_ERRORS, 415] as const;
+
+const USER_EXAMPLE = {
+  id: "aB3dE5fG7",
+  email: "you@example.com",
+  role: "user",
+  state: "active",
+  created: 1_764_200_000,
+  images: 12,
+  bytes: 5_242_880,
+  screenshots_this_month: 3,
+  last_active: 1_764_230_000,
+  quota: { storage_mb: 1024, images: null, screenshots_per_month: null },
+};
+
+const INVITE_EXAMPLE = {
+  id: "Zq8wE1",
+  max_uses: 1,
+  uses: 0,
+  expires: 1_764_804_800,
+  created: 1_764_200_000,
+  created_by: "aB3dE5fG7",
+  state: "active",
+};
+
 const json = <T>(schema: T) => ({
   required: true,
   content: { "application/json": { schema } },
@@ -116,7 +142,7 @@ const listUsersRoute = adminRoute({
   request: { query: AdminUserQuerySchema },
   responses: {
     200: okResponse("A page of accounts", AdminUserListSchema, {
-      users: [],
+      users: [USER_EXAMPLE],
       total: 0,
       page: 1,
       per_page: 50,
@@ -140,9 +166,9 @@ const patchUserRoute = adminRoute({
     200: okResponse(
       "The account as it is now",
       AdminUserListSchema.shape.users.element,
-      {},
+      USER_EXAMPLE,
     ),
-    ...errorResponses(...ADMIN_ERRORS),
+    ...errorResponses(...ADMIN_BODY_ERRORS),
   },
 });
 
@@ -175,7 +201,7 @@ const banUserRoute = adminRoute({
       user_id: "aB3dE5fG7",
       images_taken_down: 12,
     }),
-    ...errorResponses(...ADMIN_ERRORS),
+    ...errorResponses(...ADMIN_BODY_ERRORS),
   },
 });
 
@@ -216,7 +242,7 @@ const takedownRoute = adminRoute({
       reports_closed: 1,
       changed: true,
     }),
-    ...errorResponses(...ADMIN_ERRORS),
+    ...errorResponses(...ADMIN_BODY_ERRORS),
   },
 });
 
@@ -258,7 +284,9 @@ const listInvitesRoute = adminRoute({
   operationId: "listAdminInvites",
   summary: "Sign-up invitations",
   responses: {
-    200: okResponse("Every invitation", InviteListSchema, { invites: [] }),
+    200: okResponse("Every invitation", InviteListSchema, {
+      invites: [INVITE_EXAMPLE],
+    }),
     ...errorResponses(...ADMIN_ERRORS),
   },
 });
@@ -273,8 +301,12 @@ const createInviteRoute = adminRoute({
     "this once; a used, expired or revoked one is refused with 181.",
   request: { body: json(InviteCreateSchema) },
   responses: {
-    200: okResponse("The new invitation", NewInviteSchema, {}),
-    ...errorResponses(...ADMIN_ERRORS),
+    200: okResponse("The new invitation", NewInviteSchema, {
+      ...INVITE_EXAMPLE,
+      token: "q1w2e3r4t5y6u7i8o9p0a1s2",
+      url: "https://img.example.com/signup?invite=q1w2e3r4t5y6u7i8o9p0a1s2",
+    }),
+    ...errorResponses(...ADMIN_BODY_ERRORS),
   },
 });
 
@@ -325,7 +357,7 @@ const reportRoute = createRoute({
   request: { body: json(ReportCreateSchema) },
   responses: {
     200: okResponse("Filed", ReportFiledSchema, { id: "Rk2mPq9x" }),
-    ...errorResponses(160, 170, 250, 404),
+    ...errorResponses(160, 170, 250, 404, 415),
   },
 });
 

@@ -34,7 +34,7 @@ export function registerMetricsRoute(
 ) {
   const token = deps.config.METRICS_TOKEN;
   app.get("/metrics", async (c) => {
-    if (!token) throw new ApiError(404);
+    if (!token || !metrics.enabled) throw new ApiError(404);
     const given = c.req.header("authorization")?.match(/^Bearer\s+(\S+)\s*$/i)
       ?.[1];
     if (!given || !safeEqual(given, token)) {

@@ -293,6 +293,11 @@ export const ConfigSchema = z.object({
   /** Reports one client address may send a minute (POST /api/1/reports). */
   REPORTS_PER_MINUTE: int(5, 1, 10_000),
   /**
+   * `off` records no metric at all (and /metrics is 404): for measuring what the
+   * instrumentation costs (bench/metrics_cost_bench.ts).
+   */
+  METRICS: z.enum(["on", "off"]).default("on"),
+  /**
    * The token Prometheus sends (`Authorization: Bearer`) to read /metrics on the service's
    * own port; unset, /metrics is 404 there. At least 16 characters.
    */

@@ -806,6 +806,104 @@ const MUTATIONS: Mutation[] = [
     to: `  if (!await lifecycle.whenNoBodyInFlight(0)) {`,
     tests: ["tests/lifecycle_test.ts"],
   },
+  {
+    name: "operator: any account passes the admin role check",
+    file: "services/operator/roles.ts",
+    from:
+      `  return row?.role === "admin" ? { id: row.id, email: row.email } : null;`,
+    to: `  return row ? { id: row.id, email: row.email } : null;`,
+    tests: ["tests/admin_test.ts", "tests/admin_pages_test.ts"],
+  },
+  {
+    name: "operator: the admin API lets a stranger through its gate",
+    file: "routes/admin.ts",
+    from: `    if (!admin) throw new ApiError(404);
+    c.set("admin", admin);`,
+    to: `    if (admin) c.set("admin", admin);`,
+    tests: ["tests/admin_test.ts"],
+  },
+  {
+    name: "operator: every sign-up becomes an admin",
+    file: "services/accounts/accounts.ts",
+    from: `      if (await hasNoAdmin(tx)) made = "admin";`,
+    to: `      made = "admin";`,
+    tests: ["tests/signup_control_test.ts"],
+  },
+  {
+    name: "operator: the storage quota is not checked",
+    file: "services/accounts/quotas.ts",
+    from:
+      `      if (limits.storageBytes && usedBytes + bytes > limits.storageBytes) {`,
+    to: `      if (false) {`,
+    tests: ["tests/quota_test.ts"],
+  },
+  {
+    name:
+      "operator: uploads in flight are not counted against the quota (the race)",
+    file: "services/accounts/quotas.ts",
+    from: `      const usedBytes = Number(stored.bytes) + Number(held.bytes);`,
+    to: `      const usedBytes = Number(stored.bytes);`,
+    tests: ["tests/quota_test.ts"],
+  },
+  {
+    name: "operator: the image-count quota is not checked",
+    file: "services/accounts/quotas.ts",
+    from: `      if (limits.images && usedImages + 1 > limits.images) {`,
+    to: `      if (false) {`,
+    tests: ["tests/quota_test.ts", "tests/admin_test.ts"],
+  },
+  {
+    name: "operator: a taken-down image is answered as missing, not 451",
+    file: "services/images/records.ts",
+    from: `    if (row.taken_down_at && !opts.quiet) throw new ApiError(451);`,
+    to: ``,
+    tests: ["tests/takedown_test.ts"],
+  },
+  {
+    name: "operator: a taken-down image's bytes stay in the store",
+    file: "services/operator/takedown.ts",
+    from: `  await removeImageBytes(db, store, row);`,
+    to: ``,
+    tests: ["tests/takedown_test.ts"],
+  },
+  {
+    name:
+      "operator: taken-down bytes may be uploaded again (no blocked-hash check)",
+    file: "services/db/migrations/012_operator.sql",
+    from:
+      `  if exists (select 1 from blocked_hashes where sha256 = new.sha256) then`,
+    to: `  if false then`,
+    tests: ["tests/takedown_test.ts"],
+  },
+  {
+    name: "operator: a used invitation is taken again",
+    file: "services/operator/invites.ts",
+    from: `  if (r.uses >= r.max_uses) return "used";`,
+    to: ``,
+    tests: ["tests/signup_control_test.ts"],
+  },
+  {
+    name: "operator: SIGNUP=closed lets anyone sign up",
+    file: "routes/account.tsx",
+    from: `    if (deps.config.SIGNUP === "closed") {`,
+    to: `    if (false) {`,
+    tests: ["tests/signup_control_test.ts"],
+  },
+  {
+    name: "operator: /metrics answers without its token",
+    file: "routes/metrics_route.ts",
+    from: `    if (!given || !safeEqual(given, token)) {`,
+    to: `    if (false) {`,
+    tests: ["tests/metrics_test.ts"],
+  },
+  {
+    name: "operator: the console's pages serve a user",
+    file: "routes/admin_pages.tsx",
+    from:
+      `    if (!user || !await adminOf(db, user.userId)) throw new ApiError(404);`,
+    to: `    if (!user) throw new ApiError(404);`,
+    tests: ["tests/admin_pages_test.ts"],
+  },
 ];
 
 const root = new URL("..", import.meta.url).pathname.replace(/\/$/, "");

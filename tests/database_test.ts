@@ -1,7 +1,11 @@
 import assert from "node:assert/strict";
 import { sql } from "kysely";
 import { databaseKinds, test, testDatabase } from "./helpers.ts";
-import { migrate, openDatabase } from "../services/db/database.ts";
+import {
+  migrate,
+  openDatabase,
+  splitStatements,
+} from "../services/db/database.ts";
 import { PGlite } from "@electric-sql/pglite";
 import { fsyncSync } from "node:fs";
 import {
@@ -28,6 +32,7 @@ for (const kind of databaseKinds()) {
         "009_privacy.sql",
         "010_passwords.sql",
         "011_guests.sql",
+        "012_operator.sql",
       ]);
       assert.deepEqual(await migrate(database.db), []);
       assert.deepEqual(
@@ -209,4 +214,29 @@ test("a failed fsync of the embedded database stops the process with a line sayi
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+test("a migration splits into statements where a line ends in a semicolon, except inside a $$-quoted function body", () => {
+  assert.deepEqual(
+    splitStatements(`create table a (x int);
+create function f() returns trigger language plpgsql as $$
+begin
+  if true then
+    raise exception 'no';
+  end if;
+  return new;
+end $$;
+create index b on a (x);`),
+    [
+      "create table a (x int)",
+      `create function f() returns trigger language plpgsql as $$
+begin
+  if true then
+    raise exception 'no';
+  end if;
+  return new;
+end $$`,
+      "create index b on a (x)",
+    ],
+  );
 });

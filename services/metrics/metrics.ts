@@ -67,7 +67,11 @@ export class Metrics {
   #lagSeconds = 0;
   #lagTimer?: ReturnType<typeof setInterval>;
 
-  constructor() {
+  /** False: nothing is recorded (METRICS=off); every record call returns at once. */
+  readonly enabled: boolean;
+
+  constructor(enabled = true) {
+    this.enabled = enabled;
     const registers = [this.registry];
     this.#requests = new Counter({
       name: "imagehost_http_requests_total",
@@ -205,6 +209,7 @@ export class Metrics {
     status: number,
     seconds: number,
   ): void {
+    if (!this.enabled) return;
     const m = METHODS.has(method) ? method : "OTHER";
     const id = `${route}\u0000${m}\u0000${status}`;
     let b = this.#bound.get(id);
@@ -222,6 +227,7 @@ export class Metrics {
 
   /** An image stored. */
   stored(source: string, bytes: number): void {
+    if (!this.enabled) return;
     const s = source === "screenshot" ? "screenshot" : "upload";
     this.#uploads.labels(s).inc();
     this.#uploadBytes.labels(s).inc(bytes);
@@ -229,17 +235,20 @@ export class Metrics {
 
   /** A variant request: made now, or a hit. */
   variant(result: "made" | "hit"): void {
+    if (!this.enabled) return;
     this.#variants.labels(result).inc();
   }
 
   /** A capture's end: ok, or the code it failed with. */
   capture(result: string, seconds: number): void {
+    if (!this.enabled) return;
     this.#captures.labels(result).inc();
     this.#captureSeconds.labels(result).observe(seconds);
   }
 
   /** A store operation that failed. */
   storeError(op: string): void {
+    if (!this.enabled) return;
     this.#storeErrors.labels(op).inc();
   }
 

@@ -4038,7 +4038,24 @@ export interface operations {
                      *       "status": 200,
                      *       "success": true,
                      *       "data": {
-                     *         "users": [],
+                     *         "users": [
+                     *           {
+                     *             "id": "aB3dE5fG7",
+                     *             "email": "you@example.com",
+                     *             "role": "user",
+                     *             "state": "active",
+                     *             "created": 1764200000,
+                     *             "images": 12,
+                     *             "bytes": 5242880,
+                     *             "screenshots_this_month": 3,
+                     *             "last_active": 1764230000,
+                     *             "quota": {
+                     *               "storage_mb": 1024,
+                     *               "images": null,
+                     *               "screenshots_per_month": null
+                     *             }
+                     *           }
+                     *         ],
                      *         "total": 0,
                      *         "page": 1,
                      *         "per_page": 50
@@ -4459,7 +4476,22 @@ export interface operations {
                      * @example {
                      *       "status": 200,
                      *       "success": true,
-                     *       "data": {}
+                     *       "data": {
+                     *         "id": "aB3dE5fG7",
+                     *         "email": "you@example.com",
+                     *         "role": "user",
+                     *         "state": "active",
+                     *         "created": 1764200000,
+                     *         "images": 12,
+                     *         "bytes": 5242880,
+                     *         "screenshots_this_month": 3,
+                     *         "last_active": 1764230000,
+                     *         "quota": {
+                     *           "storage_mb": 1024,
+                     *           "images": null,
+                     *           "screenshots_per_month": null
+                     *         }
+                     *       }
                      *     }
                      */
                     "application/json": {
@@ -4545,6 +4577,32 @@ export interface operations {
                              */
                             code: 405;
                             /** @example Method not allowed */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 415 Unsupported media type */
+            415: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 415;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 415: Unsupported media type
+                             * @enum {integer}
+                             */
+                            code: 415;
+                            /** @example Unsupported media type */
                             message: string;
                             details?: components["schemas"]["ErrorDetail"][];
                         };
@@ -4757,6 +4815,32 @@ export interface operations {
                              */
                             code: 405;
                             /** @example Method not allowed */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 415 Unsupported media type */
+            415: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 415;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 415: Unsupported media type
+                             * @enum {integer}
+                             */
+                            code: 415;
+                            /** @example Unsupported media type */
                             message: string;
                             details?: components["schemas"]["ErrorDetail"][];
                         };
@@ -5185,6 +5269,32 @@ export interface operations {
                              */
                             code: 405;
                             /** @example Method not allowed */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 415 Unsupported media type */
+            415: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 415;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 415: Unsupported media type
+                             * @enum {integer}
+                             */
+                            code: 415;
+                            /** @example Unsupported media type */
                             message: string;
                             details?: components["schemas"]["ErrorDetail"][];
                         };
@@ -5722,7 +5832,17 @@ export interface operations {
                      *       "status": 200,
                      *       "success": true,
                      *       "data": {
-                     *         "invites": []
+                     *         "invites": [
+                     *           {
+                     *             "id": "Zq8wE1",
+                     *             "max_uses": 1,
+                     *             "uses": 0,
+                     *             "expires": 1764804800,
+                     *             "created": 1764200000,
+                     *             "created_by": "aB3dE5fG7",
+                     *             "state": "active"
+                     *           }
+                     *         ]
                      *       }
                      *     }
                      */
@@ -5930,7 +6050,17 @@ export interface operations {
                      * @example {
                      *       "status": 200,
                      *       "success": true,
-                     *       "data": {}
+                     *       "data": {
+                     *         "id": "Zq8wE1",
+                     *         "max_uses": 1,
+                     *         "uses": 0,
+                     *         "expires": 1764804800,
+                     *         "created": 1764200000,
+                     *         "created_by": "aB3dE5fG7",
+                     *         "state": "active",
+                     *         "token": "q1w2e3r4t5y6u7i8o9p0a1s2",
+                     *         "url": "https://img.example.com/signup?invite=q1w2e3r4t5y6u7i8o9p0a1s2"
+                     *       }
                      *     }
                      */
                     "application/json": {
@@ -6016,6 +6146,32 @@ export interface operations {
                              */
                             code: 405;
                             /** @example Method not allowed */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 415 Unsupported media type */
+            415: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 415;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 415: Unsupported media type
+                             * @enum {integer}
+                             */
+                            code: 415;
+                            /** @example Unsupported media type */
                             message: string;
                             details?: components["schemas"]["ErrorDetail"][];
                         };
@@ -6645,6 +6801,32 @@ export interface operations {
                              */
                             code: 405;
                             /** @example Method not allowed */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 415 Unsupported media type */
+            415: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 415;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 415: Unsupported media type
+                             * @enum {integer}
+                             */
+                            code: 415;
+                            /** @example Unsupported media type */
                             message: string;
                             details?: components["schemas"]["ErrorDetail"][];
                         };

@@ -963,6 +963,63 @@ test("a guest, on a desktop and on a phone in dark mode, drops an image on the s
   }
 });
 
+test("the first account is the instance's admin: its console shows the figures, a visitor's report from a viewer's Report link reaches the queue, and an invitation made in the console is shown once and audited", async () => {
+  assert.match(
+    await owner.$eval("header nav", (n) => n.textContent!),
+    /Admin/,
+  );
+  const viewer = visits.find((v) => v.name === "viewer")!.path;
+  const visitor = await newPage();
+  try {
+    await visitor.goto(`${base}${viewer}`);
+    await Promise.all([
+      visitor.waitForNavigation(),
+      visitor.click("a[href^='/report?image=']"),
+    ]);
+    await visitor.click("input[name=reason][value=spam]");
+    await visitor.type("#note", "Looks like an advert");
+    await Promise.all([
+      visitor.waitForNavigation(),
+      visitor.click("form[action='/report'] button[type=submit]"),
+    ]);
+    assert.match(
+      await visitor.$eval("main", (m) => m.textContent!),
+      /Thank you/,
+    );
+  } finally {
+    await visitor.browserContext().close();
+  }
+  await owner.goto(`${base}/admin`);
+  const figures = await owner.$eval(".stats", (s) => s.textContent!);
+  assert.match(figures, /1Open reports/);
+  await owner.goto(`${base}/admin/reports`);
+  const queue = await owner.$eval("main", (m) => m.textContent!);
+  assert.match(queue, /Spam or scam/);
+  assert.match(queue, /Looks like an advert/);
+  await owner.goto(`${base}/admin/invites`);
+  await owner.select("#expires_in", "86400");
+  await Promise.all([
+    owner.waitForNavigation(),
+    owner.click("form[action='/admin/invites'] button[type=submit]"),
+  ]);
+  const link = await owner.$eval(".secret", (e) => e.textContent!);
+  assert.match(link, new RegExp(`^${base}/signup\\?invite=`));
+  await owner.goto(`${base}/admin/audit`);
+  assert.match(
+    await owner.$eval("tbody", (t) => t.textContent!),
+    /invite\.create/,
+  );
+  for (
+    const section of ["", "/users", "/images", "/reports", "/invites", "/audit"]
+  ) {
+    visits.push({
+      name: `admin${section.replace("/", "-")}`,
+      path: `/admin${section}`,
+      signedIn: true,
+    });
+  }
+});
+
 test("every page passes axe-core with no moderate, serious or critical violation, signed in and out, desktop and phone, light and dark, is never wider than the screen at 390 or 320 px, and breaks no CSP rule", async () => {
   const viewer = visits.find((v) => v.name === "viewer")!.path;
   const pages = [

@@ -277,7 +277,7 @@ export function registerAdminPages(
           stay online. A ban also takes down every image.
         </p>
         <div class="table-wrap">
-          <table class="stack">
+          <table class="stack admin">
             <thead>
               <tr>
                 <th>Account</th>
@@ -488,7 +488,7 @@ export function registerAdminPages(
           address of it, and refuses the same bytes to anyone from then on.
         </p>
         <div class="table-wrap">
-          <table class="stack">
+          <table class="stack admin">
             <thead>
               <tr>
                 <th>Image</th>
@@ -591,7 +591,7 @@ export function registerAdminPages(
           ? <p>No open reports.</p>
           : (
             <div class="table-wrap">
-              <table class="stack">
+              <table class="stack admin">
                 <thead>
                   <tr>
                     <th>Image</th>
@@ -756,7 +756,7 @@ export function registerAdminPages(
           <button type="submit">Make a link</button>
         </form>
         <div class="table-wrap">
-          <table class="stack">
+          <table class="stack admin">
             <thead>
               <tr>
                 <th>Invite</th>
@@ -839,7 +839,7 @@ export function registerAdminPages(
     return c.html(
       <AdminFrame user={user} title="Audit log" current="/admin/audit">
         <div class="table-wrap">
-          <table class="stack">
+          <table class="stack admin">
             <thead>
               <tr>
                 <th>When</th>
@@ -859,12 +859,12 @@ export function registerAdminPages(
                     {e.details && (
                       <>
                         <br />
-                        <code class="muted">{e.details}</code>
+                        <code class="muted wrap">{e.details}</code>
                       </>
                     )}
                   </td>
                   <td data-label="Target">
-                    <code>{e.target}</code>
+                    <code class="wrap">{e.target}</code>
                   </td>
                   <td data-label="From">{e.address}</td>
                 </tr>

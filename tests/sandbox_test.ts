@@ -52,7 +52,9 @@ async function listeningPorts(pid: number): Promise<number[]> {
     .map((l) => Number(l.split(/\s+/)[3].split(":").pop()));
 }
 
-test("under Deno Deploy's limits (no FFI, no subprocess, no disk writes) the service does its whole job on PostgreSQL, S3 and a browser service: accounts, every upload body, variants, viewer, list, delete, expiry, screenshots and the site", async () => {
+const METRICS_TOKEN = "sandbox-metrics-token-0123";
+
+test("under Deno Deploy's limits (no FFI, no subprocess, no disk writes) the service does its whole job on PostgreSQL, S3 and a browser service: accounts, every upload body, variants, viewer, list, delete, expiry, screenshots, the site, and the operator's quota, takedown and metrics", async () => {
   const flags = await sandboxFlags();
   const pg = await startPgCluster();
   const s3 = await startS3();
@@ -86,6 +88,7 @@ test("under Deno Deploy's limits (no FFI, no subprocess, no disk writes) the ser
       SCREENSHOTS: "on",
       BROWSER_WS_ENDPOINT: browser.endpoint,
       BROWSER_TOKEN: TOKEN,
+      METRICS_TOKEN,
       // The instance checks a target before asking the browser; the browser service's
       // guard checks every request the page makes. `denied` passes the first check here
       // so that the second is the one that refuses it.
@@ -274,8 +277,76 @@ test("under Deno Deploy's limits (no FFI, no subprocess, no disk writes) the ser
     await gone.body?.cancel();
     assert.equal(gone.status, 404);
 
+    // The operator (issue #47) under the same limits. The first account is the admin.
+    const stats = await api("/api/1/admin/stats");
+    assert.equal(stats.status, 200, JSON.stringify(stats.body));
+    // A quota on its own account: the next upload is refused before anything is stored.
+    const me = await api("/api/1/account");
+    const capped = await api(`/api/1/admin/users/${me.body.data.id}`, {
+      method: "PATCH",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ quota_images: me.body.data.usage.images }),
+    });
+    assert.equal(capped.status, 200, JSON.stringify(capped.body));
+    const over = await api("/api/1/upload", {
+      method: "POST",
+      body: formWith([{
+        name: "over.png",
+        bytes: await makeImage("png", { color: "#abcdef" }),
+      }]),
+    });
+    assert.equal(over.body.error?.code, 180, JSON.stringify(over.body));
+    await api(`/api/1/admin/users/${me.body.data.id}`, {
+      method: "PATCH",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ quota_images: null }),
+    });
+    // A takedown: 451 at every URL form, its objects gone from the bucket, its bytes
+    // refused when sent again.
+    const down = await api(`/api/1/admin/images/${rec.id}/takedown`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ reason: "sandbox walk" }),
+    });
+    assert.equal(down.status, 200, JSON.stringify(down.body));
+    for (
+      const url of [
+        rec.url,
+        rec.thumb.url,
+        rec.medium.url,
+        `${rec.url}?w=640`,
+        rec.url_viewer,
+      ]
+    ) {
+      const r = await fetch(url);
+      await r.body?.cancel();
+      assert.equal(r.status, 451, url);
+    }
+    const left: string[] = [];
+    for await (const o of s3.store.list()) {
+      if (o.key.startsWith(rec.id)) left.push(o.key);
+    }
+    assert.deepEqual(left, []);
+    const again = await api("/api/1/upload", {
+      method: "POST",
+      body: formWith([{ name: "again.jpg", bytes: jpeg }]),
+    });
+    assert.equal(again.body.error?.code, 182, JSON.stringify(again.body));
+    // Metrics behind their token: the captures and uploads of this walk.
+    const metrics = await (await fetch(`${base}/metrics`, {
+      headers: { authorization: `Bearer ${METRICS_TOKEN}` },
+    })).text();
+    assert.match(metrics, /^imagehost_captures_total\{result="ok"\} 2$/m);
+    assert.match(metrics, /^imagehost_uploads_total\{source="upload"\} 5$/m);
+    assert.match(
+      metrics,
+      /^imagehost_uploads_total\{source="screenshot"\} 1$/m,
+    );
+
     // The site's pages.
-    for (const path of ["/", "/docs", "/login", "/images", "/account"]) {
+    for (
+      const path of ["/", "/docs", "/login", "/images", "/account", "/admin"]
+    ) {
       const page = await fetch(`${base}${path}`, { headers: { cookie } });
       await page.body?.cancel();
       assert.equal(page.status, 200, path);

@@ -963,7 +963,19 @@ test("a guest, on a desktop and on a phone in dark mode, drops an image on the s
   }
 });
 
-test("the first account is the instance's admin: its console shows the figures, a visitor's report from a viewer's Report link reaches the queue, and an invitation made in the console is shown once and audited", async () => {
+test("the instance's first account is its admin; an admin's console shows the figures, a visitor's report from a viewer's Report link reaches the queue, and an invitation made in the console is shown once and audited", async () => {
+  const { db } = env.deps.database;
+  const roles = await db.selectFrom("users").select(["email", "role"])
+    .where("email", "not like", "%@guest.invalid").orderBy("created_at")
+    .execute();
+  // lan@example.com signed up first (the alias test), the owner after.
+  assert.deepEqual(roles.slice(0, 2), [
+    { email: "lan@example.com", role: "admin" },
+    { email: "site-owner@example.com", role: "user" },
+  ]);
+  await db.updateTable("users").set({ role: "admin" })
+    .where("email", "=", "site-owner@example.com").execute();
+  await owner.goto(`${base}/account`);
   assert.match(
     await owner.$eval("header nav", (n) => n.textContent!),
     /Admin/,

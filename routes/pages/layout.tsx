@@ -129,7 +129,8 @@ summary{cursor:pointer;font-weight:600;padding:.5rem 0}
 .subnav{display:flex;flex-wrap:wrap;gap:.25rem 1rem;list-style:none;padding:0;margin:0 0 1rem;border-bottom:1px solid var(--line)}.subnav a{display:inline-block;padding:.35rem 0}.subnav a[aria-current=page]{font-weight:700}
 dl.usage{display:grid;grid-template-columns:max-content 1fr;gap:.25rem 1rem}dl.usage dd{margin:0}
 .row-actions{display:flex;flex-wrap:wrap;gap:.35rem}.row-actions button{padding:.2rem .55rem;font-size:14px}
-.quota{display:flex;flex-wrap:wrap;gap:.35rem;align-items:end}.quota label{margin:0;font-weight:400;font-size:14px}.quota input[type=number]{width:6.5rem}
+.quota{display:flex;flex-wrap:wrap;gap:.35rem;align-items:end}.quota label{margin:0;font-weight:400;font-size:14px}.quota input[type=number]{width:5rem}table.admin th{white-space:nowrap}
+td code.wrap,td .wrap{word-break:break-all;min-width:0}
 td img.thumb{width:64px;height:48px;object-fit:cover;border-radius:4px;display:block;background:var(--line)}
 .site-footer{max-width:1040px;margin:2rem auto;padding:1rem;border-top:1px solid var(--line);font-size:14px;color:var(--muted)}
 `;

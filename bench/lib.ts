@@ -379,6 +379,10 @@ async function readResponse(conn: Deno.TcpConn) {
   const status = Number(head.split(" ")[1]);
   const len = head.match(/\r\ncontent-length:\s*(\d+)/i);
   let pos = end + 4;
+  // A 304 or 204 has no body, and says no length.
+  if (status === 304 || status === 204) {
+    return { status, body: new Uint8Array() };
+  }
   if (len) {
     while (buf.length < pos + Number(len[1])) await more();
     return { status, body: buf.slice(pos, pos + Number(len[1])) };

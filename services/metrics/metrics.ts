@@ -5,6 +5,7 @@
  * METRICS_TOKEN and/or on METRICS_LISTEN.
  */
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import { FastCounter, FastHistogram } from "./request_stats.ts";
 
 /** Where the gauges read their values at scrape time (each optional). */
 export interface MetricSources {
@@ -51,18 +52,31 @@ const METHODS = new Set([
  */
 export class Metrics {
   readonly registry = new Registry();
-  readonly #requests: Counter<"route" | "method" | "status">;
-  readonly #duration: Histogram<"route" | "method">;
+  readonly #requests = new FastCounter(
+    "imagehost_http_requests_total",
+    "HTTP requests answered, by route template, method and status",
+  );
+  readonly #duration = new FastHistogram(
+    "imagehost_http_request_duration_seconds",
+    "Time to the answer's headers, by route template and method",
+    SECONDS,
+  );
   readonly #uploads: Counter<"source">;
   readonly #uploadBytes: Counter<"source">;
   readonly #variants: Counter<"result">;
   readonly #captures: Counter<"result">;
   readonly #captureSeconds: Histogram<"result">;
   readonly #storeErrors: Counter<"op">;
-  readonly #bound = new Map<
+  /**
+   * A request's two label-set keys by route, method and status, made once each: nested
+   * maps on the strings the router and the request already hold, so a request builds no
+   * string (a concatenated key cost ~0.1 µs of a ~0.3 µs record).
+   */
+  readonly #keys = new Map<
     string,
-    { count: { inc(): void }; time: { observe(v: number): void } }
+    Map<string, Map<number, [string, string]>>
   >();
+  #keyCount = 0;
   #sources: MetricSources = {};
   #lagSeconds = 0;
   #lagTimer?: ReturnType<typeof setInterval>;
@@ -73,19 +87,8 @@ export class Metrics {
   constructor(enabled = true) {
     this.enabled = enabled;
     const registers = [this.registry];
-    this.#requests = new Counter({
-      name: "imagehost_http_requests_total",
-      help: "HTTP requests answered, by route template, method and status",
-      labelNames: ["route", "method", "status"],
-      registers,
-    });
-    this.#duration = new Histogram({
-      name: "imagehost_http_request_duration_seconds",
-      help: "Time to the answer's headers, by route template and method",
-      labelNames: ["route", "method"],
-      buckets: SECONDS,
-      registers,
-    });
+    this.registry.registerMetric(this.#requests as never);
+    this.registry.registerMetric(this.#duration as never);
     this.#uploads = new Counter({
       name: "imagehost_uploads_total",
       help:
@@ -211,18 +214,25 @@ export class Metrics {
   ): void {
     if (!this.enabled) return;
     const m = METHODS.has(method) ? method : "OTHER";
-    const id = `${route}\u0000${m}\u0000${status}`;
-    let b = this.#bound.get(id);
-    if (!b) {
-      if (this.#bound.size > 5000) this.#bound.clear();
-      b = {
-        count: this.#requests.labels(route, m, String(status)),
-        time: this.#duration.labels(route, m),
-      };
-      this.#bound.set(id, b);
+    let byMethod = this.#keys.get(route);
+    if (!byMethod) this.#keys.set(route, byMethod = new Map());
+    let byStatus = byMethod.get(m);
+    if (!byStatus) byMethod.set(m, byStatus = new Map());
+    let keys = byStatus.get(status);
+    if (!keys) {
+      // Bounded: routes are the app's, methods seven, statuses the error table's.
+      if (++this.#keyCount > 5000) {
+        this.#keys.clear();
+        this.#keyCount = 0;
+      }
+      keys = [`${route}\u0000${m}\u0000${status}`, `${route}\u0000${m}`];
+      byStatus.set(status, keys);
     }
-    b.count.inc();
-    b.time.observe(seconds);
+    this.#requests.inc(
+      keys[0],
+      () => ({ route, method: m, status: String(status) }),
+    );
+    this.#duration.observe(keys[1], () => ({ route, method: m }), seconds);
   }
 
   /** An image stored. */

@@ -265,7 +265,7 @@ export function createApp(deps: AppDeps): App {
   const fast = imageFastPath(deps, rowCache, fixedSeen);
   const dispatch = app.fetch;
   app.fetch = (req, env, ctx) => {
-    const began = performance.now();
+    const began = metrics.enabled ? performance.now() : 0;
     const answer = fast(req, env);
     if (!answer) return dispatch(req, env, ctx);
     if (metrics.enabled) {

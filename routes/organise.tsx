@@ -49,7 +49,8 @@ export function registerOrganiseRoutes(
   ): Promise<number> => {
     let n = 0;
     for (const id of [...new Set(r.all("id"))].slice(0, 500)) {
-      const row = await findLiveImage(db, id, clock);
+      // A ticked image taken down meanwhile is skipped like a deleted one.
+      const row = await findLiveImage(db, id, clock, { quiet: true });
       if (!row || row.user_id !== r.user.userId) continue;
       await editImage(db, id, edit);
       rowCache.invalidate(id);

@@ -768,7 +768,8 @@ export function registerSiteRoutes(
     const ids = [...new Set(r.all("id"))].slice(0, 500);
     let deleted = 0;
     for (const id of ids) {
-      const row = await findLiveImage(db, id, deps.clock);
+      // A ticked image taken down meanwhile is skipped like a deleted one.
+      const row = await findLiveImage(db, id, deps.clock, { quiet: true });
       if (!row || row.user_id !== r.user.userId) continue;
       await deleteImage(db, deps.store, row, deps.clock);
       rowCache.invalidate(row.id);

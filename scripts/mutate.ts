@@ -904,6 +904,113 @@ const MUTATIONS: Mutation[] = [
     to: `    if (!user) throw new ApiError(404);`,
     tests: ["tests/admin_pages_test.ts"],
   },
+  {
+    name: "bite: a prefix or an empty s= passes the signature check",
+    file: "services/images/transforms.ts",
+    from: `  if (a.length !== b.length) return false;`,
+    to: ``,
+    tests: ["tests/transforms_test.ts"],
+  },
+  {
+    name:
+      "bite: password tokens do not carry their kind (a page's unlock opens files)",
+    file: "services/privacy/password_access.ts",
+    from: "`${kind}:${id}:${exp}:${hash}`",
+    to: "`${id}:${exp}:${hash}`",
+    tests: ["tests/privacy_test.ts"],
+  },
+  {
+    name:
+      "bite: others see an album's newest image as cover whatever its privacy",
+    file: "services/albums/albums.ts",
+    from: `    perPage: 1,
+    publicOnly,
+  });`,
+    to: `    perPage: 1,
+  });`,
+    tests: ["tests/albums_test.ts"],
+  },
+  {
+    name: "bite: others see a private or unlisted set cover",
+    file: "services/albums/albums.ts",
+    from:
+      `    if (set && (!publicOnly || set.privacy === "public")) cover = set;`,
+    to: `    if (set) cover = set;`,
+    tests: ["tests/albums_test.ts"],
+  },
+  {
+    name: "bite: the album pickers list every account's albums",
+    file: "services/albums/albums.ts",
+    from: `  return await db.selectFrom("albums").select(["id", "title"])
+    .where("user_id", "=", userId)`,
+    to: `  return await db.selectFrom("albums").select(["id", "title"])`,
+    tests: ["tests/albums_test.ts"],
+  },
+  {
+    name:
+      "bite: the guest sweep retires a guest whose first upload is in flight",
+    file: "services/accounts/guests.ts",
+    from:
+      `    .where("created_at", "<", new Date(now.getTime() - maxAgeS * 1000))`,
+    to: ``,
+    tests: ["tests/guests_test.ts"],
+  },
+  {
+    name: "bite: a backslash in a search word is LIKE's escape",
+    file: "services/images/records.ts",
+    from: "  return text.replace(/[\\\\%_]/g, (c) => `\\\\${c}`);",
+    to: "  return text.replace(/[%_]/g, (c) => `\\\\${c}`);",
+    tests: ["tests/image_find_test.ts"],
+  },
+  {
+    name:
+      "bite: a flush during a running sync is acknowledged before the WAL is on disk",
+    file: "services/db/wal_flusher.ts",
+    from:
+      `    if (this.#dirty.size === 0) return this.#current ?? Promise.resolve();`,
+    to: `    if (this.#dirty.size === 0) return Promise.resolve();`,
+    tests: ["tests/wal_flusher_test.ts"],
+  },
+  {
+    name: "bite: a lapsed lease is waited out instead of taken over",
+    file: "services/images/variant_maker.ts",
+    from:
+      '            eb("image_variants.lease_until", "<", sql<Date>`now()`),',
+    to: ``,
+    tests: ["tests/transforms_test.ts"],
+  },
+  {
+    name: "bite: by default one account may take every capture slot",
+    file: "schemas/config.ts",
+    from: `    SCREENSHOT_PER_KEY: c.SCREENSHOT_PER_KEY ||
+      Math.max(1, c.SCREENSHOT_CONCURRENCY - 1),`,
+    to:
+      `    SCREENSHOT_PER_KEY: c.SCREENSHOT_PER_KEY || c.SCREENSHOT_CONCURRENCY,`,
+    tests: ["tests/fair_slots_test.ts"],
+  },
+  {
+    name:
+      "bite: text after base64 padding is decoded on (QUJDQQ==QUI stores ABCAAB)",
+    file: "services/bodies/base64_file.ts",
+    from: `    if (pad && carry) return false;`,
+    to: ``,
+    tests: ["tests/form_bodies_test.ts"],
+  },
+  {
+    name: "bite: an address in a base64 field has no length cap",
+    file: "services/bodies/base64_file.ts",
+    from: `      if (this.#url.length > MAX_URL_LENGTH) {`,
+    to: `      if (false) {`,
+    tests: ["tests/form_bodies_test.ts"],
+  },
+  {
+    name:
+      "bite: a fixed element about cookies without an accept control is hidden",
+    file: "services/screenshots/page_cleanup.ts",
+    from: `      (prose.length < 200 && labels.some((l) => accept.test(l)));`,
+    to: `      prose.length < 200;`,
+    tests: ["tests/screenshot_hiding_test.ts"],
+  },
 ];
 
 const root = new URL("..", import.meta.url).pathname.replace(/\/$/, "");

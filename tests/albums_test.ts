@@ -507,3 +507,108 @@ for (const kind of databaseKinds()) {
     }
   });
 }
+
+test("a stranger never sees a private or unlisted image as a public album's cover (set or newest) nor in its count, and an account's album pickers list only its own albums, through HTTP", async () => {
+  const env = await testEnv();
+  try {
+    const owner = await userWithKey(env);
+    const other = await userWithKey(env);
+    const album = await apiCall(env, owner.key, "POST", "/api/1/albums", {
+      title: "Mixed",
+    });
+    const albumId = album.body.data.id;
+    const ids: Record<string, string> = {};
+    // Oldest first: the public one, then the hidden ones (newest: the default cover).
+    for (
+      const [name, width] of [["public", 41], ["unlisted", 42], [
+        "private",
+        43,
+      ]] as const
+    ) {
+      const r = await upload(
+        env,
+        owner.key,
+        formWith([{
+          name: `${name}.png`,
+          bytes: await makeImage("png", { width }),
+        }], {
+          album_id: albumId,
+        }),
+      );
+      assert.equal(r.status, 200);
+      ids[name] = r.body.data.id;
+      if (name !== "public") {
+        const set = await apiCall(
+          env,
+          owner.key,
+          "PATCH",
+          `/api/1/images/${r.body.data.id}`,
+          {
+            privacy: name,
+          },
+        );
+        assert.equal(set.status, 200);
+      }
+      env.clock.advance(1000);
+    }
+    const strangerSees = async () => {
+      const html = await (await env.app.request(`/a/${albumId}`)).text();
+      return {
+        html,
+        cover: html.match(
+          /property="og:image" content="[^"]*\/([A-Za-z0-9_-]+)\.(?:md\.)?[a-z]+"/,
+        )?.[1],
+      };
+    };
+    for (const cover of [null, ids.private, ids.unlisted]) {
+      if (cover) {
+        const set = await apiCall(
+          env,
+          owner.key,
+          "PATCH",
+          `/api/1/albums/${albumId}`,
+          {
+            cover_image_id: cover,
+          },
+        );
+        assert.equal(set.status, 200);
+      }
+      const seen = await strangerSees();
+      assert.equal(seen.cover, ids.public, `cover set to ${cover}`);
+      assert.match(seen.html, />1 image</);
+      assert.ok(!seen.html.includes(ids.private), "the private image nowhere");
+      assert.ok(
+        !seen.html.includes(ids.unlisted),
+        "the unlisted image nowhere",
+      );
+    }
+    // The owner's own view counts and shows all three.
+    const mine = await apiCall(
+      env,
+      owner.key,
+      "GET",
+      `/api/1/albums/${albumId}`,
+    );
+    assert.equal(mine.body.data.image_count, 3);
+
+    // Album pickers: the other account's album never appears in this one's forms.
+    await apiCall(env, other.key, "POST", "/api/1/albums", {
+      title: "Not yours",
+    });
+    const { createSession } = await import("../services/accounts/accounts.ts");
+    const sid = await createSession(
+      env.deps.database.db,
+      owner.user.id,
+      env.clock,
+    );
+    for (const path of ["/images", `/i/${ids.public}`]) {
+      const page = await (await env.app.request(path, {
+        headers: { cookie: `sid=${sid}` },
+      })).text();
+      assert.match(page, />Mixed</, path);
+      assert.doesNotMatch(page, /Not yours/, path);
+    }
+  } finally {
+    await env.close();
+  }
+});

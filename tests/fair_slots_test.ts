@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { FairSlots } from "../services/screenshots/fair_slots.ts";
+import { loadConfig } from "../schemas/config.ts";
 import { ApiError } from "../schemas/errors.ts";
 import { test } from "./helpers.ts";
 
@@ -55,4 +56,31 @@ test("capture slots: a waiter leaves at its deadline with 240, a full line answe
   slots.wakeAll();
   await Promise.all([waiting, extra]);
   assert.equal(slots.load, 3);
+});
+
+test("by default SCREENSHOT_PER_KEY leaves a slot for others: one less than SCREENSHOT_CONCURRENCY, at least one; a value given is kept", () => {
+  const perKey = (env: Record<string, string>) =>
+    loadConfig(env).SCREENSHOT_PER_KEY;
+  assert.equal(perKey({}), 1, "the default concurrency is 2");
+  assert.equal(perKey({ SCREENSHOT_CONCURRENCY: "4" }), 3);
+  assert.equal(perKey({ SCREENSHOT_CONCURRENCY: "1" }), 1);
+  assert.equal(
+    perKey({ SCREENSHOT_CONCURRENCY: "4", SCREENSHOT_PER_KEY: "4" }),
+    4,
+  );
+  // And with those defaults one account's flood leaves a slot free for another.
+  const c = loadConfig({ SCREENSHOT_CONCURRENCY: "3" });
+  const slots = new FairSlots(
+    c.SCREENSHOT_CONCURRENCY,
+    c.SCREENSHOT_PER_KEY,
+    8,
+  );
+  const flood = [far(), far(), far()].map((d) => slots.acquire("A", d));
+  assert.equal(slots.heldBy("A"), 2);
+  const other = slots.acquire("B", far());
+  return other.then(async () => {
+    assert.equal(slots.heldBy("B"), 1, "another account got the free slot");
+    slots.wakeAll();
+    await Promise.all(flood);
+  });
 });

@@ -6,7 +6,7 @@ import {
   receiveJson,
   receiveUrlencoded,
 } from "../services/bodies/form_bodies.ts";
-import { Base64File } from "../services/bodies/base64_file.ts";
+import { Base64File, MAX_URL_LENGTH } from "../services/bodies/base64_file.ts";
 import { receiveMultipart } from "../services/bodies/multipart.ts";
 import { TextPartMarker } from "../services/bodies/multipart_text_parts.ts";
 import { makeImage } from "./fixtures.ts";
@@ -612,5 +612,65 @@ test("a base64 value gives the same bytes however it is written and cut (standar
     }
   } finally {
     await Deno.remove(tmpDir, { recursive: true });
+  }
+});
+
+test("Base64File refuses text after a value's padding (QUJDQQ==QUI is 141, never the bytes ABCA with more after) and caps an address at 8192 characters (200), without reaching any network", async () => {
+  const tmpDir = await Deno.makeTempDir();
+  const read = async (pieces: string[]) => {
+    const f = new Base64File(0, "image", tmpDir, 1_000_000);
+    try {
+      for (const p of pieces) f.push(p);
+      await f.finish();
+      return {
+        bytes: await Deno.readFile(f.rec.path).catch(() => undefined),
+        f,
+      };
+    } catch (e) {
+      await f.abandon();
+      throw e;
+    }
+  };
+  try {
+    for (
+      const pieces of [["QUJDQQ==QUI"], ["QUJDQQ==", "QUI"], [
+        "QUJD",
+        "QQ==QUI",
+      ]]
+    ) {
+      const got = await read(pieces).catch((e) => e);
+      assert.ok(
+        got instanceof ApiError && got.code === 141,
+        `${pieces.join("|")}: ${
+          got instanceof ApiError ? got.code : JSON.stringify(got)
+        }`,
+      );
+    }
+    const ok = await read(["QUJDQQ=="]);
+    assert.deepEqual(ok.bytes, new TextEncoder().encode("ABCA"));
+    // An address is taken whole up to MAX_URL_LENGTH, refused past it.
+    const url = (n: number) => `https://images.test/${"a".repeat(n - 20)}`;
+    const fits = new Base64File(0, "image", tmpDir, 1_000_000);
+    for (const piece of url(MAX_URL_LENGTH).match(/.{1,1000}/g)!) {
+      fits.push(piece);
+    }
+    await fits.finish();
+    assert.equal(fits.rec.url, url(MAX_URL_LENGTH));
+    await fits.abandon();
+    const long = new Base64File(0, "image", tmpDir, 1_000_000);
+    const over = (() => {
+      try {
+        for (const piece of url(MAX_URL_LENGTH + 1).match(/.{1,1000}/g)!) {
+          long.push(piece);
+        }
+        return undefined;
+      } catch (e) {
+        return e;
+      }
+    })();
+    await long.abandon();
+    assert.ok(over instanceof ApiError && over.code === 200, String(over));
+  } finally {
+    await Deno.remove(tmpDir, { recursive: true }).catch(() => {});
   }
 });

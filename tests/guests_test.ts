@@ -9,7 +9,11 @@ import {
   upload,
   userWithKey,
 } from "./helpers.ts";
-import { sweepGuests } from "../services/accounts/guests.ts";
+import {
+  createGuest,
+  findGuest,
+  sweepGuests,
+} from "../services/accounts/guests.ts";
 
 const ORIGIN = "http://localhost:8080";
 
@@ -325,3 +329,21 @@ for (const kind of databaseKinds()) {
     }
   });
 }
+
+test("the sweep spares a guest younger than GUEST_EXPIRATION with no image yet (its first upload in flight), and retires it once older", async () => {
+  const env = await testEnv({
+    env: { GUEST_UPLOADS: "on", GUEST_EXPIRATION: "3600" },
+  });
+  try {
+    const { db } = env.deps.database;
+    const { userId, token } = await createGuest(db, env.clock);
+    env.clock.advance(3_500_000);
+    assert.equal(await sweepGuests(db, env.clock, 3600), 0);
+    assert.equal(await findGuest(db, token), userId);
+    env.clock.advance(200_000);
+    assert.equal(await sweepGuests(db, env.clock, 3600), 1);
+    assert.equal(await findGuest(db, token), undefined);
+  } finally {
+    await env.close();
+  }
+});

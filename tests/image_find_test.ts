@@ -151,3 +151,42 @@ for (const kind of databaseKinds()) {
     }
   });
 }
+
+test("a backslash in a search word is a letter: C:\\temp finds that title and not C:temp, and a word ending in a backslash finds its title", async () => {
+  const env = await testEnv();
+  try {
+    const { key } = await userWithKey(env);
+    const titlesOf = ["C:\\temp shot", "C:temp shot", "path\\"];
+    for (const [i, title] of titlesOf.entries()) {
+      const r = await upload(
+        env,
+        key,
+        formWith([{
+          name: "x.png",
+          bytes: await makeImage("png", { width: 20 + i }),
+        }]),
+      );
+      const set = await json(
+        await env.app.request(`/api/1/images/${r.body.data.id}`, {
+          method: "PATCH",
+          headers: {
+            authorization: `Bearer ${key}`,
+            "content-type": "application/json",
+          },
+          body: JSON.stringify({ title }),
+        }),
+      );
+      assert.equal(set.status, 200, JSON.stringify(set.body));
+    }
+    assert.deepEqual(
+      titles(await list(env, key, `q=${encodeURIComponent("C:\\temp")}`)),
+      ["C:\\temp shot"],
+    );
+    assert.deepEqual(
+      titles(await list(env, key, `q=${encodeURIComponent("path\\")}`)),
+      ["path\\"],
+    );
+  } finally {
+    await env.close();
+  }
+});

@@ -584,3 +584,52 @@ test("the password API: privacy password needs a password, a password needs priv
     await env.close();
   }
 });
+
+test("each password token serves one kind, through HTTP as a stranger holds them: a page's unlock cookie is no file's access= token, and a file's access= token is no unlock cookie", async () => {
+  const env = await testEnv();
+  try {
+    const owner = await person(env);
+    const up = await upload(
+      env,
+      owner.key,
+      formWith([{
+        name: "kinds.png",
+        bytes: await makeImage("png", { width: 90 }),
+      }]),
+    );
+    const id = up.body.data.id;
+    const set = await apiCall(env, owner.key, "PATCH", `/api/1/images/${id}`, {
+      privacy: "password",
+      password: "open sesame",
+    });
+    assert.equal(set.status, 200);
+    const right = await postPassword(env, `/i/${id}`, "open sesame");
+    assert.equal(right.status, 303);
+    const { pair } = unlockCookie(right);
+    const [name, unlockToken] = pair.split("=");
+    const open = await env.app.request(`/i/${id}`, {
+      headers: { cookie: pair },
+    });
+    const html = await open.text();
+    assert.match(html, /kinds\.png/);
+    const fileToken = signedPaths(html).find((p) =>
+      p.startsWith(`/${id}.png?access=`)
+    )!.split("access=")[1];
+    // The file's own token opens the file; the page's cookie does not.
+    const file = await env.app.request(`/${id}.png?access=${fileToken}`);
+    assert.equal(file.status, 200);
+    await file.body?.cancel();
+    const asFile = await env.app.request(`/${id}.png?access=${unlockToken}`);
+    assert.equal(asFile.status, 404);
+    await asFile.body?.cancel();
+    // The file's token as the page's cookie: the page stays locked.
+    const asUnlock = await env.app.request(`/i/${id}`, {
+      headers: { cookie: `${name}=${fileToken}` },
+    });
+    const locked = await asUnlock.text();
+    assert.match(locked, /type="password"/);
+    assert.doesNotMatch(locked, /kinds\.png/);
+  } finally {
+    await env.close();
+  }
+});

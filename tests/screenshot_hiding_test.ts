@@ -25,7 +25,8 @@ import {
  * Precise hiding: every consent banner of the managers people meet (markup shaped as those
  * managers ship it) and every ad goes with noCookie / noAds, and every decoy stays: a
  * sticky navigation with a "Cookie policy" link, blocks named `ad-hoc-results` and
- * `ad-free-notice`, a chat widget with an OK button. Banners and ads are red (#ff0000),
+ * `ad-free-notice`, a chat widget with an OK button; and on a page of its own a fixed
+ * strip about cookies with no accept or reject control. Banners and ads are red (#ff0000),
  * decoys blue or green, so the pixels say what happened.
  */
 const RED = "background:#f00;color:#f00";
@@ -120,6 +121,11 @@ const fixture = startFixture({
   "/cmp-frame":
     `<body style="background:#f00;margin:0">Consent: Accept / Reject</body>`,
   "/decoys": page(""),
+  // A fixed strip about cookies with no accept or reject control: a notice, not a
+  // consent dialog, so it stays.
+  "/info-strip": page(
+    `<div class="strip" style="position:fixed;left:0;top:600px;width:180px;height:60px;background:#00f;color:#00f">This site uses cookies. <a href="/cookies" style="color:#00f">Read our cookie policy</a></div>`,
+  ),
   "/banners/summer_728x90.png": "not reached",
   "/tag/gpt.js": "document.title = 'gpt ran'",
   // Elements named by the list's generic hiding rules, and images on its generic paths.
@@ -234,6 +240,22 @@ for (const name of Object.keys(CMPS)) {
     assert.ok(clean.green > 150_000, `${name}: green blocks lost`);
   });
 }
+
+test("noCookie leaves a fixed strip about cookies that has no accept or reject control (a link to the policy only)", async () => {
+  const plain = await colours({ url: `${fixture.origin}/info-strip` });
+  const clean = await colours({
+    url: `${fixture.origin}/info-strip`,
+    noCookie: true,
+  });
+  const decoys = await (decoyBlue ??= colours({
+    url: `${fixture.origin}/decoys`,
+  }).then((c) => c.blue));
+  assert.ok(plain.blue >= decoys + 10_000, `the strip shows (${plain.blue})`);
+  assert.ok(
+    clean.blue >= plain.blue - 500,
+    `the strip was hidden (${clean.blue} blue of ${plain.blue})`,
+  );
+});
 
 test("noCookie lifts the scroll lock a consent wall or an iframe CMP puts on the page; without noCookie it stays", async () => {
   // The caller's script runs after the banners are dealt with: it reports the lock.

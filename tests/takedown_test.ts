@@ -64,6 +64,17 @@ async function photoInAlbum(env: TestEnv, key: string) {
   );
   assert.equal(up.status, 200);
   const rec = up.body.data;
+  // Its album's set cover: once it is taken down the album must still answer.
+  const cover = await apiCall(
+    env,
+    key,
+    "PATCH",
+    `/api/1/albums/${album.body.data.id}`,
+    {
+      cover_image_id: rec.id,
+    },
+  );
+  assert.equal(cover.status, 200, JSON.stringify(cover.body));
   for (const path of urlForms(rec)) {
     const res = await env.app.request(path, {
       headers: { authorization: `Bearer ${key}` },
@@ -139,9 +150,18 @@ for (const storeKind of ["fs", "s3"] as const) {
             } else assert.equal(JSON.parse(body).error.code, 451);
           }
         }
-        // The album's page no longer lists it, nor counts it.
+        // The album's page no longer lists it, nor counts it, nor has it as cover.
         const page = await e.app.request(`/a/${albumId}`);
         assert.equal(page.status, 200);
+        const record = await apiCall(
+          e,
+          owner.key,
+          "GET",
+          `/api/1/albums/${albumId}`,
+        );
+        assert.equal(record.status, 200);
+        assert.equal(record.body.data.image_count, 0);
+        assert.equal(record.body.data.cover_url, null);
         assert.ok(!(await page.text()).includes(rec.id), "album page");
         const list = await apiCall(e, owner.key, "GET", "/api/1/images");
         assert.equal(list.body.data.total, 0);

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import sharp from "sharp";
+import { sql } from "kysely";
 import {
   admitTransform,
   canonicalOf,
@@ -793,3 +794,78 @@ for (const serve of ["app", "proxy"] as const) {
     },
   );
 }
+
+test("a signature must match in full: an empty s=, a prefix or a longer value of the right one admits nothing, through HTTP as a stranger sends it", async () => {
+  const t = await photoEnv({
+    IMAGE_WIDTHS: "160,320",
+    IMAGE_QUALITIES: "75",
+    IMAGE_SIGNING_KEY: SECRET,
+  });
+  try {
+    const key = await signingKey(SECRET);
+    const signed = await transformQuery(t.path, {
+      w: 333,
+      fit: "inside",
+      format: "png",
+    }, key);
+    const [query, s] = signed.split("&s=");
+    for (
+      const forged of [
+        "",
+        s.slice(0, 1),
+        s.slice(0, 11),
+        s.slice(0, -1),
+        `${s}A`,
+      ]
+    ) {
+      const r = await json(
+        await t.env.app.request(`${t.path}?${query}&s=${forged}`),
+      );
+      assert.deepEqual(
+        [r.status, r.body.error.code],
+        [400, 160],
+        `s=${forged}`,
+      );
+    }
+    assert.equal(t.store.puts, 0, "nothing made for a forged signature");
+    const ok = await variant(t.env, `${t.path}?${signed}`);
+    assert.equal(ok.res.status, 200);
+  } finally {
+    await t.close();
+  }
+});
+
+test("a lease lapsed by a crashed instance is taken over at once: the next make does not wait IMAGE_TIMEOUT_MS + 2 s for bytes that never come", async () => {
+  const t = await photoEnv();
+  try {
+    const db = t.env.deps.database.db;
+    const maker = new VariantMaker(
+      db,
+      t.store,
+      new WorkSlots(1, 8),
+      60_000,
+      true,
+    );
+    const tr = { w: 320, fit: "inside" as const, format: "webp" as const };
+    const key = variantKey(t.id, tr, "webp");
+    // What an instance killed mid-make leaves: a `making` row whose lease has passed.
+    await sql`insert into image_variants (key, image_id, state, lease_until)
+      values (${key}, ${t.id}, 'making', now() - interval '1 second')`.execute(
+      db,
+    );
+    const source = { id: t.id, key: t.path.slice(1), ext: "jpg" };
+    const made = await Promise.race([
+      maker.make(source, tr, key, "webp").then((m) => m.stored).then(() =>
+        "made"
+      ),
+      new Promise<"held">((r) => setTimeout(() => r("held"), 15_000)),
+    ]);
+    assert.equal(made, "made", "the make waited on a dead lease");
+    assert.equal(t.store.puts, 1);
+    const row = await db.selectFrom("image_variants").select("state")
+      .where("key", "=", key).executeTakeFirstOrThrow();
+    assert.equal(row.state, "ready");
+  } finally {
+    await t.close();
+  }
+});

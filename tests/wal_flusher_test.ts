@@ -59,6 +59,28 @@ test("a WAL flush resolves only once the files deferred before it are synced; ca
   assert.deepEqual(now, [], "the engine's thread never waited");
 });
 
+test("a flush asked while a sync runs, with nothing new deferred, waits for that sync: no statement is acknowledged before its WAL is on disk", async () => {
+  const held = heldSyncs();
+  const wal = new WalFlusher(held.later, () => {});
+  wal.defer(3, "/d/pg_wal/2");
+  const first = wal.flush();
+  await tick();
+  assert.deepEqual(
+    held.calls,
+    [3],
+    "the sync is running, nothing is owed anew",
+  );
+  let done = false;
+  const late = wal.flush().then(() => done = true);
+  await tick();
+  await tick();
+  assert.equal(done, false, "not before the running sync ends");
+  held.release();
+  await Promise.all([first, late]);
+  assert.equal(done, true);
+  assert.deepEqual(held.calls, [3], "it shared that sync");
+});
+
 test("before a data file is written, or a WAL file closed, the engine's thread syncs every WAL file owed, those being synced in the background included", async () => {
   const held = heldSyncs();
   const now: number[] = [];

@@ -159,7 +159,8 @@ async function liveImageIn(
   imageId: string,
   clock: Clock,
 ): Promise<ImageRow | undefined> {
-  const row = await findLiveImage(db, imageId, clock);
+  // A cover that was taken down is no cover (quiet: not the 451 its own URLs answer).
+  const row = await findLiveImage(db, imageId, clock, { quiet: true });
   return row?.album_id === albumId ? row : undefined;
 }
 

@@ -90,6 +90,29 @@ function AdminFrame(
   );
 }
 
+/**
+ * A table of the console: stacked on a phone, scrolled sideways if need be; an empty
+ * heading is an actions column (named for screen readers).
+ */
+function AdminTable(props: { headings: string[]; children?: Child }) {
+  return (
+    <div class="table-wrap">
+      <table class="stack admin">
+        <thead>
+          <tr>
+            {props.headings.map((h) => (
+              <th key={h || "actions"}>
+                {h || <span class="sr-only">Actions</span>}
+              </th>
+            ))}
+          </tr>
+        </thead>
+        <tbody>{props.children}</tbody>
+      </table>
+    </div>
+  );
+}
+
 /** A hidden `_csrf` field of the session. */
 const Csrf = (props: { user: SessionUser }) => (
   <input type="hidden" name="_csrf" value={props.user.csrfToken} />
@@ -276,140 +299,133 @@ export function registerAdminPages(
           default, 0 no limit. Disabling ends sessions and refuses keys; images
           stay online. A ban also takes down every image.
         </p>
-        <div class="table-wrap">
-          <table class="stack admin">
-            <thead>
-              <tr>
-                <th>Account</th>
-                <th>Images</th>
-                <th>Stored</th>
-                <th>Shots</th>
-                <th>Last active</th>
-                <th>Quotas</th>
-                <th>
-                  <span class="sr-only">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {users.map((u) => (
-                <tr>
-                  <td data-label="Account">
-                    <strong>{u.email}</strong>
-                    <br />
-                    <span class="muted">
-                      {u.role}
-                      {u.state === "disabled" ? " · disabled" : ""} · since{" "}
-                      {humanDate(u.created * 1000).slice(0, 10)}
-                    </span>
-                  </td>
-                  <td data-label="Images">
-                    <a href={`/admin/images?owner=${u.id}`}>{u.images}</a>
-                  </td>
-                  <td data-label="Stored">{humanSize(u.bytes)}</td>
-                  <td data-label="Shots">{u.screenshots_this_month}</td>
-                  <td data-label="Last active">
-                    {u.last_active ? humanDate(u.last_active * 1000) : "never"}
-                  </td>
-                  <td data-label="Quotas">
+        <AdminTable
+          headings={[
+            "Account",
+            "Images",
+            "Stored",
+            "Shots",
+            "Last active",
+            "Quotas",
+            "",
+          ]}
+        >
+          {users.map((u) => (
+            <tr>
+              <td data-label="Account">
+                <strong>{u.email}</strong>
+                <br />
+                <span class="muted">
+                  {u.role}
+                  {u.state === "disabled" ? " · disabled" : ""} · since{" "}
+                  {humanDate(u.created * 1000).slice(0, 10)}
+                </span>
+              </td>
+              <td data-label="Images">
+                <a href={`/admin/images?owner=${u.id}`}>{u.images}</a>
+              </td>
+              <td data-label="Stored">{humanSize(u.bytes)}</td>
+              <td data-label="Shots">{u.screenshots_this_month}</td>
+              <td data-label="Last active">
+                {u.last_active ? humanDate(u.last_active * 1000) : "never"}
+              </td>
+              <td data-label="Quotas">
+                <form
+                  class="quota"
+                  method="post"
+                  action={`/admin/users/${u.id}/quota`}
+                >
+                  <Csrf user={user} />
+                  <label>
+                    MB
+                    <input
+                      type="number"
+                      min="0"
+                      name="quota_storage_mb"
+                      value={u.quota.storage_mb ?? ""}
+                      aria-label={`Storage quota of ${u.email}, MB`}
+                    />
+                  </label>
+                  <label>
+                    Images
+                    <input
+                      type="number"
+                      min="0"
+                      name="quota_images"
+                      value={u.quota.images ?? ""}
+                      aria-label={`Image quota of ${u.email}`}
+                    />
+                  </label>
+                  <label>
+                    Shots/month
+                    <input
+                      type="number"
+                      min="0"
+                      name="quota_screenshots"
+                      value={u.quota.screenshots_per_month ?? ""}
+                      aria-label={`Screenshot quota of ${u.email}`}
+                    />
+                  </label>
+                  <button type="submit" class="secondary">Set</button>
+                </form>
+              </td>
+              <td data-label="">
+                {u.id !== user.userId && (
+                  <div class="row-actions">
                     <form
-                      class="quota"
+                      class="inline"
                       method="post"
-                      action={`/admin/users/${u.id}/quota`}
+                      action={`/admin/users/${u.id}/${
+                        u.state === "disabled" ? "enable" : "disable"
+                      }`}
                     >
                       <Csrf user={user} />
-                      <label>
-                        MB
-                        <input
-                          type="number"
-                          min="0"
-                          name="quota_storage_mb"
-                          value={u.quota.storage_mb ?? ""}
-                          aria-label={`Storage quota of ${u.email}, MB`}
-                        />
-                      </label>
-                      <label>
-                        Images
-                        <input
-                          type="number"
-                          min="0"
-                          name="quota_images"
-                          value={u.quota.images ?? ""}
-                          aria-label={`Image quota of ${u.email}`}
-                        />
-                      </label>
-                      <label>
-                        Shots/month
-                        <input
-                          type="number"
-                          min="0"
-                          name="quota_screenshots"
-                          value={u.quota.screenshots_per_month ?? ""}
-                          aria-label={`Screenshot quota of ${u.email}`}
-                        />
-                      </label>
-                      <button type="submit" class="secondary">Set</button>
+                      <button
+                        type="submit"
+                        class="secondary"
+                        aria-label={`${
+                          u.state === "disabled" ? "Enable" : "Disable"
+                        } ${u.email}`}
+                      >
+                        {u.state === "disabled" ? "Enable" : "Disable"}
+                      </button>
                     </form>
-                  </td>
-                  <td data-label="">
-                    {u.id !== user.userId && (
-                      <div class="row-actions">
-                        <form
-                          class="inline"
-                          method="post"
-                          action={`/admin/users/${u.id}/${
-                            u.state === "disabled" ? "enable" : "disable"
-                          }`}
-                        >
-                          <Csrf user={user} />
-                          <button
-                            type="submit"
-                            class="secondary"
-                            aria-label={`${
-                              u.state === "disabled" ? "Enable" : "Disable"
-                            } ${u.email}`}
-                          >
-                            {u.state === "disabled" ? "Enable" : "Disable"}
-                          </button>
-                        </form>
-                        <form
-                          class="inline"
-                          method="post"
-                          action={`/admin/users/${u.id}/ban`}
-                          data-confirm={`Ban ${u.email}? The account is disabled and every image of it taken down.`}
-                        >
-                          <Csrf user={user} />
-                          <button
-                            type="submit"
-                            class="danger"
-                            aria-label={`Ban ${u.email}`}
-                          >
-                            Ban
-                          </button>
-                        </form>
-                        <form
-                          class="inline"
-                          method="post"
-                          action={`/admin/users/${u.id}/delete`}
-                          data-confirm={`Delete ${u.email} with all ${u.images} images? This cannot be undone.`}
-                        >
-                          <Csrf user={user} />
-                          <button
-                            type="submit"
-                            class="danger"
-                            aria-label={`Delete ${u.email}`}
-                          >
-                            Delete
-                          </button>
-                        </form>
-                      </div>
-                    )}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+                    <form
+                      class="inline"
+                      method="post"
+                      action={`/admin/users/${u.id}/ban`}
+                      data-confirm={`Ban ${u.email}? The account is disabled and every image of it taken down.`}
+                    >
+                      <Csrf user={user} />
+                      <button
+                        type="submit"
+                        class="danger"
+                        aria-label={`Ban ${u.email}`}
+                      >
+                        Ban
+                      </button>
+                    </form>
+                    <form
+                      class="inline"
+                      method="post"
+                      action={`/admin/users/${u.id}/delete`}
+                      data-confirm={`Delete ${u.email} with all ${u.images} images? This cannot be undone.`}
+                    >
+                      <Csrf user={user} />
+                      <button
+                        type="submit"
+                        class="danger"
+                        aria-label={`Delete ${u.email}`}
+                      >
+                        Delete
+                      </button>
+                    </form>
+                  </div>
+                )}
+              </td>
+            </tr>
+          ))}
+        </AdminTable>
         <Pager
           page={page}
           total={total}
@@ -487,69 +503,55 @@ export function registerAdminPages(
           {total}. Taking an image down removes its bytes, answers 451 at every
           address of it, and refuses the same bytes to anyone from then on.
         </p>
-        <div class="table-wrap">
-          <table class="stack admin">
-            <thead>
-              <tr>
-                <th>Image</th>
-                <th>Title</th>
-                <th>Owner</th>
-                <th>Size</th>
-                <th>Uploaded</th>
-                <th>
-                  <span class="sr-only">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {images.map((i) => (
-                <tr>
-                  <td data-label="Image">
-                    {i.privacy === "public" || i.privacy === "unlisted"
-                      ? (
-                        <a href={`/i/${i.id}`}>
-                          <img
-                            class="thumb"
-                            src={`${host}/${i.id}.th.${i.thumb_ext ?? i.ext}`}
-                            alt={i.title}
-                            loading="lazy"
-                            width="64"
-                            height="48"
-                          />
-                        </a>
-                      )
-                      : <span class="muted">{i.privacy}</span>}
-                  </td>
-                  <td data-label="Title">{i.title}</td>
-                  <td data-label="Owner">
-                    <a href={`/admin/users?q=${i.owner_id}`}>{i.owner_email}</a>
-                  </td>
-                  <td data-label="Size">
-                    {i.width}×{i.height} · {humanSize(i.size)}
-                  </td>
-                  <td data-label="Uploaded">{humanDate(i.time * 1000)}</td>
-                  <td data-label="">
-                    <form
-                      class="inline"
-                      method="post"
-                      action={`/admin/images/${i.id}/takedown`}
-                      data-confirm={`Take down “${i.title}”? Its bytes are removed for good.`}
-                    >
-                      <Csrf user={user} />
-                      <button
-                        type="submit"
-                        class="danger"
-                        aria-label={`Take down ${i.title}`}
-                      >
-                        Take down
-                      </button>
-                    </form>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <AdminTable
+          headings={["Image", "Title", "Owner", "Size", "Uploaded", ""]}
+        >
+          {images.map((i) => (
+            <tr>
+              <td data-label="Image">
+                {i.privacy === "public" || i.privacy === "unlisted"
+                  ? (
+                    <a href={`/i/${i.id}`}>
+                      <img
+                        class="thumb"
+                        src={`${host}/${i.id}.th.${i.thumb_ext ?? i.ext}`}
+                        alt={i.title}
+                        loading="lazy"
+                        width="64"
+                        height="48"
+                      />
+                    </a>
+                  )
+                  : <span class="muted">{i.privacy}</span>}
+              </td>
+              <td data-label="Title">{i.title}</td>
+              <td data-label="Owner">
+                <a href={`/admin/users?q=${i.owner_id}`}>{i.owner_email}</a>
+              </td>
+              <td data-label="Size">
+                {i.width}×{i.height} · {humanSize(i.size)}
+              </td>
+              <td data-label="Uploaded">{humanDate(i.time * 1000)}</td>
+              <td data-label="">
+                <form
+                  class="inline"
+                  method="post"
+                  action={`/admin/images/${i.id}/takedown`}
+                  data-confirm={`Take down “${i.title}”? Its bytes are removed for good.`}
+                >
+                  <Csrf user={user} />
+                  <button
+                    type="submit"
+                    class="danger"
+                    aria-label={`Take down ${i.title}`}
+                  >
+                    Take down
+                  </button>
+                </form>
+              </td>
+            </tr>
+          ))}
+        </AdminTable>
         <Pager
           page={page}
           total={total}
@@ -590,88 +592,73 @@ export function registerAdminPages(
         {reports.length === 0
           ? <p>No open reports.</p>
           : (
-            <div class="table-wrap">
-              <table class="stack admin">
-                <thead>
-                  <tr>
-                    <th>Image</th>
-                    <th>Reason</th>
-                    <th>Owner</th>
-                    <th>Reported</th>
-                    <th>
-                      <span class="sr-only">Actions</span>
-                    </th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {reports.map((r) => (
-                    <tr>
-                      <td data-label="Image">
-                        {r.image
-                          ? (
-                            <a href={`/i/${r.image_id}`}>
-                              {r.image.title || r.image_id}
-                            </a>
-                          )
-                          : <span class="muted">{r.image_id} (gone)</span>}
-                      </td>
-                      <td data-label="Reason">
-                        {REPORT_REASON_LABELS[r.reason]}
-                        {r.note && (
-                          <>
-                            <br />
-                            <span class="muted">“{r.note}”</span>
-                          </>
-                        )}
-                        {r.others > 0 && (
-                          <>
-                            <br />
-                            <span class="muted">+{r.others} more</span>
-                          </>
-                        )}
-                      </td>
-                      <td data-label="Owner">{r.image?.owner_email ?? ""}</td>
-                      <td data-label="Reported">{humanDate(r.time * 1000)}</td>
-                      <td data-label="">
-                        <div class="row-actions">
-                          <form
-                            class="inline"
-                            method="post"
-                            action={`/admin/reports/${r.id}/dismiss`}
+            <AdminTable headings={["Image", "Reason", "Owner", "Reported", ""]}>
+              {reports.map((r) => (
+                <tr>
+                  <td data-label="Image">
+                    {r.image
+                      ? (
+                        <a href={`/i/${r.image_id}`}>
+                          {r.image.title || r.image_id}
+                        </a>
+                      )
+                      : <span class="muted">{r.image_id} (gone)</span>}
+                  </td>
+                  <td data-label="Reason">
+                    {REPORT_REASON_LABELS[r.reason]}
+                    {r.note && (
+                      <>
+                        <br />
+                        <span class="muted">“{r.note}”</span>
+                      </>
+                    )}
+                    {r.others > 0 && (
+                      <>
+                        <br />
+                        <span class="muted">+{r.others} more</span>
+                      </>
+                    )}
+                  </td>
+                  <td data-label="Owner">{r.image?.owner_email ?? ""}</td>
+                  <td data-label="Reported">{humanDate(r.time * 1000)}</td>
+                  <td data-label="">
+                    <div class="row-actions">
+                      <form
+                        class="inline"
+                        method="post"
+                        action={`/admin/reports/${r.id}/dismiss`}
+                      >
+                        <Csrf user={user} />
+                        <button
+                          type="submit"
+                          class="secondary"
+                          aria-label={`Dismiss report ${r.id}`}
+                        >
+                          Dismiss
+                        </button>
+                      </form>
+                      {r.image && (
+                        <form
+                          class="inline"
+                          method="post"
+                          action={`/admin/reports/${r.id}/takedown`}
+                          data-confirm="Take this image down? Its bytes are removed for good."
+                        >
+                          <Csrf user={user} />
+                          <button
+                            type="submit"
+                            class="danger"
+                            aria-label={`Take down the image of report ${r.id}`}
                           >
-                            <Csrf user={user} />
-                            <button
-                              type="submit"
-                              class="secondary"
-                              aria-label={`Dismiss report ${r.id}`}
-                            >
-                              Dismiss
-                            </button>
-                          </form>
-                          {r.image && (
-                            <form
-                              class="inline"
-                              method="post"
-                              action={`/admin/reports/${r.id}/takedown`}
-                              data-confirm="Take this image down? Its bytes are removed for good."
-                            >
-                              <Csrf user={user} />
-                              <button
-                                type="submit"
-                                class="danger"
-                                aria-label={`Take down the image of report ${r.id}`}
-                              >
-                                Take down
-                              </button>
-                            </form>
-                          )}
-                        </div>
-                      </td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
+                            Take down
+                          </button>
+                        </form>
+                      )}
+                    </div>
+                  </td>
+                </tr>
+              ))}
+            </AdminTable>
           )}
         <Pager
           page={page}
@@ -755,53 +742,38 @@ export function registerAdminPages(
           </div>
           <button type="submit">Make a link</button>
         </form>
-        <div class="table-wrap">
-          <table class="stack admin">
-            <thead>
-              <tr>
-                <th>Invite</th>
-                <th>Uses</th>
-                <th>Expires</th>
-                <th>State</th>
-                <th>
-                  <span class="sr-only">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {invites.map((i) => (
-                <tr>
-                  <td data-label="Invite">
-                    <code>{i.id}</code>
-                  </td>
-                  <td data-label="Uses">{i.uses} of {i.max_uses}</td>
-                  <td data-label="Expires">
-                    {i.expires ? humanDate(i.expires * 1000) : "never"}
-                  </td>
-                  <td data-label="State">{i.state}</td>
-                  <td data-label="">
-                    {i.state === "active" && (
-                      <form
-                        class="inline"
-                        method="post"
-                        action={`/admin/invites/${i.id}/revoke`}
-                      >
-                        <Csrf user={user} />
-                        <button
-                          type="submit"
-                          class="secondary"
-                          aria-label={`Revoke invite ${i.id}`}
-                        >
-                          Revoke
-                        </button>
-                      </form>
-                    )}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <AdminTable headings={["Invite", "Uses", "Expires", "State", ""]}>
+          {invites.map((i) => (
+            <tr>
+              <td data-label="Invite">
+                <code>{i.id}</code>
+              </td>
+              <td data-label="Uses">{i.uses} of {i.max_uses}</td>
+              <td data-label="Expires">
+                {i.expires ? humanDate(i.expires * 1000) : "never"}
+              </td>
+              <td data-label="State">{i.state}</td>
+              <td data-label="">
+                {i.state === "active" && (
+                  <form
+                    class="inline"
+                    method="post"
+                    action={`/admin/invites/${i.id}/revoke`}
+                  >
+                    <Csrf user={user} />
+                    <button
+                      type="submit"
+                      class="secondary"
+                      aria-label={`Revoke invite ${i.id}`}
+                    >
+                      Revoke
+                    </button>
+                  </form>
+                )}
+              </td>
+            </tr>
+          ))}
+        </AdminTable>
       </AdminFrame>,
     );
   });
@@ -838,40 +810,27 @@ export function registerAdminPages(
     const { entries, total } = await listAudit(db, { page, perPage: PER_PAGE });
     return c.html(
       <AdminFrame user={user} title="Audit log" current="/admin/audit">
-        <div class="table-wrap">
-          <table class="stack admin">
-            <thead>
-              <tr>
-                <th>When</th>
-                <th>Who</th>
-                <th>Action</th>
-                <th>Target</th>
-                <th>From</th>
-              </tr>
-            </thead>
-            <tbody>
-              {entries.map((e) => (
-                <tr>
-                  <td data-label="When">{humanDate(e.time * 1000)}</td>
-                  <td data-label="Who">{e.actor_email}</td>
-                  <td data-label="Action">
-                    {e.action}
-                    {e.details && (
-                      <>
-                        <br />
-                        <code class="muted wrap">{e.details}</code>
-                      </>
-                    )}
-                  </td>
-                  <td data-label="Target">
-                    <code class="wrap">{e.target}</code>
-                  </td>
-                  <td data-label="From">{e.address}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <AdminTable headings={["When", "Who", "Action", "Target", "From"]}>
+          {entries.map((e) => (
+            <tr>
+              <td data-label="When">{humanDate(e.time * 1000)}</td>
+              <td data-label="Who">{e.actor_email}</td>
+              <td data-label="Action">
+                {e.action}
+                {e.details && (
+                  <>
+                    <br />
+                    <code class="muted wrap">{e.details}</code>
+                  </>
+                )}
+              </td>
+              <td data-label="Target">
+                <code class="wrap">{e.target}</code>
+              </td>
+              <td data-label="From">{e.address}</td>
+            </tr>
+          ))}
+        </AdminTable>
         <Pager
           page={page}
           total={total}

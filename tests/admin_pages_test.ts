@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { formWith, makeImage } from "./fixtures.ts";
 import {
   apiCall,
+  signedInAccount,
   storedKeys,
   test,
   type TestEnv,
@@ -14,23 +15,11 @@ import {
   upload,
   userWithKey,
 } from "./helpers.ts";
-import {
-  createSession,
-  createUser,
-  getSession,
-} from "../services/accounts/accounts.ts";
-import { createApiKey } from "../services/accounts/api_keys.ts";
 
 const ORIGIN = "http://localhost:8080";
 
-async function browserOf(env: TestEnv, role: "admin" | "user", email: string) {
-  const db = env.deps.database.db;
-  const user = await createUser(db, email, "correct horse battery", role);
-  const { key } = await createApiKey(db, user.id, "k");
-  const sid = await createSession(db, user.id, env.clock);
-  const s = await getSession(db, sid, env.clock);
-  return { user, key, cookie: `sid=${sid}`, token: s!.csrfToken };
-}
+const browserOf = (env: TestEnv, role: "admin" | "user", email: string) =>
+  signedInAccount(env, { role, email });
 
 /** A form post as the site's pages send it. */
 async function post(

@@ -3,6 +3,7 @@ import { formWith, makeImage } from "./fixtures.ts";
 import {
   apiCall,
   json,
+  signedInAccount,
   storedKeys,
   test,
   type TestEnv,
@@ -10,30 +11,13 @@ import {
   upload,
   userWithKey,
 } from "./helpers.ts";
-import {
-  createSession,
-  createUser,
-  getSession,
-} from "../services/accounts/accounts.ts";
-import { createApiKey } from "../services/accounts/api_keys.ts";
 
 /** An admin with a key and a signed-in browser. */
-async function adminOf(env: TestEnv, email = "root@example.com") {
-  const db = env.deps.database.db;
-  const user = await createUser(db, email, "correct horse battery", "admin");
-  const { key } = await createApiKey(db, user.id, "ops");
-  const sid = await createSession(db, user.id, env.clock);
-  const session = await getSession(db, sid, env.clock);
-  return { user, key, cookie: `sid=${sid}`, token: session!.csrfToken };
-}
+const adminOf = (env: TestEnv, email = "root@example.com") =>
+  signedInAccount(env, { role: "admin", email });
 
 /** A user's signed-in browser and key. */
-async function signedIn(env: TestEnv) {
-  const { user, key } = await userWithKey(env);
-  const sid = await createSession(env.deps.database.db, user.id, env.clock);
-  const session = await getSession(env.deps.database.db, sid, env.clock);
-  return { user, key, cookie: `sid=${sid}`, token: session!.csrfToken };
-}
+const signedIn = (env: TestEnv) => signedInAccount(env);
 
 /** Every admin operation, with a body where it takes one. */
 const ADMIN_CALLS: [string, string, unknown?][] = [

@@ -12,7 +12,11 @@ import { type AppDeps } from "../services/runtime/deps.ts";
 import { memoryLogger } from "../services/runtime/logger.ts";
 import { FsStore } from "../services/store/fs_store.ts";
 import type { BlobStore } from "../services/store/blob_store.ts";
-import { createUser } from "../services/accounts/accounts.ts";
+import {
+  createSession,
+  createUser,
+  getSession,
+} from "../services/accounts/accounts.ts";
 import { createApiKey } from "../services/accounts/api_keys.ts";
 import { processTag } from "../services/runtime/scratch_dir.ts";
 import { memoryFileNames } from "../services/runtime/scratch_files.ts";
@@ -239,6 +243,27 @@ export async function userWithKey(env: TestEnv, email?: string) {
     "test",
   );
   return { user, key, keyId: info.id };
+}
+
+/**
+ * An account with a key and a signed-in browser (its cookie header and the session's
+ * CSRF token): a user, or with `role: "admin"` an operator.
+ */
+export async function signedInAccount(
+  env: TestEnv,
+  opts: { role?: "admin" | "user"; email?: string } = {},
+) {
+  const db = env.deps.database.db;
+  const user = await createUser(
+    db,
+    opts.email ?? `u${crypto.randomUUID().slice(0, 8)}@example.com`,
+    "correct horse battery",
+    opts.role ?? "user",
+  );
+  const { key } = await createApiKey(db, user.id, "test");
+  const sid = await createSession(db, user.id, env.clock);
+  const session = await getSession(db, sid, env.clock);
+  return { user, key, cookie: `sid=${sid}`, token: session!.csrfToken };
 }
 
 /** Reads a JSON response with its status. */

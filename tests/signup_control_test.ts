@@ -8,6 +8,7 @@ import { formWith, makeImage, makeNoiseJpeg } from "./fixtures.ts";
 import {
   apiCall,
   json,
+  signedInAccount,
   storedKeys,
   test,
   type TestEnv,
@@ -15,8 +16,7 @@ import {
   upload,
   userWithKey,
 } from "./helpers.ts";
-import { createSession, createUser } from "../services/accounts/accounts.ts";
-import { createApiKey } from "../services/accounts/api_keys.ts";
+import { createSession } from "../services/accounts/accounts.ts";
 
 const HTML = {
   accept: "text/html",
@@ -49,9 +49,11 @@ async function roleOf(env: TestEnv, email: string) {
 }
 
 async function adminKey(env: TestEnv) {
-  const db = env.deps.database.db;
-  const u = await createUser(db, "root@example.com", "x".repeat(12), "admin");
-  return { id: u.id, key: (await createApiKey(db, u.id, "ops")).key };
+  const a = await signedInAccount(env, {
+    role: "admin",
+    email: "root@example.com",
+  });
+  return { id: a.user.id, key: a.key };
 }
 
 test("on an empty instance the sign-up page says the first account is the admin, and it is; the next is a user, and two racing first sign-ups make one admin", async () => {

@@ -9,6 +9,7 @@ import { formWith, makeNoiseJpeg } from "./fixtures.ts";
 import {
   apiCall,
   json,
+  signedInAccount,
   storedKeys,
   test,
   type TestEnv,
@@ -16,21 +17,15 @@ import {
   upload,
   userWithKey,
 } from "./helpers.ts";
-import { createUser } from "../services/accounts/accounts.ts";
-import { createApiKey } from "../services/accounts/api_keys.ts";
 import { startS3 } from "./s3_server.ts";
 import { startNginx } from "./nginx.ts";
 
 /** An admin's key. */
 async function adminKey(env: TestEnv): Promise<string> {
-  const db = env.deps.database.db;
-  const user = await createUser(
-    db,
-    "root@example.com",
-    "x".repeat(12),
-    "admin",
-  );
-  return (await createApiKey(db, user.id, "ops")).key;
+  return (await signedInAccount(env, {
+    role: "admin",
+    email: "root@example.com",
+  })).key;
 }
 
 /** Every URL form of an image: files, fixed variants, transforms, page and record. */

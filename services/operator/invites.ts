@@ -21,6 +21,17 @@ export interface InviteView {
 /** Why an invite was refused, for the sign-up page and the 181 answer. */
 export class InviteRefused extends Error {}
 
+/** The columns an invitation's view is made of. */
+const INVITE_COLUMNS = [
+  "id",
+  "max_uses",
+  "uses",
+  "expires_at",
+  "revoked_at",
+  "created_at",
+  "created_by",
+] as const;
+
 type InviteRow = {
   id: string;
   max_uses: number;
@@ -90,15 +101,7 @@ export async function listInvites(
   clock: Clock,
 ): Promise<InviteView[]> {
   const rows = await db.selectFrom("invites")
-    .select([
-      "id",
-      "max_uses",
-      "uses",
-      "expires_at",
-      "revoked_at",
-      "created_at",
-      "created_by",
-    ]).orderBy("created_at", "desc").limit(500).execute();
+    .select(INVITE_COLUMNS).orderBy("created_at", "desc").limit(500).execute();
   const now = clock.now();
   return rows.map((r) => viewOf(r, now));
 }
@@ -131,15 +134,8 @@ export async function inviteProblem(
 ): Promise<string | null> {
   if (!token) return "Sign-up here is by invitation: ask an admin for a link.";
   const row = await db.selectFrom("invites")
-    .select([
-      "id",
-      "max_uses",
-      "uses",
-      "expires_at",
-      "revoked_at",
-      "created_at",
-      "created_by",
-    ]).where("token_hash", "=", sha256Hex(token)).executeTakeFirst();
+    .select(INVITE_COLUMNS).where("token_hash", "=", sha256Hex(token))
+    .executeTakeFirst();
   if (!row) return "This invitation link is not valid.";
   return problemText(stateOf(row, clock.now()));
 }

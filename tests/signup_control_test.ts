@@ -181,7 +181,8 @@ test("SIGNUP=invite takes only an admin's invitation: its uses are counted (a fa
 });
 
 test("disabling an account ends its sessions and refuses its key (uploads too) while its images stay online; enabling brings the key back; every step is in the audit log with the admin's address", async () => {
-  const env = await testEnv();
+  // Behind a proxy the service trusts, the client's address is X-Forwarded-For's first.
+  const env = await testEnv({ env: { TRUST_PROXY: "true" } });
   try {
     const root = await adminKey(env);
     const u = await userWithKey(env);
@@ -191,14 +192,16 @@ test("disabling an account ends its sessions and refuses its key (uploads too) w
       formWith([{ name: "a.png", bytes: await makeImage("png") }]),
     );
     const sid = await createSession(env.deps.database.db, u.user.id, env.clock);
-    const off = await apiCall(
-      env,
-      root.key,
-      "PATCH",
-      `/api/1/admin/users/${u.user.id}`,
-      {
-        disabled: true,
-      },
+    const off = await json(
+      await env.app.request(`/api/1/admin/users/${u.user.id}`, {
+        method: "PATCH",
+        headers: {
+          authorization: `Bearer ${root.key}`,
+          "content-type": "application/json",
+          "x-forwarded-for": "203.0.113.9, 10.0.0.1",
+        },
+        body: JSON.stringify({ disabled: true }),
+      }),
     );
     assert.equal(off.status, 200);
     const refused = await upload(
@@ -242,6 +245,12 @@ test("disabling an account ends its sessions and refuses its key (uploads too) w
       audit.body.data.entries.map((e: { action: string }) => e.action),
       ["user.enable", "user.disable"],
     );
+    const disabled = audit.body.data.entries.find((e: { action: string }) =>
+      e.action === "user.disable"
+    );
+    assert.equal(disabled.address, "203.0.113.9");
+    assert.equal(disabled.actor_email, "root@example.com");
+    assert.ok(disabled.time > 0);
   } finally {
     await env.close();
   }

@@ -431,7 +431,7 @@ export function registerAdminRoutes(
     const { users } = await listUsers(db, clock, {
       page: 1,
       perPage: 1,
-      q: id,
+      id,
     });
     if (!users.length) throw new ApiError(404);
     return c.json(okBody(users[0]), 200);

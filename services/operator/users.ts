@@ -40,7 +40,14 @@ const seconds = (d: Date | string | null) =>
 export async function listUsers(
   db: Kysely<DB>,
   clock: Clock,
-  opts: { page: number; perPage: number; q?: string; state?: string },
+  opts: {
+    page: number;
+    perPage: number;
+    q?: string;
+    state?: string;
+    /** Exactly this account (an admin's edit answers with it). */
+    id?: string;
+  },
 ): Promise<{ users: UserSummary[]; total: number }> {
   const month = monthOf(clock.now());
   let q = db.selectFrom("users as u").where("u.deleted_at", "is", null)
@@ -55,6 +62,7 @@ export async function listUsers(
       ])
     );
   }
+  if (opts.id) q = q.where("u.id", "=", opts.id);
   if (opts.state === "disabled") q = q.where("u.disabled_at", "is not", null);
   if (opts.state === "active") q = q.where("u.disabled_at", "is", null);
   if (opts.state === "admin") q = q.where("u.role", "=", "admin");

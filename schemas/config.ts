@@ -406,6 +406,18 @@ export function loadBrowserServiceConfig(
   return loadWith(BrowserServiceConfigSchema, env);
 }
 
+/**
+ * Variables whose values are secrets (or may carry one, as a database URL's password):
+ * a configuration error names the variable and the rule, never the value, so a start-up
+ * log never holds them (issue #49).
+ */
+export function isSecretVariable(name: string): boolean {
+  if (/^(BASE|IMAGE_HOST)_URL$/.test(name)) return false;
+  return /(^|_)(TOKEN|SECRET|PASSWORD|KEY|KEY_ID)($|_)|_URL$|_ENDPOINT$/.test(
+    name,
+  );
+}
+
 function loadWith<S extends z.ZodType>(
   schema: S,
   env: Record<string, string | undefined>,
@@ -417,7 +429,8 @@ function loadWith<S extends z.ZodType>(
   if (!r.success) {
     const lines = r.error.issues.map((i) =>
       `${i.path.join(".") || "config"}: ${i.message}${
-        i.path.length && clean[String(i.path[0])] !== undefined
+        i.path.length && clean[String(i.path[0])] !== undefined &&
+          !isSecretVariable(String(i.path[0]))
           ? ` (got ${JSON.stringify(clean[String(i.path[0])])})`
           : ""
       }`

@@ -376,6 +376,36 @@ test("bad configuration values name the variable", () => {
   assert.equal(ok.IMAGE_CACHE_MB, 32);
 });
 
+test("a configuration error names a secret variable and its rule, never its value: tokens, keys, secret keys and URLs that may carry a password; other values are quoted", () => {
+  const secrets: Record<string, string>[] = [
+    { BROWSER_TOKEN: "hunter2-short" },
+    { IMAGE_SIGNING_KEY: "hunter2-short" },
+    { METRICS_TOKEN: "hunter2-short" },
+    { DATABASE_URL: "mysql://admin:hunter2-pass@db.internal/images" },
+    { STORE: "s3", S3_ENDPOINT: "ftp://key:hunter2-s3@s3.internal" },
+    { BROWSER_WS_ENDPOINT: "tcp://hunter2-endpoint" },
+  ];
+  for (const env of secrets) {
+    const name = Object.keys(env).at(-1)!;
+    let message = "";
+    try {
+      loadConfig(env);
+    } catch (e) {
+      assert.ok(e instanceof ConfigError, String(e));
+      message = e.message;
+    }
+    assert.match(message, new RegExp(name), JSON.stringify(env));
+    assert.doesNotMatch(message, /hunter2/, message);
+  }
+  let plain = "";
+  try {
+    loadConfig({ PORT: "eighty" });
+  } catch (e) {
+    plain = (e as Error).message;
+  }
+  assert.match(plain, /PORT.*\(got "eighty"\)/);
+});
+
 test("the service refuses to start on a bad value (a CHROMIUM_PATH naming nothing included) and says which variable", async () => {
   const dir = await Deno.makeTempDir({ prefix: "imagehost-badconfig-" });
   try {

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import sharp from "sharp";
 import { sql } from "kysely";
 import {
+  acceptsType,
   admitTransform,
   canonicalOf,
   negotiate,
@@ -868,4 +869,21 @@ test("a lease lapsed by a crashed instance is taken over at once: the next make 
   } finally {
     await t.close();
   }
+});
+
+test("format=auto honours q=0 in Accept: a refused AVIF gets WebP, a refused WebP the original's type, a weight above zero still counts", () => {
+  const auto = { fit: "inside" as const, format: "auto" as const };
+  const cases: [string, string][] = [
+    ["image/avif;q=0, image/webp", "webp"],
+    ["image/avif; q=0.0, image/webp;q=0.8", "webp"],
+    ["image/avif;q=0,image/webp;q=0,*/*", "jpg"],
+    ["image/avif;q=0.5,image/webp", "avif"],
+    ["IMAGE/AVIF, image/webp", "avif"],
+    ["image/avifx, image/webp", "webp"],
+  ];
+  for (const [accept, ext] of cases) {
+    assert.equal(negotiate(auto, "jpg", accept).ext, ext, accept);
+  }
+  assert.equal(acceptsType("image/webp;q=0", "image/webp"), false);
+  assert.equal(acceptsType("text/html, image/webp", "image/webp"), true);
 });

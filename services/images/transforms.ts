@@ -204,12 +204,26 @@ export function negotiate(
       : fallbackExt(sourceExt);
     return { ext: own, varies: false };
   }
-  const a = (accept ?? "").toLowerCase();
-  if (!mayAnimate(sourceExt) && a.includes("image/avif")) {
+  const a = accept ?? "";
+  if (!mayAnimate(sourceExt) && acceptsType(a, "image/avif")) {
     return { ext: "avif", varies: true };
   }
-  if (a.includes("image/webp")) return { ext: "webp", varies: true };
+  if (acceptsType(a, "image/webp")) return { ext: "webp", varies: true };
   return { ext: fallbackExt(sourceExt), varies: true };
+}
+
+/**
+ * Whether an Accept header names `type` with a weight above zero: `image/avif;q=0` says
+ * the client refuses AVIF (issue #49), which a substring test took for a yes.
+ */
+export function acceptsType(accept: string, type: string): boolean {
+  for (const part of accept.toLowerCase().split(",")) {
+    const [media, ...params] = part.split(";").map((p) => p.trim());
+    if (media !== type) continue;
+    const q = params.find((p) => /^q\s*=/.test(p));
+    return q === undefined || Number(q.slice(q.indexOf("=") + 1)) > 0;
+  }
+  return false;
 }
 
 /** Default quality per output type, when `q` is not given. */

@@ -494,10 +494,16 @@ test("the browser is recycled after SCREENSHOT_RECYCLE_AFTER captures", async ()
       colorScheme: "default" as const,
       zoom: 1,
     };
-    await s.capture(opts);
+    // A failure names its cause (the navigation's error), not only its code: one run in
+    // a loaded full suite (session 23) failed the capture after the recycle with 220.
+    const capture = () =>
+      s.capture(opts).catch((e) => {
+        throw new Error(`${e.message}: ${JSON.stringify(e.details ?? [])}`);
+      });
+    await capture();
     const first = s.pid;
-    await s.capture(opts);
-    await s.capture(opts);
+    await capture();
+    await capture();
     assert.ok(first && s.pid && s.pid !== first);
   } finally {
     await s.close();

@@ -73,3 +73,51 @@ test("user:create and key:create print keys that authenticate, without a browser
     await Deno.remove(dir, { recursive: true }).catch(() => {});
   }
 });
+
+test("user:create --admin makes an operator: it prints the role and a key the admin API answers, where a plain user:create's key gets 404", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "imagehost-operator-" });
+  try {
+    const seed = await openDatabase({
+      dataDir: `${dir}/pgdata`,
+      loadDataDir: await pgliteTemplate(),
+    });
+    await seed.close();
+    const admin = await run(
+      "scripts/user_create.ts",
+      ["--admin", "root@example.com"],
+      dir,
+    );
+    assert.equal(admin.code, 0, admin.stderr);
+    const made = JSON.parse(admin.stdout);
+    assert.equal(made.role, "admin");
+    const user = await run(
+      "scripts/user_create.ts",
+      ["plain@example.com"],
+      dir,
+    );
+    assert.equal(user.code, 0, user.stderr);
+    assert.equal(JSON.parse(user.stdout).role, "user");
+    const usage = await run("scripts/user_create.ts", ["--admin"], dir);
+    assert.equal(usage.code, 2);
+    assert.match(usage.stderr, /usage: deno task user:create \[--admin\]/);
+
+    const database = await openDatabase({ dataDir: `${dir}/pgdata` });
+    const env = await testEnv({ database });
+    try {
+      const ask = async (key: string) => {
+        const res = await env.app.request("/api/1/admin/users", {
+          headers: { authorization: `Bearer ${key}` },
+        });
+        await res.body?.cancel();
+        return res.status;
+      };
+      assert.equal(await ask(made.api_key), 200);
+      assert.equal(await ask(JSON.parse(user.stdout).api_key), 404);
+    } finally {
+      await env.close();
+      await database.close();
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
+  }
+});

@@ -113,6 +113,36 @@ function AdminTable(props: { headings: string[]; children?: Child }) {
   );
 }
 
+/**
+ * One admin action as a form of one button: the session's token, the button's words and
+ * what screen readers hear, and for what cannot be undone a question asked first
+ * (`data-confirm`, page.js).
+ */
+function ActionForm(
+  props: {
+    user: SessionUser;
+    action: string;
+    kind: "secondary" | "danger";
+    label: string;
+    confirm?: string;
+    children?: Child;
+  },
+) {
+  return (
+    <form
+      class="inline"
+      method="post"
+      action={props.action}
+      data-confirm={props.confirm}
+    >
+      <Csrf user={props.user} />
+      <button type="submit" class={props.kind} aria-label={props.label}>
+        {props.children}
+      </button>
+    </form>
+  );
+}
+
 /** A hidden `_csrf` field of the session. */
 const Csrf = (props: { user: SessionUser }) => (
   <input type="hidden" name="_csrf" value={props.user.csrfToken} />
@@ -372,54 +402,36 @@ export function registerAdminPages(
               <td data-label="">
                 {u.id !== user.userId && (
                   <div class="row-actions">
-                    <form
-                      class="inline"
-                      method="post"
+                    <ActionForm
+                      user={user}
                       action={`/admin/users/${u.id}/${
                         u.state === "disabled" ? "enable" : "disable"
                       }`}
+                      kind="secondary"
+                      label={`${
+                        u.state === "disabled" ? "Enable" : "Disable"
+                      } ${u.email}`}
                     >
-                      <Csrf user={user} />
-                      <button
-                        type="submit"
-                        class="secondary"
-                        aria-label={`${
-                          u.state === "disabled" ? "Enable" : "Disable"
-                        } ${u.email}`}
-                      >
-                        {u.state === "disabled" ? "Enable" : "Disable"}
-                      </button>
-                    </form>
-                    <form
-                      class="inline"
-                      method="post"
+                      {u.state === "disabled" ? "Enable" : "Disable"}
+                    </ActionForm>
+                    <ActionForm
+                      user={user}
                       action={`/admin/users/${u.id}/ban`}
-                      data-confirm={`Ban ${u.email}? The account is disabled and every image of it taken down.`}
+                      kind="danger"
+                      label={`Ban ${u.email}`}
+                      confirm={`Ban ${u.email}? The account is disabled and every image of it taken down.`}
                     >
-                      <Csrf user={user} />
-                      <button
-                        type="submit"
-                        class="danger"
-                        aria-label={`Ban ${u.email}`}
-                      >
-                        Ban
-                      </button>
-                    </form>
-                    <form
-                      class="inline"
-                      method="post"
+                      Ban
+                    </ActionForm>
+                    <ActionForm
+                      user={user}
                       action={`/admin/users/${u.id}/delete`}
-                      data-confirm={`Delete ${u.email} with all ${u.images} images? This cannot be undone.`}
+                      kind="danger"
+                      label={`Delete ${u.email}`}
+                      confirm={`Delete ${u.email} with all ${u.images} images? This cannot be undone.`}
                     >
-                      <Csrf user={user} />
-                      <button
-                        type="submit"
-                        class="danger"
-                        aria-label={`Delete ${u.email}`}
-                      >
-                        Delete
-                      </button>
-                    </form>
+                      Delete
+                    </ActionForm>
                   </div>
                 )}
               </td>
@@ -533,21 +545,15 @@ export function registerAdminPages(
               </td>
               <td data-label="Uploaded">{humanDate(i.time * 1000)}</td>
               <td data-label="">
-                <form
-                  class="inline"
-                  method="post"
+                <ActionForm
+                  user={user}
                   action={`/admin/images/${i.id}/takedown`}
-                  data-confirm={`Take down “${i.title}”? Its bytes are removed for good.`}
+                  kind="danger"
+                  label={`Take down ${i.title}`}
+                  confirm={`Take down “${i.title}”? Its bytes are removed for good.`}
                 >
-                  <Csrf user={user} />
-                  <button
-                    type="submit"
-                    class="danger"
-                    aria-label={`Take down ${i.title}`}
-                  >
-                    Take down
-                  </button>
-                </form>
+                  Take down
+                </ActionForm>
               </td>
             </tr>
           ))}
@@ -623,36 +629,24 @@ export function registerAdminPages(
                   <td data-label="Reported">{humanDate(r.time * 1000)}</td>
                   <td data-label="">
                     <div class="row-actions">
-                      <form
-                        class="inline"
-                        method="post"
+                      <ActionForm
+                        user={user}
                         action={`/admin/reports/${r.id}/dismiss`}
+                        kind="secondary"
+                        label={`Dismiss report ${r.id}`}
                       >
-                        <Csrf user={user} />
-                        <button
-                          type="submit"
-                          class="secondary"
-                          aria-label={`Dismiss report ${r.id}`}
-                        >
-                          Dismiss
-                        </button>
-                      </form>
+                        Dismiss
+                      </ActionForm>
                       {r.image && (
-                        <form
-                          class="inline"
-                          method="post"
+                        <ActionForm
+                          user={user}
                           action={`/admin/reports/${r.id}/takedown`}
-                          data-confirm="Take this image down? Its bytes are removed for good."
+                          kind="danger"
+                          label={`Take down the image of report ${r.id}`}
+                          confirm="Take this image down? Its bytes are removed for good."
                         >
-                          <Csrf user={user} />
-                          <button
-                            type="submit"
-                            class="danger"
-                            aria-label={`Take down the image of report ${r.id}`}
-                          >
-                            Take down
-                          </button>
-                        </form>
+                          Take down
+                        </ActionForm>
                       )}
                     </div>
                   </td>
@@ -755,20 +749,14 @@ export function registerAdminPages(
               <td data-label="State">{i.state}</td>
               <td data-label="">
                 {i.state === "active" && (
-                  <form
-                    class="inline"
-                    method="post"
+                  <ActionForm
+                    user={user}
                     action={`/admin/invites/${i.id}/revoke`}
+                    kind="secondary"
+                    label={`Revoke invite ${i.id}`}
                   >
-                    <Csrf user={user} />
-                    <button
-                      type="submit"
-                      class="secondary"
-                      aria-label={`Revoke invite ${i.id}`}
-                    >
-                      Revoke
-                    </button>
-                  </form>
+                    Revoke
+                  </ActionForm>
                 )}
               </td>
             </tr>

@@ -213,7 +213,7 @@ export function createApp(deps: AppDeps): App {
   );
   registerUploadRoutes(app, deps, pipeline, rowCache);
   registerAdminRoutes(app, deps, pipeline.quotas, rowCache);
-  registerAccountApi(app, deps, pipeline.quotas);
+  registerAccountApi(app, deps);
   registerAdminPages(app, deps, pipeline.quotas, rowCache);
   registerReportPage(app, deps);
   registerImageListRoutes(app, deps);

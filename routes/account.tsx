@@ -37,7 +37,7 @@ import {
   useInvite,
 } from "../services/operator/invites.ts";
 import { wantsHtml } from "./pages/errors.tsx";
-import { Quotas, standingOf } from "../services/accounts/quotas.ts";
+import { standingOf } from "../services/accounts/quotas.ts";
 import {
   requireSessionForm as sessionForm,
   SESSION_COOKIE,
@@ -96,7 +96,6 @@ export function registerAccountRoutes(app: App, deps: AppDeps) {
   }
 
   const currentUser = (c: Context<AppEnv>) => sessionUser(c, deps);
-  const quotas = new Quotas(db, deps.clock, deps.config);
 
   const requireSessionForm = (c: Context<AppEnv>) => sessionForm(c, deps);
 
@@ -356,7 +355,7 @@ export function registerAccountRoutes(app: App, deps: AppDeps) {
   ) => {
     const [keys, standing] = await Promise.all([
       listApiKeys(db, props.user.userId),
-      standingOf(db, quotas, deps.clock, props.user.userId),
+      standingOf(db, deps.config, deps.clock, props.user.userId),
     ]);
     const { usage, limits } = standing;
     const of = (used: string, limit: number, shown: string) =>

@@ -9,7 +9,7 @@ import {
 } from "../schemas/envelope.ts";
 import { AccountSchema } from "../schemas/account.ts";
 import { ApiError } from "../schemas/errors.ts";
-import { type Quotas, standingOf } from "../services/accounts/quotas.ts";
+import { standingOf } from "../services/accounts/quotas.ts";
 import { API_SECURITY } from "./upload.ts";
 
 const getAccountRoute = createRoute({
@@ -40,14 +40,19 @@ const getAccountRoute = createRoute({
 });
 
 /** GET /api/1/account. */
-export function registerAccountApi(app: App, deps: AppDeps, quotas: Quotas) {
+export function registerAccountApi(app: App, deps: AppDeps) {
   const { db } = deps.database;
   app.openapi(getAccountRoute, async (c) => {
     const userId = c.get("userId");
     const row = await db.selectFrom("users").select(["id", "email", "role"])
       .where("id", "=", userId).executeTakeFirst();
     if (!row) throw new ApiError(120);
-    const { usage, limits } = await standingOf(db, quotas, deps.clock, userId);
+    const { usage, limits } = await standingOf(
+      db,
+      deps.config,
+      deps.clock,
+      userId,
+    );
     return c.json(
       okBody({
         id: row.id,

@@ -52,6 +52,25 @@ export function limitsFrom(
   };
 }
 
+/** An account's limits as the database has them now (its overrides, else the defaults). */
+export async function limitsOf(
+  db: Kysely<DB>,
+  defaults: QuotaDefaults,
+  userId: string,
+): Promise<Limits> {
+  const row = await db.selectFrom("users")
+    .select(["quota_storage_mb", "quota_images", "quota_screenshots"])
+    .where("id", "=", userId).executeTakeFirst();
+  return limitsFrom(
+    defaults,
+    row ?? {
+      quota_storage_mb: null,
+      quota_images: null,
+      quota_screenshots: null,
+    },
+  );
+}
+
 /** What an account stores (live originals) and has captured this month. */
 export async function usageOf(
   db: Kysely<DB>,
@@ -105,17 +124,7 @@ export class Quotas {
     const now = this.clock.now().getTime();
     const hit = this.#limits.get(userId);
     if (hit && now - hit.at < this.ttlMs) return hit.limits;
-    const row = await this.db.selectFrom("users")
-      .select(["quota_storage_mb", "quota_images", "quota_screenshots"])
-      .where("id", "=", userId).executeTakeFirst();
-    const limits = limitsFrom(
-      this.defaults,
-      row ?? {
-        quota_storage_mb: null,
-        quota_images: null,
-        quota_screenshots: null,
-      },
-    );
+    const limits = await limitsOf(this.db, this.defaults, userId);
     if (this.#limits.size > 10_000) this.#limits.clear();
     this.#limits.set(userId, { limits, at: now });
     return limits;
@@ -232,17 +241,19 @@ function quotaError(path: string, message: string): ApiError {
   return new ApiError(180, { details: [{ path, message }] });
 }
 
-/** An account's usage beside its limits, as /account and GET /api/1/account show them. */
+/**
+ * An account's usage beside its limits, as /account and GET /api/1/account show them:
+ * both read now (not the upload path's cached limits), so a page shows what holds.
+ */
 export async function standingOf(
   db: Kysely<DB>,
-  quotas: Quotas,
+  defaults: QuotaDefaults,
   clock: Clock,
   userId: string,
 ): Promise<{ usage: Usage; limits: Limits }> {
-  quotas.forget(userId); // the page shows what holds now
   const [usage, limits] = await Promise.all([
     usageOf(db, userId, clock),
-    quotas.limits(userId),
+    limitsOf(db, defaults, userId),
   ]);
   return { usage, limits };
 }

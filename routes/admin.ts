@@ -52,9 +52,8 @@ import {
   listInvites,
   revokeInvite,
 } from "../services/operator/invites.ts";
-import { quietCaller } from "./api_auth.ts";
+import { quietCaller, throttleOf } from "./api_auth.ts";
 import { clientAddress } from "./client_address.ts";
-import { AddressThrottle } from "../services/accounts/address_throttle.ts";
 import type { Quotas } from "../services/accounts/quotas.ts";
 import type { ImageRowCache } from "../services/images/image_cache.ts";
 
@@ -530,12 +529,7 @@ export function registerAdminRoutes(
     );
   });
 
-  const reporters = new AddressThrottle(
-    db,
-    clock,
-    "report",
-    deps.config.REPORTS_PER_MINUTE,
-  );
+  const reporters = throttleOf(deps, "report", deps.config.REPORTS_PER_MINUTE);
   app.openapi(reportRoute, async (c) => {
     const body = c.req.valid("json");
     const addr = clientAddress(c, deps.config.TRUST_PROXY);

@@ -257,8 +257,11 @@ export function keyCacheOf(
 
 const throttles = new WeakMap<AppDeps, Map<string, AddressThrottle>>();
 
-/** The app's counter `name` of events per client address, made on first use. */
-function throttleOf(
+/**
+ * The app's counter `name` of events per client address, made on first use: one per app,
+ * whichever routes count it (reports are counted by the API and by the site's form).
+ */
+export function throttleOf(
   deps: AppDeps,
   name: string,
   limit: number,

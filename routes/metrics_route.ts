@@ -38,18 +38,10 @@ export function registerMetricsRoute(
     const given = c.req.header("authorization")?.match(/^Bearer\s+(\S+)\s*$/i)
       ?.[1];
     if (!given || !safeEqual(given, token)) {
-      c.header("WWW-Authenticate", 'Bearer realm="metrics"');
-      return c.json(
-        {
-          status: 401,
-          success: false,
-          error: {
-            code: 100,
-            message: "METRICS_TOKEN required as a Bearer token",
-          },
-        },
-        401,
-      );
+      throw new ApiError(100, {
+        message: "METRICS_TOKEN required as a Bearer token",
+        headers: { "WWW-Authenticate": 'Bearer realm="metrics"' },
+      });
     }
     c.header("Cache-Control", "no-store");
     return c.body(await metrics.text(), 200, {

@@ -15,9 +15,9 @@ import {
   REPORT_REASONS,
   type ReportReason,
 } from "../schemas/operator.ts";
-import { AddressThrottle } from "../services/accounts/address_throttle.ts";
 import { clientAddress } from "./client_address.ts";
 import { waitText } from "./account.tsx";
+import { throttleOf } from "./api_auth.ts";
 
 const ID = /^[A-Za-z0-9_-]{1,64}$/;
 
@@ -25,12 +25,7 @@ const ID = /^[A-Za-z0-9_-]{1,64}$/;
 export function registerReportPage(app: App, deps: AppDeps) {
   const { db } = deps.database;
   app.use("/report", pageSecurity(deps.config), formCsrf(deps.config));
-  const reporters = new AddressThrottle(
-    db,
-    deps.clock,
-    "report",
-    deps.config.REPORTS_PER_MINUTE,
-  );
+  const reporters = throttleOf(deps, "report", deps.config.REPORTS_PER_MINUTE);
 
   const ReportForm = async (
     c: Context,

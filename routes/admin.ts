@@ -3,7 +3,7 @@
  * operation answers 404 to anyone who is not an admin (a guest, a user, a disabled
  * account, a user's key), as if it did not exist (DESIGN.md "Operating in public").
  */
-import { createRoute, type z } from "@hono/zod-openapi";
+import { createRoute } from "@hono/zod-openapi";
 import type { Context, MiddlewareHandler } from "hono";
 import type { App, AppEnv } from "./env.ts";
 import type { AppDeps } from "../services/runtime/deps.ts";
@@ -543,6 +543,3 @@ export function registerAdminRoutes(
 export function inviteUrl(baseUrl: string, token: string): string {
   return `${baseUrl}/signup?invite=${encodeURIComponent(token)}`;
 }
-
-/** The fields an admin may patch (for the site's forms). */
-export type AdminUserPatch = z.infer<typeof AdminUserPatchSchema>;

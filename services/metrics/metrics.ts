@@ -186,7 +186,7 @@ export class Metrics {
 
   /**
    * Measures the event loop's lag: a timer every 500 ms, how late it ran. Unref'd, so it
-   * never keeps a process alive; stopped by {@link stop}.
+   * never keeps a process alive.
    */
   start(): void {
     if (this.#lagTimer !== undefined) return;
@@ -197,12 +197,6 @@ export class Metrics {
       expected = now + 500;
     }, 500);
     Deno.unrefTimer(this.#lagTimer as unknown as number);
-  }
-
-  /** Stops the lag timer. */
-  stop(): void {
-    if (this.#lagTimer !== undefined) clearInterval(this.#lagTimer);
-    this.#lagTimer = undefined;
   }
 
   /** One answered request: its route template, method, status and seconds taken. */

@@ -10,7 +10,7 @@ import {
   noSpace,
 } from "./schemas/errors.ts";
 import { isNoSpace } from "./services/runtime/file_io.ts";
-import type { AppDeps } from "./services/runtime/deps.ts";
+import type { AppDeps } from "./routes/deps.ts";
 import { registerSystemRoutes } from "./routes/system.ts";
 import { registerDocsRoutes } from "./routes/docs.ts";
 import { registerAccountRoutes } from "./routes/account.tsx";

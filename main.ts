@@ -7,13 +7,13 @@ import {
   buildRuntime,
   chromiumPathProblem,
   startupLine,
-} from "./services/runtime/composition.ts";
-import { drainAndStop, Lifecycle } from "./services/runtime/lifecycle.ts";
+} from "./server/composition.ts";
+import { drainAndStop, Lifecycle } from "./server/lifecycle.ts";
 import {
   capabilities,
   profileProblem,
   resolveProfile,
-} from "./services/runtime/profile.ts";
+} from "./server/profile.ts";
 import { withTimeout } from "./services/runtime/timeout.ts";
 import { Metrics } from "./services/metrics/metrics.ts";
 import { listenAddress, metricsOnlyHandler } from "./routes/metrics_route.ts";

@@ -6,7 +6,7 @@
 import { createRoute } from "@hono/zod-openapi";
 import type { Context, MiddlewareHandler } from "hono";
 import type { App, AppEnv } from "./env.ts";
-import type { AppDeps } from "../services/runtime/deps.ts";
+import type { AppDeps } from "./deps.ts";
 import { errorResponses, okBody, okResponse } from "../schemas/envelope.ts";
 import { ApiError } from "../schemas/errors.ts";
 import {

@@ -7,7 +7,7 @@
 import type { Context } from "hono";
 import type { Child } from "hono/jsx";
 import type { App, AppEnv } from "./env.ts";
-import type { AppDeps } from "../services/runtime/deps.ts";
+import type { AppDeps } from "./deps.ts";
 import {
   formCsrf,
   humanDate,

@@ -1,6 +1,6 @@
 import type { Context, MiddlewareHandler } from "hono";
 import type { AppEnv } from "./env.ts";
-import type { AppDeps } from "../services/runtime/deps.ts";
+import type { AppDeps } from "./deps.ts";
 import { authenticateKey, KeyCache } from "../services/accounts/api_keys.ts";
 import { ApiError } from "../schemas/errors.ts";
 import { RateLeases } from "../services/accounts/rate_limit.ts";

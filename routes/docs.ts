@@ -7,7 +7,7 @@ import swaggerUiPackage from "swagger-ui-dist/package.json" with {
   type: "json",
 };
 import type { App } from "./env.ts";
-import type { AppDeps } from "../services/runtime/deps.ts";
+import type { AppDeps } from "./deps.ts";
 import { errorCodeTable } from "../schemas/envelope.ts";
 import { SESSION_COOKIE, SESSION_TOKEN_HEADER } from "./session.ts";
 import { serveAsset } from "./pages/static_assets.ts";

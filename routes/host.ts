@@ -1,7 +1,7 @@
 import type { Context } from "hono";
 import type { App } from "./env.ts";
 import type { Clock } from "../services/runtime/clock.ts";
-import type { AppDeps } from "../services/runtime/deps.ts";
+import type { AppDeps } from "./deps.ts";
 import { type ImageRow, MIME_BY_EXT } from "../services/images/records.ts";
 import type { ImageRowCache } from "../services/images/image_cache.ts";
 import { ApiError } from "../schemas/errors.ts";

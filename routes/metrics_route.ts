@@ -1,7 +1,7 @@
 import type { Context } from "hono";
 import { matchedRoutes } from "hono/route";
 import type { App } from "./env.ts";
-import type { AppDeps } from "../services/runtime/deps.ts";
+import type { AppDeps } from "./deps.ts";
 import type { Metrics } from "../services/metrics/metrics.ts";
 import { ApiError } from "../schemas/errors.ts";
 import { safeEqual } from "../services/accounts/crypto.ts";

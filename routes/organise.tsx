@@ -1,5 +1,5 @@
 import type { App } from "./env.ts";
-import type { AppDeps } from "../services/runtime/deps.ts";
+import type { AppDeps } from "./deps.ts";
 import type { ImageRowCache } from "../services/images/image_cache.ts";
 import {
   editImage,

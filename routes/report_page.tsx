@@ -5,7 +5,7 @@
  */
 import type { Context } from "hono";
 import type { App } from "./env.ts";
-import type { AppDeps } from "../services/runtime/deps.ts";
+import type { AppDeps } from "./deps.ts";
 import { formCsrf, Layout, pageSecurity } from "./pages/layout.tsx";
 import { sessionUser } from "./session.ts";
 import { ApiError } from "../schemas/errors.ts";

@@ -1,6 +1,6 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import type { App } from "./env.ts";
-import type { AppDeps } from "../services/runtime/deps.ts";
+import type { AppDeps } from "./deps.ts";
 import {
   AUTH_ERRORS,
   errorResponses,

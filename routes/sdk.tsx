@@ -1,7 +1,7 @@
 import { cors } from "hono/cors";
 import { createHash } from "node:crypto";
 import type { App } from "./env.ts";
-import type { AppDeps } from "../services/runtime/deps.ts";
+import type { AppDeps } from "./deps.ts";
 import { Layout, pageSecurity } from "./pages/layout.tsx";
 import { serveAsset } from "./pages/static_assets.ts";
 import { ApiError } from "../schemas/errors.ts";

@@ -1,6 +1,6 @@
 import type { Context } from "hono";
 import { getCookie } from "hono/cookie";
-import type { AppDeps } from "../services/runtime/deps.ts";
+import type { AppDeps } from "./deps.ts";
 import { getSession, type SessionUser } from "../services/accounts/accounts.ts";
 import { ApiError } from "../schemas/errors.ts";
 import { safeEqual } from "../services/accounts/crypto.ts";

@@ -7,7 +7,7 @@ import {
   OUTAGE_RETRY_AFTER_S,
 } from "../schemas/errors.ts";
 import type { App } from "./env.ts";
-import type { AppDeps } from "../services/runtime/deps.ts";
+import type { AppDeps } from "./deps.ts";
 
 /** GET /healthz: the process is up. */
 export const getHealthRoute = createRoute({

@@ -2,7 +2,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { join } from "node:path";
 import type { Context } from "hono";
 import type { App, AppEnv } from "./env.ts";
-import type { AppDeps } from "../services/runtime/deps.ts";
+import type { AppDeps } from "./deps.ts";
 import {
   AUTH_ERRORS,
   envelopeOf,

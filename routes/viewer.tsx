@@ -1,6 +1,6 @@
 import { secureHeaders } from "hono/secure-headers";
 import type { App } from "./env.ts";
-import type { AppDeps } from "../services/runtime/deps.ts";
+import type { AppDeps } from "./deps.ts";
 import {
   deleteImage,
   findLiveImage,

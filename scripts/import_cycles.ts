@@ -2,13 +2,19 @@
  * Fails when the project's own modules import each other in a circle, type-only imports
  * included: `deno run -A scripts/import_cycles.ts` (part of `deno task check`, so CI runs
  * it). The graph is Deno's own (`deno info --json`) over every module of the project:
- * main.ts, app.ts, routes/, services/, schemas/, sdk/src/, scripts/, tests/ and bench/.
+ * main.ts, app.ts, server/, routes/, services/, schemas/, sdk/src/, scripts/, tests/ and bench/.
  * Prints each circle as a path of files; exits 1 when there is any, 0 otherwise.
+ *
+ * It also fails on an arrow back up the house's floors (see `floorOf`): the process at the
+ * top (main.ts, then the composition in server/), the app (app.ts), its routes, the
+ * services, the ground floor every layer may use (services/runtime/), and the schemas at
+ * the bottom. A module may import its own floor or any floor below, never one above.
  */
 import { relative } from "node:path";
 
 const root = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
 const FOLDERS = [
+  "server",
   "routes",
   "services",
   "schemas",
@@ -169,6 +175,41 @@ export function pathThrough(
   return members;
 }
 
+/**
+ * The floor of a project file, top first: main.ts 6, server/ 5, app.ts 4, routes/ 3,
+ * services/ 2, services/runtime/ 1, schemas/ 0; undefined for the tools around the house
+ * (sdk/src, scripts, tests, bench), which may import any floor.
+ */
+export function floorOf(path: string): number | undefined {
+  if (path === "main.ts") return 6;
+  if (path.startsWith("server/")) return 5;
+  if (path === "app.ts") return 4;
+  if (path.startsWith("routes/")) return 3;
+  if (path.startsWith("services/runtime/")) return 1;
+  if (path.startsWith("services/")) return 2;
+  if (path.startsWith("schemas/")) return 0;
+  return undefined;
+}
+
+/** Each import from a floor to a higher one, as [from, to] paths relative to `base`. */
+export function backArrows(
+  graph: Map<string, Set<string>>,
+  base: string,
+): [string, string][] {
+  const found: [string, string][] = [];
+  for (const [from, targets] of graph) {
+    const a = floorOf(relative(base, from));
+    if (a === undefined) continue;
+    for (const to of targets) {
+      const b = floorOf(relative(base, to));
+      if (b !== undefined && b > a) {
+        found.push([relative(base, from), relative(base, to)]);
+      }
+    }
+  }
+  return found.sort((x, y) => x.join().localeCompare(y.join()));
+}
+
 if (import.meta.main) {
   const graph = await importGraph(await projectModules());
   const found = circles(graph);
@@ -177,11 +218,17 @@ if (import.meta.main) {
     const all = scc.map((f) => relative(root, f)).join(", ");
     console.error(`import circle: ${path.join(" → ")} (all of: ${all})`);
   }
-  if (found.length) {
+  const back = backArrows(graph, root);
+  for (const [from, to] of back) {
+    console.error(`import back up a floor: ${from} → ${to}`);
+  }
+  if (found.length || back.length) {
     console.error(
-      `${found.length} import circle(s) among the project's modules`,
+      `${found.length} import circle(s) and ${back.length} arrow(s) back up among the project's modules`,
     );
     Deno.exit(1);
   }
-  console.log(`no import circles among ${graph.size} modules`);
+  console.log(
+    `no import circles and no arrows back up among ${graph.size} modules`,
+  );
 }

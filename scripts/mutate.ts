@@ -68,9 +68,9 @@ const MUTATIONS: Mutation[] = [
   },
   {
     name: "uploads: the check decodes leniently (a cut JPEG is acknowledged)",
-    file: "services/images/pipeline.ts",
-    from: `        failOn: "error",`,
-    to: `        failOn: "none",`,
+    file: "services/images/pipeline_stages.ts",
+    from: `      failOn: "error",`,
+    to: `      failOn: "none",`,
     tests: ["tests/upload_test.ts", "tests/hostile_images_test.ts"],
   },
   {
@@ -420,7 +420,7 @@ const MUTATIONS: Mutation[] = [
   },
   {
     name: "profile: no writable disk, yet uploads received on disk",
-    file: "services/runtime/profile.ts",
+    file: "server/profile.ts",
     from:
       `  return { ...config, SCRATCH: can.writeDataDir ? "disk" : "memory" };`,
     to: `  return { ...config, SCRATCH: "disk" };`,
@@ -729,7 +729,7 @@ const MUTATIONS: Mutation[] = [
   },
   {
     name: "limits: MAX_IMAGE_PIXELS counts one frame only",
-    file: "services/images/pipeline.ts",
+    file: "services/images/pipeline_stages.ts",
     from: `const pixels = meta.width * meta.height * frames;`,
     to: `const pixels = meta.width * meta.height;`,
     tests: ["tests/abuse_test.ts"],
@@ -801,7 +801,7 @@ const MUTATIONS: Mutation[] = [
   },
   {
     name: "shutdown: stop accepting while a body still arrives",
-    file: "services/runtime/lifecycle.ts",
+    file: "server/lifecycle.ts",
     from: `  if (!await lifecycle.whenNoBodyInFlight(opts.graceMs)) {`,
     to: `  if (!await lifecycle.whenNoBodyInFlight(0)) {`,
     tests: ["tests/lifecycle_test.ts"],

@@ -3,7 +3,7 @@ import type { Kysely } from "kysely";
 import { ConfigError, loadConfig } from "../schemas/config.ts";
 import type { DB } from "../services/db/schema.ts";
 import { jsonLogger } from "../services/runtime/logger.ts";
-import { buildRuntime } from "../services/runtime/composition.ts";
+import { buildRuntime } from "../server/composition.ts";
 
 /**
  * Runs an operator command against the configured database (migrated, no browser, quiet

@@ -12,7 +12,7 @@ import { freePort } from "./pg_cluster.ts";
 import { linkedNamespace } from "./netns.ts";
 import { ChromiumScreenshotter } from "../services/screenshots/chromium.ts";
 import { SpreadScreenshotter } from "../services/screenshots/spread.ts";
-import { openScreenshotter } from "../services/runtime/composition.ts";
+import { openScreenshotter } from "../server/composition.ts";
 import { loadConfig } from "../schemas/config.ts";
 import { findChromium } from "../services/screenshots/chromium_launch.ts";
 import { parseAllowList } from "../schemas/allow_list.ts";

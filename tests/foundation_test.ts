@@ -4,7 +4,7 @@ import { ConfigError, loadConfig } from "../schemas/config.ts";
 import { openApiYaml } from "../routes/docs.ts";
 import { documentApp } from "../scripts/document_app.ts";
 import type { BlobStore } from "../services/store/blob_store.ts";
-import { Lifecycle } from "../services/runtime/lifecycle.ts";
+import { Lifecycle } from "../server/lifecycle.ts";
 
 test("unknown paths get 404 and wrong methods 405 with Allow, both in the envelope", async () => {
   const env = await testEnv();

@@ -8,7 +8,7 @@ import {
   readMigrations,
 } from "../services/db/database.ts";
 import { type Clock } from "../services/runtime/clock.ts";
-import { type AppDeps } from "../services/runtime/deps.ts";
+import { type AppDeps } from "../routes/deps.ts";
 import { memoryLogger } from "../services/runtime/logger.ts";
 import { FsStore } from "../services/store/fs_store.ts";
 import type { BlobStore } from "../services/store/blob_store.ts";

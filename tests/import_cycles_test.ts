@@ -1,5 +1,10 @@
 import assert from "node:assert/strict";
-import { circles, pathThrough } from "../scripts/import_cycles.ts";
+import {
+  backArrows,
+  circles,
+  floorOf,
+  pathThrough,
+} from "../scripts/import_cycles.ts";
 import { test } from "./helpers.ts";
 
 const graph = (edges: [string, string][]) => {
@@ -52,7 +57,39 @@ test("the circle check finds every circle of imports, type-only ones included, a
   }
 });
 
-test("the project's own modules import one another in no circle", async () => {
+test("the floor check finds every import back up the house and none down it", () => {
+  const base = "/p";
+  const g = graph([
+    // Down the floors: main → server → app → routes → services → runtime → schemas.
+    ["/p/main.ts", "/p/server/composition.ts"],
+    ["/p/server/composition.ts", "/p/app.ts"],
+    ["/p/server/composition.ts", "/p/services/db/database.ts"],
+    ["/p/app.ts", "/p/routes/upload.ts"],
+    ["/p/routes/upload.ts", "/p/routes/deps.ts"],
+    ["/p/routes/deps.ts", "/p/services/images/pipeline.ts"],
+    ["/p/services/images/pipeline.ts", "/p/services/runtime/clock.ts"],
+    ["/p/services/runtime/clock.ts", "/p/schemas/errors.ts"],
+    // The tools around the house may import any floor.
+    ["/p/tests/helpers.ts", "/p/server/composition.ts"],
+    ["/p/scripts/operator.ts", "/p/main.ts"],
+    // Back up: the composition where it was (runtime → every capability), a service
+    // taking the app's deps, a route importing the app, a schema importing a service.
+    ["/p/services/runtime/composition.ts", "/p/services/images/pipeline.ts"],
+    ["/p/services/images/pipeline.ts", "/p/routes/deps.ts"],
+    ["/p/routes/admin.ts", "/p/app.ts"],
+    ["/p/schemas/config.ts", "/p/services/runtime/clock.ts"],
+  ]);
+  assert.deepEqual(backArrows(g, base), [
+    ["routes/admin.ts", "app.ts"],
+    ["schemas/config.ts", "services/runtime/clock.ts"],
+    ["services/images/pipeline.ts", "routes/deps.ts"],
+    ["services/runtime/composition.ts", "services/images/pipeline.ts"],
+  ]);
+  assert.equal(floorOf("sdk/src/index.ts"), undefined);
+  assert.ok(floorOf("server/composition.ts")! > floorOf("app.ts")!);
+});
+
+test("the project's own modules import one another in no circle and never back up a floor", async () => {
   const out = await new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", "scripts/import_cycles.ts"],
     cwd: new URL("..", import.meta.url).pathname,
@@ -61,5 +98,8 @@ test("the project's own modules import one another in no circle", async () => {
   }).output();
   const said = new TextDecoder().decode(out.stderr);
   assert.equal(out.code, 0, said);
-  assert.match(new TextDecoder().decode(out.stdout), /no import circles/);
+  assert.match(
+    new TextDecoder().decode(out.stdout),
+    /no import circles and no arrows back up/,
+  );
 });

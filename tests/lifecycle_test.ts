@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { drainAndStop, Lifecycle } from "../services/runtime/lifecycle.ts";
+import { drainAndStop, Lifecycle } from "../server/lifecycle.ts";
 import { json, test, testEnv, userWithKey, waitUntil } from "./helpers.ts";
 import { formWith, makeImage } from "./fixtures.ts";
 

@@ -4,7 +4,7 @@ import {
   type Capabilities,
   profileProblem,
   resolveProfile,
-} from "../services/runtime/profile.ts";
+} from "../server/profile.ts";
 import { test } from "./helpers.ts";
 
 const all: Capabilities = { ffi: true, run: true, writeDataDir: true };

@@ -1,6 +1,6 @@
 import type { Context } from "hono";
 import { getCookie, setCookie } from "hono/cookie";
-import type { AppDeps } from "../../services/runtime/deps.ts";
+import type { AppDeps } from "../deps.ts";
 import type { PasswordAccess } from "../../services/privacy/password_access.ts";
 import { AddressThrottle } from "../../services/accounts/address_throttle.ts";
 import { verifyPassword } from "../../services/accounts/crypto.ts";

@@ -1,21 +1,19 @@
 /**
  * services/images/ — an image from its received bytes to its links: the pipeline
- * (this file: admit → inspect → check + strip + store in a work slot → row), records and
+ * (this file: admit → inspect → check + strip + store in a work slot → row; each stage
+ * in pipeline_stages.ts), records and
  * their queries (records.ts), the live-row and bytes caches that serve hot images
  * (image_cache.ts, blob_cache.ts), and the sweep of bytes without rows (orphans.ts).
  * Each format's lossless rewrite lives in formats/.
  */
 import sharp from "sharp";
-type Sharp = ReturnType<typeof sharp>;
-type Metadata = Awaited<ReturnType<Sharp["metadata"]>>;
-import { fileTypeFromBuffer, fileTypeFromFile } from "file-type";
 import { dirname, join } from "node:path";
-import type { AppDeps } from "../runtime/deps.ts";
 import {
   ApiError,
   noSpace,
   OUTAGE_RETRY_AFTER_S,
 } from "../../schemas/errors.ts";
+import { isNoSpace } from "../runtime/file_io.ts";
 import { randomToken } from "../accounts/crypto.ts";
 import {
   blobKeys,
@@ -25,33 +23,19 @@ import {
   setImageExpiry,
   toImageRecord,
 } from "./records.ts";
-import {
-  MalformedImage,
-  StripBuffers,
-  stripGif,
-  stripJpeg,
-  stripPng,
-  stripWebp,
-  webpIsLossless,
-} from "./formats/metadata_strip.ts";
-import { isNoSpace } from "../runtime/file_io.ts";
+import { StripBuffers } from "./formats/metadata_strip.ts";
 import {
   BMP_HEAD_BYTES,
   type BmpInfo,
-  BmpTimeout,
-  bmpToTiff,
   MalformedBmp,
   parseBmp,
 } from "./formats/bmp.ts";
-import { rewriteTiff, tiffHasOtherTags } from "./formats/tiff_tags.ts";
-import { withReader } from "./formats/positioned_read.ts";
 import { claimScratchDir, processTag } from "../runtime/scratch_dir.ts";
-import { rewriteAvif } from "./formats/avif_strip.ts";
 import { WorkSlots } from "../runtime/work_slots.ts";
 import { type QuotaHold, Quotas } from "../accounts/quotas.ts";
 import { isBlockedContent } from "../db/errors.ts";
 import { hasMedium, variantExt } from "./fixed_variants.ts";
-import { engineThreads, imageEngine, isLibvipsTimeout } from "./engine.ts";
+import { engineThreads, imageEngine } from "./engine.ts";
 import { ScratchBudget } from "./formats/scratch_budget.ts";
 import {
   isMemoryPath,
@@ -63,30 +47,37 @@ import {
   reserveFolder,
   setMemoryBudget,
   statScratch,
-  writeScratch,
 } from "../runtime/scratch_files.ts";
+import type { Config } from "../../schemas/config.ts";
+import type { Database } from "../db/database.ts";
+import type { BlobStore } from "../store/blob_store.ts";
+import type { Clock } from "../runtime/clock.ts";
+import type { Metrics } from "../metrics/metrics.ts";
+import {
+  ACCEPTED,
+  bmpAsTiff,
+  check,
+  damaged,
+  type IncomingImage,
+  input,
+  inspect,
+  REENCODE,
+  reencode,
+  type Shape,
+  sniffType,
+  type Source,
+  strip,
+} from "./pipeline_stages.ts";
 
-/** Accepted types, detected from the bytes: media type → stored extension. */
-const ACCEPTED: Record<string, string> = {
-  "image/jpeg": "jpg",
-  "image/png": "png",
-  "image/gif": "gif",
-  "image/webp": "webp",
-  "image/avif": "avif",
-  "image/bmp": "bmp",
-  "image/tiff": "tiff",
-};
+export type { IncomingImage } from "./pipeline_stages.ts";
 
-/**
- * The type the file's bytes announce. file-type is handed the whole file, not a head: it
- * reads a TIFF's first directory, where that says TIFF rather than a camera's raw format,
- * and libtiff writes the directory after the pixels, so a head of any fixed size refused
- * every TIFF larger than it (141). For a file on disk it reads only what it needs.
- */
-async function sniffType(source: Source) {
-  return await (typeof source === "string"
-    ? fileTypeFromFile(source)
-    : fileTypeFromBuffer(source)).catch(() => undefined);
+/** What the pipeline is given of the app's dependencies. */
+export interface PipelineDeps {
+  config: Config;
+  database: Database;
+  store: BlobStore;
+  clock: Clock;
+  metrics?: Metrics;
 }
 
 /**
@@ -101,21 +92,6 @@ const DECODE_FROM_MEMORY_MAX = 1024 * 1024;
 
 /** A body declared no larger than this is received into memory (see requestScratch). */
 export const SMALL_BODY_BYTES = 1024 * 1024;
-
-/**
- * Longest side the upload's check decodes to: small enough that a JPEG decodes at 1/8
- * scale, its pixels then thrown away.
- */
-const CHECK_SIZE = 64;
-
-/** A file on local disk waiting to become an image. */
-export interface IncomingImage {
-  path: string;
-  filename: string;
-  size: number;
-  sha256: string;
-  truncated?: boolean;
-}
 
 /** One request's scratch: the folder its received files go in, each file's limit. */
 export interface RequestScratch {
@@ -147,10 +123,7 @@ export class ImagePipeline {
   /** Storage, image-count and capture quotas, checked before anything is stored. */
   readonly quotas: Quotas;
   constructor(
-    private readonly deps: Pick<
-      AppDeps,
-      "config" | "database" | "store" | "clock" | "metrics"
-    >,
+    private readonly deps: PipelineDeps,
   ) {
     // A folder per process: instances sharing DATA_DIR never clean each other's uploads.
     // Or none on disk at all where DATA_DIR may not be written (SCRATCH=memory).
@@ -288,7 +261,12 @@ export class ImagePipeline {
     opts: { expiration?: number; source?: string; albumId?: string } = {},
   ): Promise<ImageRecord & { duplicate?: boolean }> {
     const { ext, source } = await this.#admit(file);
-    const shape = await this.#inspect(source, ext, file.size);
+    const shape = await inspect(
+      source,
+      ext,
+      file.size,
+      this.deps.config.MAX_IMAGE_PIXELS,
+    );
 
     const id = randomToken(9);
     const temps: string[] = [];
@@ -373,52 +351,6 @@ export class ImagePipeline {
   }
 
   /**
-   * The header alone (no pixel decoded): dimensions, frames and orientation. Refuses 142
-   * when all frames together are over MAX_IMAGE_PIXELS: a small GIF of many full-canvas
-   * frames decodes to billions of pixels, and one frame's size alone does not show it.
-   */
-  async #inspect(source: Source, ext: string, size: number): Promise<Shape> {
-    const max = this.deps.config.MAX_IMAGE_PIXELS;
-    let meta: Header;
-    let bmp: BmpInfo | undefined;
-    try {
-      if (ext === "bmp") {
-        const head = await withReader(
-          source,
-          (read) => read(0, BMP_HEAD_BYTES),
-        );
-        bmp = parseBmp(head, size);
-        // What the rest of the pipeline reads of a header; a BMP carries no metadata.
-        meta = { width: bmp.width, height: bmp.height };
-      } else meta = await sharp(source, { limitInputPixels: false }).metadata();
-    } catch (e) {
-      if (e instanceof MalformedBmp) throw damaged(e.message);
-      throw new ApiError(141);
-    }
-    if (!meta.width || !meta.height) throw new ApiError(141);
-    const frames = meta.pages ?? 1;
-    const pixels = meta.width * meta.height * frames;
-    if (pixels > max) {
-      const what = `${meta.width}×${meta.height}` +
-        (frames > 1 ? ` × ${frames} frames` : "");
-      throw new ApiError(142, {
-        details: [{ message: `${what} is over ${max} pixels` }],
-      });
-    }
-    const orientation = meta.orientation ?? 1;
-    const rotated = orientation >= 5;
-    return {
-      meta,
-      bmp,
-      frames,
-      animated: ext === "gif" || ext === "webp" ? frames > 1 : false,
-      orientation,
-      width: rotated ? meta.height : meta.width,
-      height: rotated ? meta.width : meta.height,
-    };
-  }
-
-  /**
    * check → strip → store the original. The check (a decode) runs in a work slot; the
    * lossless strip and the store's sync are file I/O, so they run beside it outside the
    * slots, and a stripped copy is stored at once: a slot is never held waiting for a disk
@@ -448,7 +380,14 @@ export class ImagePipeline {
     let deadline = Infinity;
     // The received file itself (kept as it is) waits for the check: libvips may still
     // have to open it by its path.
-    const stored = this.#strip(file, source, ext, shape.orientation, beside)
+    const stored = strip(
+      file,
+      source,
+      ext,
+      shape.orientation,
+      beside,
+      this.#stripBuffers,
+    )
       .then(async (kept) => {
         if (typeof kept !== "string" || kept === file.path) return kept;
         await keep(kept);
@@ -456,7 +395,14 @@ export class ImagePipeline {
       });
     const checked = this.#slots.run(() => {
       deadline = Date.now() + timeout;
-      return this.#check(source, shape, tmp, deadline);
+      return check(
+        source,
+        shape,
+        tmp,
+        deadline,
+        this.deps.config.MAX_IMAGE_PIXELS,
+        this.#stripBuffers,
+      );
     }, timeout);
     // Both settle before anything is judged, so no write is still running when the temp
     // files are removed; a decode failure (141) outranks whatever the strip ran into.
@@ -477,142 +423,11 @@ export class ImagePipeline {
     ) {
       await keep(
         await this.#slots.run(
-          () => this.#reencode(source, ext, shape, tmp("orig"), deadline),
+          () => reencode(source, ext, shape, tmp("orig"), deadline),
           timeout,
         ),
       );
     } else await keep(typeof kept === "string" ? kept : file.path);
-  }
-
-  /**
-   * The check that the file is a sound image (141 if not), before `deadline` (143 past
-   * it): every frame decoded for real, into a few pixels that are thrown away. Shrunk on
-   * load where the codec can (a JPEG's DCT scaling decodes 1/8 of the pixels: ~3.3 ms
-   * against ~5.7 for the 320 px thumbnail of a 200 KB photo), yet every byte of the
-   * compressed data is read, so a cut or corrupt stream still fails. No variant is made
-   * here: the thumbnail and the medium are made at their first request
-   * (fixed_variants.ts, variant_maker.ts). A BMP's pixels are rewritten first.
-   */
-  async #check(
-    source: Source,
-    shape: Shape,
-    tmp: (name: string) => string,
-    deadline: number,
-  ): Promise<void> {
-    const decodable = shape.bmp
-      ? await this.#input(
-        await this.#bmpAsTiff(source, shape.bmp, tmp("px.tif"), deadline),
-      )
-      : source;
-    try {
-      await sharp(decodable, {
-        animated: shape.animated,
-        limitInputPixels: this.deps.config.MAX_IMAGE_PIXELS *
-          Math.max(1, shape.frames),
-        failOn: "error",
-      }).timeout({ seconds: secondsLeft(deadline) })
-        .resize(CHECK_SIZE, CHECK_SIZE, { fit: "inside" })
-        .raw().toBuffer();
-    } catch (e) {
-      throw decodeFailure(e);
-    }
-  }
-
-  /**
-   * The original without its metadata, by file I/O alone where the format allows: JPEG,
-   * PNG, GIF and WebP lose it losslessly; a TIFF's tags are its metadata, so one with tags
-   * beyond its pixels' is copied without them, keeping its depth and pages; an AVIF's
-   * metadata items leave its boxes, its AV1 data copied as it was (avif_strip.ts). A WebP
-   * turned by its EXIF is re-encoded upright instead (losslessly when it was lossless):
-   * browsers do not all honour a WebP's orientation, so it cannot be kept as the one tag
-   * left. Answers the stripped file's path; REENCODE when only a re-encode can take its
-   * metadata away; undefined without a lossless path (re-encoded if libvips saw metadata).
-   */
-  async #strip(
-    file: IncomingImage,
-    source: Source,
-    ext: string,
-    orientation: number,
-    tmp: (name: string) => string,
-  ): Promise<Original> {
-    const lossless = ext === "jpg" || ext === "png" || ext === "gif" ||
-      ext === "tiff" || ext === "avif" || (ext === "webp" && orientation <= 1);
-    if (!lossless) return undefined;
-    const out = tmp("orig");
-    try {
-      if (ext === "avif") {
-        const done = await withReader(
-          source,
-          async (read, size) =>
-            await rewriteAvif(read, await size(), out, this.#stripBuffers),
-        );
-        // An image sequence is left as it was: a re-encode would flatten it.
-        return done === "rewritten"
-          ? out
-          : done === "refused"
-          ? REENCODE
-          : undefined;
-      } else if (ext === "tiff") {
-        return await tiffWithPixelTagsOnly(
-          source,
-          file.path,
-          out,
-          this.#stripBuffers,
-        );
-      } else if (ext === "jpg") {
-        await stripJpeg(file.path, out, orientation, this.#stripBuffers);
-      } else if (ext === "png") {
-        await stripPng(file.path, out, this.#stripBuffers);
-      } else if (ext === "gif") {
-        await stripGif(file.path, out, this.#stripBuffers);
-      } else await stripWebp(file.path, out, this.#stripBuffers);
-    } catch (e) {
-      if (!(e instanceof MalformedImage)) throw e;
-      throw damaged(e.message);
-    }
-    return out;
-  }
-
-  /**
-   * The original re-encoded at high quality where no lossless path could take its
-   * metadata away, orientation baked into the pixels since the tag goes with the rest.
-   * After the check, not beside it: two full decodes of a large image at once would
-   * double the memory an upload can take.
-   */
-  async #reencode(
-    source: Source,
-    ext: string,
-    shape: Shape,
-    out: string,
-    deadline: number,
-  ): Promise<string> {
-    const img = sharp(source, {
-      animated: shape.animated,
-      limitInputPixels: false,
-    }).rotate().timeout({ seconds: secondsLeft(deadline) });
-    try {
-      await this.#save(
-        ext === "webp"
-          ? img.webp(
-            await withReader(source, webpIsLossless)
-              ? { lossless: true }
-              : { quality: 95 },
-          )
-          : ext === "avif"
-          ? img.avif({ quality: 80 })
-          : ext === "tiff"
-          ? img.tiff({ compression: "lzw" })
-          : ext === "gif"
-          ? img.gif()
-          : img.png(),
-        out,
-      );
-    } catch (e) {
-      // A whole-file decode can fail where the check's first page did not: a TIFF
-      // whose directory chain loops back (libvips: "IFD looping") is a broken file.
-      throw decodeFailure(e);
-    }
-    return out;
   }
 
   /**
@@ -641,23 +456,12 @@ export class ImagePipeline {
     };
     try {
       if (!this.#memory) await Deno.mkdir(this.tmpDir, { recursive: true });
-      await this.#bmpAsTiff(bytes, info, out, deadline);
-      return { input: await this.#input(out), release };
+      await bmpAsTiff(bytes, info, out, deadline, this.#stripBuffers);
+      return { input: await input(out), release };
     } catch (e) {
       await release();
       throw e;
     }
-  }
-
-  /** What libvips is to read for a scratch file: its path, or its bytes when in memory. */
-  async #input(path: string): Promise<string | Uint8Array> {
-    return isMemoryPath(path) ? await readScratch(path) : path;
-  }
-
-  /** libvips' output into a scratch file: written by libvips, or its bytes into memory. */
-  async #save(img: Sharp, path: string): Promise<void> {
-    if (!isMemoryPath(path)) await img.toFile(path);
-    else await writeScratch(path, await img.toBuffer());
   }
 
   /**
@@ -669,23 +473,6 @@ export class ImagePipeline {
   #reserveBmpScratch(info: BmpInfo | undefined): number {
     if (!info) return 0;
     return this.#bmpScratch.reserve(info.width * info.height * info.channels);
-  }
-
-  /** A BMP's pixels as a TIFF libvips can read (bounded memory; see bmp.ts), or 141/143. */
-  async #bmpAsTiff(
-    source: Source,
-    info: BmpInfo,
-    out: string,
-    deadline: number,
-  ): Promise<string> {
-    try {
-      await bmpToTiff(source, info, out, deadline, this.#stripBuffers);
-    } catch (e) {
-      if (e instanceof MalformedImage) throw damaged(e.message);
-      if (e instanceof BmpTimeout) throw tooSlow();
-      throw e;
-    }
-    return out;
   }
 
   /** Writes the files to the store, then commits the row: acknowledged means complete. */
@@ -786,92 +573,10 @@ export class ImagePipeline {
 /** The original is in the store (see ImagePipeline#process). */
 const STORED = Symbol("stored");
 
-/** What the lossless stage answers when only a re-encode can take the metadata away. */
-const REENCODE = Symbol("re-encode");
-
-/** What the lossless stage leaves of the original (see ImagePipeline#process). */
-type Original = string | typeof REENCODE | undefined;
-
-/**
- * A TIFF's original without what goes beyond its pixels (see tiff_tags.ts): the file itself
- * when there is nothing else, `out` when a lossless copy without it was written there, or
- * REENCODE.
- */
-function tiffWithPixelTagsOnly(
-  source: Source,
-  path: string,
-  out: string,
-  buffers: StripBuffers,
-): Promise<string | typeof REENCODE> {
-  return withReader(source, async (read, size) => {
-    if (!(await tiffHasOtherTags(read))) return path;
-    return await rewriteTiff(read, await size(), out, buffers) ? out : REENCODE;
-  });
-}
-
-/** What libvips decodes: the received file's bytes (small files) or its path. */
-type Source = Uint8Array | string;
-
 /** A stored original made decodable (see ImagePipeline#decodable). */
 export interface Decodable {
   input: Uint8Array | string;
   release(): Promise<void>;
-}
-
-/** What the pipeline reads of libvips' header (a BMP carries no metadata). */
-type Header = Pick<
-  Metadata,
-  "width" | "height" | "pages" | "orientation" | "exif" | "xmp" | "iptc"
->;
-
-/** What the header says about an image (see ImagePipeline#inspect). */
-interface Shape {
-  meta: Header;
-  /** A BMP's headers: libvips has no BMP loader, so its pixels are rewritten first. */
-  bmp?: BmpInfo;
-  frames: number;
-  animated: boolean;
-  orientation: number;
-  width: number;
-  height: number;
-}
-
-/**
- * What a failed libvips decode or encode answers: its own ApiError as it is, 143 past the
- * deadline, 250 for a full disk, else 141 (the file could not be decoded), never a 500.
- */
-function decodeFailure(e: unknown): ApiError {
-  if (e instanceof ApiError) return e;
-  if (isLibvipsTimeout(e)) return tooSlow();
-  if (isNoSpace(e)) return noSpace(e);
-  return new ApiError(141, {
-    message: "Unsupported image type: the image could not be decoded",
-  });
-}
-
-/** 141 for a file whose structure is broken, saying where. */
-function damaged(why: string): ApiError {
-  return new ApiError(141, {
-    message: `Unsupported image type: the file is damaged (${why})`,
-  });
-}
-
-/**
- * Whole seconds left before `deadline`, at least one, for libvips' timeout (it checks
- * between tiles and stops the pipeline); 143 when none are left.
- */
-function secondsLeft(deadline: number): number {
-  const left = deadline - Date.now();
-  if (left <= 0) throw tooSlow();
-  return Math.max(1, Math.ceil(left / 1000));
-}
-
-function tooSlow(): ApiError {
-  return new ApiError(143, {
-    details: [{
-      message: "decoding this image took longer than the limit",
-    }],
-  });
 }
 
 /** The 250 answer a database outage was turned into (see db/postgres.ts). */

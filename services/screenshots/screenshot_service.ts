@@ -16,12 +16,20 @@ import type {
   ScreenshotRequestSchema,
   ScreenshotResultSchema,
 } from "../../schemas/screenshot.ts";
-import type { AppDeps } from "../runtime/deps.ts";
 import type { ImagePipeline } from "../images/pipeline.ts";
 import { type AllowRule, allowRulesOf } from "../../schemas/allow_list.ts";
 import { checkTarget, parseTargetUrl } from "../net/target.ts";
 import { presetById, PRESETS } from "../../schemas/presets.ts";
-import type { CaptureOptions, CaptureResult } from "./screenshotter.ts";
+import type {
+  CaptureOptions,
+  CaptureResult,
+  Screenshotter,
+} from "./screenshotter.ts";
+import type { Config } from "../../schemas/config.ts";
+import type { Database } from "../db/database.ts";
+import type { Clock } from "../runtime/clock.ts";
+import type { Logger } from "../runtime/logger.ts";
+import type { Metrics } from "../metrics/metrics.ts";
 import { requestHash, ShotCache } from "./shot_cache.ts";
 import {
   mkdirScratch,
@@ -52,6 +60,16 @@ const MIME = {
   pdf: "application/pdf",
 } as const;
 
+/** What the screenshot service is given of the app's dependencies. */
+export interface ScreenshotServiceDeps {
+  config: Config;
+  database: Database;
+  clock: Clock;
+  log: Logger;
+  screenshotter?: Screenshotter;
+  metrics?: Metrics;
+}
+
 /**
  * Takes screenshots for the API: checks, reuses a cached result or captures, then stores
  * or inlines the image.
@@ -60,7 +78,7 @@ export class ScreenshotService {
   readonly #rules: AllowRule[];
   readonly #cache: ShotCache;
   constructor(
-    private readonly deps: AppDeps,
+    private readonly deps: ScreenshotServiceDeps,
     private readonly pipeline: ImagePipeline,
   ) {
     this.#rules = allowRulesOf(deps.config);

@@ -1,4 +1,4 @@
-import type { Config } from "../../schemas/config.ts";
+import type { Config } from "../schemas/config.ts";
 
 /**
  * What the platform lets this process do. Deno Deploy and any sandbox like it refuse

@@ -1,32 +1,37 @@
 /**
- * services/runtime/ — the process around the app: composing the dependencies from the
- * config (this file), what createApp is given (deps.ts), the clock and logger every
- * layer uses (clock.ts, logger.ts), SIGTERM's drain (lifecycle.ts), bounded work slots
- * (work_slots.ts), per-process scratch folders (scratch_dir.ts), durable file writes
- * (file_io.ts) and timeouts on every outside call (timeout.ts).
+ * server/ — the process around the app, at the top of the house: composing the
+ * dependencies from the config (this file), SIGTERM's drain (lifecycle.ts) and what the
+ * platform lets the process do (profile.ts). It imports every capability; nothing below
+ * imports it (scripts/import_cycles.ts checks). What createApp is given is routes/deps.ts;
+ * what every layer may use (clock, logger, scratch, work slots, timeouts) is
+ * services/runtime/.
  */
 import { join, resolve } from "node:path";
-import type { Config } from "../../schemas/config.ts";
-import { migrate, openDatabase } from "../db/database.ts";
-import type { AppDeps } from "./deps.ts";
-import type { Logger } from "./logger.ts";
-import type { BlobStore } from "../store/blob_store.ts";
-import { FsStore } from "../store/fs_store.ts";
-import { S3Store } from "../store/s3_store.ts";
-import { allowRulesOf } from "../../schemas/allow_list.ts";
-import type { Screenshotter } from "../screenshots/screenshotter.ts";
-import { installChromium } from "../screenshots/install.ts";
-import { ImagePipeline } from "../images/pipeline.ts";
-import { engineThreads, imageEngine, warmEngine } from "../images/engine.ts";
-import { sweepExpired } from "../images/records.ts";
-import { sweepRateLimits } from "../accounts/rate_limit.ts";
-import { sweepGuests } from "../accounts/guests.ts";
-import { sweepShotCache } from "../screenshots/shot_cache.ts";
-import { sweepMissing, sweepOrphans } from "../images/orphans.ts";
-import { trimVariants } from "../images/variant_rows.ts";
-import { ApiError } from "../../schemas/errors.ts";
-import { systemClock } from "./clock.ts";
-import type { PostgresTimeouts } from "../db/postgres.ts";
+import type { Config } from "../schemas/config.ts";
+import { migrate, openDatabase } from "../services/db/database.ts";
+import type { AppDeps } from "../routes/deps.ts";
+import type { Logger } from "../services/runtime/logger.ts";
+import type { BlobStore } from "../services/store/blob_store.ts";
+import { FsStore } from "../services/store/fs_store.ts";
+import { S3Store } from "../services/store/s3_store.ts";
+import { allowRulesOf } from "../schemas/allow_list.ts";
+import type { Screenshotter } from "../services/screenshots/screenshotter.ts";
+import { installChromium } from "../services/screenshots/install.ts";
+import { ImagePipeline } from "../services/images/pipeline.ts";
+import {
+  engineThreads,
+  imageEngine,
+  warmEngine,
+} from "../services/images/engine.ts";
+import { sweepExpired } from "../services/images/records.ts";
+import { sweepRateLimits } from "../services/accounts/rate_limit.ts";
+import { sweepGuests } from "../services/accounts/guests.ts";
+import { sweepShotCache } from "../services/screenshots/shot_cache.ts";
+import { sweepMissing, sweepOrphans } from "../services/images/orphans.ts";
+import { trimVariants } from "../services/images/variant_rows.ts";
+import { ApiError } from "../schemas/errors.ts";
+import { systemClock } from "../services/runtime/clock.ts";
+import type { PostgresTimeouts } from "../services/db/postgres.ts";
 
 /** The PostgreSQL bounds the config names. */
 export function postgresTimeouts(config: Config): PostgresTimeouts {
@@ -73,9 +78,9 @@ export async function openScreenshotter(
   // that an instance with screenshots off (and every operator script) never needs.
   const [{ ChromiumScreenshotter }, { findChromium }, { FilterEngines }] =
     await Promise.all([
-      import("../screenshots/chromium.ts"),
-      import("../screenshots/chromium_launch.ts"),
-      import("../screenshots/filter_engine.ts"),
+      import("../services/screenshots/chromium.ts"),
+      import("../services/screenshots/chromium_launch.ts"),
+      import("../services/screenshots/filter_engine.ts"),
     ]);
   let executablePath = config.BROWSER_WS_ENDPOINT
     ? undefined
@@ -121,7 +126,8 @@ export async function openScreenshotter(
   );
   const shooter = pools.length === 1
     ? pools[0]
-    : new (await import("../screenshots/spread.ts")).SpreadScreenshotter(pools);
+    : new (await import("../services/screenshots/spread.ts"))
+      .SpreadScreenshotter(pools);
   // Started, not awaited here: a first capture waits for this same launch. A failed start
   // is logged, not fatal: the next capture tries again.
   warming.set(shooter, shooter.start().catch(() => {}));

@@ -1,4 +1,4 @@
-import type { Logger } from "./logger.ts";
+import type { Logger } from "../services/runtime/logger.ts";
 
 /** Methods the Request constructor refuses (the fetch standard's forbidden methods). */
 const FORBIDDEN_METHODS = new Set(["CONNECT", "TRACE", "TRACK"]);

@@ -898,7 +898,7 @@ const MUTATIONS: Mutation[] = [
   },
   {
     name: "operator: the console's pages serve a user",
-    file: "routes/admin_pages.tsx",
+    file: "routes/admin_console.tsx",
     from:
       `    if (!user || !await adminOf(db, user.userId)) throw new ApiError(404);`,
     to: `    if (!user) throw new ApiError(404);`,

@@ -14,7 +14,7 @@ import type { AppDeps } from "./routes/deps.ts";
 import { registerSystemRoutes } from "./routes/system.ts";
 import { registerDocsRoutes } from "./routes/docs.ts";
 import { registerAccountRoutes } from "./routes/account.tsx";
-import { apiAuth, keyCacheOf } from "./routes/api_auth.ts";
+import { apiAuth, authOf } from "./routes/api_auth.ts";
 import { wholeBodyLimit } from "./routes/body_limit.ts";
 import { registerUploadRoutes } from "./routes/upload.ts";
 import { registerImageListRoutes } from "./routes/image_list.ts";
@@ -196,7 +196,6 @@ export function createApp(deps: AppDeps): App {
   // CORS first: browser preflights carry no key.
   registerSdkRoutes(app, deps);
   app.use("/api/1/*", apiAuth(deps));
-  const keys = keyCacheOf(deps);
   const pipeline = new ImagePipeline(deps);
   const rowCache = new ImageRowCache(
     deps.database.db,
@@ -205,7 +204,10 @@ export function createApp(deps: AppDeps): App {
   );
   backgroundReady.set(
     app,
-    Promise.all([rowCache.follow(deps.database), keys.ready]).then(
+    Promise.all([
+      rowCache.follow(deps.database),
+      authOf(deps).follow(deps.database),
+    ]).then(
       () => {},
       (e) =>
         deps.log.error({ msg: "cannot follow deletions", error: String(e) }),

@@ -28,7 +28,7 @@ import {
 import { ApiError } from "../schemas/errors.ts";
 import { AddressThrottle } from "../services/accounts/address_throttle.ts";
 import { clientAddress } from "./client_address.ts";
-import { GUEST_COOKIE, keyCacheOf } from "./api_auth.ts";
+import { authOf, GUEST_COOKIE } from "./api_auth.ts";
 import { claimGuestImages } from "../services/accounts/guests.ts";
 import {
   giveBackInvite,
@@ -561,7 +561,7 @@ export function registerAccountRoutes(app: App, deps: AppDeps) {
     if (r instanceof Response) return r;
     await revokeApiKey(db, r.user.userId, c.req.param("id"), deps.clock);
     // This instance forgets at once; the others when the notice reaches them.
-    keyCacheOf(deps).cache.clear();
+    authOf(deps).keys.clear();
     return c.redirect("/account", 303);
   });
 

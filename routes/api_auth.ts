@@ -1,10 +1,13 @@
 import type { Context, MiddlewareHandler } from "hono";
 import type { AppEnv } from "./env.ts";
 import type { AppDeps } from "./deps.ts";
-import { authenticateKey, KeyCache } from "../services/accounts/api_keys.ts";
 import { ApiError } from "../schemas/errors.ts";
-import { RateLeases } from "../services/accounts/rate_limit.ts";
-import { AddressThrottle } from "../services/accounts/address_throttle.ts";
+import type { AddressThrottle } from "../services/accounts/address_throttle.ts";
+import {
+  Authenticator,
+  type Caller,
+  type Credentials,
+} from "../services/accounts/authenticator.ts";
 import { clientAddress } from "./client_address.ts";
 import { safeEqual } from "../services/accounts/crypto.ts";
 import { SESSION_TOKEN_HEADER, sessionUser } from "./session.ts";
@@ -54,6 +57,13 @@ function streamsOwnBody(c: Context): boolean {
       c.req.header("content-type") ?? "",
     );
 }
+
+/**
+ * The HTTP side of authentication: which credentials a request carries (by precedence)
+ * and what the answer sets (the caller in the context, the rate headers). Who the caller
+ * is and whether they may is one call to the app's Authenticator
+ * (services/accounts/authenticator.ts).
+ */
 
 /**
  * Authenticates every /api/1 request. Precedence: Authorization header, X-API-Key header,
@@ -120,7 +130,7 @@ export async function quietCaller(
   }
   if (key !== undefined) {
     try {
-      return (await keyOwner(c, deps, key)).userId;
+      return (await authOf(deps).ownerOf(key, addressOf(c, deps))).userId;
     } catch (e) {
       if (e instanceof ApiError && e.code !== 170 && e.code !== 250) {
         return undefined;
@@ -174,9 +184,7 @@ async function admitSession(
       message: "Invalid session: log in again",
     });
   }
-  await countCall(c, deps, `session:${user.userId}`);
-  c.set("userId", user.userId);
-  c.set("apiKeyId", "");
+  await admitted(c, deps, { sessionUserId: user.userId });
 }
 
 /**
@@ -216,7 +224,7 @@ async function admitGuest(c: Context<AppEnv>, deps: AppDeps): Promise<void> {
   }
   refuseForeign(c, deps, "Guest uploads");
   await throttleOf(deps, "guest", deps.config.GUEST_UPLOADS_PER_MINUTE)
-    .count(clientAddress(c, deps.config.TRUST_PROXY));
+    .count(addressOf(c, deps));
   const { db } = deps.database;
   let token = getCookie(c, GUEST_COOKIE);
   let userId = await findGuest(db, token);
@@ -235,91 +243,60 @@ async function admitGuest(c: Context<AppEnv>, deps: AppDeps): Promise<void> {
   c.set("guest", true);
 }
 
-const keyCaches = new WeakMap<AppDeps, KeyCache>();
+const authenticators = new WeakMap<AppDeps, Authenticator>();
 
-/**
- * The app's cache of checked keys, made on first use; `ready` resolves once it hears
- * changes from every instance (until then it trusts nothing and every call looks its key
- * up).
- */
-export function keyCacheOf(
-  deps: AppDeps,
-): { cache: KeyCache; ready: Promise<unknown> } {
-  let cache = keyCaches.get(deps);
-  let ready: Promise<unknown> = Promise.resolve();
-  if (!cache) {
-    cache = new KeyCache(deps.clock);
-    keyCaches.set(deps, cache);
-    ready = cache.follow(deps.database);
+/** The app's authenticator, made on first use (one per app, whichever route asks). */
+export function authOf(deps: AppDeps): Authenticator {
+  let auth = authenticators.get(deps);
+  if (!auth) {
+    auth = new Authenticator(deps.database.db, deps.clock, {
+      keyFailuresPerMinute: deps.config.API_KEY_FAILURES_PER_MINUTE,
+      callsPerMinute: deps.config.RATE_LIMIT_PER_MINUTE,
+    });
+    authenticators.set(deps, auth);
   }
-  return { cache, ready };
+  return auth;
 }
 
-const throttles = new WeakMap<AppDeps, Map<string, AddressThrottle>>();
-
 /**
- * The app's counter `name` of events per client address, made on first use: one per app,
- * whichever routes count it (reports are counted by the API and by the site's form).
+ * The app's counter `name` of events per client address (see Authenticator#throttle).
  */
 export function throttleOf(
   deps: AppDeps,
   name: string,
   limit: number,
 ): AddressThrottle {
-  let mine = throttles.get(deps);
-  if (!mine) throttles.set(deps, mine = new Map());
-  let t = mine.get(name);
-  if (!t) {
-    t = new AddressThrottle(deps.database.db, deps.clock, name, limit);
-    mine.set(name, t);
-  }
-  return t;
+  return authOf(deps).throttle(name, limit);
 }
 
-/** The app's counter of wrong API keys per client address. */
-function keyFailures(deps: AppDeps): AddressThrottle {
-  return throttleOf(deps, "badkey", deps.config.API_KEY_FAILURES_PER_MINUTE);
+/** The client's address as the throttles count it (TRUST_PROXY decides). */
+function addressOf(c: Context, deps: AppDeps): string | undefined {
+  return clientAddress(c, deps.config.TRUST_PROXY);
+}
+
+/** Admits a request's key: one call to the authenticator, its answer recorded. */
+function admit(c: Context<AppEnv>, deps: AppDeps, key: string | undefined) {
+  return admitted(c, deps, { key, address: addressOf(c, deps) });
 }
 
 /**
- * Authenticates a key (keyOwner), counts the call against its rate limit, and records
- * the caller.
+ * Asks the authenticator who calls and whether they may (once), and records the answer:
+ * the caller in the context, its minute's count in the rate headers. Answers its account.
  */
-async function admit(
+async function admitted(
   c: Context<AppEnv>,
   deps: AppDeps,
-  key: string | undefined,
-) {
-  const owner = await keyOwner(c, deps, key);
-  await countCall(c, deps, owner.keyId);
-  c.set("userId", owner.userId);
-  c.set("apiKeyId", owner.keyId);
-  return owner.userId;
-}
-
-/**
- * The owner of a key (100 without one, 110/120 for a wrong one). An address that sent too
- * many wrong keys this minute is refused (170) before any lookup, and a wrong key counts
- * against it.
- */
-async function keyOwner(
-  c: Context,
-  deps: AppDeps,
-  key: string | undefined,
-) {
-  const addr = clientAddress(c, deps.config.TRUST_PROXY);
-  const failures = keyFailures(deps);
-  if (key !== undefined) failures.check(addr);
-  try {
-    return await authenticateKey(deps.database.db, key, deps.clock, {
-      cache: keyCaches.get(deps),
-    });
-  } catch (e) {
-    if (e instanceof ApiError && (e.code === 110 || e.code === 120)) {
-      await failures.count(addr);
-    }
-    throw e;
+  who: Credentials,
+): Promise<string> {
+  const caller: Caller = await authOf(deps).admit(who);
+  c.set("userId", caller.userId);
+  c.set("apiKeyId", caller.keyId);
+  if (caller.rate) {
+    c.header("X-RateLimit-Limit", String(caller.rate.limit));
+    c.header("X-RateLimit-Remaining", String(caller.rate.remaining));
+    c.header("X-RateLimit-Reset", String(caller.rate.resetSeconds));
   }
+  return caller.userId;
 }
 
 /**
@@ -342,28 +319,11 @@ export async function requesterOf(
   }
   if (key === undefined) return undefined;
   try {
-    return (await keyOwner(c, deps, key)).userId;
+    return (await authOf(deps).ownerOf(key, addressOf(c, deps))).userId;
   } catch (e) {
     if (e instanceof ApiError && (e.code === 110 || e.code === 120)) {
       return undefined;
     }
     throw e;
   }
-}
-
-const rateLeases = new WeakMap<AppDeps, RateLeases>();
-
-/** Counts one call against the caller's per-minute limit and reports it in headers. */
-async function countCall(c: Context<AppEnv>, deps: AppDeps, counter: string) {
-  const limit = deps.config.RATE_LIMIT_PER_MINUTE;
-  if (limit <= 0) return;
-  let leases = rateLeases.get(deps);
-  if (!leases) {
-    leases = new RateLeases(deps.database.db, deps.clock, limit);
-    rateLeases.set(deps, leases);
-  }
-  const state = await leases.admit(counter);
-  c.header("X-RateLimit-Limit", String(state.limit));
-  c.header("X-RateLimit-Remaining", String(state.remaining));
-  c.header("X-RateLimit-Reset", String(state.resetSeconds));
 }

@@ -261,8 +261,8 @@ const MUTATIONS: Mutation[] = [
   {
     name: "guests: guest uploads are not counted per address",
     file: "routes/api_auth.ts",
-    from: `    .count(clientAddress(c, deps.config.TRUST_PROXY));`,
-    to: `    .check(clientAddress(c, deps.config.TRUST_PROXY));`,
+    from: `    .count(addressOf(c, deps));`,
+    to: `    .check(addressOf(c, deps));`,
     tests: ["tests/guests_test.ts"],
   },
   {
@@ -594,6 +594,22 @@ const MUTATIONS: Mutation[] = [
     from: `if (!row || row.revoked_at) {`,
     to: `if (row?.revoked_at) {`,
     tests: ["tests/accounts_test.ts", "tests/upload_test.ts"],
+  },
+  {
+    name: "auth: a wrong key is not counted against its address",
+    file: "services/accounts/authenticator.ts",
+    from: `        await failures.count(address);`,
+    to: ``,
+    tests: ["tests/auth_test.ts"],
+  },
+  {
+    name: "auth: a session's calls are not counted against its minute",
+    file: "services/accounts/authenticator.ts",
+    from: `    const rate = await this.#leases?.admit(counter);`,
+    to: `    const rate = "sessionUserId" in who
+      ? undefined
+      : await this.#leases?.admit(counter);`,
+    tests: ["tests/auth_test.ts"],
   },
   {
     name: "key precedence: the query key wins over the header",

@@ -32,286 +32,550 @@ const allowList = z.string().default("").refine((v) => {
   }
 }, "must be comma-separated CIDRs or host:port pairs");
 
+/** Which run profile a variable matters to (docs/configuration.md's last column). */
+export type Profile = "both" | "embedded" | "sandbox";
+
+/** What the configuration reference says of a variable (kept as the field's zod meta). */
+export interface VarDoc {
+  /** What it is and what it bounds: one or two sentences. */
+  description: string;
+  /** The unit of a number (ms, s, MB, bytes, per minute, …) or the kind of a string. */
+  unit?: string;
+  /** Which profile uses it (default both). */
+  profile?: Profile;
+  /** The default as the reference prints it, where it depends on the machine. */
+  shownDefault?: string;
+}
+
+/** A field with its reference entry. */
+const v = <T extends z.ZodType>(schema: T, doc: VarDoc): T =>
+  schema.meta({ ...doc }) as T;
+
+/** The process: where it listens, what it is called, how it logs and stops. */
+const SERVER = {
+  PORT: v(int(8080, 0, 65535), {
+    description: "The port the service listens on.",
+    unit: "port",
+  }),
+  HOST: v(z.string().default("0.0.0.0"), {
+    description: "The address the service listens on.",
+    unit: "address",
+  }),
+  BASE_URL: v(httpUrl.optional(), {
+    description:
+      "The public address of the service: links use it; https makes session cookies Secure and pages send HSTS. Unset: http://localhost:PORT.",
+    unit: "URL",
+    shownDefault: "http://localhost:PORT",
+  }),
+  IMAGE_HOST_URL: v(httpUrl.optional(), {
+    description:
+      "Where image links point (another origin, a CDN). Unset: S3_PUBLIC_URL, else BASE_URL.",
+    unit: "URL",
+    shownDefault: "S3_PUBLIC_URL, else BASE_URL",
+  }),
+  DATA_DIR: v(z.string().min(1).default("./data"), {
+    description:
+      "The embedded database (pgdata/), STORE=fs's files (images/), scratch files (tmp/, one folder per process) and the ad filter's cache.",
+    unit: "path",
+    profile: "embedded",
+  }),
+  TRUST_PROXY: v(
+    z.enum(["true", "false"]).default("false").transform((x) => x === "true"),
+    {
+      description:
+        "Behind a reverse proxy that overwrites X-Forwarded-For: its first hop is taken as the client's address (throttles, logs). Off: a client could forge it.",
+    },
+  ),
+  LOG_REQUESTS: v(
+    z.enum(["true", "false"]).default("true").transform((x) => x === "true"),
+    { description: "One JSON log line per request." },
+  ),
+  SHUTDOWN_DRAIN_MS: v(int(2_000, 0, 600_000), {
+    description:
+      "On SIGTERM, before it stops accepting: how long the instance keeps serving with /readyz 503 and every answer closing its connection, so a balancer moves away. SIGINT skips it.",
+    unit: "ms",
+  }),
+  SHUTDOWN_GRACE_MS: v(int(10_000, 0, 600_000), {
+    description:
+      "On SIGTERM/SIGINT, after the drain: how long in-flight requests may take to finish before the pool and browser close.",
+    unit: "ms",
+  }),
+};
+
+/** The database: PGlite in DATA_DIR, or one PostgreSQL for every instance. */
+const DATABASE = {
+  DATABASE_URL: v(
+    z.string().regex(/^postgres(ql)?:\/\//, "must start with postgres://")
+      .optional(),
+    {
+      description:
+        "A PostgreSQL for all instances (sessions, rate limits, migrations and change notices live there). Unset: the embedded PGlite in DATA_DIR/pgdata.",
+      unit: "postgres:// URL",
+      profile: "sandbox",
+    },
+  ),
+  DB_CONNECT_TIMEOUT_MS: v(int(3000, 100, 120_000), {
+    description:
+      "Opening a PostgreSQL connection, or waiting for a free one; past it 250 (HTTP 503).",
+    unit: "ms",
+  }),
+  DB_STATEMENT_TIMEOUT_MS: v(int(5000, 100, 600_000), {
+    description:
+      "One SQL statement, enforced by the server and by the client; past it 250 (HTTP 503).",
+    unit: "ms",
+  }),
+  DB_POOL_MAX: v(int(10, 1, 1000), {
+    description: "PostgreSQL connections one instance opens at most.",
+    unit: "connections",
+  }),
+};
+
+/** Where image bytes live: a folder, or an S3-compatible bucket. */
+const STORAGE = {
+  STORE: v(z.enum(["fs", "s3"]).default("fs"), {
+    description:
+      "Where image bytes live: fs (DATA_DIR/images) or s3 (S3_* below; created at start if missing).",
+  }),
+  S3_ENDPOINT: v(httpUrl.optional(), {
+    description: "The S3 server's URL (STORE=s3).",
+    unit: "URL",
+    profile: "sandbox",
+  }),
+  S3_BUCKET: v(z.string().min(1).optional(), {
+    description: "The bucket (STORE=s3).",
+    profile: "sandbox",
+  }),
+  S3_REGION: v(z.string().min(1).default("us-east-1"), {
+    description: "The bucket's region, for request signing.",
+    profile: "sandbox",
+  }),
+  S3_ACCESS_KEY_ID: v(z.string().optional(), {
+    description: "The S3 access key id.",
+    profile: "sandbox",
+  }),
+  S3_SECRET_ACCESS_KEY: v(z.string().optional(), {
+    description: "The S3 secret key.",
+    profile: "sandbox",
+  }),
+  S3_PUBLIC_URL: v(httpUrl.optional(), {
+    description:
+      "Where the bucket (or a CDN before it) serves the files publicly; image links then point there.",
+    unit: "URL",
+    profile: "sandbox",
+  }),
+  S3_TIMEOUT_MS: v(int(10_000, 100, 600_000), {
+    description:
+      "Until an S3 request has its answer's headers; past it 250 (HTTP 503).",
+    unit: "ms",
+  }),
+  ORPHAN_GRACE_S: v(int(3600, 60), {
+    description:
+      "Store objects no row claims, older than this, are crash leftovers the hourly sweep removes.",
+    unit: "s",
+  }),
+};
+
+/** Upload bodies: how much is read, where it is received, what is held for a late key. */
+const BODIES = {
+  MAX_FILE_BYTES: v(int(32 * 1024 * 1024, 1), {
+    description:
+      "One uploaded file (or URL import); past it 130 (HTTP 413), nothing stored.",
+    unit: "bytes",
+  }),
+  MAX_FILES: v(int(15, 1, 1000), {
+    description: "Files in one upload request.",
+    unit: "files",
+  }),
+  BODY_MAX_FIELDS: v(int(100, 1, 10_000), {
+    description:
+      "Plain (non-file) fields in one upload body, whatever its type: multipart fields, urlencoded fields, JSON members. Past it: 160 at once, the rest unread.",
+    unit: "fields",
+  }),
+  BODY_MAX_KB: v(int(1024, 16, 1_048_576), {
+    description:
+      "Any body a route reads whole (all but an upload's, which streams with its own limits): a screenshot's JSON, the site's forms. Past it, 413 before more is read.",
+    unit: "KB",
+  }),
+  BODY_MAX_TOKEN: v(int(256, 8, 65_536), {
+    description:
+      "Longest JSON number (or true/false/null) in a body; else 160.",
+    unit: "characters",
+  }),
+  UNAUTH_HOLD_MB: v(int(32, 1, 65_536), {
+    description:
+      "A body whose key comes after its image (Chevereto's clients) is held until the key comes: at most this per request, and while the client sends ≥ 64 KB/s after 2 s; past it 401 at once.",
+    unit: "MB",
+  }),
+  UNAUTH_HOLD_ADDRESS_MB: v(int(32, 1, 65_536), {
+    description: "What such held bodies may take per client address.",
+    unit: "MB",
+  }),
+  UNAUTH_HOLD_TOTAL_MB: v(int(128, 1, 1_048_576), {
+    description: "What such held bodies may take in the whole process.",
+    unit: "MB",
+  }),
+  SCRATCH: v(z.enum(["auto", "disk", "memory"]).default("auto"), {
+    description:
+      "Where an upload's scratch files go: disk (DATA_DIR/tmp), memory (within MEMORY_BODY_MB; nothing written), or auto: memory where DATA_DIR may not be written (Deno Deploy), else disk.",
+  }),
+  MEMORY_BODY_MB: v(int(256, 16, 1_048_576), {
+    description:
+      "With memory scratch: what all uploads of this process may hold at once; past it 250 (HTTP 503) with Retry-After. On disk, small bodies are received into it too.",
+    unit: "MB",
+    profile: "sandbox",
+  }),
+  MEMORY_REQUEST_MB: v(int(64, 1, 1_048_576), {
+    description:
+      "With memory scratch: what one request's images may hold together (each file's limit is the smaller of this and MAX_FILE_BYTES); past it 130 (HTTP 413).",
+    unit: "MB",
+    profile: "sandbox",
+  }),
+};
+
+/** Image processing: what an upload may be, and how much work runs at once. */
+const PROCESSING = {
+  MAX_IMAGE_PIXELS: v(int(100_000_000, 1), {
+    description:
+      "Decoded pixels an upload may have, all frames of an animation together; else 142. Also bounds a full-page capture.",
+    unit: "pixels",
+  }),
+  BMP_SCRATCH_MB: v(int(256, 1, 65_536), {
+    description:
+      "Scratch one BMP may need to be read (its pixels uncompressed, 3 or 4 bytes each); else 142.",
+    unit: "MB",
+  }),
+  BMP_SCRATCH_TOTAL_MB: v(int(1024, 1, 1_048_576), {
+    description:
+      "Scratch all BMPs of a process may need at once; else 250 with Retry-After.",
+    unit: "MB",
+  }),
+  IMAGE_TIMEOUT_MS: v(int(20_000, 1_000, 600_000), {
+    description:
+      "Per file: decoding it (and making a variant of it); else 143.",
+    unit: "ms",
+  }),
+  IMAGE_WORKERS: v(int(CORES, 1, 256), {
+    description: "Images processed at once.",
+    unit: "images",
+    shownDefault: "the machine's cores",
+  }),
+  IMAGE_THREADS: v(int(0, 0, 256), {
+    description:
+      "libvips threads per image; 0: the cores shared among IMAGE_WORKERS, at least one each (more per image only add hand-offs when every core is busy).",
+    unit: "threads",
+  }),
+  IMAGE_QUEUE: v(int(32, 0, 10_000), {
+    description:
+      "Files that may wait for a worker; past that, or after waiting IMAGE_TIMEOUT_MS, 250 (HTTP 503) with Retry-After at once.",
+    unit: "files",
+  }),
+};
+
+/** Serving images: caches, who sends the bytes, transform URLs and their bounds. */
+const SERVING = {
+  IMAGE_CACHE_MB: v(int(32, 0, 65_536), {
+    description:
+      "Memory for the bytes of hot images (each at most 1 MiB), served without touching the disk or S3; 0 turns it off.",
+    unit: "MB",
+  }),
+  IMAGE_SERVE: v(z.enum(["app", "proxy"]).default("app"), {
+    description:
+      "Who sends an image's bytes: app, or proxy: after the same checks (live row, ETag/304) the app answers X-Accel-Redirect and nginx sends the file (deploy/nginx-images.conf; STORE=fs only).",
+    profile: "embedded",
+  }),
+  IMAGE_WIDTHS: v(sizeList("160,320,640,1024,1600,2048", 16_384), {
+    description:
+      "The widths and heights transform URLs (?w=&h=) may ask for unsigned; anything else is 160 unless the URL is signed.",
+    unit: "px, comma-separated",
+  }),
+  IMAGE_QUALITIES: v(sizeList("50,75,90", 100), {
+    description: "The qualities (?q=) transform URLs may ask for unsigned.",
+    unit: "comma-separated",
+  }),
+  IMAGE_NEGOTIATE: v(z.enum(["off", "on"]).default("off"), {
+    description:
+      "on: a record's display_url is its image at ?format=auto (AVIF or WebP where the browser takes them, Vary: Accept); off: the file as uploaded, as ImgBB's.",
+  }),
+  IMAGE_SIGNING_KEY: v(z.string().min(16).optional(), {
+    description:
+      "The secret signed transform URLs are made with (deno task sign-url); unset: only listed values work.",
+    unit: "secret, ≥ 16 characters",
+  }),
+  IMAGE_VARIANTS_MB: v(int(2048, 1, 1_048_576), {
+    description:
+      "Bytes the made variants may take in the store, all images together; past it the oldest made are removed hourly (and made again when asked for).",
+    unit: "MB",
+  }),
+  IMAGE_MAKES_PER_MINUTE: v(int(120, 0, 1_000_000), {
+    description:
+      "Variants one client address may have made per minute (all instances); past it 170 with Retry-After. Stored variants are served without counting. 0: off.",
+    unit: "per minute",
+  }),
+};
+
+/** Who sees what: password pages, and guests' uploads. */
+const PRIVACY = {
+  PASSWORD_URL_SECONDS: v(int(1800, 60, 86_400), {
+    description:
+      "How long the signed file URLs of a password image's page work: long enough to view and download, short enough that a copied URL dies.",
+    unit: "s",
+  }),
+  PASSWORD_UNLOCK_SECONDS: v(int(43_200, 60, 2_592_000), {
+    description:
+      "How long a page unlocked with its password stays unlocked in that browser.",
+    unit: "s",
+  }),
+  PASSWORD_ATTEMPTS_PER_MINUTE: v(int(10, 0, 10_000), {
+    description:
+      "Password attempts one client address may make per minute, all images and albums together (all instances); past it 170 with Retry-After. 0: off.",
+    unit: "per minute",
+  }),
+  GUEST_UPLOADS: v(z.enum(["off", "on"]).default("off"), {
+    description:
+      "on: the home page uploads without an account (as that browser's guest) under the GUEST_* limits, every image expiring; signing up there claims them.",
+  }),
+  GUEST_EXPIRATION: v(int(2_592_000, 60, 15_552_000), {
+    description:
+      "The lifetime of a guest's upload (asked for longer or never: this).",
+    unit: "s",
+  }),
+  GUEST_MAX_FILE_BYTES: v(int(10_485_760, 1024), {
+    description: "The largest file a guest may upload; past it 130.",
+    unit: "bytes",
+  }),
+  GUEST_UPLOADS_PER_MINUTE: v(int(10, 1, 10_000), {
+    description:
+      "Guest upload requests one client address may make per minute (all instances); past it 170.",
+    unit: "per minute",
+  }),
+};
+
+/** Screenshots: the browser, its network guard, and the bounds of a capture. */
+const SCREENSHOTS = {
+  SCREENSHOTS: v(z.enum(["on", "off"]).default("on"), {
+    description: "off: no browser is started and screenshot calls answer 240.",
+  }),
+  CHROMIUM_PATH: v(z.string().optional(), {
+    description:
+      "The local Chromium to launch; unset: chromium-headless-shell or chromium where Debian puts them (installed at first start as root).",
+    unit: "path",
+    profile: "embedded",
+  }),
+  BROWSER_WS_ENDPOINT: v(
+    z.string().regex(
+      /^\s*(wss?|https?):\/\/[^/\s,]+[^\s,]*(\s*,\s*(wss?|https?):\/\/[^/\s,]+[^\s,]*)*\s*$/,
+      "must be a ws:// DevTools URL or the http://host:port of one (several: comma-separated)",
+    ).optional(),
+    {
+      description:
+        "A remote Chromium: its ws://…/devtools/browser/<id> URL, or the http://host:port of its DevTools (looked up at every connect). Several, comma-separated: captures spread over them, one that is down skipped until back.",
+      unit: "URL list",
+      profile: "sandbox",
+    },
+  ),
+  BROWSER_TOKEN: v(
+    z.string().min(16, "must be at least 16 characters").optional(),
+    {
+      description:
+        "The shared secret of the browser services in BROWSER_WS_ENDPOINT (deno task browser). With it each capture's network guard runs on the browser's host and this instance opens no port; without it the guard runs here.",
+      unit: "secret, ≥ 16 characters",
+      profile: "sandbox",
+    },
+  ),
+  SCREENSHOT_PROXY_LISTEN: v(
+    z.string().regex(
+      /^[0-9A-Za-z.:\[\]-]+$/,
+      "must be an address such as 0.0.0.0 or 10.0.0.5",
+    ).default("127.0.0.1"),
+    {
+      description:
+        "The address each capture's network guard listens on (a free port each time): one the browser can reach. Off loopback the guard asks for per-capture credentials.",
+      unit: "address",
+      profile: "embedded",
+    },
+  ),
+  SCREENSHOT_PROXY_ADVERTISE: v(
+    z.string().regex(/^[0-9A-Za-z.:\[\]-]+$/, "must be a host name or address")
+      .optional(),
+    {
+      description:
+        "The host the browser is told to use for the guard (required when SCREENSHOT_PROXY_LISTEN is a wildcard). Unset: the listen address.",
+      unit: "host",
+      profile: "embedded",
+    },
+  ),
+  SCREENSHOT_TIMEOUT_MS: v(int(30_000, 100, 600_000), {
+    description:
+      "One capture, waiting for a browser included; past it 230 (HTTP 504).",
+    unit: "ms",
+  }),
+  SCREENSHOT_CONCURRENCY: v(int(2, 1, 64), {
+    description: "Captures at once on one browser.",
+    unit: "captures",
+  }),
+  SCREENSHOT_PER_KEY: v(int(0, 0, 64), {
+    description:
+      "Captures one account may run at once on a browser; 0: one less than SCREENSHOT_CONCURRENCY, at least one, so one account never holds every slot.",
+    unit: "captures",
+  }),
+  SCREENSHOT_MAX_PIXELS: v(int(40_000_000, 1_000_000, 1_000_000_000), {
+    description:
+      "Device pixels one capture may have (width × height × ratio², viewport or clip; a full page is cut to it); over it 160 before anything is launched.",
+    unit: "pixels",
+  }),
+  SCREENSHOT_PDF_MAX_PAGES: v(int(50, 1, 1000), {
+    description:
+      "Pages a full-page PDF capture prints at most; the rest is left out.",
+    unit: "pages",
+  }),
+  SCREENSHOT_QUEUE: v(int(32, 0, 10_000), {
+    description:
+      "Captures that may wait for a browser slot; past it 240 (HTTP 503) at once.",
+    unit: "captures",
+  }),
+  SCREENSHOT_RECYCLE_AFTER: v(int(200, 1), {
+    description:
+      "Captures after which a local browser is replaced (memory a long-lived Chromium gathers).",
+    unit: "captures",
+  }),
+};
+
+/** Outbound fetches: screenshots' pages and URL imports, through the same guard. */
+const FETCHES = {
+  FETCH_ALLOW_PRIVATE: v(allowList, {
+    description:
+      "Non-public addresses screenshots and URL imports may reach anyway: empty in production, fixture ports in tests.",
+    unit: "CIDRs or host:port, comma-separated",
+  }),
+  SCREENSHOT_ALLOW_PRIVATE: v(allowList, {
+    description:
+      "The older name of FETCH_ALLOW_PRIVATE, still read (both lists apply).",
+    unit: "CIDRs or host:port, comma-separated",
+  }),
+  URL_IMPORT_TIMEOUT_MS: v(int(20_000, 100, 600_000), {
+    description:
+      "URL imports of one request: the whole fetch (every redirect and the body) ends within this; 231 for what is left unfinished.",
+    unit: "ms",
+  }),
+  URL_IMPORTS_AT_ONCE: v(int(4, 1, 64), {
+    description: "URL imports of one request fetched at once.",
+    unit: "fetches",
+  }),
+};
+
+/** Accounts and the API's limits per caller and per address. */
+const LIMITS = {
+  LOGIN_MAX_FAILURES: v(int(5, 1), {
+    description:
+      "Login attempts per account in 15 minutes; past it 170 with Retry-After without a password being checked (counted atomically across instances).",
+    unit: "attempts",
+  }),
+  ACCOUNT_ATTEMPTS_PER_MINUTE: v(int(20, 0), {
+    description:
+      "Login and sign-up attempts per client address (IPv6: per /64) per minute, on top of LOGIN_MAX_FAILURES; past it 429. 0: off.",
+    unit: "per minute",
+  }),
+  API_KEY_FAILURES_PER_MINUTE: v(int(30, 0), {
+    description:
+      "Requests with a wrong API key per client address per minute; past it every keyed request from it gets 170 until the minute ends, refused without a look-up. 0: off.",
+    unit: "per minute",
+  }),
+  RATE_LIMIT_PER_MINUTE: v(int(600, 0), {
+    description:
+      "API calls per key (or signed-in session) per minute; past it 170 with Retry-After. 0: off.",
+    unit: "per minute",
+  }),
+};
+
+/** The operator: who may sign up, per-account quotas, reports and metrics. */
+const OPERATOR = {
+  SIGNUP: v(z.enum(["open", "invite", "closed"]).default("open"), {
+    description:
+      "Who may make an account at /signup: anyone (open), holders of an admin's invite link (invite), or nobody (closed; admins still use deno task user:create). The first account of an empty instance is always allowed: it is the admin.",
+  }),
+  USER_STORAGE_MB: v(int(0, 0, 1_073_741_824), {
+    description:
+      "Each account's storage of originals; past it 180. 0: no limit; admins override it per account.",
+    unit: "MB",
+  }),
+  USER_IMAGES_MAX: v(int(0, 0, 1_000_000_000), {
+    description:
+      "Each account's live images; past it 180. 0: no limit; admins override it per account.",
+    unit: "images",
+  }),
+  SCREENSHOTS_PER_MONTH: v(int(0, 0, 1_000_000_000), {
+    description:
+      "Each account's captures per calendar month (UTC); past it 180. 0: no limit; admins override it per account.",
+    unit: "captures",
+  }),
+  REPORTS_PER_MINUTE: v(int(5, 1, 10_000), {
+    description:
+      "Reports one client address may send a minute (POST /api/1/reports, /report).",
+    unit: "per minute",
+  }),
+  METRICS: v(z.enum(["on", "off"]).default("on"), {
+    description:
+      "off records no metric at all (and /metrics is 404): for measuring what the instrumentation costs.",
+  }),
+  METRICS_TOKEN: v(
+    z.string().min(16, "must be at least 16 characters").optional(),
+    {
+      description:
+        "The Bearer token Prometheus sends to read /metrics on the service's own port; unset, /metrics is 404 there.",
+      unit: "secret, ≥ 16 characters",
+    },
+  ),
+  METRICS_LISTEN: v(
+    z.string().regex(
+      /^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):\d{1,5}$/,
+      "must be host:port",
+    ).optional(),
+    {
+      description:
+        "A separate host:port serving only /metrics, without a token (bind it to a private address); unset, none.",
+      unit: "host:port",
+    },
+  ),
+};
+
+/**
+ * The configuration's variables by concern, in the order docs/configuration.md lists
+ * them (generated from this table by `deno task docs`).
+ */
+export const CONFIG_GROUPS = {
+  "Server": SERVER,
+  "Database": DATABASE,
+  "Storage": STORAGE,
+  "Upload bodies": BODIES,
+  "Image processing": PROCESSING,
+  "Serving and transforms": SERVING,
+  "Privacy and guests": PRIVACY,
+  "Screenshots": SCREENSHOTS,
+  "Outbound fetches": FETCHES,
+  "Accounts and rate limits": LIMITS,
+  "Operator": OPERATOR,
+} as const;
+
+/** Every variable of the service, as one object (CONFIG_GROUPS joined). */
+export const ConfigFields = z.object({
+  ...SERVER,
+  ...DATABASE,
+  ...STORAGE,
+  ...BODIES,
+  ...PROCESSING,
+  ...SERVING,
+  ...PRIVACY,
+  ...SCREENSHOTS,
+  ...FETCHES,
+  ...LIMITS,
+  ...OPERATOR,
+});
+
 /**
  * The one schema over the environment (DESIGN.md "Configuration"). Only main.ts reads the
  * environment; tests build a Config through {@link loadConfig} with their own values.
  */
-export const ConfigSchema = z.object({
-  PORT: int(8080, 0, 65535),
-  HOST: z.string().default("0.0.0.0"),
-  BASE_URL: httpUrl.optional(),
-  IMAGE_HOST_URL: httpUrl.optional(),
-  DATA_DIR: z.string().min(1).default("./data"),
-  DATABASE_URL: z.string().regex(
-    /^postgres(ql)?:\/\//,
-    "must start with postgres://",
-  ).optional(),
-  /** Opening a PostgreSQL connection, or waiting for a free one (then 250 / HTTP 503). */
-  DB_CONNECT_TIMEOUT_MS: int(3000, 100, 120_000),
-  /** One SQL statement, enforced by the server and by the client. */
-  DB_STATEMENT_TIMEOUT_MS: int(5000, 100, 600_000),
-  DB_POOL_MAX: int(10, 1, 1000),
-  STORE: z.enum(["fs", "s3"]).default("fs"),
-  S3_ENDPOINT: httpUrl.optional(),
-  S3_BUCKET: z.string().min(1).optional(),
-  S3_REGION: z.string().min(1).default("us-east-1"),
-  S3_ACCESS_KEY_ID: z.string().optional(),
-  S3_SECRET_ACCESS_KEY: z.string().optional(),
-  S3_PUBLIC_URL: httpUrl.optional(),
-  /** Until an S3 request has its answer's headers (then 250 / HTTP 503). */
-  S3_TIMEOUT_MS: int(10_000, 100, 600_000),
-  MAX_FILE_BYTES: int(32 * 1024 * 1024, 1),
-  MAX_FILES: int(15, 1, 1000),
-  /**
-   * Plain (non-file) fields in one upload body, whatever its type: multipart fields,
-   * urlencoded fields, JSON members. Past it: 160 at once, the rest unread.
-   */
-  BODY_MAX_FIELDS: int(100, 1, 10_000),
-  /**
-   * Any body a route reads whole (all but an upload's, which streams with its own limits):
-   * a screenshot's JSON, the site's forms, the key check of a keyless JSON request. Past
-   * it, 413 before more is read.
-   */
-  BODY_MAX_KB: int(1024, 16, 1_048_576),
-  /**
-   * A urlencoded or JSON upload whose `key` comes after its image (Chevereto's clients)
-   * has its bytes held until the key comes: at most this many MB per request, per client
-   * address and per process, and while the client sends at least 64 KB/s after 2 s;
-   * past any of these it is answered 401 at once, the rest unread. Bodies keyed in a
-   * header or ?key= never hold.
-   */
-  UNAUTH_HOLD_MB: int(32, 1, 65_536),
-  UNAUTH_HOLD_ADDRESS_MB: int(32, 1, 65_536),
-  UNAUTH_HOLD_TOTAL_MB: int(128, 1, 1_048_576),
-  /** Longest JSON number (or true/false/null) in a body, in characters (else 160). */
-  BODY_MAX_TOKEN: int(256, 8, 65_536),
-  /** Decoded pixels an upload may have, all frames of an animation together (else 142). */
-  MAX_IMAGE_PIXELS: int(100_000_000, 1),
-  /**
-   * Scratch disk one BMP may need to be read (its pixels uncompressed, 3 or 4 bytes
-   * each), else 142; and all BMPs of a process at once, else 250 with Retry-After.
-   */
-  BMP_SCRATCH_MB: int(256, 1, 65_536),
-  BMP_SCRATCH_TOTAL_MB: int(1024, 1, 1_048_576),
-  /**
-   * Where an upload's scratch files go (the received body, URL imports, variants before the
-   * store takes them): `disk` (DATA_DIR/tmp), `memory` (this process's memory, within
-   * MEMORY_BODY_MB; nothing is written to disk), or `auto` (the default): memory where
-   * DATA_DIR may not be written (Deno Deploy), else disk.
-   */
-  SCRATCH: z.enum(["auto", "disk", "memory"]).default("auto"),
-  /**
-   * With memory scratch: what all uploads of this process may hold at once; past it an
-   * upload is refused with 250 / HTTP 503 and Retry-After.
-   */
-  MEMORY_BODY_MB: int(256, 16, 1_048_576),
-  /**
-   * With memory scratch: what one request's images may hold together (each file's limit
-   * is the smaller of this and MAX_FILE_BYTES); past it, 130 / HTTP 413.
-   */
-  MEMORY_REQUEST_MB: int(64, 1, 1_048_576),
-  /** Per file: how long decoding and making its variants may take (else 143). */
-  IMAGE_TIMEOUT_MS: int(20_000, 1_000, 600_000),
-  /** Images processed at once; default: the cores. */
-  IMAGE_WORKERS: int(CORES, 1, 256),
-  /**
-   * libvips threads per image; 0 (the default): the cores shared among IMAGE_WORKERS, at
-   * least one each. With every core already busy with an image of its own, more threads
-   * per image only add hand-offs between them (BENCHMARKS.md §7, session 13).
-   */
-  IMAGE_THREADS: int(0, 0, 256),
-  /**
-   * Files that may wait for a worker; past that, or after waiting IMAGE_TIMEOUT_MS, an
-   * upload is refused at once with 250 / HTTP 503 and Retry-After.
-   */
-  IMAGE_QUEUE: int(32, 0, 10_000),
-  /** Memory for the bytes of hot images (each at most 1 MiB); 0 turns it off. */
-  IMAGE_CACHE_MB: int(32, 0, 65_536),
-  /**
-   * Who sends an image's bytes: `app` (this process), or `proxy`: after the same checks
-   * (live row, ETag/304) the app answers with `X-Accel-Redirect` and nginx sends the file
-   * from disk with sendfile (deploy/nginx-images.conf; STORE=fs only).
-   */
-  IMAGE_SERVE: z.enum(["app", "proxy"]).default("app"),
-  /**
-   * Transform URLs (`?w=&h=&fit=&format=&q=` on an image's URL): the widths and heights,
-   * and the qualities, that may be asked for unsigned (anything else is 160 unless the URL
-   * carries `s`, signed with IMAGE_SIGNING_KEY). Comma-separated.
-   */
-  IMAGE_WIDTHS: sizeList("160,320,640,1024,1600,2048", 16_384),
-  IMAGE_QUALITIES: sizeList("50,75,90", 100),
-  /**
-   * `on`: a record's `display_url` is its image at `?format=auto` (AVIF or WebP where
-   * the browser takes them, `Vary: Accept`); `off`: the file as uploaded, as ImgBB's.
-   */
-  IMAGE_NEGOTIATE: z.enum(["off", "on"]).default("off"),
-  /** The secret signed transform URLs are made with; unset: only listed values work. */
-  IMAGE_SIGNING_KEY: z.string().min(16).optional(),
-  /**
-   * Bytes the made variants may take in the store, all images together; past it the
-   * oldest made are removed (hourly, and made again when asked for).
-   */
-  IMAGE_VARIANTS_MB: int(2048, 1, 1_048_576),
-  /**
-   * Variants one client address may have made per minute (all instances together);
-   * past it 170 with Retry-After. Stored variants are served without counting. 0: off.
-   */
-  IMAGE_MAKES_PER_MINUTE: int(120, 0, 1_000_000),
-  /**
-   * How long the signed file URLs of a `password` image's page work (seconds): long
-   * enough to view and download from the page, short enough that a copied URL dies.
-   */
-  PASSWORD_URL_SECONDS: int(1800, 60, 86_400),
-  /**
-   * `on`: the home page uploads without an account (as a guest of that browser), under
-   * the GUEST_* limits, every image expiring; signing up there claims them.
-   */
-  GUEST_UPLOADS: z.enum(["off", "on"]).default("off"),
-  /** The lifetime of a guest's upload (seconds; asked for longer or never: this). */
-  GUEST_EXPIRATION: int(2_592_000, 60, 15_552_000),
-  /** The largest file a guest may upload (bytes). */
-  GUEST_MAX_FILE_BYTES: int(10_485_760, 1024),
-  /** Guest upload requests one client address may make per minute (all instances). */
-  GUEST_UPLOADS_PER_MINUTE: int(10, 1, 10_000),
-  /** How long a page unlocked with its password stays unlocked in that browser (s). */
-  PASSWORD_UNLOCK_SECONDS: int(43_200, 60, 2_592_000),
-  /**
-   * Password attempts one client address may make per minute, all images and albums
-   * together (all instances); past it 170 with Retry-After. 0: off.
-   */
-  PASSWORD_ATTEMPTS_PER_MINUTE: int(10, 0, 10_000),
-  SCREENSHOTS: z.enum(["on", "off"]).default("on"),
-  CHROMIUM_PATH: z.string().optional(),
-  /**
-   * A remote Chromium: its ws://…/devtools/browser/<id> URL, or the http://host:port of its
-   * DevTools endpoint, whose current ws URL is looked up (/json/version) at every connect.
-   * Several, comma-separated: captures are spread over them, and one that is down is
-   * skipped until it is back.
-   */
-  BROWSER_WS_ENDPOINT: z.string().regex(
-    /^\s*(wss?|https?):\/\/[^/\s,]+[^\s,]*(\s*,\s*(wss?|https?):\/\/[^/\s,]+[^\s,]*)*\s*$/,
-    "must be a ws:// DevTools URL or the http://host:port of one (several: comma-separated)",
-  ).optional(),
-  /**
-   * The shared secret of the browser services in BROWSER_WS_ENDPOINT (`deno task browser`),
-   * sent with every request to them. With it, each capture's network guard runs on the
-   * browser's host and this instance opens no port for the browser (Deno Deploy can open
-   * none); without it, BROWSER_WS_ENDPOINT is a bare DevTools endpoint and the guard runs
-   * here (SCREENSHOT_PROXY_LISTEN).
-   */
-  BROWSER_TOKEN: z.string().min(16, "must be at least 16 characters")
-    .optional(),
-  /**
-   * The address each capture's network guard listens on (a free port each time): one the
-   * browser can reach. 127.0.0.1 for a local browser; off loopback the guard asks for
-   * per-capture credentials.
-   */
-  SCREENSHOT_PROXY_LISTEN: z.string().regex(
-    /^[0-9A-Za-z.:\[\]-]+$/,
-    "must be an address such as 0.0.0.0 or 10.0.0.5",
-  ).default("127.0.0.1"),
-  /** The host the browser is told to use for the guard (defaults to the listen address). */
-  SCREENSHOT_PROXY_ADVERTISE: z.string().regex(
-    /^[0-9A-Za-z.:\[\]-]+$/,
-    "must be a host name or address",
-  ).optional(),
-  SCREENSHOT_TIMEOUT_MS: int(30_000, 100, 600_000),
-  SCREENSHOT_CONCURRENCY: int(2, 1, 64),
-  /**
-   * Captures one account may run at once on a browser; 0 (the default): one less than
-   * SCREENSHOT_CONCURRENCY, at least one, so one account never holds every slot.
-   */
-  SCREENSHOT_PER_KEY: int(0, 0, 64),
-  /**
-   * Device pixels one capture may have (width × height × ratio², viewport or clip; a full
-   * page is cut to it). Over it: 160 before anything is launched. 40 M is about
-   * 3840×10000 at ratio 1, which this machine captures in ~7 s as PNG of noise.
-   */
-  SCREENSHOT_MAX_PIXELS: int(40_000_000, 1_000_000, 1_000_000_000),
-  /** Pages a full-page PDF capture prints at most; the rest of the page is left out. */
-  SCREENSHOT_PDF_MAX_PAGES: int(50, 1, 1000),
-  SCREENSHOT_QUEUE: int(32, 0, 10_000),
-  SCREENSHOT_RECYCLE_AFTER: int(200, 1),
-  /**
-   * Non-public addresses that screenshots and URL imports may reach (CIDRs or host:port,
-   * comma-separated): empty in production, fixture ports in tests.
-   */
-  FETCH_ALLOW_PRIVATE: allowList,
-  /** The older name of FETCH_ALLOW_PRIVATE, still read (both lists apply). */
-  SCREENSHOT_ALLOW_PRIVATE: allowList,
-  /** URL imports: the whole fetch (every redirect and the body) must end within this. */
-  URL_IMPORT_TIMEOUT_MS: int(20_000, 100, 600_000),
-  /**
-   * URL imports of one request fetched at once; all of them share one
-   * URL_IMPORT_TIMEOUT_MS from the first (231 for what it leaves unfinished).
-   */
-  URL_IMPORTS_AT_ONCE: int(4, 1, 64),
-  LOGIN_MAX_FAILURES: int(5, 1),
-  /**
-   * Login and sign-up attempts per client address (IPv6: per /64) per minute, on top of
-   * LOGIN_MAX_FAILURES per account; past it 429. 0 = off.
-   */
-  ACCOUNT_ATTEMPTS_PER_MINUTE: int(20, 0),
-  /** Requests with a wrong API key per client address per minute; past it 170. 0 = off. */
-  API_KEY_FAILURES_PER_MINUTE: int(30, 0),
-  RATE_LIMIT_PER_MINUTE: int(600, 0),
-  /** On SIGTERM/SIGINT: how long in-flight requests may take to finish. */
-  SHUTDOWN_GRACE_MS: int(10_000, 0, 600_000),
-  /**
-   * On SIGTERM, before it stops accepting: how long the instance keeps serving while /readyz
-   * answers 503 and every response closes its connection, so a balancer moves its traffic
-   * (and its kept-alive connections) to the other instances without cutting a request.
-   * SIGINT (Ctrl-C at a terminal) skips it.
-   */
-  SHUTDOWN_DRAIN_MS: int(2_000, 0, 600_000),
-  /**
-   * Behind a reverse proxy that overwrites X-Forwarded-For: its first hop is taken as the
-   * client's address. Off by default: a client could otherwise forge it. (Secure cookies
-   * and HSTS follow BASE_URL being https.)
-   */
-  TRUST_PROXY: z.enum(["true", "false"]).default("false").transform((v) =>
-    v === "true"
-  ),
-  /** Store objects with no row older than this are crash leftovers the sweeper removes. */
-  ORPHAN_GRACE_S: int(3600, 60),
-  LOG_REQUESTS: z.enum(["true", "false"]).default("true").transform((v) =>
-    v === "true"
-  ),
-  /**
-   * Who may make an account at /signup: anyone (`open`), holders of an admin's invite link
-   * (`invite`), or nobody (`closed`; admins still make accounts with `deno task
-   * user:create`). The first account of an empty instance is always allowed: it is the
-   * admin.
-   */
-  SIGNUP: z.enum(["open", "invite", "closed"]).default("open"),
-  /** Each account's storage, in MB of stored originals (0: no limit); admins override it. */
-  USER_STORAGE_MB: int(0, 0, 1_073_741_824),
-  /** Each account's number of live images (0: no limit); admins override it. */
-  USER_IMAGES_MAX: int(0, 0, 1_000_000_000),
-  /** Each account's captures per calendar month, UTC (0: no limit); admins override it. */
-  SCREENSHOTS_PER_MONTH: int(0, 0, 1_000_000_000),
-  /** Reports one client address may send a minute (POST /api/1/reports). */
-  REPORTS_PER_MINUTE: int(5, 1, 10_000),
-  /**
-   * `off` records no metric at all (and /metrics is 404): for measuring what the
-   * instrumentation costs (bench/metrics_cost_bench.ts).
-   */
-  METRICS: z.enum(["on", "off"]).default("on"),
-  /**
-   * The token Prometheus sends (`Authorization: Bearer`) to read /metrics on the service's
-   * own port; unset, /metrics is 404 there. At least 16 characters.
-   */
-  METRICS_TOKEN: z.string().min(16, "must be at least 16 characters")
-    .optional(),
-  /**
-   * A separate `host:port` serving only /metrics, without a token (bind it to a private
-   * address); unset, none.
-   */
-  METRICS_LISTEN: z.string().regex(
-    /^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):\d{1,5}$/,
-    "must be host:port",
-  ).optional(),
-}).transform((c) => {
+export const ConfigSchema = ConfigFields.transform((c) => {
   const base = c.BASE_URL ?? `http://localhost:${c.PORT}`;
   return {
     ...c,
@@ -376,13 +640,26 @@ export type Config = z.output<typeof ConfigSchema>;
  * app instances with BROWSER_TOKEN.
  */
 export const BrowserServiceConfigSchema = z.object({
-  BROWSER_TOKEN: z.string().min(16, "must be at least 16 characters"),
-  BROWSER_LISTEN: z.string().default("0.0.0.0"),
-  BROWSER_PORT: int(9222, 0, 65535),
-  CHROMIUM_PATH: z.string().optional(),
-  /** Non-public addresses the pages may reach (as the app's; empty in production). */
-  FETCH_ALLOW_PRIVATE: allowList,
-  SCREENSHOT_ALLOW_PRIVATE: allowList,
+  BROWSER_TOKEN: v(z.string().min(16, "must be at least 16 characters"), {
+    description:
+      "Required: the secret every request to the service carries (Authorization: Bearer); the app instances set the same BROWSER_TOKEN.",
+    unit: "secret, ≥ 16 characters",
+  }),
+  BROWSER_LISTEN: v(z.string().default("0.0.0.0"), {
+    description: "The address the browser service listens on.",
+    unit: "address",
+  }),
+  BROWSER_PORT: v(int(9222, 0, 65535), {
+    description: "The port the browser service listens on.",
+    unit: "port",
+  }),
+  CHROMIUM_PATH: SCREENSHOTS.CHROMIUM_PATH,
+  FETCH_ALLOW_PRIVATE: v(allowList, {
+    description:
+      "Non-public addresses the pages may reach (as the app's; empty in production).",
+    unit: "CIDRs or host:port, comma-separated",
+  }),
+  SCREENSHOT_ALLOW_PRIVATE: FETCHES.SCREENSHOT_ALLOW_PRIVATE,
 });
 
 /** The browser service's validated environment. */

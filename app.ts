@@ -205,8 +205,8 @@ export function createApp(deps: AppDeps): App {
   backgroundReady.set(
     app,
     Promise.all([
-      rowCache.follow(deps.database),
       authOf(deps).follow(deps.database),
+      rowCache.follow(deps.database),
     ]).then(
       () => {},
       (e) =>

@@ -654,6 +654,11 @@ export const BrowserServiceConfigSchema = z.object({
     unit: "port",
   }),
   CHROMIUM_PATH: SCREENSHOTS.CHROMIUM_PATH,
+  BROWSER_GUARD_MAX_AGE_S: v(int(600, 1, 86_400), {
+    description:
+      "How long a capture's guard lives before the service closes it (a guard its instance forgot). Instances learn it with each guard and never start a capture on one that would end first.",
+    unit: "s",
+  }),
   FETCH_ALLOW_PRIVATE: v(allowList, {
     description:
       "Non-public addresses the pages may reach (as the app's; empty in production).",

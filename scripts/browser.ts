@@ -47,6 +47,7 @@ const gateway = browserGateway({
   innerWsUrl: () => browser.wsEndpoint(),
   rules: allowRulesOf(config),
   log,
+  guardMaxAgeMs: config.BROWSER_GUARD_MAX_AGE_S * 1000,
 });
 const server = Deno.serve({
   hostname: config.BROWSER_LISTEN,

@@ -633,6 +633,23 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/import_cycles_test.ts"],
   },
   {
+    name:
+      "screenshots: a spare whose guard the browser service has closed is used",
+    file: "services/screenshots/chromium.ts",
+    from:
+      `      !spare.page.isClosed() && expiresAt > deadline + GUARD_MARGIN_MS`,
+    to: `      !spare.page.isClosed()`,
+    tests: ["tests/browser_gateway_test.ts"],
+  },
+  {
+    name: "screenshots: a filter build that never ends stays pending",
+    file: "services/screenshots/filter_engine.ts",
+    from:
+      `      () => reject(new Error(\`the filter build took over \${timeoutMs} ms\`)),`,
+    to: `      () => {},`,
+    tests: ["tests/filter_engine_test.ts"],
+  },
+  {
     name: "key precedence: the query key wins over the header",
     file: "routes/api_auth.ts",
     from: `    let key = headerKey(c);

@@ -123,3 +123,41 @@ test("with BROWSER_TOKEN every page request leaves through the browser service's
     await denied.close();
   }
 });
+
+test("a spare page whose guard the browser service has closed at its age is not used: the next capture after a quiet spell makes a fresh one and succeeds", async () => {
+  const green = startFixture({
+    "/":
+      `<!doctype html><style>html,body{margin:0;height:100%;background:#00ff00}</style>`,
+  });
+  // Guards live 9 s at the service; a capture may take 2 s and a spare must outlive that
+  // by 5 s, so a spare is used while fresh and dropped once its guard is near its end.
+  const service = await startBrowserService({
+    address: "127.0.0.1",
+    port: freePort(),
+    token: TOKEN,
+    allow: `127.0.0.1:${green.port}`,
+    env: { BROWSER_GUARD_MAX_AGE_S: "9" },
+  });
+  const shooter = new ChromiumScreenshotter({
+    wsEndpoint: service.endpoint,
+    browserToken: TOKEN,
+    concurrency: 1,
+    queueMax: 2,
+    recycleAfter: 100,
+    timeoutMs: 2_000,
+    allowRules: parseAllowList(""),
+    log: memoryLogger(),
+  });
+  try {
+    const first = await shooter.capture(desktopShot(`${green.origin}/`));
+    assert.deepEqual(await centrePixel(first.bytes), [0, 255, 0]);
+    // The spare made after that capture now waits; its guard ends at the service.
+    await new Promise((r) => setTimeout(r, 10_000));
+    const after = await shooter.capture(desktopShot(`${green.origin}/`));
+    assert.deepEqual(await centrePixel(after.bytes), [0, 255, 0]);
+  } finally {
+    await shooter.close();
+    await service.stop();
+    await green.close();
+  }
+});

@@ -100,6 +100,8 @@ export async function startBrowserService(opts: {
   token: string;
   allow?: string;
   netns?: string;
+  /** More of the service's environment (BROWSER_GUARD_MAX_AGE_S, …). */
+  env?: Record<string, string>;
 }) {
   const script = new URL("../scripts/browser.ts", import.meta.url).pathname;
   const cmd = [Deno.execPath(), "run", "-A", script];
@@ -111,6 +113,7 @@ export async function startBrowserService(opts: {
       BROWSER_PORT: String(opts.port),
       CHROMIUM_PATH: requireChromium(),
       FETCH_ALLOW_PRIVATE: opts.allow ?? "",
+      ...opts.env,
     },
     stdout: "piped",
     stderr: "piped",

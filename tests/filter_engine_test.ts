@@ -1,13 +1,17 @@
 import assert from "node:assert/strict";
 import { FiltersEngine } from "@ghostery/adblocker";
 import { test } from "./helpers.ts";
+import { Worker as NodeWorker } from "node:worker_threads";
 import {
   blocks,
+  buildInWorker,
+  cosmeticCss,
   engineText,
   FilterEngines,
   OWN_AD_RULES,
   readList,
 } from "../services/screenshots/filter_engine.ts";
+import { withTimeout } from "../services/runtime/timeout.ts";
 
 const PAGE = "https://news.example/";
 const GPT = "https://news.example/tag/gpt.js";
@@ -56,6 +60,56 @@ test("the ad engine is built once (in a worker), kept in the cache folder, and t
       [...Deno.readDirSync(dir)].map((e) => e.name),
       [name],
       "no temporary file left",
+    );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+test("the engines are built where sharp's WebAssembly build has replaced the global Worker with Node's, and a worker that dies or hangs fails the build instead of leaving it pending", async () => {
+  // What @img/sharp-wasm32 does on load (the sandbox profile): globalThis.Worker becomes
+  // node:worker_threads' Worker. A web-worker build then died at once (`self is not
+  // defined`) and its promise never settled: every noAds capture waited for ever.
+  const web = globalThis.Worker;
+  (globalThis as { Worker: unknown }).Worker = NodeWorker;
+  try {
+    const cookies = await withTimeout(
+      new FilterEngines().get("cookies"),
+      60_000,
+      "the cookie engine was never built",
+    );
+    // AdGuard's Cookie Notices list: its generic rules hide what consent bars are named.
+    const css = cosmeticCss(cookies, "https://news.example/", {
+      classes: [],
+      ids: [],
+      hrefs: [],
+    });
+    assert.match(css, /#cookie-policy/);
+  } finally {
+    globalThis.Worker = web;
+  }
+  // A worker that exits without an answer, and one that never answers.
+  const dir = await Deno.makeTempDir({ prefix: "imagehost-worker-" });
+  try {
+    const dies = `${dir}/dies.ts`;
+    await Deno.writeTextFile(dies, "throw new Error('no engine here');\n");
+    await assert.rejects(
+      withTimeout(
+        buildInWorker("ads", new URL(`file://${dies}`)),
+        30_000,
+        "pending",
+      ),
+      (e: Error) => e.message !== "pending",
+    );
+    const hangs = `${dir}/hangs.ts`;
+    await Deno.writeTextFile(hangs, "setInterval(() => {}, 1000);\n");
+    await assert.rejects(
+      withTimeout(
+        buildInWorker("ads", new URL(`file://${hangs}`), 300),
+        30_000,
+        "pending",
+      ),
+      /took over 300 ms/,
     );
   } finally {
     await Deno.remove(dir, { recursive: true });

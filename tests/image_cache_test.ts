@@ -295,13 +295,17 @@ for (const kind of databaseKinds()) {
 
 test("while its link to the database's notices is down an instance trusts no cached row: another instance's deletion is 404 there at once", async () => {
   const shared = await testDatabase();
-  // A hears nothing (its deletion notices are dropped) but is told when its link is up.
-  let link: (up: boolean) => void = () => {};
+  // A hears nothing (its deletion notices are dropped) but is told when its link is up;
+  // every listener of A (the row cache and the key cache each have one) is told.
+  const links: ((up: boolean) => void)[] = [];
+  const link = (up: boolean) => links.forEach((l) => l(up));
   const deaf: Database = {
     ...shared,
     listen: (_channel, _onMessage, onLink) => {
-      link = onLink ?? (() => {});
-      link(true);
+      if (onLink) {
+        links.push(onLink);
+        onLink(true);
+      }
       return Promise.resolve(() => Promise.resolve());
     },
   };

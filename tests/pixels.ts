@@ -30,3 +30,15 @@ export async function centrePixel(bytes: Uint8Array): Promise<number[]> {
   }).removeAlpha().raw().toBuffer({ resolveWithObject: true });
   return [...data];
 }
+
+/** How many pixels of an image are pure-ish red (the colour test pages give what must go). */
+export async function redPixels(bytes: Uint8Array): Promise<number> {
+  const { data } = await sharp(bytes).removeAlpha().raw().toBuffer({
+    resolveWithObject: true,
+  });
+  let n = 0;
+  for (let i = 0; i < data.length; i += 3) {
+    if (data[i] > 200 && data[i + 1] < 60 && data[i + 2] < 60) n++;
+  }
+  return n;
+}

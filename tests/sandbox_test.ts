@@ -5,7 +5,7 @@
  * product, walked through once.
  */
 import assert from "node:assert/strict";
-import { centrePixel } from "./pixels.ts";
+import { centrePixel, redPixels } from "./pixels.ts";
 import sharp from "sharp";
 import { test, waitUntilAsync } from "./helpers.ts";
 import { startPgCluster } from "./pg_cluster.ts";
@@ -61,7 +61,20 @@ test("under Deno Deploy's limits (no FFI, no subprocess, no disk writes) the ser
   const net = await linkedNamespace();
   // Pages for the browser, on this side of the link; the browser service may reach them
   // (its own FETCH_ALLOW_PRIVATE), nothing else may. A second port it must never reach.
-  const pages = startFixture({ "/": GREEN }, net.hostIp);
+  const pages = startFixture({
+    "/": GREEN,
+    // What noAds and noCookie must take out of the pixels: red ad boxes, a red consent bar.
+    "/ads":
+      `<!doctype html><style>html,body{margin:0;background:#00ff00}</style><body>
+      <div class="ad-banner" style="width:300px;height:250px;background:#f00"></div>
+      <ins class="adsbygoogle" style="display:block;width:300px;height:100px;background:#f00"></ins>
+      <p id="late">Article</p></body>`,
+    "/cookie":
+      `<!doctype html><style>html,body{margin:0;background:#00ff00}</style><body>
+      <p>Content</p>
+      <div id="onetrust-banner-sdk" style="position:fixed;bottom:0;left:0;right:0;height:120px;background:#f00">
+        OneTrust <button id="onetrust-accept-btn-handler">Accept</button></div></body>`,
+  }, net.hostIp);
   const denied = countingListener(net.hostIp);
   // An image for URL imports, on loopback: the instance fetches it itself.
   const png = await makeImage("png", { width: 200, height: 100 });
@@ -268,6 +281,54 @@ test("under Deno Deploy's limits (no FFI, no subprocess, no disk writes) the ser
     assert.equal(refused.body.error?.code, 210, JSON.stringify(refused.body));
     assert.equal(denied.accepted, 0);
 
+    // Every blocking option through the browser service (issue #49: under the WebAssembly
+    // engine the filter builds hung, and noAds got no answer at all). Each takes out what
+    // it names, and one capture asks for every option at once.
+    const capture = async (body: Record<string, unknown>) => {
+      const res = await fetch(`${base}/api/1/screenshot`, {
+        method: "POST",
+        headers: { ...auth, "content-type": "application/json" },
+        body: JSON.stringify({ share: false, response: "binary", ...body }),
+      });
+      const bytes = new Uint8Array(await res.arrayBuffer());
+      assert.equal(res.status, 200, new TextDecoder().decode(bytes));
+      return bytes;
+    };
+    for (const [option, path] of [["noAds", "/ads"], ["noCookie", "/cookie"]]) {
+      const url = `${pages.origin}${path}`;
+      assert.ok(await redPixels(await capture({ url })) > 10_000, path);
+      assert.equal(
+        await redPixels(await capture({ url, [option]: true })),
+        0,
+        option,
+      );
+    }
+    const everything = await capture({
+      url: `${pages.origin}/ads`,
+      noAds: true,
+      noCookie: true,
+      blockTrackers: true,
+      fullPage: true,
+      format: "jpeg",
+      quality: 80,
+      waitUntil: "networkidle2",
+      waitForSelector: "#late",
+      delay: 100,
+      hideSelectors: ["#late"],
+      css: "body { margin: 0 }",
+      js: "document.body.dataset.seen = '1'",
+      colorScheme: "dark",
+      reducedMotion: true,
+      viewport: { width: 800, height: 600, deviceScaleFactor: 1 },
+    });
+    assert.deepEqual(
+      [
+        (await sharp(everything).metadata()).format,
+        await redPixels(everything),
+      ],
+      ["jpeg", 0],
+    );
+
     // Delete: the record and its files are gone at once.
     const del = await api(`/api/1/images/${json.body.data.id}`, {
       method: "DELETE",
@@ -336,7 +397,8 @@ test("under Deno Deploy's limits (no FFI, no subprocess, no disk writes) the ser
     const metrics = await (await fetch(`${base}/metrics`, {
       headers: { authorization: `Bearer ${METRICS_TOKEN}` },
     })).text();
-    assert.match(metrics, /^imagehost_captures_total\{result="ok"\} 2$/m);
+    // Shared, inline, four with noAds or noCookie and without, and the one with everything.
+    assert.match(metrics, /^imagehost_captures_total\{result="ok"\} 7$/m);
     assert.match(metrics, /^imagehost_uploads_total\{source="upload"\} 5$/m);
     assert.match(
       metrics,

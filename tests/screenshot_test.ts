@@ -14,7 +14,7 @@ import { findChromium } from "../services/screenshots/chromium_launch.ts";
 import { parseAllowList } from "../schemas/allow_list.ts";
 import { PRESETS } from "../schemas/presets.ts";
 import { memoryLogger } from "../services/runtime/logger.ts";
-import { dataUriBytes, pixel } from "./pixels.ts";
+import { dataUriBytes, pixel, redPixels } from "./pixels.ts";
 
 const CHROMIUM = findChromium(Deno.env.get("TEST_CHROMIUM_PATH"));
 if (!CHROMIUM) {
@@ -158,17 +158,6 @@ async function shot(body: Record<string, unknown>, e = env, k = key) {
 function decodeDataUri(uri: string) {
   const m = uri.match(/^data:image\/(png|jpeg);base64,/)!;
   return { format: m[1], bytes: dataUriBytes(uri) };
-}
-
-async function redPixels(bytes: Uint8Array) {
-  const { data } = await sharp(bytes).removeAlpha().raw().toBuffer({
-    resolveWithObject: true,
-  });
-  let n = 0;
-  for (let i = 0; i < data.length; i += 3) {
-    if (data[i] > 200 && data[i + 1] < 60 && data[i + 2] < 60) n++;
-  }
-  return n;
 }
 
 test("setup: an app with the shared browser", async () => {

@@ -28,6 +28,11 @@ export interface GuardProxy {
    * (the browser service's) is asked; one in this process is always current.
    */
   refresh?(): Promise<void>;
+  /**
+   * When the guard stops working (this process's clock, ms), for one that another process
+   * closes at its age (the browser service's); absent for one that lives until closed.
+   */
+  expiresAt?: number;
   close(): Promise<void>;
 }
 

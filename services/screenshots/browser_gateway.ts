@@ -8,7 +8,8 @@
  *   GET  /json/version              the DevTools ws URL (as Chromium's own endpoint)
  *   GET  /health                    guards and DevTools connections open now
  *   WS   /devtools/browser/<id>     DevTools, relayed to Chromium
- *   POST /guards                    a new guard: { id, url, username, password }
+ *   POST /guards                    a new guard: { id, url, username, password,
+ *                                   expiresInMs (when the service will close it) }
  *   GET  /guards/<id>               what it refused: { events, allowed }
  *   PUT  /guards/<id>/filter-hosts  the hosts its capture filters out: { hosts }
  *   DELETE /guards/<id>
@@ -154,7 +155,12 @@ export function browserGateway(opts: GatewayOptions): Gateway {
           client,
           timer: setTimeout(() => closeGuard(id), maxAge),
         });
-        return json({ id, url: guard.url, ...credentials });
+        return json({
+          id,
+          url: guard.url,
+          ...credentials,
+          expiresInMs: maxAge,
+        });
       }
       const m = url.pathname.match(/^\/guards\/([\w-]+)(\/filter-hosts)?$/);
       const held = m && guards.get(m[1]);

@@ -106,7 +106,7 @@ export class CaptureSteps {
    * Chromium (blockTrackers); and for noAds the ad filter engine, which decides each
    * request in the page and hides by its cosmetic rules.
    */
-  async blocking(opts: CaptureOptions): Promise<Blocking> {
+  async blocking(opts: CaptureOptions, deadline: number): Promise<Blocking> {
     const hosts = [
       ...new Set([
         ...(opts.noAds ? this.opts.adHosts ?? AD_HOSTS : []),
@@ -114,7 +114,7 @@ export class CaptureSteps {
       ]),
     ];
     const cookieEngine = opts.noCookie
-      ? await this.#engine("cookies", "noCookie")
+      ? await this.#engine("cookies", "noCookie", deadline)
       : undefined;
     if (!opts.noAds && !opts.blockTrackers) {
       return {
@@ -127,7 +127,7 @@ export class CaptureSteps {
     }
     const [lists, engine] = await Promise.all([
       (this.opts.blockLists ?? trackerLists)(),
-      opts.noAds ? this.#engine("ads", "noAds") : undefined,
+      opts.noAds ? this.#engine("ads", "noAds", deadline) : undefined,
     ]);
     const pick = [
       ...(opts.noAds ? [lists.ads] : []),
@@ -147,10 +147,20 @@ export class CaptureSteps {
 
   /**
    * A list's engine for a capture that asked for it. When it cannot be had the capture
-   * is refused (240, retry), never made without it: the next try builds it again.
+   * is refused (240, retry), never made without it: the next try builds it again. Waited
+   * for until the capture's deadline at most, so a build that never ends cannot hold the
+   * capture's slot past it.
    */
-  #engine(list: "ads" | "cookies", option: string): Promise<FiltersEngine> {
-    return this.filters.get(list).catch((e) => {
+  #engine(
+    list: "ads" | "cookies",
+    option: string,
+    deadline: number,
+  ): Promise<FiltersEngine> {
+    return withTimeout(
+      this.filters.get(list),
+      Math.max(1, deadline - Date.now()),
+      "the filter engine was not ready before the capture's deadline",
+    ).catch((e) => {
       this.opts.log.error({
         msg: "filter engine failed to load",
         list,

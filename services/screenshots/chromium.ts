@@ -300,16 +300,24 @@ export class ChromiumScreenshotter implements Screenshotter {
   }
 
   /**
-   * The spare, when it belongs to this browser and is still whole; otherwise undefined
-   * (the capture makes its own). Whatever is taken is gone from the pool.
+   * The spare, when it belongs to this browser, is still whole and its guard outlives a
+   * capture's deadline; otherwise undefined (the capture makes its own). The browser
+   * service closes each guard at its age (BROWSER_GUARD_MAX_AGE_S): a spare made before a
+   * quiet spell held a dead one, and the next capture failed (issue #49). Whatever is
+   * taken is gone from the pool.
    */
-  async #takeSpare(browser: Browser): Promise<Spare | undefined> {
+  async #takeSpare(
+    browser: Browser,
+    deadline: number,
+  ): Promise<Spare | undefined> {
     const waiting = this.#spare;
     this.#spare = undefined;
     const spare = await waiting;
     if (!spare) return undefined;
+    const expiresAt = spare.guard.expiresAt ?? Infinity;
     if (
-      spare.browser === browser && browser.connected && !spare.page.isClosed()
+      spare.browser === browser && browser.connected &&
+      !spare.page.isClosed() && expiresAt > deadline + GUARD_MARGIN_MS
     ) return spare;
     this.#discard(spare);
     return undefined;
@@ -362,10 +370,10 @@ export class ChromiumScreenshotter implements Screenshotter {
     try {
       const browser = await this.#getBrowser();
       this.#captures++;
-      const blocking = await this.#steps.blocking(opts);
+      const blocking = await this.#steps.blocking(opts, deadline);
       // The spare made while we waited (or a new one, when there was none), and then the
       // next one, made while this capture runs.
-      const readying = this.#takeSpare(browser).then((s) =>
+      const readying = this.#takeSpare(browser, deadline).then((s) =>
         s ?? this.#makeSpare(browser)
       );
       // The next one once this one is had: two renderers starting at once would slow
@@ -462,6 +470,12 @@ export class ChromiumScreenshotter implements Screenshotter {
 }
 
 /** A context made ahead of its capture; see ChromiumScreenshotter.#spare. */
+/**
+ * A spare's guard must outlive its capture's deadline by this much (the browser service's
+ * clock started a little after ours; its timer and our last request may cross).
+ */
+const GUARD_MARGIN_MS = 5_000;
+
 interface Spare {
   browser: Browser;
   context: BrowserContext;

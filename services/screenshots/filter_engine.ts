@@ -1,5 +1,6 @@
 import { ENGINE_VERSION, FiltersEngine, Request } from "@ghostery/adblocker";
 import { join } from "node:path";
+import { Worker as NodeWorker } from "node:worker_threads";
 
 /**
  * Ad blocking by a real filter-list engine: AdGuard's lists, as shipped in the npm package
@@ -126,23 +127,47 @@ async function listStamp(list: FilterListName): Promise<string> {
   }
 }
 
-/** Builds the engine's bytes in a worker, so the 1.3 s parse never holds the event loop. */
-function buildInWorker(list: FilterListName): Promise<Uint8Array> {
-  const worker = new Worker(new URL("./filter_worker.ts", import.meta.url), {
-    type: "module",
-  });
+/**
+ * Builds the engine's bytes in a worker, so the 1.3 s parse never holds the event loop.
+ * A node:worker_threads worker, not the global Worker: sharp's WebAssembly build (the
+ * sandbox profile's image engine) replaces `globalThis.Worker` with Node's, under which a
+ * web-worker script dies at once (`self is not defined`) and its promise never settled
+ * (issue #49). Settles on the first of the answer, an error, or the worker's exit.
+ */
+export function buildInWorker(
+  list: FilterListName,
+  script: URL = new URL("./filter_worker.ts", import.meta.url),
+  timeoutMs = BUILD_TIMEOUT_MS,
+): Promise<Uint8Array> {
+  const worker = new NodeWorker(script);
+  let timer: ReturnType<typeof setTimeout> | undefined;
   return new Promise<Uint8Array>((resolve, reject) => {
-    worker.onmessage = (e: MessageEvent<Uint8Array | { error: string }>) => {
-      if (e.data instanceof Uint8Array) resolve(e.data);
-      else reject(new Error(e.data.error));
-    };
-    worker.onerror = (e) => {
-      e.preventDefault();
-      reject(new Error(e.message));
-    };
+    // A build that never ends is ended: the next capture that asks builds it again.
+    timer = setTimeout(
+      () => reject(new Error(`the filter build took over ${timeoutMs} ms`)),
+      timeoutMs,
+    );
+    worker.once("message", (data: Uint8Array | { error: string }) => {
+      if (data instanceof Uint8Array) resolve(data);
+      else reject(new Error(data.error));
+    });
+    worker.once("error", (e: Error) => reject(e));
+    worker.once(
+      "exit",
+      (code: number) =>
+        reject(
+          new Error(`the filter worker exited (${code}) without an engine`),
+        ),
+    );
     worker.postMessage(list);
-  }).finally(() => worker.terminate());
+  }).finally(() => {
+    clearTimeout(timer);
+    worker.terminate();
+  });
 }
+
+/** How long one engine build may take (~1.3 s natively, ~4 s on a loaded box). */
+const BUILD_TIMEOUT_MS = 60_000;
 
 /**
  * One engine per list, built once per process: read from `cacheDir` when an engine of this

@@ -41,11 +41,14 @@ export async function startRemoteGuard(
     }
     return await res.json();
   };
+  // Taken before the call: the service's clock for the guard starts no earlier.
+  const asked = Date.now();
   const made = await call("/guards", { method: "POST" }) as {
     id: string;
     url: string;
     username: string;
     password: string;
+    expiresInMs?: number;
   };
   const events: GuardEvent[] = [];
   let allowed = 0;
@@ -53,6 +56,9 @@ export async function startRemoteGuard(
   return {
     url: made.url,
     credentials: { username: made.username, password: made.password },
+    expiresAt: typeof made.expiresInMs === "number"
+      ? asked + made.expiresInMs
+      : undefined,
     events,
     get allowed() {
       return allowed;

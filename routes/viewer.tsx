@@ -57,6 +57,7 @@ function signedRecord(rec: ImageRecord, token: string): ImageRecord {
     ...rec,
     url: withAccess(rec.url, token),
     display_url: withAccess(rec.display_url, token),
+    transform_url: withAccess(rec.transform_url, token),
     image: sign(rec.image),
     thumb: sign(rec.thumb),
     medium: sign(rec.medium),

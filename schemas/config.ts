@@ -69,7 +69,7 @@ const SERVER = {
   }),
   IMAGE_HOST_URL: v(httpUrl.optional(), {
     description:
-      "Where image links point (another origin, a CDN). Unset: S3_PUBLIC_URL, else BASE_URL.",
+      "Where image links point (another origin, or a CDN before the service; it then serves thumbnails and transform URLs too). Unset: S3_PUBLIC_URL for originals, else BASE_URL.",
     unit: "URL",
     shownDefault: "S3_PUBLIC_URL, else BASE_URL",
   }),
@@ -159,7 +159,7 @@ const STORAGE = {
   }),
   S3_PUBLIC_URL: v(httpUrl.optional(), {
     description:
-      "Where the bucket (or a CDN before it) serves the files publicly; image links then point there.",
+      "Where the bucket (or a CDN before it) serves the files publicly: public originals are linked there; thumbnails, mediums, transform URLs and non-public images stay on the service.",
     unit: "URL",
     profile: "sandbox",
   }),
@@ -581,6 +581,13 @@ export const ConfigSchema = ConfigFields.transform((c) => {
     ...c,
     BASE_URL: base,
     IMAGE_HOST_URL: c.IMAGE_HOST_URL ?? c.S3_PUBLIC_URL ?? base,
+    /**
+     * Where what only the service can answer is linked: thumbnails and mediums (made at
+     * their first request), transform URLs, and the files of private and password images.
+     * IMAGE_HOST_URL when set (a CDN before the service), else BASE_URL; never
+     * S3_PUBLIC_URL, whose bucket holds originals and ignores `?w=&format=` (issue #49).
+     */
+    SERVICE_IMAGE_URL: c.IMAGE_HOST_URL ?? base,
     IMAGE_THREADS: c.IMAGE_THREADS ||
       Math.max(1, Math.floor(CORES / c.IMAGE_WORKERS)),
     SCREENSHOT_PER_KEY: c.SCREENSHOT_PER_KEY ||

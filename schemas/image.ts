@@ -54,6 +54,12 @@ export const ImageRecordSchema = z.object({
       "`?format=auto` transform URL (AVIF or WebP where the browser takes them)",
     example: "https://img.example.com/aB3xK9pQ2m.png",
   }),
+  transform_url: z.string().url().openapi({
+    description: "The image at the address that takes transform parameters " +
+      "(`?w=&h=&fit=&format=&q=`): the service's, also where `url` points at a bucket " +
+      "(S3_PUBLIC_URL), which ignores them",
+    example: "https://img.example.com/aB3xK9pQ2m.png",
+  }),
   width: z.number().int().openapi({ example: 1920 }),
   height: z.number().int().openapi({ example: 1080 }),
   size: z.number().int().openapi({
@@ -187,6 +193,7 @@ export const IMAGE_RECORD_EXAMPLE = {
   url_viewer: "https://example.com/i/aB3xK9pQ2m",
   url: "https://img.example.com/aB3xK9pQ2m.jpg",
   display_url: "https://img.example.com/aB3xK9pQ2m.jpg",
+  transform_url: "https://img.example.com/aB3xK9pQ2m.jpg",
   width: 1920,
   height: 1080,
   size: 48213,

@@ -650,6 +650,20 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/filter_engine_test.ts"],
   },
   {
+    name: "images: srcset made on the record's url (a bucket's, with S3_PUBLIC_URL)",
+    file: "sdk/src/embed_codes.ts",
+    from: `  const img = { url: image.transform_url ?? image.url, width: image.width };`,
+    to: `  const img = { url: image.url, width: image.width };`,
+    tests: ["tests/public_bucket_test.ts"],
+  },
+  {
+    name: "privacy: a private image's file is linked at the public bucket",
+    file: "services/images/records.ts",
+    from: `  const shown = privacy === "private" || privacy === "password"`,
+    to: `  const shown = privacy === "never"`,
+    tests: ["tests/public_bucket_test.ts"],
+  },
+  {
     name: "key precedence: the query key wins over the header",
     file: "routes/api_auth.ts",
     from: `    let key = headerKey(c);

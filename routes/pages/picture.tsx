@@ -11,6 +11,8 @@ import { mayAnimate, srcsetOf } from "../../sdk/src/embed_codes.ts";
 /** What the element needs of an image. */
 export interface PictureImage {
   url: string;
+  /** Where its transform URLs are made (see srcsetOf). */
+  transform_url?: string;
   title: string;
   width: number;
   height: number;
@@ -21,6 +23,7 @@ export interface PictureImage {
 export function pictureOf(
   rec: {
     url: string;
+    transform_url?: string;
     title: string;
     width: number;
     height: number;
@@ -29,6 +32,7 @@ export function pictureOf(
 ): PictureImage {
   return {
     url: rec.url,
+    transform_url: rec.transform_url,
     title: rec.title,
     width: rec.width,
     height: rec.height,

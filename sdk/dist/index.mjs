@@ -153,7 +153,11 @@ function errorFromBody(status, body) {
 }
 
 // sdk/src/embed_codes.ts
-function srcsetOf(img, widths, format) {
+function srcsetOf(image, widths, format) {
+  const img = {
+    url: image.transform_url ?? image.url,
+    width: image.width
+  };
   const type = format ? `format=${format}` : "";
   const below = [
     ...new Set(widths)
@@ -169,7 +173,7 @@ function mayAnimate(extension) {
 function responsiveEmbed(img, widths) {
   const url = safeUrl(img.url);
   const at = {
-    url,
+    url: safeUrl(img.transform_url ?? img.url),
     width: img.width
   };
   const ext = img.image?.extension ?? "";

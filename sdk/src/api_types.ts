@@ -646,6 +646,12 @@ export interface components {
              * @example https://img.example.com/aB3xK9pQ2m.png
              */
             display_url: string;
+            /**
+             * Format: uri
+             * @description The image at the address that takes transform parameters (`?w=&h=&fit=&format=&q=`): the service's, also where `url` points at a bucket (S3_PUBLIC_URL), which ignores them
+             * @example https://img.example.com/aB3xK9pQ2m.png
+             */
+            transform_url: string;
             /** @example 1920 */
             width: number;
             /** @example 1080 */
@@ -2965,6 +2971,7 @@ export interface operations {
                      *         "url_viewer": "https://example.com/i/aB3xK9pQ2m",
                      *         "url": "https://img.example.com/aB3xK9pQ2m.jpg",
                      *         "display_url": "https://img.example.com/aB3xK9pQ2m.jpg",
+                     *         "transform_url": "https://img.example.com/aB3xK9pQ2m.jpg",
                      *         "width": 1920,
                      *         "height": 1080,
                      *         "size": 48213,
@@ -3537,6 +3544,7 @@ export interface operations {
                      *         "url_viewer": "https://example.com/i/aB3xK9pQ2m",
                      *         "url": "https://img.example.com/aB3xK9pQ2m.jpg",
                      *         "display_url": "https://img.example.com/aB3xK9pQ2m.jpg",
+                     *         "transform_url": "https://img.example.com/aB3xK9pQ2m.jpg",
                      *         "width": 1920,
                      *         "height": 1080,
                      *         "size": 48213,
@@ -7203,6 +7211,7 @@ export interface operations {
                      *             "url_viewer": "https://example.com/i/aB3xK9pQ2m",
                      *             "url": "https://img.example.com/aB3xK9pQ2m.jpg",
                      *             "display_url": "https://img.example.com/aB3xK9pQ2m.jpg",
+                     *             "transform_url": "https://img.example.com/aB3xK9pQ2m.jpg",
                      *             "width": 1920,
                      *             "height": 1080,
                      *             "size": 48213,
@@ -8808,6 +8817,7 @@ export interface operations {
                      *             "url_viewer": "https://example.com/i/aB3xK9pQ2m",
                      *             "url": "https://img.example.com/aB3xK9pQ2m.jpg",
                      *             "display_url": "https://img.example.com/aB3xK9pQ2m.jpg",
+                     *             "transform_url": "https://img.example.com/aB3xK9pQ2m.jpg",
                      *             "width": 1920,
                      *             "height": 1080,
                      *             "size": 48213,

@@ -9,6 +9,8 @@
 export interface EmbeddableImage {
   title: string;
   url: string;
+  /** Where transform URLs are made (the service's; `url` may be a bucket's). */
+  transform_url?: string;
   url_viewer: string;
   /** Smaller variants; when given (and not the original itself) they get linked embeds. */
   thumb?: { url: string };
@@ -21,13 +23,16 @@ export interface EmbeddableImage {
 
 /**
  * A srcset of transform URLs (`?w=<w>&format=<type>`) over `widths` below the image's own
- * width, then the image's own width; without `format`, the original's type.
+ * width, then the image's own width; without `format`, the original's type. Made on
+ * `transform_url` where the record has one: `url` may point at a bucket (S3_PUBLIC_URL),
+ * which ignores the parameters and sends the whole original for every width.
  */
 export function srcsetOf(
-  img: { url: string; width: number },
+  image: { url: string; transform_url?: string; width: number },
   widths: readonly number[],
   format?: string,
 ): string {
+  const img = { url: image.transform_url ?? image.url, width: image.width };
   const type = format ? `format=${format}` : "";
   const below = [...new Set(widths)].filter((w) => w < img.width).sort((a, b) =>
     a - b
@@ -56,7 +61,7 @@ export function responsiveEmbed(
   widths: readonly number[],
 ): string {
   const url = safeUrl(img.url);
-  const at = { url, width: img.width };
+  const at = { url: safeUrl(img.transform_url ?? img.url), width: img.width };
   const ext = img.image?.extension ?? "";
   const sizes = `(max-width: 640px) 100vw, 640px`;
   const source = (type: string, format: string) =>

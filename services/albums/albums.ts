@@ -302,7 +302,7 @@ export function toAlbumRecord(config: Config, view: AlbumView) {
     description: row.description,
     privacy: row.privacy as Privacy,
     cover_image_id: row.cover_image_id,
-    cover_url: thumb ? `${config.IMAGE_HOST_URL}/${thumb}` : null,
+    cover_url: thumb ? `${config.SERVICE_IMAGE_URL}/${thumb}` : null,
     position: row.position,
     image_count: count,
     url_viewer: `${config.BASE_URL}/a/${row.id}`,

@@ -32,20 +32,28 @@ export function blobKeys(
   };
 }
 
-function fileInfo(config: Config, filename: string, ext: string) {
+function fileInfo(host: string, filename: string, ext: string) {
   return {
     filename,
     name: filename.slice(0, filename.indexOf(".")),
     mime: MIME_BY_EXT[ext],
     extension: ext,
-    url: `${config.IMAGE_HOST_URL}/${filename}`,
+    url: `${host}/${filename}`,
   };
 }
 
 /** The API's image record (SPEC.md 2.2 plus extras) for a row. */
 export function toImageRecord(config: Config, row: ImageRow) {
   const keys = blobKeys(row);
-  const image = fileInfo(config, keys.original, row.ext);
+  const privacy = (row.privacy ?? "public") as Privacy;
+  // A bucket (S3_PUBLIC_URL) can hold a public original, but only the service makes
+  // variants, reads transform URLs and decides who sees a non-public image.
+  const service = config.SERVICE_IMAGE_URL;
+  const shown = privacy === "private" || privacy === "password"
+    ? service
+    : config.IMAGE_HOST_URL;
+  const image = fileInfo(shown, keys.original, row.ext);
+  const transformUrl = `${service}/${keys.original}`;
   const created = new Date(row.created_at);
   return {
     kind: "image" as const,
@@ -54,8 +62,9 @@ export function toImageRecord(config: Config, row: ImageRow) {
     url_viewer: `${config.BASE_URL}/i/${row.id}`,
     url: image.url,
     display_url: config.IMAGE_NEGOTIATE === "on"
-      ? `${image.url}?format=auto`
+      ? `${transformUrl}?format=auto`
       : image.url,
+    transform_url: transformUrl,
     width: row.width,
     height: row.height,
     size: Number(row.size),
@@ -66,14 +75,14 @@ export function toImageRecord(config: Config, row: ImageRow) {
       )
       : 0,
     image,
-    thumb: keys.thumb ? fileInfo(config, keys.thumb, row.thumb_ext!) : image,
+    thumb: keys.thumb ? fileInfo(service, keys.thumb, row.thumb_ext!) : image,
     // ImgBB's record always has both: an image already small enough is its own variant.
     medium: keys.medium
-      ? fileInfo(config, keys.medium, row.medium_ext!)
+      ? fileInfo(service, keys.medium, row.medium_ext!)
       : image,
     description: row.description ?? "",
     album_id: row.album_id ?? null,
-    privacy: (row.privacy ?? "public") as Privacy,
+    privacy,
     delete_url: `${config.BASE_URL}/delete/${row.id}/${row.delete_token}`,
   };
 }

@@ -8,6 +8,8 @@
 export interface EmbeddableImage {
     title: string;
     url: string;
+    /** Where transform URLs are made (the service's; `url` may be a bucket's). */
+    transform_url?: string;
     url_viewer: string;
     /** Smaller variants; when given (and not the original itself) they get linked embeds. */
     thumb?: {
@@ -25,10 +27,13 @@ export interface EmbeddableImage {
 }
 /**
  * A srcset of transform URLs (`?w=<w>&format=<type>`) over `widths` below the image's own
- * width, then the image's own width; without `format`, the original's type.
+ * width, then the image's own width; without `format`, the original's type. Made on
+ * `transform_url` where the record has one: `url` may point at a bucket (S3_PUBLIC_URL),
+ * which ignores the parameters and sends the whole original for every width.
  */
-export declare function srcsetOf(img: {
+export declare function srcsetOf(image: {
     url: string;
+    transform_url?: string;
     width: number;
 }, widths: readonly number[], format?: string): string;
 /** Whether a type may hold an animation: it then gets no AVIF source (a first frame). */

@@ -20,6 +20,11 @@ export interface ImageRecord {
     url_viewer: string;
     url: string;
     display_url: string;
+    /**
+     * The image where transform parameters (`?w=&format=`) are read: the service's, also
+     * where `url` points at a bucket.
+     */
+    transform_url: string;
     width: number;
     height: number;
     size: number;

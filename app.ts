@@ -41,6 +41,11 @@ import { registerSdkRoutes } from "./routes/sdk.tsx";
 import { registerScreenshotRoutes } from "./routes/screenshot.ts";
 import { ImagePipeline } from "./services/images/pipeline.ts";
 import { VariantMaker } from "./services/images/variant_maker.ts";
+import {
+  avifEffort,
+  imageEngine,
+  webpEffort,
+} from "./services/images/engine.ts";
 import { WorkSlots } from "./services/runtime/work_slots.ts";
 import { ImageRowCache } from "./services/images/image_cache.ts";
 import { BlobCache } from "./services/images/blob_cache.ts";
@@ -252,6 +257,10 @@ export function createApp(deps: AppDeps): App {
         key,
         error: String(e),
       }),
+    {
+      avif: avifEffort(imageEngine(), deps.config.IMAGE_AVIF_EFFORT),
+      webp: webpEffort(imageEngine()),
+    },
   );
   makers.set(app, maker);
   registerHostRoutes(

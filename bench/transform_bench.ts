@@ -14,6 +14,7 @@ import {
   load,
   multipartBody,
   noiseJpeg,
+  photoJpeg,
   RawHttpClient,
   spawnDeno,
   startService,
@@ -26,45 +27,6 @@ import {
 watchdog(15 * 60_000);
 const quick = Deno.args.includes("--quick");
 const N = quick ? 6 : 12;
-
-/** A photo-like image: two-colour gradient, soft discs and grain. */
-async function photo(i: number): Promise<Uint8Array> {
-  const w = 1600, h = 1067;
-  const hue = (i * 47) % 360;
-  const discs = Array.from(
-    { length: 6 },
-    (_, k) =>
-      `<circle cx="${(k * 397 + i * 131) % w}" cy="${
-        (k * 211 + i * 89) % h
-      }" r="${120 + ((k * 53 + i * 17) % 200)}" fill="hsl(${
-        (hue + k * 40) % 360
-      },55%,${40 + k * 5}%)" fill-opacity="0.55"/>`,
-  ).join("");
-  const svg =
-    `<svg xmlns="http://www.w3.org/2000/svg" width="${w}" height="${h}">
-    <defs><linearGradient id="g" x1="0" y1="0" x2="1" y2="1">
-      <stop offset="0" stop-color="hsl(${hue},60%,70%)"/>
-      <stop offset="1" stop-color="hsl(${
-      (hue + 120) % 360
-    },50%,25%)"/></linearGradient>
-      <filter id="b"><feGaussianBlur stdDeviation="30"/></filter></defs>
-    <rect width="100%" height="100%" fill="url(#g)"/><g filter="url(#b)">${discs}</g></svg>`;
-  const grain = await sharp({
-    create: {
-      width: w,
-      height: h,
-      channels: 3,
-      background: "#808080",
-      noise: { type: "gaussian", mean: 128, sigma: 4 },
-    },
-  }).png().toBuffer();
-  return new Uint8Array(
-    await sharp(Buffer.from(svg)).composite([{
-      input: grain,
-      blend: "overlay",
-    }]).jpeg({ quality: 90 }).toBuffer(),
-  );
-}
 
 /** A screenshot-like image: a page of flat panels, headings, text lines and buttons. */
 async function screen(i: number): Promise<Uint8Array> {
@@ -135,7 +97,7 @@ const corpus = [
   ...await Promise.all(
     Array.from({ length: N }, async (_, i) => ({
       name: `photo-${i}.jpg`,
-      bytes: await photo(i),
+      bytes: await photoJpeg(i),
       kind: "photo",
     })),
   ),

@@ -650,9 +650,11 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/filter_engine_test.ts"],
   },
   {
-    name: "images: srcset made on the record's url (a bucket's, with S3_PUBLIC_URL)",
+    name:
+      "images: srcset made on the record's url (a bucket's, with S3_PUBLIC_URL)",
     file: "sdk/src/embed_codes.ts",
-    from: `  const img = { url: image.transform_url ?? image.url, width: image.width };`,
+    from:
+      `  const img = { url: image.transform_url ?? image.url, width: image.width };`,
     to: `  const img = { url: image.url, width: image.width };`,
     tests: ["tests/public_bucket_test.ts"],
   },

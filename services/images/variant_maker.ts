@@ -78,6 +78,11 @@ export class VariantMaker {
     /** Hears a variant that was made but could not be stored. */
     private readonly onStoreFailure: (key: string, e: unknown) => void =
       () => {},
+    /** The encoders' efforts (engine.ts avifEffort, webpEffort). */
+    private readonly effort: { avif: number; webp: number } = {
+      avif: 4,
+      webp: 4,
+    },
   ) {}
 
   /** Resolves once every variant made so far is stored (or failed to be): shutdown. */
@@ -288,9 +293,9 @@ export class VariantMaker {
       });
     }
     return ext === "avif"
-      ? img.avif({ quality })
+      ? img.avif({ quality, effort: this.effort.avif })
       : ext === "webp"
-      ? img.webp({ quality })
+      ? img.webp({ quality, effort: this.effort.webp })
       : ext === "jpg"
       ? img.flatten({ background: "#ffffff" }).jpeg({ quality, mozjpeg: true })
       : ext === "gif"

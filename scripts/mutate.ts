@@ -666,6 +666,13 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/public_bucket_test.ts"],
   },
   {
+    name: "images: the WebAssembly engine encodes AVIF at libvips' default effort",
+    file: "services/images/engine.ts",
+    from: `  return configured ?? (engine === "wasm" ? 1 : 4);`,
+    to: `  return configured ?? 4;`,
+    tests: ["tests/image_engine_test.ts"],
+  },
+  {
     name: "key precedence: the query key wins over the header",
     file: "routes/api_auth.ts",
     from: `    let key = headerKey(c);

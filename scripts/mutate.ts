@@ -666,7 +666,8 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/public_bucket_test.ts"],
   },
   {
-    name: "images: the WebAssembly engine encodes AVIF at libvips' default effort",
+    name:
+      "images: the WebAssembly engine encodes AVIF at libvips' default effort",
     file: "services/images/engine.ts",
     from: `  return configured ?? (engine === "wasm" ? 1 : 4);`,
     to: `  return configured ?? 4;`,

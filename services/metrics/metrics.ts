@@ -173,6 +173,16 @@ export class Metrics {
       () => Deno.memoryUsage().heapUsed,
     );
     gauge(
+      "process_heap_total_bytes",
+      "V8 heap reserved, bytes",
+      () => Deno.memoryUsage().heapTotal,
+    );
+    gauge(
+      "process_external_memory_bytes",
+      "Memory of ArrayBuffers and other objects outside the V8 heap (request bodies, image bytes), bytes",
+      () => Deno.memoryUsage().external,
+    );
+    gauge(
       "imagehost_event_loop_lag_seconds",
       "How late a 500 ms timer fired, most recently",
       () => this.#lagSeconds,

@@ -1,0 +1,188 @@
+/**
+ * Memory in the sandbox profile (issue #49): main.ts with `deno task start:sandbox`'s flags
+ * (no FFI, so sharp's WebAssembly engine; no disk, so uploads are received in memory) on
+ * PostgreSQL and an S3 bucket (s3rver), as Deno Deploy runs it, without the runtime knobs
+ * Deploy cannot set. Peak RSS (polled every 20 ms) under: 8 concurrent 5 MB uploads, 4
+ * concurrent requests of 8 such files, 4 concurrent first AVIF variants of large images,
+ * then after 10 s of quiet. Target: every peak ≤ 400 MB (Deploy's limit is 512 MB), with
+ * excess work answered 503/250 and Retry-After, never a kill.
+ * `deno run -A bench/sandbox_memory_bench.ts [--env KEY=VALUE …]`.
+ */
+import { startPgCluster } from "../tests/pg_cluster.ts";
+import { startS3 } from "../tests/s3_server.ts";
+import { keyBeforeStart, startService } from "../tests/service_process.ts";
+import {
+  multipartBody,
+  noiseJpeg,
+  ROOT,
+  table,
+  uniqueJpeg,
+  watchdog,
+} from "./lib.ts";
+
+watchdog(15 * 60_000);
+const extra: Record<string, string> = {};
+for (let i = 0; i < Deno.args.length; i++) {
+  if (Deno.args[i] === "--env") {
+    const [k, ...v] = Deno.args[++i].split("=");
+    extra[k] = v.join("=");
+  }
+}
+
+const tasks = JSON.parse(await Deno.readTextFile(`${ROOT}deno.json`)).tasks;
+const FLAGS = (tasks["start:sandbox"] as string).split(/\s+/).filter((a) =>
+  a.startsWith("--")
+);
+
+const pg = await startPgCluster();
+const s3 = await startS3();
+const key = await keyBeforeStart(
+  { url: pg.url },
+  "memory@example.com",
+  "a long enough password",
+);
+const svc = await startService({
+  DATABASE_URL: pg.url,
+  ...s3.env,
+  DATA_DIR: "/nonexistent-imagehost-data",
+  METRICS_TOKEN: "bench-metrics-token-1234",
+  ...extra,
+}, { permissions: FLAGS });
+const pid = svc.proc.pid;
+
+/** VmRSS of the service, MB. */
+async function rssMb(): Promise<number> {
+  const s = await Deno.readTextFile(`/proc/${pid}/status`);
+  return Number(s.match(/VmRSS:\s+(\d+)/)![1]) / 1024;
+}
+
+/** Runs `work`, polling RSS meanwhile: its answers' statuses and the peak MB. */
+async function phase(
+  name: string,
+  work: () => Promise<number[]>,
+): Promise<Record<string, string | number>> {
+  let peak = await rssMb();
+  const before = peak;
+  let done = false;
+  const poll = (async () => {
+    while (!done) {
+      peak = Math.max(peak, await rssMb());
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  })();
+  const t = performance.now();
+  const statuses = await work();
+  done = true;
+  await poll;
+  const m = await (await fetch(`${svc.base}/metrics`, {
+    headers: { authorization: "Bearer bench-metrics-token-1234" },
+  })).text();
+  const gauge = (name: string) =>
+    Number(m.match(new RegExp(`^${name} (\\S+)$`, "m"))?.[1] ?? 0) / 2 ** 20;
+  const counts: Record<number, number> = {};
+  for (const s of statuses) counts[s] = (counts[s] ?? 0) + 1;
+  return {
+    phase: name,
+    "before MB": before.toFixed(0),
+    "peak MB": peak.toFixed(0),
+    "after: V8 heap MB": gauge("process_heap_total_bytes").toFixed(0),
+    "external MB": gauge("process_external_memory_bytes").toFixed(0),
+    answers: JSON.stringify(counts),
+    seconds: ((performance.now() - t) / 1000).toFixed(1),
+  };
+}
+
+const auth = { authorization: `Bearer ${key}` };
+const five = await noiseJpeg(5 * 1024 * 1024);
+/** One upload request of `n` distinct 5 MB JPEGs: its status. */
+async function uploadFiles(n: number): Promise<number> {
+  const fd = new FormData();
+  for (let i = 0; i < n; i++) {
+    fd.append(
+      "images",
+      new Blob([uniqueJpeg(five) as Uint8Array<ArrayBuffer>]),
+      `f${i}.jpg`,
+    );
+  }
+  const r = await fetch(`${svc.base}/api/1/upload`, {
+    method: "POST",
+    headers: auth,
+    body: fd,
+  });
+  await r.body?.cancel();
+  return r.status;
+}
+
+const rows: Record<string, string | number>[] = [];
+await uploadFiles(1); // the engine's start, the first connections
+await new Promise((r) => setTimeout(r, 2000));
+rows.push(
+  await phase("idle", async () => {
+    await new Promise((r) => setTimeout(r, 1000));
+    return [];
+  }),
+);
+rows.push(
+  await phase(
+    "8 concurrent 5 MB uploads",
+    () => Promise.all(Array.from({ length: 8 }, () => uploadFiles(1))),
+  ),
+);
+rows.push(
+  await phase(
+    "4 concurrent requests of 8 x 5 MB",
+    () => Promise.all(Array.from({ length: 4 }, () => uploadFiles(8))),
+  ),
+);
+// Four large originals, then their first AVIF at full size at once.
+const big: string[] = [];
+for (let i = 0; i < 4; i++) {
+  const { body, contentType } = multipartBody(uniqueJpeg(five), "big.jpg");
+  const r = await fetch(`${svc.base}/api/1/upload`, {
+    method: "POST",
+    headers: { ...auth, "content-type": contentType },
+    body,
+  });
+  big.push(new URL((await r.json()).data.url).pathname);
+}
+rows.push(
+  await phase(
+    "4 concurrent first AVIFs (2048 px)",
+    () =>
+      Promise.all(big.map(async (p) => {
+        const r = await fetch(`${svc.base}${p}?w=2048&format=avif`);
+        await r.body?.cancel();
+        return r.status;
+      })),
+  ),
+);
+await new Promise((r) => setTimeout(r, 10_000));
+rows.push(
+  await phase("after 10 s quiet", async () => {
+    await new Promise((r) => setTimeout(r, 1000));
+    return [];
+  }),
+);
+table(rows);
+if (Deno.env.get("SMAPS")) {
+  // The largest resident mappings: the wasm engine's memory is one large anonymous one.
+  const smaps = await Deno.readTextFile(`/proc/${pid}/smaps`);
+  const maps: { name: string; rss: number }[] = [];
+  let cur = "";
+  for (const line of smaps.split("\n")) {
+    if (/^[0-9a-f]+-[0-9a-f]+ /.test(line)) cur = line;
+    const m = line.match(/^Rss:\s+(\d+) kB/);
+    if (m) maps.push({ name: cur, rss: Number(m[1]) / 1024 });
+  }
+  maps.sort((a, b) => b.rss - a.rss);
+  for (const m of maps.slice(0, 8)) {
+    console.log(`${m.rss.toFixed(0)} MB  ${m.name}`);
+  }
+}
+const worst = Math.max(...rows.map((r) => Number(r["peak MB"])));
+console.log(`peak RSS ${worst.toFixed(0)} MB (target <= 400)`);
+console.log(`process alive: ${(await svc.exitWithin(10)) === "running"}`);
+await svc.close();
+await s3.close();
+await pg.stop();
+Deno.exit(0);

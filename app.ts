@@ -14,7 +14,7 @@ import type { AppDeps } from "./routes/deps.ts";
 import { registerSystemRoutes } from "./routes/system.ts";
 import { registerDocsRoutes } from "./routes/docs.ts";
 import { registerAccountRoutes } from "./routes/account.tsx";
-import { apiAuth, authOf } from "./routes/api_auth.ts";
+import { apiAuth, apiRoutes, authOf } from "./routes/api_auth.ts";
 import { wholeBodyLimit } from "./routes/body_limit.ts";
 import { registerUploadRoutes } from "./routes/upload.ts";
 import { registerImageListRoutes } from "./routes/image_list.ts";
@@ -200,7 +200,17 @@ export function createApp(deps: AppDeps): App {
   registerAccountRoutes(app, deps);
   // CORS first: browser preflights carry no key.
   registerSdkRoutes(app, deps);
-  app.use("/api/1/*", apiAuth(deps));
+  app.use(
+    "/api/1/*",
+    apiAuth(
+      deps,
+      apiRoutes(() =>
+        app.openAPIRegistry.definitions.flatMap((d) =>
+          d.type === "route" ? [d.route] : []
+        )
+      ),
+    ),
+  );
   const pipeline = new ImagePipeline(deps);
   const rowCache = new ImageRowCache(
     deps.database.db,

@@ -71,7 +71,7 @@ const createAlbumRoute = createRoute({
       image_count: 0,
       cover_url: null,
     }, { rateLimited: true }),
-    ...errorResponses(...AUTH_ERRORS, 160),
+    ...errorResponses(...AUTH_ERRORS, 160, 413, 415),
   },
 });
 
@@ -125,7 +125,7 @@ const patchAlbumRoute = createRoute({
     200: okResponse("The album as it is now", AlbumSchema, ALBUM_EXAMPLE, {
       rateLimited: true,
     }),
-    ...errorResponses(...AUTH_ERRORS, 160, 404),
+    ...errorResponses(...AUTH_ERRORS, 160, 404, 413, 415),
   },
 });
 
@@ -199,7 +199,7 @@ const patchImageRoute = createRoute({
       IMAGE_RECORD_EXAMPLE,
       { rateLimited: true },
     ),
-    ...errorResponses(...AUTH_ERRORS, 160, 404),
+    ...errorResponses(...AUTH_ERRORS, 160, 404, 413, 415),
   },
 });
 

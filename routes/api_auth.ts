@@ -71,11 +71,16 @@ function streamsOwnBody(c: Context): boolean {
  * streamed by their route, which calls {@link authenticateDeferred} once it has seen the
  * body's fields.
  */
-export function apiAuth(deps: AppDeps): MiddlewareHandler<AppEnv> {
+export function apiAuth(
+  deps: AppDeps,
+  /** Whether a path is one of the API's routes (see apiRoutes); all are, without it. */
+  isRoute: (path: string) => boolean = () => true,
+): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     // The admin API answers 404 to anyone but an admin (routes/admin.ts finds out who
-    // calls itself), and reports need no account.
-    if (ownAuthPath(c.req.path)) return await next();
+    // calls itself), and reports need no account. A path that is no route is 404 to
+    // everyone, with or without a key: not 401, which would say it needs one.
+    if (ownAuthPath(c.req.path) || !isRoute(c.req.path)) return await next();
     let key = headerKey(c);
     const sessionToken = c.req.header(SESSION_TOKEN_HEADER);
     if (key === undefined && sessionToken !== undefined) {
@@ -103,6 +108,29 @@ export function apiAuth(deps: AppDeps): MiddlewareHandler<AppEnv> {
     }
     await admit(c, deps, key);
     await next();
+  };
+}
+
+/**
+ * A test of whether a path is one of the app's documented routes (OpenAPI's `{param}`
+ * segments match any one segment), built from the routes registered by the time it is
+ * first asked.
+ */
+export function apiRoutes(
+  routes: () => readonly { path: string }[],
+): (path: string) => boolean {
+  let patterns: RegExp[] | undefined;
+  return (path) => {
+    patterns ??= routes().map((r) =>
+      new RegExp(
+        `^${
+          r.path.split(/\{[^}]+\}/).map((s) =>
+            s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
+          ).join("[^/]+")
+        }/?$`,
+      )
+    );
+    return patterns.some((p) => p.test(path));
   };
 }
 

@@ -96,7 +96,10 @@ export function openApiDocument(app: App, serverUrl?: string) {
  */
 async function yamlOf(doc: unknown): Promise<string> {
   const { stringify } = await import("yaml");
-  return stringify(doc, { lineWidth: 0 });
+  // No anchors and aliases: the same schema object reused in many places would otherwise
+  // be written once and aliased (397 of them), which the yaml package's own parser then
+  // refuses by default ("Excessive alias count") and swagger-typescript-api cannot read.
+  return stringify(doc, { lineWidth: 0, aliasDuplicateObjects: false });
 }
 
 /** YAML text of the app's document, as written to openapi.yaml. */

@@ -21,6 +21,7 @@ import {
   hasTransformQuery,
   negotiate,
   parseTransform,
+  signatureParam,
   signingKey,
   variantKey,
 } from "../services/images/transforms.ts";
@@ -286,7 +287,7 @@ export function registerHostRoutes(
     const url = c.req.url;
     const qi = url.indexOf("?");
     if (qi >= 0 && hasTransformQuery(url.slice(qi))) {
-      return await serveVariant(c, row, new URL(url).searchParams);
+      return await serveVariant(c, row, `/${file}`, new URL(url).searchParams);
     }
 
     if (etagMatches(c.req.header("if-none-match"), etag)) {
@@ -428,7 +429,13 @@ export function registerHostRoutes(
       if (sent) return sent;
     }
     const made = await maker.make(
-      { id: row.id, key: `${row.id}.${row.ext}`, ext: row.ext },
+      {
+        id: row.id,
+        key: `${row.id}.${row.ext}`,
+        ext: row.ext,
+        width: row.width,
+        height: row.height,
+      },
       name.field === "thumb_ext" ? "th" : "md",
       name.key,
       name.ext,
@@ -465,13 +472,16 @@ export function registerHostRoutes(
   const serveVariant = async (
     c: Context,
     row: ImageRow,
+    path: string,
     query: URLSearchParams,
   ) => {
     const original = `${row.id}.${row.ext}`;
-    const parsed = parseTransform(`/${original}`, query, rules);
+    // A signature covers the exact path asked for: one made for the original's URL does
+    // not open its thumbnail's or medium's (`/<id>.th.<ext>?…`).
+    const parsed = parseTransform(path, query, rules);
     await admitTransform(
       parsed,
-      query.get("s") ?? undefined,
+      signatureParam(query),
       await signingKeyOf(),
       rules,
     );
@@ -516,17 +526,23 @@ export function registerHostRoutes(
       }
     }
     // Not stored: made now (at first request, or again when its bytes were lost). Only a
-    // make counts against the address: stored variants cost a file read. An
-    // address known to be over its limit is refused before any work. The count itself
-    // is a durable database write, which cost a first request ~4 ms on the embedded
-    // database even beside the encode, so it is not waited for: the make that takes an
-    // address past its limit is answered, and its next ones are refused (170).
+    // make counts against the address: stored variants cost a file read. It is counted
+    // on this instance before any work (170 past the limit, however many come at once);
+    // the durable count all instances share is a database write, which cost a first
+    // request ~4 ms on the embedded database even beside the encode, so it is not
+    // waited for: what it says bounds the next makes on every instance.
     const address = clientAddress(c, deps.config.TRUST_PROXY);
-    makes.check(address);
+    makes.admit(address);
     makes.count(address).catch(() => {});
     await sendable(
       await maker.make(
-        { id: row.id, key: original, ext: row.ext },
+        {
+          id: row.id,
+          key: original,
+          ext: row.ext,
+          width: row.width,
+          height: row.height,
+        },
         parsed.transform,
         key,
         ext,

@@ -21,6 +21,7 @@ import { expiryText } from "./pages/expiry.ts";
 import { fitWithin, Picture, pictureOf } from "./pages/picture.tsx";
 import { ImageEditForm } from "./pages/fields.tsx";
 import { sessionUser } from "./session.ts";
+import { requesterOf } from "./api_auth.ts";
 import { MEDIUM_SIZE } from "../services/images/fixed_variants.ts";
 import type { ImageRowCache } from "../services/images/image_cache.ts";
 import { safeEqual } from "../services/accounts/crypto.ts";
@@ -80,11 +81,17 @@ export function registerViewerRoutes(
     if (!row) throw new ApiError(404);
     const user = await sessionUser(c, deps);
     const owner = user?.userId === row.user_id;
+    // Its owner calling with a key in the headers sees a private or password image's
+    // page as its files answer that key; the page's own controls are the session's.
+    const ownerByKey = !owner && isRestricted(row.privacy) &&
+      await requesterOf(c, deps) === row.user_id;
     // A private image's page is its owner's alone: others get the page for none.
-    if (row.privacy === "private" && !owner) throw new ApiError(404);
+    if (row.privacy === "private" && !owner && !ownerByKey) {
+      throw new ApiError(404);
+    }
     // A password image's page asks others for it; once unlocked, the page's file URLs
     // are signed for a short while (the files answer nothing else to others).
-    const locked = row.privacy === "password" && !owner;
+    const locked = row.privacy === "password" && !owner && !ownerByKey;
     const item = lockedImage(row);
     if (locked && !await gate.unlocked(c, item)) return gate.ask(c, item);
     let rec = toImageRecord(deps.config, row);
@@ -111,7 +118,7 @@ export function registerViewerRoutes(
         ...fitWithin(rec.width, rec.height, MEDIUM_SIZE),
       }
       : { url: rec.url, width: rec.width, height: rec.height };
-    if (owner) c.header("Cache-Control", "private, no-store");
+    if (owner || ownerByKey) c.header("Cache-Control", "private, no-store");
     const [album, albums] = await Promise.all([
       row.album_id ? findAlbum(db, row.album_id) : undefined,
       owner ? albumTitles(db, row.user_id) : [],

@@ -207,11 +207,13 @@ const BODIES = {
     unit: "MB",
   }),
   UNAUTH_HOLD_ADDRESS_MB: v(int(32, 1, 65_536), {
-    description: "What such held bodies may take per client address.",
+    description:
+      "What such held bodies may take per client address; a body that finds it full is answered 503/250 with Retry-After.",
     unit: "MB",
   }),
   UNAUTH_HOLD_TOTAL_MB: v(int(128, 1, 1_048_576), {
-    description: "What such held bodies may take in the whole process.",
+    description:
+      "What such held bodies may take in the whole process; a body that finds it full is answered 503/250 with Retry-After.",
     unit: "MB",
   }),
   SCRATCH: v(z.enum(["auto", "disk", "memory"]).default("auto"), {

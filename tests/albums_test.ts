@@ -612,3 +612,66 @@ test("a stranger never sees a private or unlisted image as a public album's cove
     await env.close();
   }
 });
+
+test("createAlbum, updateAlbum and updateImage declare the 415 and 413 they answer: a body that is not JSON, and one past BODY_MAX_KB", async () => {
+  const env = await testEnv({ env: { BODY_MAX_KB: "16" } });
+  try {
+    const { key } = await userWithKey(env);
+    const album = await apiCall(env, key, "POST", "/api/1/albums", {
+      title: "A",
+    });
+    const png = await makeImage("png");
+    const up = await json(
+      await env.app.request("/api/1/upload", {
+        method: "POST",
+        headers: { authorization: `Bearer ${key}` },
+        body: formWith([{ name: "a.png", bytes: png }]),
+      }),
+    );
+    const spec = await (await env.app.request("/openapi.json")).json();
+    const ops: [string, string, string, string][] = [
+      ["createAlbum", "POST", "/api/1/albums", "/api/1/albums"],
+      [
+        "updateAlbum",
+        "PATCH",
+        "/api/1/albums/{id}",
+        `/api/1/albums/${album.body.data.id}`,
+      ],
+      [
+        "updateImage",
+        "PATCH",
+        "/api/1/images/{id}",
+        `/api/1/images/${up.body.data.id}`,
+      ],
+    ];
+    for (const [op, method, template, path] of ops) {
+      const declared = Object.keys(
+        spec.paths[template][method.toLowerCase()].responses,
+      );
+      const send = (type: string, body: string) =>
+        env.app.request(path, {
+          method,
+          headers: { authorization: `Bearer ${key}`, "content-type": type },
+          body,
+        });
+      const wrongType = await json(await send("text/plain", "title=B"));
+      assert.deepEqual(
+        [wrongType.status, wrongType.body.error?.code],
+        [415, 415],
+        op,
+      );
+      const tooLarge = await json(
+        await send(
+          "application/json",
+          JSON.stringify({ title: "B", description: "x".repeat(20_000) }),
+        ),
+      );
+      assert.equal(tooLarge.status, 413, op);
+      for (const s of ["415", "413"]) {
+        assert.ok(declared.includes(s), `${op} does not declare ${s}`);
+      }
+    }
+  } finally {
+    await env.close();
+  }
+});

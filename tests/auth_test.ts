@@ -155,3 +155,26 @@ test("the authenticator answers 100 without a key, 110 for a wrong one, 170 to a
     await env.close();
   }
 });
+
+test("a path under /api/1 that is no route is 404 to everyone, with or without a key, while a route without a key stays 401", async () => {
+  const env = await testEnv();
+  try {
+    const { key } = await userWithKey(env);
+    const asked: Record<string, string>[] = [{}, {
+      authorization: `Bearer ${key}`,
+    }];
+    for (const headers of asked) {
+      for (const path of ["/api/1/nope", "/api/1/images/abc/def", "/api/1/"]) {
+        const r = await json(await env.app.request(path, { headers }));
+        assert.deepEqual([r.status, r.body.error?.code], [404, 404], path);
+      }
+    }
+    const routes = ["/api/1/images", "/api/1/images/abcdefgh", "/api/1/albums"];
+    for (const path of routes) {
+      const r = await json(await env.app.request(path));
+      assert.deepEqual([r.status, r.body.error?.code], [401, 100], path);
+    }
+  } finally {
+    await env.close();
+  }
+});

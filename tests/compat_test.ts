@@ -682,3 +682,53 @@ test("a ShareX uploader written for Chevereto (X-API-Key, the file in `source`, 
     await env.close();
   }
 });
+
+test("an empty image text field counts as absent, as an empty key does: Swagger UI's Try it out (a file and source='') uploads the file; an empty field alone is 140 in every body type", async () => {
+  const env = await testEnv();
+  try {
+    const { key } = await userWithKey(env);
+    const png = await makeImage("png", { color: "#123456" });
+    // What /docs sends: the file, and the operation's other text field left empty.
+    const fd = formWith([{ field: "images", name: "a.png", bytes: png }], {
+      source: "",
+    });
+    const tried = await json(
+      await env.app.request("/api/1/upload", {
+        method: "POST",
+        headers: { authorization: `Bearer ${key}` },
+        body: fd,
+      }),
+    );
+    assert.equal(tried.status, 200, JSON.stringify(tried.body));
+    assert.equal(tried.body.data.kind, "image");
+    assert.equal(tried.body.data.size, png.length);
+    const empties: [string, RequestInit][] = [
+      ["multipart", {
+        body: formWith([], { source: "" }),
+      }],
+      ["urlencoded", {
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body: "source=",
+      }],
+      ["JSON", {
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ image: "" }),
+      }],
+    ];
+    for (const [kind, init] of empties) {
+      const r = await json(
+        await env.app.request("/api/1/upload", {
+          method: "POST",
+          ...init,
+          headers: {
+            authorization: `Bearer ${key}`,
+            ...(init.headers as Record<string, string> ?? {}),
+          },
+        }),
+      );
+      assert.deepEqual([r.status, r.body.error?.code], [400, 140], kind);
+    }
+  } finally {
+    await env.close();
+  }
+});

@@ -20,12 +20,16 @@ test("the hold budget: per request, per address and per process, given back on r
   const a1 = budget.open("a", never);
   assert.equal(a1.mayWait(3 * MiB), true);
   assert.equal(a1.mayWait(5 * MiB), false, "over one request's budget");
+  // Its own size: the client's to fix (the key first), not a busy server.
+  assert.equal(a1.full, undefined);
   const a2 = budget.open("a", never);
   assert.equal(a2.mayWait(3 * MiB), true);
   assert.equal(a2.mayWait(3 * MiB + 1), false, "over the address's budget");
+  assert.equal(a2.full, "address");
   const b = budget.open("b", never);
   assert.equal(b.mayWait(2 * MiB), true);
   assert.equal(b.mayWait(2 * MiB + 1), false, "over the process's budget");
+  assert.equal(b.full, "process");
   for (const h of [a1, a2, b]) h.release();
   assert.equal(budget.held, 0);
   // The rate: 1 MiB/s after a 1 s grace. 3 MiB at 3.5 s is on time, at 4.5 s late.
@@ -240,6 +244,40 @@ test("a keyless multipart body is held only within UNAUTH_HOLD_MB, files include
     // ahead of the server, so the bound is half the body, not the 2 MB hold.
     assert.ok(pulled < 20 * MiB, `${pulled} bytes pulled`);
     assert.deepEqual(scratchFiles(env), []);
+  } finally {
+    await server.shutdown();
+    await env.close();
+  }
+});
+
+test("while other bodies fill UNAUTH_HOLD_TOTAL_MB, a body whose key comes last is told the server is busy (503/250 with Retry-After naming the hold), not that it has no key", async () => {
+  const env = await testEnv({
+    env: { UNAUTH_HOLD_TOTAL_MB: "1", UNAUTH_HOLD_ADDRESS_MB: "8" },
+  });
+  const server = serve(env.app);
+  const url = `http://127.0.0.1:${server.addr.port}/api/1/upload`;
+  const headers = { "content-type": "application/x-www-form-urlencoded" };
+  try {
+    const { key } = await userWithKey(env);
+    // A keyless client holds ~0.9 MB of the 1 MB, then waits (within its rate's due time).
+    const holder = endlessSource({ stopAfter: 14 * 64 * 1024 });
+    const holding = fetch(url, { method: "POST", headers, body: holder.body });
+    await new Promise((r) => setTimeout(r, 500));
+    // A real user whose key comes after a ~400 KB image: no room left to wait in.
+    const jpeg = await makeNoiseJpeg(600, 600);
+    const b64 = Buffer.from(jpeg).toString("base64");
+    assert.ok(b64.length > 300_000, `${b64.length}`);
+    const res = await fetch(url, {
+      method: "POST",
+      headers,
+      body: `source=${encodeURIComponent(b64)}&key=${key}`,
+    });
+    const body = await res.json();
+    assert.deepEqual([res.status, body.error.code], [503, 250]);
+    assert.ok(Number(res.headers.get("retry-after")) > 0);
+    assert.equal(body.error.details[0].path, "UNAUTH_HOLD_TOTAL_MB");
+    holder.end();
+    await (await holding).body?.cancel();
   } finally {
     await server.shutdown();
     await env.close();

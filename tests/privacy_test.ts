@@ -98,8 +98,6 @@ for (const serve of ["app", "proxy"] as const) {
             ] as const
           ) {
             const isOwner = whoName.startsWith("owner");
-            // The viewer page is for browsers: a key alone is not a session there.
-            if (path.startsWith("/i/") && whoName === "owner's key") continue;
             const restricted = privacy === "private" || privacy === "password";
             // A password image's page answers others with its password form alone.
             const gate = privacy === "password" && path.startsWith("/i/") &&
@@ -112,6 +110,14 @@ for (const serve of ["app", "proxy"] as const) {
             }
           }
         }
+        // The owner's key in the headers opens the viewer page as it opens the files:
+        // the image itself, not a password image's form (issue #51).
+        const page = await env.app.request(`/i/${id}`, {
+          headers: { "x-api-key": owner.key },
+        });
+        const html = await page.text();
+        assert.equal(page.status, 200);
+        assert.match(html, /class="viewer-figure"/, `${privacy} page by key`);
         // A revalidation never confirms a private file to someone else, even with the
         // row in the cache the fast path reads (the owner's request just put it there).
         const path = `/${id}.png`;

@@ -3719,6 +3719,58 @@ export interface operations {
                     };
                 };
             };
+            /** @description 413 Request too large */
+            413: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 413;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 413: Request too large
+                             * @enum {integer}
+                             */
+                            code: 413;
+                            /** @example Request too large */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 415 Unsupported media type */
+            415: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 415;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 415: Unsupported media type
+                             * @enum {integer}
+                             */
+                            code: 415;
+                            /** @example Unsupported media type */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
             /** @description 170 Rate limit exceeded */
             429: {
                 headers: {
@@ -7843,6 +7895,58 @@ export interface operations {
                     };
                 };
             };
+            /** @description 413 Request too large */
+            413: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 413;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 413: Request too large
+                             * @enum {integer}
+                             */
+                            code: 413;
+                            /** @example Request too large */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 415 Unsupported media type */
+            415: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 415;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 415: Unsupported media type
+                             * @enum {integer}
+                             */
+                            code: 415;
+                            /** @example Unsupported media type */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
             /** @description 170 Rate limit exceeded */
             429: {
                 headers: {
@@ -8663,6 +8767,58 @@ export interface operations {
                              */
                             code: 405;
                             /** @example Method not allowed */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 413 Request too large */
+            413: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 413;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 413: Request too large
+                             * @enum {integer}
+                             */
+                            code: 413;
+                            /** @example Request too large */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 415 Unsupported media type */
+            415: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 415;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 415: Unsupported media type
+                             * @enum {integer}
+                             */
+                            code: 415;
+                            /** @example Unsupported media type */
                             message: string;
                             details?: components["schemas"]["ErrorDetail"][];
                         };

@@ -1,5 +1,6 @@
 import type { BodyOptions } from "./received.ts";
 import type { KeyHold } from "./key_hold.ts";
+import { ApiError, OUTAGE_RETRY_AFTER_S } from "../../schemas/errors.ts";
 
 /**
  * How much of a body is read before the caller must have been admitted (see the `admit`
@@ -51,6 +52,24 @@ export class Admission {
     if (this.fields.key) return await this.admit();
     if (!imageBegun && total <= KEY_PREFIX_BYTES) return;
     if (this.#hold?.mayWait(total)) return;
+    const full = this.#hold?.full;
+    if (full) {
+      // Other bodies hold the room this one would wait in: say so (retry shortly), not
+      // "no key" to a client whose key was still to come.
+      this.#done = true;
+      this.#hold?.release();
+      throw new ApiError(250, {
+        headers: { "Retry-After": String(OUTAGE_RETRY_AFTER_S) },
+        details: [{
+          path: full === "process"
+            ? "UNAUTH_HOLD_TOTAL_MB"
+            : "UNAUTH_HOLD_ADDRESS_MB",
+          message: full === "process"
+            ? "too many bodies are waiting for their key on this server: send the key first (a header or ?key=), or try again shortly"
+            : "your other requests hold all the room for bodies waiting for their key: send the key first (a header or ?key=), or try again shortly",
+        }],
+      });
+    }
     await this.admit();
   }
 

@@ -194,7 +194,9 @@ export class Base64File {
     (await this.#file.catch(() => undefined))?.close();
     if (this.error) throw this.error;
     if (this.rec.size === 0 && !this.rec.truncated) {
-      throw bad("the image field is empty");
+      // Nothing at all, not even whitespace-only base64: the field is absent.
+      this.rec.empty = true;
+      return;
     }
     this.rec.sha256 = this.#hash.digest("hex");
   }

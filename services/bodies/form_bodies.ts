@@ -2,7 +2,11 @@ import { ApiError } from "../../schemas/errors.ts";
 import { Base64File } from "./base64_file.ts";
 import { FILE_FIELDS } from "./multipart.ts";
 import { Admission } from "./admission.ts";
-import type { BodyOptions, ReceivedForm } from "./received.ts";
+import {
+  type BodyOptions,
+  presentFiles,
+  type ReceivedForm,
+} from "./received.ts";
 import {
   DEFAULT_MAX_FIELDS,
   DEFAULT_MAX_TOKEN,
@@ -94,7 +98,7 @@ class TextForm {
   result(): ReceivedForm {
     this.#admission.release();
     return {
-      files: this.images.map((f) => f.rec),
+      files: presentFiles(this.images.map((f) => f.rec)),
       fields: this.fields,
       cleanup: this.cleanup,
     };

@@ -45,14 +45,20 @@ export class HoldBudget {
     return new KeyHold(this, address, stalled);
   }
 
-  /** @internal Takes `n` more bytes for `address`, or false past a budget. */
-  take(address: string, n: number, requestTotal: number): boolean {
+  /**
+   * @internal Takes `n` more bytes for `address`: true, or which budget is past (the
+   * request's own, or one shared with other requests: the address's, the process's).
+   */
+  take(
+    address: string,
+    n: number,
+    requestTotal: number,
+  ): true | "request" | "address" | "process" {
     const l = this.limits;
     const mine = this.#byAddress.get(address) ?? 0;
-    if (
-      requestTotal > l.perRequest || mine + n > l.perAddress ||
-      this.#held + n > l.total
-    ) return false;
+    if (requestTotal > l.perRequest) return "request";
+    if (mine + n > l.perAddress) return "address";
+    if (this.#held + n > l.total) return "process";
     this.#byAddress.set(address, mine + n);
     this.#held += n;
     return true;
@@ -79,6 +85,12 @@ export class HoldBudget {
 
 /** One request's hold: see {@link HoldBudget}. */
 export class KeyHold {
+  /**
+   * Set when a budget shared with other requests was full (the address's or the
+   * process's): the body could not wait for its key because others hold the room, which
+   * is a busy server, not a missing key.
+   */
+  full?: "address" | "process";
   #taken = 0;
   #timer: ReturnType<typeof setTimeout> | undefined;
   #done = false;
@@ -100,7 +112,11 @@ export class KeyHold {
     if (this.#done) return false;
     const more = bytes - this.#taken;
     if (more > 0) {
-      if (!this.budget.take(this.address, more, bytes)) return false;
+      const took = this.budget.take(this.address, more, bytes);
+      if (took !== true) {
+        if (took !== "request") this.full = took;
+        return false;
+      }
       this.#taken = bytes;
     }
     const { minRate, graceMs } = this.budget.rules;

@@ -5,7 +5,12 @@ import { Buffer } from "node:buffer";
 import { ApiError } from "../../schemas/errors.ts";
 import { writeAll } from "../runtime/file_io.ts";
 import { Base64File } from "./base64_file.ts";
-import type { BodyOptions, ReceivedFile, ReceivedForm } from "./received.ts";
+import {
+  type BodyOptions,
+  presentFiles,
+  type ReceivedFile,
+  type ReceivedForm,
+} from "./received.ts";
 import { DEFAULT_MAX_FIELDS, tooManyFields } from "./budgets.ts";
 import { TextPartMarker } from "./multipart_text_parts.ts";
 import { Admission } from "./admission.ts";
@@ -446,7 +451,7 @@ async function receiveInto(
       details: [{ message: `At most ${opts.maxFiles} files per request` }],
     });
   }
-  return { files, fields, cleanup };
+  return { files: presentFiles(files), fields, cleanup };
 }
 
 /**

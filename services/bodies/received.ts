@@ -21,6 +21,16 @@ export interface ReceivedFile {
   truncated: boolean;
   /** The value named an address: the image is still to be fetched (URL import) into `path`. */
   url?: string;
+  /**
+   * A text image field that held nothing (`source=`, `"image": ""`): absent, as an empty
+   * `key` is. Swagger UI's "Try it out" sends an empty `source` beside the file.
+   */
+  empty?: boolean;
+}
+
+/** The received files without the empty text fields (see ReceivedFile.empty). */
+export function presentFiles(files: ReceivedFile[]): ReceivedFile[] {
+  return files.filter((f) => !f.empty);
 }
 
 /** Result of streaming a multipart body to temp files. */

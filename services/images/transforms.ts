@@ -140,6 +140,34 @@ export async function transformQuery(
   return query ? `${query}&s=${s}` : `s=${s}`;
 }
 
+/**
+ * A transform's box scaled down, both sides alike, until it fits in the original
+ * (`width` × `height`, upright): nothing is ever made larger than the original, for any
+ * `fit`. libvips' withoutEnlargement alone kept `contain`'s padded box: 2048 × 2048 of a
+ * 1600 × 1200 original came out 2048 × 2048 (issue #51). Without the original's size,
+ * the box as asked.
+ */
+export function boxWithin(
+  t: Pick<Transform, "w" | "h">,
+  width?: number,
+  height?: number,
+): Pick<Transform, "w" | "h"> {
+  if (!width || !height || (!t.w && !t.h)) return { w: t.w, h: t.h };
+  const scale = Math.min(
+    1,
+    t.w ? width / t.w : 1,
+    t.h ? height / t.h : 1,
+  );
+  const fit = (n: number | undefined) =>
+    n === undefined ? undefined : Math.max(1, Math.round(n * scale));
+  return { w: fit(t.w), h: fit(t.h) };
+}
+
+/** A transform URL's signature (`s`): at most one, else 160. */
+export function signatureParam(query: URLSearchParams): string | undefined {
+  return single(query, "s");
+}
+
 /** Compares two strings in time that does not depend on where they differ. */
 function sameText(a: string, b: string): boolean {
   if (a.length !== b.length) return false;

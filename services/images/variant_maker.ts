@@ -8,7 +8,7 @@ import { wholeBody } from "../runtime/file_io.ts";
 import { isLibvipsTimeout } from "./engine.ts";
 import { mayAnimate } from "../../sdk/src/embed_codes.ts";
 import { MIME_BY_EXT } from "./records.ts";
-import { DEFAULT_QUALITY, type Transform } from "./transforms.ts";
+import { boxWithin, DEFAULT_QUALITY, type Transform } from "./transforms.ts";
 import { encodeFixed, type FixedKind, fixedSize } from "./fixed_variants.ts";
 
 /**
@@ -37,6 +37,9 @@ export interface VariantSource {
   /** The original's store key. */
   key: string;
   ext: string;
+  /** The original's size upright (a transform's box never exceeds it). */
+  width?: number;
+  height?: number;
 }
 
 /** A made variant: its bytes at once, and when it is stored (file, then row). */
@@ -259,7 +262,13 @@ export class VariantMaker {
           img.resize(size, size, { fit: "inside", withoutEnlargement: true }),
           ext,
         );
-      } else img = this.#transformed(img, recipe, ext);
+      } else {
+        img = this.#transformed(
+          img,
+          { ...recipe, ...boxWithin(recipe, source.width, source.height) },
+          ext,
+        );
+      }
       return new Uint8Array(await img.timeout({ seconds }).toBuffer());
     } catch (e) {
       // The BMP rewrite's own answers (141 damaged, 143, 250 for its scratch) as they are.

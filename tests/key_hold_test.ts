@@ -257,11 +257,12 @@ test("while other bodies fill UNAUTH_HOLD_TOTAL_MB, a body whose key comes last 
   const server = serve(env.app);
   const url = `http://127.0.0.1:${server.addr.port}/api/1/upload`;
   const headers = { "content-type": "application/x-www-form-urlencoded" };
+  // A keyless client holds ~0.9 MB of the 1 MB, then waits (within its rate's due time).
+  const holder = endlessSource({ stopAfter: 14 * 64 * 1024 });
   try {
     const { key } = await userWithKey(env);
-    // A keyless client holds ~0.9 MB of the 1 MB, then waits (within its rate's due time).
-    const holder = endlessSource({ stopAfter: 14 * 64 * 1024 });
     const holding = fetch(url, { method: "POST", headers, body: holder.body });
+    holding.catch(() => {});
     await new Promise((r) => setTimeout(r, 500));
     // A real user whose key comes after a ~400 KB image: no room left to wait in.
     const jpeg = await makeNoiseJpeg(600, 600);
@@ -279,6 +280,8 @@ test("while other bodies fill UNAUTH_HOLD_TOTAL_MB, a body whose key comes last 
     holder.end();
     await (await holding).body?.cancel();
   } finally {
+    // Its body ended whatever happened, or the server's shutdown would wait for it.
+    holder.end();
     await server.shutdown();
     await env.close();
   }

@@ -1,3 +1,10 @@
+/**
+ * The HTTP side of authentication: which credentials a request carries (by precedence)
+ * and what the answer sets (the caller in the context, the rate headers). Who the caller
+ * is and whether they may is one call to the app's Authenticator
+ * (services/accounts/authenticator.ts).
+ */
+
 import type { Context, MiddlewareHandler } from "hono";
 import type { AppEnv } from "./env.ts";
 import type { AppDeps } from "./deps.ts";
@@ -57,13 +64,6 @@ function streamsOwnBody(c: Context): boolean {
       c.req.header("content-type") ?? "",
     );
 }
-
-/**
- * The HTTP side of authentication: which credentials a request carries (by precedence)
- * and what the answer sets (the caller in the context, the rate headers). Who the caller
- * is and whether they may is one call to the app's Authenticator
- * (services/accounts/authenticator.ts).
- */
 
 /**
  * Authenticates every /api/1 request. Precedence: Authorization header, X-API-Key header,

@@ -660,8 +660,9 @@ const MUTATIONS: Mutation[] = [
   {
     name: "privacy: a private image's file is linked at the public bucket",
     file: "services/images/records.ts",
-    from: `  const shown = privacy === "private" || privacy === "password"`,
-    to: `  const shown = privacy === "never"`,
+    from:
+      `  const shown = isRestricted(privacy) ? service : config.IMAGE_HOST_URL;`,
+    to: `  const shown = config.IMAGE_HOST_URL;`,
     tests: ["tests/public_bucket_test.ts"],
   },
   {

@@ -6,6 +6,7 @@ import type { DB } from "../db/schema.ts";
 import type { Clock } from "../runtime/clock.ts";
 import type { BlobStore } from "../store/blob_store.ts";
 import { deleteVariants } from "./variant_rows.ts";
+import { isRestricted } from "../privacy/password_access.ts";
 
 /** A row of the images table. */
 export type ImageRow = Selectable<DB["images"]>;
@@ -49,9 +50,7 @@ export function toImageRecord(config: Config, row: ImageRow) {
   // A bucket (S3_PUBLIC_URL) can hold a public original, but only the service makes
   // variants, reads transform URLs and decides who sees a non-public image.
   const service = config.SERVICE_IMAGE_URL;
-  const shown = privacy === "private" || privacy === "password"
-    ? service
-    : config.IMAGE_HOST_URL;
+  const shown = isRestricted(privacy) ? service : config.IMAGE_HOST_URL;
   const image = fileInfo(shown, keys.original, row.ext);
   const transformUrl = `${service}/${keys.original}`;
   const created = new Date(row.created_at);

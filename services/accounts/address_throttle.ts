@@ -6,6 +6,11 @@ import { expandV6 } from "../net/address_guard.ts";
 
 const WINDOW_MS = 60_000;
 
+/** The start of the one-minute window `now` (ms) falls in. */
+function windowOf(now: number): number {
+  return Math.floor(now / WINDOW_MS) * WINDOW_MS;
+}
+
 /**
  * The unit a client address is counted in: an IPv4 address, or the /64 an IPv6 address is
  * in (one subscriber gets a whole /64, so counting single IPv6 addresses limits nothing).
@@ -62,7 +67,7 @@ export class AddressThrottle {
     this.check(addr);
     const bucket = addressBucket(addr);
     const now = this.clock.now().getTime();
-    const windowStart = Math.floor(now / WINDOW_MS) * WINDOW_MS;
+    const windowStart = windowOf(now);
     const row = await this.db.insertInto("rate_limits")
       .values({
         key_id: `${this.name}:${bucket}`,
@@ -98,7 +103,7 @@ export class AddressThrottle {
     this.check(addr);
     const bucket = addressBucket(addr);
     const now = this.clock.now().getTime();
-    const windowStart = Math.floor(now / WINDOW_MS) * WINDOW_MS;
+    const windowStart = windowOf(now);
     const seen = this.#local.get(bucket);
     const n = seen && seen.window === windowStart ? seen.n + 1 : 1;
     if (this.#local.size > 100_000) this.#local.clear();

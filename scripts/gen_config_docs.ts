@@ -10,6 +10,7 @@ import {
   CONFIG_GROUPS,
   type VarDoc,
 } from "../schemas/config.ts";
+import { writeOrCheck } from "./generated_file.ts";
 
 /** Where the reference is written. */
 export const CONFIGURATION_MD = new URL(
@@ -127,18 +128,8 @@ export async function formattedReference(): Promise<string> {
 }
 
 if (import.meta.main) {
-  const text = await formattedReference();
-  if (Deno.args.includes("--check")) {
-    const current = await Deno.readTextFile(CONFIGURATION_MD).catch(() => "");
-    if (current !== text) {
-      console.error(
-        "docs/configuration.md is stale: run `deno task docs` and commit it",
-      );
-      Deno.exit(1);
-    }
-    console.log("docs/configuration.md is up to date");
-  } else {
-    await Deno.writeTextFile(CONFIGURATION_MD, text);
-    console.log(`wrote ${CONFIGURATION_MD.pathname}`);
-  }
+  await writeOrCheck(CONFIGURATION_MD, await formattedReference(), {
+    name: "docs/configuration.md",
+    task: "deno task docs",
+  });
 }

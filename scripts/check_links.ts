@@ -8,6 +8,7 @@
  */
 import { dirname, join, relative, resolve } from "node:path";
 import { Parser } from "commonmark";
+import { filesUnder } from "./files_under.ts";
 
 /** The Markdown files whose links are checked: the top-level ones, docs/, bench/, sdk/. */
 export async function markdownFiles(root: string): Promise<string[]> {
@@ -15,15 +16,11 @@ export async function markdownFiles(root: string): Promise<string[]> {
   for await (const e of Deno.readDir(root)) {
     if (e.isFile && e.name.endsWith(".md")) out.push(join(root, e.name));
   }
-  const walk = async (dir: string) => {
-    for await (const e of Deno.readDir(dir)) {
-      const p = join(dir, e.name);
-      if (e.isDirectory && e.name !== "node_modules") await walk(p);
-      else if (e.isFile && e.name.endsWith(".md")) out.push(p);
-    }
-  };
   for (const d of ["docs", "bench", "sdk"]) {
-    await walk(join(root, d)).catch(() => {});
+    out.push(
+      ...await filesUnder(join(root, d), (name) => name.endsWith(".md"))
+        .catch(() => []),
+    );
   }
   return out.sort();
 }

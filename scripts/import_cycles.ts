@@ -11,6 +11,7 @@
  * the bottom. A module may import its own floor or any floor below, never one above.
  */
 import { relative } from "node:path";
+import { filesUnder } from "./files_under.ts";
 
 const root = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
 const FOLDERS = [
@@ -27,18 +28,14 @@ const FOLDERS = [
 /** Every .ts/.tsx file of the project's own folders (node_modules and builds left out). */
 async function projectModules(): Promise<string[]> {
   const out = [`${root}/main.ts`, `${root}/app.ts`];
-  const walk = async (dir: string) => {
-    for await (const e of Deno.readDir(dir)) {
-      const p = `${dir}/${e.name}`;
-      if (e.isDirectory && e.name !== "node_modules") await walk(p);
-      else if (
-        e.isFile && /\.tsx?$/.test(e.name) && !e.name.endsWith(".d.ts")
-      ) {
-        out.push(p);
-      }
-    }
-  };
-  for (const f of FOLDERS) await walk(`${root}/${f}`);
+  for (const f of FOLDERS) {
+    out.push(
+      ...await filesUnder(
+        `${root}/${f}`,
+        (name) => /\.tsx?$/.test(name) && !name.endsWith(".d.ts"),
+      ),
+    );
+  }
   return out.sort();
 }
 

@@ -13,6 +13,7 @@ import {
   markdownFiles,
   slugOf,
 } from "../scripts/check_links.ts";
+import { filesUnder } from "../scripts/files_under.ts";
 
 const root = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
 
@@ -113,17 +114,13 @@ test("README.md is a page (at most 250 lines) and no module in routes/ or servic
   const readme = (await Deno.readTextFile(join(root, "README.md"))).split("\n");
   assert.ok(readme.length <= 250, `README.md has ${readme.length} lines`);
   const long: string[] = [];
-  const walk = async (dir: string) => {
-    for await (const e of Deno.readDir(dir)) {
-      const p = join(dir, e.name);
-      if (e.isDirectory) await walk(p);
-      else if (/\.tsx?$/.test(e.name)) {
-        const lines = (await Deno.readTextFile(p)).split("\n").length;
-        if (lines > 700) long.push(`${p.slice(root.length + 1)}: ${lines}`);
-      }
+  for (const dir of ["routes", "services"]) {
+    for (
+      const p of await filesUnder(join(root, dir), (n) => /\.tsx?$/.test(n))
+    ) {
+      const lines = (await Deno.readTextFile(p)).split("\n").length;
+      if (lines > 700) long.push(`${p.slice(root.length + 1)}: ${lines}`);
     }
-  };
-  await walk(join(root, "routes"));
-  await walk(join(root, "services"));
+  }
   assert.deepEqual(long, []);
 });

@@ -11,22 +11,31 @@ import { ApiError } from "../schemas/errors.ts";
 
 const TOKEN = "test-token-" + crypto.randomUUID();
 
+/**
+ * An instance's screenshotter on a browser service (one capture at a time), with
+ * `token` and `timeoutMs`; its own allow list is empty, so only the service's guard can
+ * let a page through.
+ */
+function remoteShooter(endpoint: string, token: string, timeoutMs = 10_000) {
+  return new ChromiumScreenshotter({
+    wsEndpoint: endpoint,
+    browserToken: token,
+    concurrency: 1,
+    queueMax: 2,
+    recycleAfter: 100,
+    timeoutMs,
+    allowRules: parseAllowList(""),
+    log: memoryLogger(),
+  });
+}
+
 test("the browser service refuses a missing or wrong BROWSER_TOKEN on every route, DevTools included, and logs each refusal", async () => {
   const service = await startBrowserService({
     address: "127.0.0.1",
     port: freePort(),
     token: TOKEN,
   });
-  const shooter = new ChromiumScreenshotter({
-    wsEndpoint: service.endpoint,
-    browserToken: "wrong-token-0123456789",
-    concurrency: 1,
-    queueMax: 2,
-    recycleAfter: 100,
-    timeoutMs: 10_000,
-    allowRules: [],
-    log: memoryLogger(),
-  });
+  const shooter = remoteShooter(service.endpoint, "wrong-token-0123456789");
   try {
     for (
       const [path, init] of [
@@ -89,16 +98,7 @@ test("with BROWSER_TOKEN every page request leaves through the browser service's
   });
   // The instance's own allow list is empty: were its own guard used, the green page would
   // be refused. Only the service's guard, which allows it, can fetch it.
-  const shooter = new ChromiumScreenshotter({
-    wsEndpoint: service.endpoint,
-    browserToken: TOKEN,
-    concurrency: 1,
-    queueMax: 2,
-    recycleAfter: 100,
-    timeoutMs: 10_000,
-    allowRules: parseAllowList(""),
-    log: memoryLogger(),
-  });
+  const shooter = remoteShooter(service.endpoint, TOKEN);
   try {
     const res = await shooter.capture(desktopShot(`${green.origin}/`));
     assert.deepEqual(await centrePixel(res.bytes), [0, 255, 0]);
@@ -138,16 +138,7 @@ test("a spare page whose guard the browser service has closed at its age is not 
     allow: `127.0.0.1:${green.port}`,
     env: { BROWSER_GUARD_MAX_AGE_S: "9" },
   });
-  const shooter = new ChromiumScreenshotter({
-    wsEndpoint: service.endpoint,
-    browserToken: TOKEN,
-    concurrency: 1,
-    queueMax: 2,
-    recycleAfter: 100,
-    timeoutMs: 2_000,
-    allowRules: parseAllowList(""),
-    log: memoryLogger(),
-  });
+  const shooter = remoteShooter(service.endpoint, TOKEN, 2_000);
   try {
     const first = await shooter.capture(desktopShot(`${green.origin}/`));
     assert.deepEqual(await centrePixel(first.bytes), [0, 255, 0]);

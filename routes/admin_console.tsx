@@ -4,6 +4,7 @@
  * every page and form passes (a signed-in admin, or 404; a posted form's token).
  */
 import type { Context } from "hono";
+import { PageLinks } from "./pages/pager.tsx";
 import type { Child } from "hono/jsx";
 import type { AppEnv } from "./env.ts";
 import type { AppDeps } from "./deps.ts";
@@ -117,36 +118,16 @@ export const Csrf = (props: { user: SessionUser }) => (
   <input type="hidden" name="_csrf" value={props.user.csrfToken} />
 );
 
-/** Newer/older links of a paged list. */
+/** Previous/next links of a console list, PER_PAGE rows a page. */
 export function Pager(
   props: { page: number; total: number; href: (page: number) => string },
 ) {
-  const pages = Math.max(1, Math.ceil(props.total / PER_PAGE));
-  if (pages <= 1) return null;
   return (
-    <nav class="pager" aria-label="Pages">
-      {props.page > 1 && (
-        <a
-          class="button secondary"
-          rel="prev"
-          href={props.href(props.page - 1)}
-        >
-          ← Previous
-        </a>
-      )}
-      <span>
-        Page {props.page} of {pages}
-      </span>
-      {props.page < pages && (
-        <a
-          class="button secondary"
-          rel="next"
-          href={props.href(props.page + 1)}
-        >
-          Next →
-        </a>
-      )}
-    </nav>
+    <PageLinks
+      page={props.page}
+      pages={Math.max(1, Math.ceil(props.total / PER_PAGE))}
+      href={props.href}
+    />
   );
 }
 

@@ -9,6 +9,7 @@ import {
   type PageUser,
 } from "./pages/layout.tsx";
 import { CardPicture } from "./pages/picture.tsx";
+import { PageLinks } from "./pages/pager.tsx";
 import { ImageEditForm } from "./pages/fields.tsx";
 import { expiryText } from "./pages/expiry.ts";
 import { requireSessionForm, sessionUser } from "./session.ts";
@@ -382,31 +383,13 @@ export function registerMyImages(
               />
             </>
           )}
-        {pages > 1 && (
-          <nav class="pager" aria-label="Pages">
-            {props.page > 1 && (
-              <a
-                class="button secondary"
-                href={link(props.page - 1, props.source)}
-                rel="prev"
-              >
-                ← Newer
-              </a>
-            )}
-            <span>
-              Page {props.page} of {pages}
-            </span>
-            {props.page < pages && (
-              <a
-                class="button secondary"
-                href={link(props.page + 1, props.source)}
-                rel="next"
-              >
-                Older →
-              </a>
-            )}
-          </nav>
-        )}
+        <PageLinks
+          page={props.page}
+          pages={pages}
+          href={(p) => link(p, props.source)}
+          prev="← Newer"
+          next="Older →"
+        />
       </Layout>
     );
   }

@@ -268,6 +268,7 @@ export function createApp(deps: AppDeps): App {
         error: String(e),
       }),
     {
+      engine: imageEngine(),
       avif: avifEffort(imageEngine(), deps.config.IMAGE_AVIF_EFFORT),
       webp: webpEffort(imageEngine()),
     },

@@ -15,6 +15,11 @@ import {
 } from "../services/images/transforms.ts";
 import { FsStore } from "../services/store/fs_store.ts";
 import { VariantMaker } from "../services/images/variant_maker.ts";
+import {
+  effortWithin,
+  ENCODE_COST_MS_PER_MP,
+  plannedEffort,
+} from "../services/images/encode_budget.ts";
 import { WorkSlots } from "../services/runtime/work_slots.ts";
 import type { BlobStore } from "../services/store/blob_store.ts";
 import { ApiError } from "../schemas/errors.ts";
@@ -962,3 +967,236 @@ test("every fit of a box larger than the original gives at most the original's s
     await t.close();
   }
 });
+
+test("an encode libvips cannot stop is planned to fit: the highest effort whose worst case (noise) fits half the time left, never above the one asked, and none when even the cheapest does not fit", () => {
+  // The issue's case: a 1600×1200 AVIF at effort 4 took 18.8 s; within 20 s it is made
+  // at effort 3 (worst case 4.3 s), within 2 s not at all.
+  assert.equal(plannedEffort("native", "avif", 1600 * 1200, 10_000, 4), 3);
+  assert.equal(
+    plannedEffort("native", "avif", 1600 * 1200, 1_000, 4),
+    undefined,
+  );
+  assert.equal(plannedEffort("native", "avif", 320 * 240, 10_000, 4), 4);
+  assert.equal(plannedEffort("native", "jpg", 4000 * 3000, 10_000, 1), 0);
+  assert.equal(plannedEffort("native", "gif", 1024 * 1024, 1_000, 7), 4);
+  const refused = codeOf(() =>
+    effortWithin("native", "avif", 16384 * 16384, 20_000, 4)
+  );
+  assert.equal(refused, 143);
+  fc.assert(
+    fc.property(
+      fc.constantFrom("native" as const, "wasm" as const),
+      fc.constantFrom("avif" as const, "jpg" as const, "gif" as const),
+      fc.integer({ min: 1, max: 300_000_000 }),
+      fc.integer({ min: 1, max: 600_000 }),
+      fc.integer({ min: 0, max: 9 }),
+      (engine, format, pixels, budget, ceiling) => {
+        const table = ENCODE_COST_MS_PER_MP[engine][format];
+        const e = plannedEffort(engine, format, pixels, budget, ceiling);
+        const fitting = Object.keys(table).map(Number).filter((k) =>
+          k <= ceiling && table[k] * pixels / 1e6 <= budget
+        );
+        if (e === undefined) return fitting.length === 0;
+        const cost = table[e] ?? Infinity;
+        return e <= ceiling &&
+          (e === ceiling || cost * pixels / 1e6 <= budget) &&
+          fitting.every((k) => k <= e);
+      },
+    ),
+  );
+});
+
+test("with IMAGE_TIMEOUT_MS=2000 a variant that cannot be encoded in time is refused before it starts (143 naming the size that fits), and one that can is made at the planned effort: AVIF at effort 3, a large JPEG without mozjpeg", async () => {
+  const t = await photoEnv({ IMAGE_TIMEOUT_MS: "2000" }, [1600, 1200]);
+  try {
+    const whole = await json(
+      await t.env.app.request(`${t.path}?format=avif`),
+    );
+    assert.deepEqual([whole.status, whole.body.error.code], [422, 143]);
+    assert.match(
+      whole.body.error.details[0].message,
+      /at most about \d+ pixels/,
+    );
+    assert.equal(t.store.puts, 0, "nothing encoded");
+
+    const original = (await fetchBytes(t.env, t.path)).bytes;
+    const expect = async (
+      q: string,
+      encode: (s: ReturnType<typeof sharp>) => ReturnType<typeof sharp>,
+      w: number,
+    ) => {
+      const got = await variant(t.env, `${t.path}?${q}`);
+      assert.equal(
+        got.res.status,
+        200,
+        `${q}: ${new TextDecoder().decode(got.bytes)}`,
+      );
+      const want = await encode(
+        sharp(original).rotate().resize({
+          width: w,
+          fit: "inside",
+          withoutEnlargement: true,
+          background: { r: 0, g: 0, b: 0, alpha: 0 },
+        }),
+      ).toBuffer();
+      assert.deepEqual(got.bytes, new Uint8Array(want), q);
+    };
+    await expect(
+      "w=640&format=avif",
+      (s) => s.avif({ quality: 50, effort: 3 }),
+      640,
+    );
+    await expect(
+      "w=1600&format=jpeg",
+      (s) =>
+        s.flatten({ background: "#ffffff" }).jpeg({
+          quality: 80,
+          mozjpeg: false,
+        }),
+      1600,
+    );
+  } finally {
+    await t.close();
+  }
+});
+
+/** A store whose reads of the originals wait for the test's word. */
+class SlowOriginals extends CountingStore {
+  #gate: Promise<void> = Promise.resolve();
+  #open = () => {};
+  gets = 0;
+  hold() {
+    this.#gate = new Promise((r) => this.#open = r);
+  }
+  release() {
+    this.#open();
+  }
+  override async get(key: string) {
+    if (!/\.v\d+x\d+|\.(th|md)\./.test(key)) {
+      this.gets++;
+      await this.#gate;
+    }
+    return await super.get(key);
+  }
+}
+
+test("a make that outlasts its lease's length keeps the lease (renewed while it runs), so another instance waits for its bytes instead of making the variant again", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "imagehost-renew-" });
+  const store = await new SlowOriginals(dir, /\.v\d+x\d+/).init();
+  const env = await testEnv({ store: store as BlobStore });
+  try {
+    const { key } = await userWithKey(env);
+    const up = await uploadOne(
+      env,
+      key,
+      await makeNoiseJpeg(900, 600),
+      "p.jpg",
+    );
+    const id = up.body.data.id as string;
+    const db = env.deps.database.db;
+    // Two instances' makers on one database, leases of 1 s + 2 s.
+    const maker = () =>
+      new VariantMaker(db, store, new WorkSlots(1, 8), 1_000, true);
+    const [a, b] = [maker(), maker()];
+    const tr = { w: 320, fit: "inside" as const, format: "webp" as const };
+    const vkey = variantKey(id, tr, "webp");
+    const source = {
+      id,
+      key: new URL(up.body.data.url).pathname.slice(1),
+      ext: "jpg",
+    };
+    store.hold();
+    const first = a.make(source, tr, vkey, "webp");
+    await waitUntil(() => store.gets === 1);
+    // Past the lease's first length, while A is still reading the original.
+    await new Promise((r) => setTimeout(r, 3_500));
+    const second = b.make(source, tr, vkey, "webp");
+    await new Promise((r) => setTimeout(r, 300));
+    store.release();
+    const [x, y] = await Promise.all([first, second]);
+    await x.stored;
+    assert.deepEqual(y.bytes, x.bytes);
+    assert.equal(store.puts, 1, "made once between the two instances");
+    assert.equal(store.gets, 1, "the second never read the original");
+  } finally {
+    await env.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+/** A store whose puts of matching keys wait for the test's word, counting those waiting. */
+class HeldPuts extends CountingStore {
+  #gate: Promise<void> = Promise.resolve();
+  #open = () => {};
+  waiting = 0;
+  constructor(dir: string, private readonly held: RegExp) {
+    super(dir, held);
+  }
+  hold() {
+    this.#gate = new Promise((r) => this.#open = r);
+  }
+  release() {
+    this.#open();
+  }
+  override async put(
+    key: string,
+    body: ReadableStream<Uint8Array> | Uint8Array,
+    meta?: { durable?: boolean },
+  ) {
+    if (this.held.test(key)) {
+      this.waiting++;
+      await this.#gate;
+    }
+    return await super.put(key, body, meta);
+  }
+}
+
+for (const kind of ["transform", "medium"] as const) {
+  test(`a deletion wins over a ${kind} variant's make in flight: once both end, neither its file nor a row is left`, async () => {
+    const dir = await Deno.makeTempDir({ prefix: "imagehost-delmake-" });
+    const store = await new HeldPuts(dir, /\.v\d+x\d+|\.md\./).init();
+    const env = await testEnv({ store: store as BlobStore });
+    try {
+      const { key } = await userWithKey(env);
+      const up = await uploadOne(
+        env,
+        key,
+        await makeNoiseJpeg(1600, 1200),
+        "p.jpg",
+      );
+      const data = up.body.data;
+      const path = kind === "transform"
+        ? `${new URL(data.url).pathname}?w=320&format=webp`
+        : new URL(data.medium.url).pathname;
+      store.hold();
+      const pending = env.app.request(path);
+      await waitUntil(() => store.waiting > 0);
+      const del = await env.app.request(`/api/1/images/${data.id}`, {
+        method: "DELETE",
+        headers: { authorization: `Bearer ${key}` },
+      });
+      assert.equal(del.status, 200);
+      await del.body?.cancel();
+      store.release();
+      const answered = await pending;
+      await answered.body?.cancel();
+      await appSettled(env.app);
+      assert.equal(
+        store.puts,
+        1,
+        `the make ran to its end (${answered.status})`,
+      );
+      const left: string[] = [];
+      for await (const f of Deno.readDir(dir)) {
+        if (f.name.startsWith(data.id)) left.push(f.name);
+      }
+      assert.deepEqual(left, [], "no file of the image is left");
+      const rows = await env.deps.database.db.selectFrom("image_variants")
+        .select("key").execute();
+      assert.deepEqual(rows, []);
+    } finally {
+      await env.close();
+      await Deno.remove(dir, { recursive: true });
+    }
+  });
+}

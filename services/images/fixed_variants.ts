@@ -39,8 +39,15 @@ export function variantExt(ext: string): string {
   >)[ext] ?? "png";
 }
 
-/** A fixed variant's encoding, by its extension. */
-export function encodeFixed(img: Sharp, ext: string): Sharp {
+/**
+ * A fixed variant's encoding, by its extension; `gifEffort` is the quantiser's effort
+ * planned to fit the time left (encode_budget.ts), sharp's default 7 otherwise.
+ */
+export function encodeFixed(
+  img: Sharp,
+  ext: string,
+  gifEffort?: number,
+): Sharp {
   switch (ext) {
     case "jpg":
       // libjpeg-turbo, not mozjpeg: mozjpeg's smaller files cost 4-6x the encode time,
@@ -49,7 +56,7 @@ export function encodeFixed(img: Sharp, ext: string): Sharp {
     case "webp":
       return img.webp({ quality: 85 });
     case "gif":
-      return img.gif();
+      return img.gif({ effort: gifEffort });
     default:
       return img.png({ compressionLevel: 8 });
   }

@@ -3,9 +3,14 @@ import { type Kysely, sql } from "kysely";
 import type { DB } from "../db/schema.ts";
 import type { BlobStore } from "../store/blob_store.ts";
 import type { WorkSlots } from "../runtime/work_slots.ts";
-import { ApiError } from "../../schemas/errors.ts";
+import { ApiError, OUTAGE_RETRY_AFTER_S } from "../../schemas/errors.ts";
 import { wholeBody } from "../runtime/file_io.ts";
-import { isLibvipsTimeout } from "./engine.ts";
+import { type ImageEngine, isLibvipsTimeout } from "./engine.ts";
+import {
+  boxPixels,
+  effortWithin,
+  type PlannedFormat,
+} from "./encode_budget.ts";
 import { mayAnimate } from "../../sdk/src/embed_codes.ts";
 import { MIME_BY_EXT } from "./records.ts";
 import { boxWithin, DEFAULT_QUALITY, type Transform } from "./transforms.ts";
@@ -81,11 +86,15 @@ export class VariantMaker {
     /** Hears a variant that was made but could not be stored. */
     private readonly onStoreFailure: (key: string, e: unknown) => void =
       () => {},
-    /** The encoders' efforts (engine.ts avifEffort, webpEffort). */
-    private readonly effort: { avif: number; webp: number } = {
-      avif: 4,
-      webp: 4,
-    },
+    /**
+     * The engine (whose measured costs bound the encodes that cannot be stopped,
+     * encode_budget.ts) and the encoders' efforts (engine.ts avifEffort, webpEffort).
+     */
+    private readonly effort: {
+      engine: ImageEngine;
+      avif: number;
+      webp: number;
+    } = { engine: "native", avif: 4, webp: 4 },
   ) {}
 
   /** Resolves once every variant made so far is stored (or failed to be): shutdown. */
@@ -126,12 +135,17 @@ export class VariantMaker {
     ext: string,
   ): Promise<Made> {
     // Across instances: the one that takes the row's lease makes it; the others wait for
-    // its bytes (and make it themselves only if that lease runs out first).
+    // its bytes, and make it themselves only if that make ends without them (its lease
+    // given back, or lapsed because its instance died).
     if (this.shared && !await this.#lease(key, source.id)) {
       const made = await this.#waitFor(key);
       if (made) return { bytes: made, stored: Promise.resolve() };
-      await this.#lease(key, source.id);
+      if (!await this.#lease(key, source.id)) throw variantBusy();
     }
+    // A live make keeps its lease however long it waits for a slot and encodes, so no
+    // other instance makes the same variant meanwhile (issue #51: 4 of 4 slow AVIFs made
+    // twice when the lease lapsed mid-encode).
+    const renewal = this.shared ? this.#renew(key) : undefined;
     let bytes: Uint8Array;
     try {
       bytes = await this.slots.run(
@@ -139,12 +153,33 @@ export class VariantMaker {
         this.timeoutMs,
       );
     } catch (e) {
+      clearInterval(renewal);
       await this.#giveBack(key);
       throw e;
     }
-    const stored = this.#keep(source, recipe, key, ext, bytes);
+    const stored = this.#keep(source, recipe, key, ext, bytes)
+      .finally(() => clearInterval(renewal));
     stored.catch((e) => this.onStoreFailure(key, e));
     return { bytes, stored };
+  }
+
+  /** The lease's length: one make's deadline and a little. */
+  get #leaseMs(): number {
+    return this.timeoutMs + 2000;
+  }
+
+  /** Extends the lease of a make in progress every third of its length, until cleared. */
+  #renew(key: string): ReturnType<typeof setInterval> {
+    return setInterval(() => {
+      this.db.updateTable("image_variants")
+        .set({
+          lease_until: sql<
+            Date
+          >`now() + ${`${this.#leaseMs} milliseconds`}::interval`,
+        })
+        .where("key", "=", key).where("state", "=", "making")
+        .execute().catch(() => {});
+    }, Math.max(100, Math.floor(this.#leaseMs / 3)));
   }
 
   /**
@@ -181,6 +216,7 @@ export class VariantMaker {
         await this.db.deleteFrom("image_variants").where("key", "=", key)
           .execute();
       }
+      await this.#unlessDeleted(source.id, key);
       return;
     }
     await this.db.insertInto("image_variants").values({
@@ -195,6 +231,22 @@ export class VariantMaker {
         lease_until: null,
       })
     ).execute();
+    await this.#unlessDeleted(source.id, key);
+  }
+
+  /**
+   * A deletion wins over a make in flight (issue #51: a variant made while its image was
+   * deleted stayed, with a `ready` row). The deletion marks the image, then removes the
+   * files and rows it finds; the make writes its file and row, then reads the mark. One
+   * of the two sees the other, so whichever comes last removes the variant.
+   */
+  async #unlessDeleted(imageId: string, key: string): Promise<void> {
+    const live = await this.db.selectFrom("images").select("id")
+      .where("id", "=", imageId).where("deleted_at", "is", null)
+      .executeTakeFirst();
+    if (live) return;
+    await this.store.delete(key);
+    await this.db.deleteFrom("image_variants").where("key", "=", key).execute();
   }
 
   /**
@@ -203,9 +255,9 @@ export class VariantMaker {
    * missing; or a lapsed lease), false while another make holds a live lease.
    */
   async #lease(key: string, imageId: string): Promise<boolean> {
-    const until = sql<Date>`now() + ${`${
-      this.timeoutMs + 2000
-    } milliseconds`}::interval`;
+    const until = sql<
+      Date
+    >`now() + ${`${this.#leaseMs} milliseconds`}::interval`;
     const taken = await this.db.insertInto("image_variants").values({
       key,
       image_id: imageId,
@@ -223,15 +275,35 @@ export class VariantMaker {
     return taken !== undefined;
   }
 
-  /** Waits for another instance's make of `key`: its bytes, or undefined at the deadline. */
+  /**
+   * Waits for another instance's make of `key`: its bytes; or undefined once that make
+   * has ended without them (its row gone or no longer `making`, or its lease lapsed) or
+   * after the longest a make may take (a slot's wait and an encode, each within
+   * IMAGE_TIMEOUT_MS).
+   */
   async #waitFor(key: string): Promise<Uint8Array | undefined> {
-    const deadline = Date.now() + this.timeoutMs + 2000;
-    while (Date.now() < deadline) {
+    const deadline = Date.now() + this.timeoutMs * 2 + 2000;
+    for (let round = 0; Date.now() < deadline; round++) {
       await new Promise((r) => setTimeout(r, 50));
       const blob = await this.store.get(key);
       if (blob) return await wholeBody(blob.body, blob.size);
+      if (round % 10 === 9 && !await this.#leased(key)) {
+        // Its bytes may have landed just before the row said so.
+        const late = await this.store.get(key);
+        return late ? await wholeBody(late.body, late.size) : undefined;
+      }
     }
     return undefined;
+  }
+
+  /** Whether another make holds `key`'s lease now. */
+  async #leased(key: string): Promise<boolean> {
+    const row = await this.db.selectFrom("image_variants")
+      .select(
+        sql<boolean>`state = 'making' and lease_until >= now()`.as("live"),
+      )
+      .where("key", "=", key).executeTakeFirst();
+    return row?.live === true;
   }
 
   /** read → orient → resize → encode, against the deadline. */
@@ -256,18 +328,25 @@ export class VariantMaker {
       // Upright first: a stored JPEG keeps its orientation tag (the strip writes it
       // back), which a resized copy without that tag would otherwise lose.
       let img = sharp(input, { animated, limitInputPixels: false }).rotate();
+      const box = typeof recipe === "string"
+        ? undefined
+        : { ...recipe, ...boxWithin(recipe, source.width, source.height) };
+      const effort = await this.#plan(
+        img,
+        source,
+        box ?? recipe,
+        ext,
+        deadline,
+      );
       if (typeof recipe === "string") {
         const size = fixedSize(recipe);
         img = encodeFixed(
           img.resize(size, size, { fit: "inside", withoutEnlargement: true }),
           ext,
+          effort,
         );
       } else {
-        img = this.#transformed(
-          img,
-          { ...recipe, ...boxWithin(recipe, source.width, source.height) },
-          ext,
-        );
+        img = this.#transformed(img, box!, ext, effort);
       }
       return new Uint8Array(await img.timeout({ seconds }).toBuffer());
     } catch (e) {
@@ -288,8 +367,59 @@ export class VariantMaker {
     }
   }
 
-  /** A transform URL's size and encoding. */
-  #transformed(img: ReturnType<typeof sharp>, t: Transform, ext: string) {
+  /**
+   * The effort of an encode libvips cannot stop (AVIF, a transform's mozjpeg, GIF) that
+   * fits the time left, or 143 before it starts (encode_budget.ts); undefined for the
+   * encoders that stop at the timeout.
+   */
+  async #plan(
+    img: ReturnType<typeof sharp>,
+    source: VariantSource,
+    recipe: Recipe,
+    ext: string,
+    deadline: number,
+  ): Promise<number | undefined> {
+    const fixed = typeof recipe === "string";
+    const format: PlannedFormat | undefined = ext === "avif" && !fixed
+      ? "avif"
+      : ext === "jpg" && !fixed
+      ? "jpg"
+      : ext === "gif"
+      ? "gif"
+      : undefined;
+    if (!format) return undefined;
+    const ceiling = format === "avif"
+      ? this.effort.avif
+      : format === "jpg"
+      ? 1
+      : 7;
+    let { width, height } = source;
+    let pages = 1;
+    if (!width || !height || format === "gif") {
+      const meta = await img.metadata();
+      width ??= meta.autoOrient?.width ?? meta.width ?? 1;
+      height ??= meta.autoOrient?.height ?? meta.pageHeight ?? meta.height ?? 1;
+      pages = format === "gif" ? meta.pages ?? 1 : 1;
+    }
+    const pixels = fixed
+      ? fixedPixels(fixedSize(recipe), width, height)
+      : boxPixels(recipe, width, height);
+    return effortWithin(
+      this.effort.engine,
+      format,
+      pixels * pages,
+      deadline - Date.now(),
+      ceiling,
+    );
+  }
+
+  /** A transform URL's size and encoding, at the planned effort where there is one. */
+  #transformed(
+    img: ReturnType<typeof sharp>,
+    t: Transform,
+    ext: string,
+    effort: number | undefined,
+  ) {
     const quality = t.q ?? DEFAULT_QUALITY[ext];
     if (t.w || t.h) {
       img = img.resize({
@@ -302,13 +432,34 @@ export class VariantMaker {
       });
     }
     return ext === "avif"
-      ? img.avif({ quality, effort: this.effort.avif })
+      ? img.avif({ quality, effort: effort ?? this.effort.avif })
       : ext === "webp"
       ? img.webp({ quality, effort: this.effort.webp })
       : ext === "jpg"
-      ? img.flatten({ background: "#ffffff" }).jpeg({ quality, mozjpeg: true })
+      ? img.flatten({ background: "#ffffff" }).jpeg({
+        quality,
+        mozjpeg: (effort ?? 1) > 0,
+      })
       : ext === "gif"
-      ? img.gif()
+      ? img.gif({ effort })
       : img.png({ compressionLevel: 9 });
   }
+}
+
+/** Pixels of a fixed variant (longest side `size`, never enlarged) of a w×h original. */
+function fixedPixels(size: number, width: number, height: number): number {
+  const scale = Math.min(1, size / Math.max(width, height));
+  return Math.ceil(width * scale) * Math.ceil(height * scale);
+}
+
+/** Another instance's make of this variant outlasted the wait: busy, try again. */
+function variantBusy(): ApiError {
+  return new ApiError(250, {
+    headers: { "Retry-After": String(OUTAGE_RETRY_AFTER_S) },
+    details: [{
+      path: "variants",
+      message:
+        "another instance is still making this variant; try again shortly",
+    }],
+  });
 }

@@ -692,8 +692,8 @@ const MUTATIONS: Mutation[] = [
     name: "transforms: a box larger than the original is made as asked",
     file: "services/images/variant_maker.ts",
     from:
-      `          { ...recipe, ...boxWithin(recipe, source.width, source.height) },`,
-    to: `          recipe,`,
+      `        : { ...recipe, ...boxWithin(recipe, source.width, source.height) };`,
+    to: `        : recipe;`,
     tests: ["tests/transforms_test.ts"],
   },
   {
@@ -1173,6 +1173,48 @@ const MUTATIONS: Mutation[] = [
     to:
       `  if (!mayAnimate(sourceExt) && a.toLowerCase().includes("image/avif")) {`,
     tests: ["tests/transforms_test.ts"],
+  },
+  {
+    name:
+      "transforms: an encode libvips cannot stop starts whatever its cost (AVIF runs past IMAGE_TIMEOUT_MS)",
+    file: "services/images/variant_maker.ts",
+    from: "    if (!format) return undefined;",
+    to: "    if (format) return undefined;",
+    tests: ["tests/transforms_test.ts"],
+  },
+  {
+    name:
+      "transforms: the encode plan takes the cheapest effort, not the highest that fits",
+    file: "services/images/encode_budget.ts",
+    from: "  ].filter((e) => e <= ceiling).sort((a, b) => b - a);",
+    to: "  ].filter((e) => e <= ceiling).sort((a, b) => a - b);",
+    tests: ["tests/transforms_test.ts"],
+  },
+  {
+    name:
+      "transforms: a make's lease is never renewed (a slow variant is made twice)",
+    file: "services/images/variant_maker.ts",
+    from: "    const renewal = this.shared ? this.#renew(key) : undefined;",
+    to: "    const renewal = undefined;",
+    tests: ["tests/transforms_test.ts"],
+  },
+  {
+    name:
+      "transforms: a deletion loses to a make in flight (its variant stays)",
+    file: "services/images/variant_maker.ts",
+    from: "    if (live) return;",
+    to: "    return;",
+    tests: ["tests/transforms_test.ts"],
+  },
+  {
+    name:
+      "bodies: a small body's memory folder may not grow past its reservation (a TIFF's rewrite is 130)",
+    file: "services/runtime/scratch_files.ts",
+    from:
+      "    this.folders.set(folder, { limit: Infinity, held: 0, reserved: bytes });",
+    to:
+      "    this.folders.set(folder, { limit: bytes, held: 0, reserved: bytes });",
+    tests: ["tests/metadata_test.ts", "tests/scratch_files_test.ts"],
   },
 ];
 

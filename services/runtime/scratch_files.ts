@@ -88,11 +88,17 @@ class MemoryScratch {
     if (f) f.held -= bytes;
   }
 
-  /** Takes `bytes` of the process's budget for `folder` now; false when it has no room. */
+  /**
+   * Takes `bytes` of the process's budget for `folder` now; false when it has no room.
+   * The folder may grow past it, from the process's budget like any memory file (250
+   * when that has no room): what a stage writes beside the body is bounded by the
+   * pipeline, not by the body's size (a TIFF's lossless rewrite may come to three times
+   * it; issue #51 had a 306 KB one refused with "at most 0 MB").
+   */
   reserve(folder: string, bytes: number): boolean {
     if (this.#held + bytes > this.budget) return false;
     this.#held += bytes;
-    this.folders.set(folder, { limit: bytes, held: 0, reserved: bytes });
+    this.folders.set(folder, { limit: Infinity, held: 0, reserved: bytes });
     return true;
   }
 
@@ -157,8 +163,9 @@ export function limitFolder(folder: string, bytes: number): void {
 
 /**
  * Reserves `bytes` of the process's budget for a memory folder, which may then hold that
- * much (130 past it) with no write refused for the process's sake; false, reserving
- * nothing, when the budget has no room (the caller then writes to disk instead).
+ * much with no write refused for the process's sake, and more while the process's budget
+ * has room (250 past it); false, reserving nothing, when the budget has no room (the
+ * caller then writes to disk instead).
  */
 export function reserveFolder(folder: string, bytes: number): boolean {
   return memory.reserve(folder, bytes);

@@ -3,6 +3,7 @@
  * operation answers 404 to anyone who is not an admin (a guest, a user, a disabled
  * account, a user's key), as if it did not exist (DESIGN.md "Operating in public").
  */
+import { API_SECURITY } from "./upload_routes.ts";
 import { createRoute } from "@hono/zod-openapi";
 import type { Context, MiddlewareHandler } from "hono";
 import type { App, AppEnv } from "./env.ts";
@@ -57,8 +58,11 @@ import { clientAddress } from "./client_address.ts";
 import type { Quotas } from "../services/accounts/quotas.ts";
 import type { ImageRowCache } from "../services/images/image_cache.ts";
 
-/** Admin operations take a key (Bearer, X-API-Key) or the site's session with its token. */
-const ADMIN_SECURITY: Record<string, string[]>[] = [{ bearer: [] }];
+/**
+ * Admin operations take a key (Bearer, X-API-Key, `?key=`), as every /api/1 route, or the
+ * site's session with its token.
+ */
+const ADMIN_SECURITY = API_SECURITY;
 
 /** What every admin operation may answer besides its own: 404 to all but admins. */
 const ADMIN_ERRORS = [404, 160, 170, 250] as const;

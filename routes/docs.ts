@@ -14,21 +14,34 @@ import { serveAsset } from "./pages/static_assets.ts";
 
 /** The OpenAPI document of an app, as served and as written to openapi.yaml. */
 export function openApiDocument(app: App, serverUrl?: string) {
-  // One scheme, so a generated client given the key sends it once, in Authorization: with
-  // the other places listed as alternatives on every operation, hey-api's `auth` sent it
-  // in Authorization, X-API-Key, a cookie, X-CSRF-Token and ?key= at once. The other
-  // places still work (clients written for ImgBB and Chevereto use them) and are named
-  // here; the site's session is the site's own, not an API scheme.
+  // Every place the service reads a key is a scheme, listed as alternatives on each
+  // operation (upload_routes.ts API_SECURITY), so a validating proxy accepts Chevereto's
+  // `X-API-Key` and ImgBB's `?key=` as the service does. The body's `key` is a property
+  // of the bodies that take it; the site's session is the site's own, not an API scheme.
   app.openAPIRegistry.registerComponent("securitySchemes", "bearer", {
     type: "http",
     scheme: "bearer",
     description:
-      "Authorization: Bearer <API_KEY>. Send the key here. Also accepted, " +
-      "for clients written for ImgBB and Chevereto, in this order after it: " +
-      "`X-API-Key: <API_KEY>` (Chevereto V4), the body's `key` (uploads), `?key=` " +
-      `(ImgBB). The site's own pages call the API with their session instead (the ` +
-      `\`${SESSION_COOKIE}\` cookie with its token in \`${SESSION_TOKEN_HEADER}\`, same ` +
-      "origin only).",
+      "Authorization: Bearer <API_KEY>. The first place the key is read " +
+      "from; use it unless a client was written for ImgBB or Chevereto. The site's " +
+      `own pages call the API with their session instead (the \`${SESSION_COOKIE}\` ` +
+      `cookie with its token in \`${SESSION_TOKEN_HEADER}\`, same origin only).`,
+  });
+  app.openAPIRegistry.registerComponent("securitySchemes", "apiKeyHeader", {
+    type: "apiKey",
+    in: "header",
+    name: "X-API-Key",
+    description:
+      "X-API-Key: <API_KEY> (Chevereto V4's header), read when no Authorization is sent.",
+  });
+  app.openAPIRegistry.registerComponent("securitySchemes", "apiKeyQuery", {
+    type: "apiKey",
+    in: "query",
+    name: "key",
+    description:
+      "?key=<API_KEY> (ImgBB's and Chevereto's query), read last: after " +
+      "the headers and the body's `key`. A key in a URL ends up in logs and " +
+      "histories; prefer a header.",
   });
   return app.getOpenAPI31Document({
     openapi: "3.1.0",

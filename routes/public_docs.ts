@@ -71,6 +71,12 @@ const TransformQuery = z.object({
       "Quality 1–100, one of IMAGE_QUALITIES (default 50, 75, 90; any other needs " +
       "`s`); absent: AVIF 50, WebP 75, JPEG 80",
   }),
+  access: z.string().optional().openapi({
+    description:
+      "A `password` image's signed file URL, as its unlocked viewer page links it: " +
+      "valid while the password is unchanged, for a limited time (the unlock's). " +
+      "Without it (or the owner's key or session) such a file is 404",
+  }),
   s: z.string().optional().openapi({
     description:
       "Signature for values off the lists: base64url of the first 16 bytes of " +
@@ -104,24 +110,42 @@ function imageResponses(what: string) {
     },
     304: {
       description:
-        "If-None-Match named the ETag: the cached copy is current (ETag and " +
-        "Cache-Control only)",
+        "If-None-Match named the ETag: the cached copy is current (ETag, " +
+        "Cache-Control and the request's id only)",
       headers: {
+        ...REQUEST_ID_HEADER,
         "ETag": IMAGE_HEADERS["ETag"],
         "Cache-Control": IMAGE_HEADERS["Cache-Control"],
       },
     },
     416: {
       description: "The range lies outside the file",
-      headers: { "Content-Range": header("bytes */size") },
+      headers: {
+        ...REQUEST_ID_HEADER,
+        "Content-Range": header("bytes */size"),
+        "ETag": IMAGE_HEADERS["ETag"],
+        "Cache-Control": IMAGE_HEADERS["Cache-Control"],
+        "Accept-Ranges": IMAGE_HEADERS["Accept-Ranges"],
+      },
     },
     ...errorResponses(404),
   };
 }
 
+/**
+ * A page's answer: HTML, with the headers a page may carry (a locked page, or one showing
+ * its owner's controls, is never cached or indexed).
+ */
 const html = (description: string) => ({
   description,
-  headers: REQUEST_ID_HEADER,
+  headers: {
+    ...REQUEST_ID_HEADER,
+    "Cache-Control": header(
+      "`private, no-store` on a password form and on a page shown to its owner; " +
+        "`no-store` on a delete link's pages",
+    ),
+    "X-Robots-Tag": header("`noindex` on a password form"),
+  },
   content: { "text/html": { schema: z.string() } },
 });
 
@@ -173,7 +197,109 @@ export function documentPublicRoutes(app: App) {
       "Twitter card tags.",
     security: [],
     request: { params: z.object({ id: idParam }) },
-    responses: { 200: html("The viewer page"), ...errorResponses(404) },
+    responses: {
+      200: html(
+        "The viewer page; a `password` image's asks for its password until this " +
+          "browser unlocks it (then its file URLs carry `access`); a `private` or " +
+          "`password` one opens to its owner's key or session",
+      ),
+      ...errorResponses(404),
+    },
+  });
+  const gateBody = {
+    content: {
+      "application/x-www-form-urlencoded": {
+        schema: z.object({
+          password: z.string().max(128).openapi({
+            description: "The item's password",
+          }),
+        }),
+      },
+    },
+  };
+  const gateResponses = (what: string) => ({
+    303: {
+      description:
+        `The right password: the unlock cookie (HttpOnly, SameSite=Lax, scoped to ` +
+        `this ${what}'s page path) and back to the page`,
+      headers: {
+        ...REQUEST_ID_HEADER,
+        "Location": header(`The ${what}'s page`),
+        "Set-Cookie": header("`unlock=…`"),
+        "Cache-Control": header("no-store"),
+      },
+    },
+    403: {
+      description:
+        "A wrong password: the form again, saying so (text/html); or, as JSON, a " +
+        "post from another site's page (the Origin check against CSRF)",
+      headers: {
+        ...REQUEST_ID_HEADER,
+        "Cache-Control": header("private, no-store"),
+        "X-Robots-Tag": header("noindex"),
+      },
+      content: {
+        "text/html": { schema: z.string() },
+        ...errorResponses(403)[403].content,
+      },
+    },
+    429: {
+      description:
+        "Too many attempts from this address (PASSWORD_ATTEMPTS_PER_MINUTE, every " +
+        "item together): the form again, with Retry-After",
+      headers: {
+        ...REQUEST_ID_HEADER,
+        "Retry-After": header("Seconds to wait", "integer"),
+        "Cache-Control": header("private, no-store"),
+      },
+      content: { "text/html": { schema: z.string() } },
+    },
+    ...errorResponses(404),
+  });
+  reg.registerPath({
+    method: "post",
+    path: "/i/{id}",
+    operationId: "postViewerPassword",
+    tags: ["Pages"],
+    summary: "Unlocks a password image's viewer page (its form posts here)",
+    description:
+      "Only for a `password` image (404 otherwise, as for none). Attempts are counted " +
+      "per client address.",
+    security: [],
+    request: { params: z.object({ id: idParam }), body: gateBody },
+    responses: gateResponses("image"),
+  });
+  const albumParam = z.string().regex(/^[A-Za-z0-9_-]{6,64}$/).openapi({
+    param: { name: "id", in: "path" },
+    description: "The album's id (`id` of its record)",
+  });
+  reg.registerPath({
+    method: "get",
+    path: "/a/{id}",
+    operationId: "getAlbumPage",
+    tags: ["Pages"],
+    summary: "An album's page (`url` of its record)",
+    description:
+      "Its images, newest first, with their links. A `password` album asks for its " +
+      "password until this browser unlocks it; a `private` one is its owner's alone " +
+      "(404 to others, as for none).",
+    security: [],
+    request: { params: z.object({ id: albumParam }) },
+    responses: {
+      200: html("The album's page, or its password form"),
+      ...errorResponses(404),
+    },
+  });
+  reg.registerPath({
+    method: "post",
+    path: "/a/{id}",
+    operationId: "postAlbumPassword",
+    tags: ["Pages"],
+    summary: "Unlocks a password album's page (its form posts here)",
+    description: "Only for a `password` album (404 otherwise, as for none).",
+    security: [],
+    request: { params: z.object({ id: albumParam }), body: gateBody },
+    responses: gateResponses("album"),
   });
   const token = z.string().regex(/^[A-Za-z0-9_-]{1,128}$/).openapi({
     param: { name: "token", in: "path" },

@@ -9,21 +9,28 @@ import {
 } from "../schemas/envelope.ts";
 import {
   PresetSchema,
+  ScreenshotFileRequestSchema,
   ScreenshotRequestSchema,
   ScreenshotResultSchema,
 } from "../schemas/screenshot.ts";
-import type { ScreenshotService } from "../services/screenshots/screenshot_service.ts";
+import type { Context } from "hono";
+import type {
+  ScreenshotAnswer,
+  ScreenshotService,
+} from "../services/screenshots/screenshot_service.ts";
 import { PRESETS } from "../schemas/presets.ts";
 import { API_SECURITY, API_SECURITY_OR_BODY_KEY } from "./upload.ts";
 
 const rawBody = { schema: z.string().openapi({ format: "binary" }) };
 
-/** A 200 that may also be the capture's raw bytes (`response` binary). */
-function withRawBodies<T extends { content: object; headers: object }>(r: T) {
+/** The capture's raw bytes as a 200 (POST /api/1/screenshot/file). */
+function rawBodies<T extends { headers: object }>(r: T) {
   return {
-    ...r,
+    description:
+      "The capture's bytes: PNG, JPEG, WebP or PDF, as `format` asked",
     headers: {
       ...r.headers,
+      "Cache-Control": header("no-store"),
       "X-Screenshot-Width": header(
         "Binary answers: the image's width",
         "integer",
@@ -41,7 +48,6 @@ function withRawBodies<T extends { content: object; headers: object }>(r: T) {
       ),
     },
     content: {
-      ...r.content,
       "image/png": rawBody,
       "image/jpeg": rawBody,
       "image/webp": rawBody,
@@ -49,6 +55,21 @@ function withRawBodies<T extends { content: object; headers: object }>(r: T) {
     },
   };
 }
+
+/** Codes a capture may answer with. */
+const CAPTURE_ERRORS = [
+  ...AUTH_ERRORS,
+  143,
+  160,
+  200,
+  210,
+  220,
+  222,
+  230,
+  240,
+  413,
+  415,
+] as const;
 
 /** POST /api/1/screenshot (SPEC.md 4.2). */
 export const postScreenshotRoute = createRoute({
@@ -60,7 +81,12 @@ export const postScreenshotRoute = createRoute({
   description:
     "Loads the page in a fresh, isolated browser context and captures it. Only public " +
     "addresses are reachable: every request the page makes is checked. With `share` " +
-    "false the image comes back as a data URI and nothing is stored.",
+    "false the image comes back as a data URI and nothing is stored. For the bytes " +
+    "themselves call `POST /api/1/screenshot/file`, whose answer is the file alone (a " +
+    "generated client then types this operation's answer as JSON and that one's as a " +
+    'Blob). Clients written before it may still send `response: "binary"` (or ' +
+    "`Accept: image/*`) here with `share` false: they get the bytes as " +
+    "`/api/1/screenshot/file` answers them.",
   security: API_SECURITY_OR_BODY_KEY,
   request: {
     body: {
@@ -69,9 +95,8 @@ export const postScreenshotRoute = createRoute({
     },
   },
   responses: {
-    200: withRawBodies(okResponse(
-      "The screenshot, stored and shared or inline; with `share` false and " +
-        "`response` binary (or Accept: image/*, application/pdf) the raw bytes",
+    200: okResponse(
+      "The screenshot, stored and shared, or inline as a data URI",
       ScreenshotResultSchema,
       {
         shared: true,
@@ -93,20 +118,34 @@ export const postScreenshotRoute = createRoute({
         },
       },
       { rateLimited: true },
-    )),
-    ...errorResponses(
-      ...AUTH_ERRORS,
-      143,
-      160,
-      200,
-      210,
-      220,
-      222,
-      230,
-      240,
-      413,
-      415,
     ),
+    ...errorResponses(...CAPTURE_ERRORS),
+  },
+});
+
+/** POST /api/1/screenshot/file: a capture answered as its bytes, nothing stored. */
+export const postScreenshotFileRoute = createRoute({
+  method: "post",
+  path: "/api/1/screenshot/file",
+  operationId: "postScreenshotFile",
+  tags: ["Screenshots"],
+  summary: "Capture a web page, answered as the file",
+  description:
+    "The same capture as `POST /api/1/screenshot` with `share` false, answered as the " +
+    "image's (or PDF's) bytes with its size and page in `X-Screenshot-*` headers. " +
+    "Nothing is stored. Errors are the JSON envelope.",
+  security: API_SECURITY_OR_BODY_KEY,
+  request: {
+    body: {
+      required: true,
+      content: { "application/json": { schema: ScreenshotFileRequestSchema } },
+    },
+  },
+  responses: {
+    200: rawBodies(
+      okResponse("", ScreenshotResultSchema, {}, { rateLimited: true }),
+    ),
+    ...errorResponses(...CAPTURE_ERRORS),
   },
 });
 
@@ -141,29 +180,36 @@ export function wantsBytes(accept: string | undefined): boolean {
   return !!first && (first.startsWith("image/") || first === "application/pdf");
 }
 
+/** A capture's bytes with their size and page in headers; never cached. */
+function fileAnswer(c: Context, answer: ScreenshotAnswer): Response {
+  const m = answer.result.metadata;
+  return c.body(answer.bytes as Uint8Array<ArrayBuffer>, 200, {
+    "Content-Type": answer.contentType,
+    "Cache-Control": "no-store",
+    "X-Screenshot-Width": String(answer.result.width),
+    "X-Screenshot-Height": String(answer.result.height),
+    "X-Screenshot-Url": encodeURI(m.url),
+    "X-Screenshot-Status": String(m.status ?? ""),
+    "X-Screenshot-Cached": String(answer.result.cached),
+  });
+}
+
 /** Registers the screenshot API. */
 export function registerScreenshotRoutes(
   app: App,
   _deps: AppDeps,
   service: ScreenshotService,
 ) {
+  app.openapi(postScreenshotFileRoute, async (c) => {
+    const { key: _key, ...req } = c.req.valid("json");
+    return fileAnswer(c, await service.take(c.get("userId"), req)) as never;
+  });
   app.openapi(postScreenshotRoute, async (c) => {
     const { key: _key, ...req } = c.req.valid("json");
     const binary = !req.share &&
       (req.response === "binary" || wantsBytes(c.req.header("accept")));
     const answer = await service.take(c.get("userId"), req);
-    if (binary && answer.bytes) {
-      const m = answer.result.metadata;
-      return c.body(answer.bytes as Uint8Array<ArrayBuffer>, 200, {
-        "Content-Type": answer.contentType,
-        "Cache-Control": "no-store",
-        "X-Screenshot-Width": String(answer.result.width),
-        "X-Screenshot-Height": String(answer.result.height),
-        "X-Screenshot-Url": encodeURI(m.url),
-        "X-Screenshot-Status": String(m.status ?? ""),
-        "X-Screenshot-Cached": String(answer.result.cached),
-      }) as never;
-    }
+    if (binary && answer.bytes) return fileAnswer(c, answer) as never;
     return c.json(
       { status: 200 as const, success: true as const, data: answer.result },
       200,

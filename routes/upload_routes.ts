@@ -8,6 +8,7 @@ import {
   AUTH_ERRORS,
   envelopeOf,
   errorResponses,
+  header,
   okResponse,
   RATE_LIMIT_HEADERS,
   REQUEST_ID_HEADER,
@@ -26,11 +27,17 @@ import type { ErrorCode } from "../schemas/errors.ts";
 import { CHEVERETO_FIELDS } from "../schemas/chevereto.ts";
 
 /**
- * Security requirement of every /api/1 route, as declared: the bearer key alone, so a
- * generated client sends the key once. X-API-Key, ?key= and the site's session are still
- * accepted (see the bearer scheme's description in docs.ts).
+ * Security requirement of every /api/1 route: the key in any one of the places the
+ * service reads it (alternatives, in precedence order; docs.ts names the schemes).
+ * hey-api's client puts a key given as a string in every listed place, so its users give
+ * `auth` as a function of the scheme (docs/api.md); the site's session is the site's own,
+ * not an API scheme.
  */
-export const API_SECURITY: Record<string, string[]>[] = [{ bearer: [] }];
+export const API_SECURITY: Record<string, string[]>[] = [
+  { bearer: [] },
+  { apiKeyHeader: [] },
+  { apiKeyQuery: [] },
+];
 
 /**
  * Routes whose body may carry the key (`key` field or property): OpenAPI has no security
@@ -194,7 +201,13 @@ export const postUploadRoute = createRoute({
     "need only the host changed. A Chevereto-shaped request (an X-API-Key header, a " +
     "`source` field, or `format=json`) that stores one image also gets Chevereto V1.1's " +
     "`status_code`, `status_txt` and `image` (`image.url`, `image.display_url`, …) beside " +
-    "the envelope; `success` stays the envelope's boolean.",
+    "the envelope; `success` stays the envelope's boolean." +
+    " **Guests** (GUEST_UPLOADS=on): the site's home page uploads without a key, " +
+    "sending `X-CSRF-Token: guest` from its own origin (403 from another); the answer " +
+    "sets the `guest` cookie naming the browser's guest account, whose images expire " +
+    "after GUEST_EXPIRATION unless claimed by signing up in that browser; at most " +
+    "GUEST_UPLOADS_PER_MINUTE per client address (170), and guests may only upload " +
+    "(100 elsewhere).",
   security: API_SECURITY_OR_BODY_KEY,
   request: {
     query: UploadQuerySchema,
@@ -239,7 +252,14 @@ export const postUploadRoute = createRoute({
       description:
         "Stored: one image sent, its record (`kind` image); several, a batch (`kind` " +
         "batch: the records stored and the files refused)",
-      headers: { ...REQUEST_ID_HEADER, ...RATE_LIMIT_HEADERS },
+      headers: {
+        ...REQUEST_ID_HEADER,
+        ...RATE_LIMIT_HEADERS,
+        "Set-Cookie": header(
+          "A guest's upload only: `guest=…` (HttpOnly, SameSite=Lax), naming the " +
+            "browser's guest for its next uploads and the claim at sign-up",
+        ),
+      },
       content: {
         "application/json": {
           schema: envelopeOf(

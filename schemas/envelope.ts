@@ -120,9 +120,11 @@ const ALLOW: Record<string, Header> = {
 /**
  * Documents error responses for a route from the error table: codes grouped by HTTP status,
  * each status typed with the enum of its codes (so a generated client narrows `error.code`),
- * an example per code and the headers it carries (Retry-After on 429 and 503, the rate
- * limit on 170). 405 (another method on the path, with Allow) and 500 (a bug: an envelope,
- * never a stack trace) can happen on every operation and are always listed.
+ * an example per code and the headers it carries (Retry-After on 429 and 503). On an
+ * operation that takes a key (its codes include 170) every answer after the key was
+ * admitted carries the rate limit, so every status but 401 and 405 declares it. 405
+ * (another method on the path, with Allow) and 500 (a bug: an envelope, never a stack
+ * trace) can happen on every operation and are always listed.
  */
 export function errorResponses(...codes: ErrorCode[]) {
   const byStatus = new Map<number, ErrorCode[]>();
@@ -152,7 +154,9 @@ export function errorResponses(...codes: ErrorCode[]) {
       headers: {
         ...REQUEST_ID_HEADER,
         ...(status === 429 || status === 503 ? RETRY_AFTER : {}),
-        ...(list.includes(170) ? RATE_LIMIT_HEADERS : {}),
+        ...(codes.includes(170) && status !== 401 && status !== 405
+          ? RATE_LIMIT_HEADERS
+          : {}),
         ...(status === 405 ? ALLOW : {}),
       },
       content: {

@@ -26,7 +26,8 @@ const RESERVED_HEADERS =
   /^(host|cookie|content-length|connection|keep-alive|proxy-.*|transfer-encoding|upgrade|te|trailer|expect)$/i;
 
 /** JSON body of POST /api/1/screenshot (SPEC.md 4.2, and ScreenshotOne's options). */
-export const ScreenshotRequestSchema = z.object({
+/** Every field of a screenshot request (the checks across fields are screenshotRules). */
+const ScreenshotFields = z.object({
   key: z.string().optional().openapi({
     description:
       "API key, when none is sent in a header or the query (the security schemes)",
@@ -182,7 +183,15 @@ export const ScreenshotRequestSchema = z.object({
   share: z.boolean().default(true).openapi({
     description: "false: return the image inline (or raw) and store nothing",
   }),
-}).strict().superRefine((r, ctx) => {
+});
+
+type ScreenshotFieldValues = z.output<typeof ScreenshotFields>;
+
+/** The checks across a request's fields. */
+function screenshotRules(
+  r: ScreenshotFieldValues,
+  ctx: z.core.$RefinementCtx<ScreenshotFieldValues>,
+) {
   const bad = (path: string, message: string) =>
     ctx.addIssue({ code: "custom", path: [path], message });
   if (r.preset && r.viewport) {
@@ -201,7 +210,12 @@ export const ScreenshotRequestSchema = z.object({
   if (r.response === "binary" && r.share) {
     bad("response", "binary answers are for share false");
   }
-}).openapi("ScreenshotRequest", {
+}
+
+/** POST /api/1/screenshot's body. */
+export const ScreenshotRequestSchema = ScreenshotFields.strict().superRefine(
+  screenshotRules,
+).openapi("ScreenshotRequest", {
   // What "Try it out" starts from: a capture that works as it is (no `key: "string"`).
   example: { url: "https://example.com", preset: "desktop-1080p" },
 });
@@ -255,3 +269,18 @@ export const PresetSchema = z.object({
   userAgent: z.string().optional(),
   default: z.boolean(),
 }).openapi("Preset");
+
+/**
+ * POST /api/1/screenshot/file's body: the same fields but `share` and `response`, which
+ * that operation fixes (nothing stored, the bytes answered).
+ */
+export const ScreenshotFileRequestSchema = ScreenshotFields.omit({
+  share: true,
+  response: true,
+}).strict().transform((r) => ({
+  ...r,
+  share: false as const,
+  response: "binary" as const,
+})).superRefine(screenshotRules).openapi("ScreenshotFileRequest", {
+  example: { url: "https://example.com", format: "png" },
+});

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { createClient } from "@hey-api/openapi-ts";
-import { test, testEnv, userWithKey } from "./helpers.ts";
-import { makeImage } from "./fixtures.ts";
+import { test, testEnv, upload, userWithKey } from "./helpers.ts";
+import { formWith, makeImage } from "./fixtures.ts";
 import { startFixture } from "./fixture_server.ts";
 import { testScreenshotter } from "./browser_service.ts";
 import { Buffer } from "node:buffer";
@@ -24,8 +24,12 @@ type Answer = PostUploadResponses[200]["data"];
 const kindsTyped: Exact<Answer["kind"], "image" | "batch"> = true;
 
 const [base, key, png, page, catUrl, jpeg] = Deno.args;
-// The generator's own way to give the key: it puts it where each operation's security says.
-client.setConfig({ baseUrl: base, auth: key });
+// The generator's own way to give the key, for the one scheme it should go in: given as
+// a string, hey-api puts it in every place an operation's security lists (docs/api.md).
+client.setConfig({
+  baseUrl: base,
+  auth: (scheme) => scheme.scheme === "bearer" ? key : undefined,
+});
 const out: Record<string, unknown> = { codesTyped, kindsTyped };
 
 /** One upload's record, or the error that stopped it. */
@@ -165,9 +169,8 @@ test("a client made by a second generator (@hey-api/openapi-ts) from openapi.yam
       badScreenshotCode: 200,
     });
     assert.match(out.upload.medium, /^http:\/\/localhost:8080\/[\w-]+\.png$/);
-    // Each operation lists bearer alone (the site's session is not an API scheme): with
-    // `auth` set, hey-api sent the key in Authorization, X-API-Key, a cookie, X-CSRF-Token
-    // and ?key= at once.
+    // Each operation lists bearer, X-API-Key and ?key= as alternatives; given `auth` as a
+    // function of the scheme, hey-api sends the key once, in Authorization.
     assert.deepEqual(leaks, []);
     assert.equal(bearer, 9, "every call carried Authorization");
   } finally {
@@ -186,7 +189,15 @@ test("a client made by a second generator (@hey-api/openapi-ts) from openapi.yam
  * but the key's. `deno run --check` compiles it under strict first.
  */
 const ORVAL_DRIVER = `
-import { getImage, postUpload } from "./api.ts";
+import { getImage, postScreenshot, postScreenshotFile, postUpload } from "./api.ts";
+
+// A capture's record is typed as JSON, its file as a Blob (issue #51: with the bytes and
+// the record under one operation, orval typed both as a Blob and read JSON as one).
+type Ok<F extends (...a: never[]) => unknown> =
+  Extract<Awaited<ReturnType<F>>, { status: 200 }> extends { data: infer D } ? D : never;
+const shotIsJson: Ok<typeof postScreenshot> extends Blob ? false : true = true;
+const fileIsBlob: Ok<typeof postScreenshotFile> extends Blob ? true : false = true;
+const shotUrl = (d: Ok<typeof postScreenshot>) => d.data.width;
 
 const [key, png, catUrl] = Deno.args;
 const auth: RequestInit = { headers: { Authorization: "Bearer " + key } };
@@ -210,10 +221,11 @@ console.log(JSON.stringify({
   base64: { sameImage: b.id === a.id, duplicate: b.duplicate },
   url: c.width,
   read: got.status === 200 && got.data.data.id === a.id,
+  typed: shotIsJson && fileIsBlob && typeof shotUrl === "function",
 }));
 `;
 
-test("a client made by orval (fetch) from openapi.yaml compiles under strict and uploads a file, a base64 string and a URL through postUpload (multipart) with no cast and no hand-set content type, against a live server", async () => {
+test("a client made by orval (fetch) from openapi.yaml compiles under strict, types a capture's record as JSON and its file as a Blob, and uploads a file, a base64 string and a URL through postUpload (multipart) with no cast and no hand-set content type, against a live server", async () => {
   const dir = await Deno.makeTempDir({ prefix: "imagehost-orval-" });
   const cat = await makeImage("png", { width: 52 });
   const fixture = startFixture({
@@ -278,6 +290,7 @@ test("a client made by orval (fetch) from openapi.yaml compiles under strict and
       base64: { sameImage: true, duplicate: true },
       url: 52,
       read: true,
+      typed: true,
     });
     // orval sent each upload as multipart, with the boundary fetch chose.
     assert.deepEqual(contentTypes, [
@@ -290,6 +303,92 @@ test("a client made by orval (fetch) from openapi.yaml compiles under strict and
     await server.finished;
     await env.close();
     await fixture.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+/** A program against swagger-typescript-api's client: reads a record, typed. */
+const STA_DRIVER = `
+import { Api } from "./api.ts";
+const [base, key, id] = Deno.args;
+const api = new Api({ baseUrl: base, baseApiParams: { headers: { Authorization: "Bearer " + key } } });
+const got = await api.api.getImage(id);
+const title: string = got.data.data.title;
+console.log(JSON.stringify({ status: got.status, title }));
+`;
+
+test("a client made by a third generator (swagger-typescript-api) reads openapi.yaml (no YAML aliases, every route), compiles under strict and reads a record against a live server", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "imagehost-sta-" });
+  const env = await testEnv();
+  const ac = new AbortController();
+  const server = Deno.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    signal: ac.signal,
+    onListen: () => {},
+  }, (req) => env.app.fetch(req));
+  try {
+    const gen = await new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "-A",
+        "npm:swagger-typescript-api",
+        "generate",
+        "-p",
+        new URL("../openapi.yaml", import.meta.url).pathname,
+        "-o",
+        dir,
+        "-n",
+        "api.ts",
+      ],
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    assert.ok(gen.success, new TextDecoder().decode(gen.stderr));
+    const api = await Deno.readTextFile(`${dir}/api.ts`);
+    for (
+      const route of [
+        "POST:/i/{id}",
+        "POST:/a/{id}",
+        "POST:/api/1/screenshot/file",
+      ]
+    ) {
+      assert.ok(api.includes(`@request ${route}`), route);
+    }
+    await Deno.writeTextFile(`${dir}/driver.ts`, STA_DRIVER);
+    const { key } = await userWithKey(env);
+    const up = await upload(
+      env,
+      key,
+      formWith([{
+        name: "sta.png",
+        bytes: await makeImage("png", { width: 40 }),
+      }]),
+    );
+    const run = await new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "--no-config",
+        "--check",
+        `--allow-net=127.0.0.1:${server.addr.port}`,
+        `${dir}/driver.ts`,
+        `http://127.0.0.1:${server.addr.port}`,
+        key,
+        up.body.data.id,
+      ],
+      cwd: dir,
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    assert.equal(run.code, 0, new TextDecoder().decode(run.stderr));
+    assert.deepEqual(JSON.parse(new TextDecoder().decode(run.stdout)), {
+      status: 200,
+      title: "sta.png",
+    });
+  } finally {
+    ac.abort();
+    await server.finished;
+    await env.close();
     await Deno.remove(dir, { recursive: true });
   }
 });

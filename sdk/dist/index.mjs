@@ -1167,6 +1167,24 @@ function createApiClient(opts) {
     screenshot(request) {
       return call("POST", "/api/1/screenshot", JSON.stringify(request), true);
     },
+    /**
+     * POST /api/1/screenshot/file: the capture's bytes (PNG, JPEG, WebP or PDF as
+     * `format` asks), nothing stored.
+     */
+    async screenshotFile(request) {
+      const res = await f(`${base}/api/1/screenshot/file`, {
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${opts.apiKey}`,
+          "content-type": "application/json"
+        },
+        body: JSON.stringify(request)
+      }).catch((e) => {
+        throw new ServiceError(`Network error: ${e.message}`, 0, 0);
+      });
+      if (res.ok) return await res.blob();
+      throw errorFromBody(res.status, await res.json().catch(() => void 0));
+    },
     /** GET /api/1/screenshot/presets. */
     presets() {
       return call("GET", "/api/1/screenshot/presets");

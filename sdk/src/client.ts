@@ -3,7 +3,8 @@ import { errorFromBody, ServiceError } from "./errors.ts";
 
 type Json<T> = T extends { content: { "application/json": infer B } } ? B
   : never;
-type Ok<Op extends keyof operations> = Json<operations[Op]["responses"][200]>;
+type Ok<Op extends keyof operations> = operations[Op]["responses"] extends
+  { 200: infer R } ? Json<R> : never;
 
 /** Response envelopes of each operation, as openapi.yaml declares them. */
 export type UploadResult = Ok<"postUpload">;
@@ -205,6 +206,26 @@ export function createApiClient(opts: ApiClientOptions) {
     /** POST /api/1/screenshot. */
     screenshot(request: ScreenshotRequest): Promise<ScreenshotResult> {
       return call("POST", "/api/1/screenshot", JSON.stringify(request), true);
+    },
+    /**
+     * POST /api/1/screenshot/file: the capture's bytes (PNG, JPEG, WebP or PDF as
+     * `format` asks), nothing stored.
+     */
+    async screenshotFile(
+      request: Omit<ScreenshotRequest, "share" | "response">,
+    ): Promise<Blob> {
+      const res = await f(`${base}/api/1/screenshot/file`, {
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${opts.apiKey}`,
+          "content-type": "application/json",
+        },
+        body: JSON.stringify(request),
+      }).catch((e) => {
+        throw new ServiceError(`Network error: ${(e as Error).message}`, 0, 0);
+      });
+      if (res.ok) return await res.blob();
+      throw errorFromBody(res.status, await res.json().catch(() => undefined));
     },
     /** GET /api/1/screenshot/presets. */
     presets(): Promise<PresetsResult> {

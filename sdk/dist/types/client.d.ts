@@ -4,7 +4,9 @@ type Json<T> = T extends {
         "application/json": infer B;
     };
 } ? B : never;
-type Ok<Op extends keyof operations> = Json<operations[Op]["responses"][200]>;
+type Ok<Op extends keyof operations> = operations[Op]["responses"] extends {
+    200: infer R;
+} ? Json<R> : never;
 /** Response envelopes of each operation, as openapi.yaml declares them. */
 export type UploadResult = Ok<"postUpload">;
 export type ImageResult = Ok<"getImage">;
@@ -91,6 +93,11 @@ export declare function createApiClient(opts: ApiClientOptions): {
     deleteImage(id: string): Promise<DeleteResult>;
     /** POST /api/1/screenshot. */
     screenshot(request: ScreenshotRequest): Promise<ScreenshotResult>;
+    /**
+     * POST /api/1/screenshot/file: the capture's bytes (PNG, JPEG, WebP or PDF as
+     * `format` asks), nothing stored.
+     */
+    screenshotFile(request: Omit<ScreenshotRequest, "share" | "response">): Promise<Blob>;
     /** GET /api/1/screenshot/presets. */
     presets(): Promise<PresetsResult>;
 };

@@ -6,8 +6,10 @@ import { Layout, pageSecurity } from "./pages/layout.tsx";
 import { serveAsset } from "./pages/static_assets.ts";
 import { ApiError } from "../schemas/errors.ts";
 import { sessionUser } from "./session.ts";
+import { type NpmPackage, packSdk } from "../services/sdk/npm_package.ts";
 
 const DIST = new URL("../sdk/dist/", import.meta.url);
+const PACKAGE_DIR = new URL("../sdk/", import.meta.url);
 
 /** Script of the demo page: opens the widget with the key the visitor pastes. */
 const DEMO_JS = `
@@ -96,6 +98,41 @@ export function registerSdkRoutes(app: App, deps: AppDeps) {
     });
   serve("service-sdk.min.js", "text/javascript; charset=utf-8");
   serve("service-sdk.min.js.map", "application/json; charset=utf-8");
+
+  // The npm package, packed at first request: `npm install <BASE_URL>/sdk/<name>.tgz`
+  // (or the versioned file name npm pack would give it).
+  let packed: Promise<{ pkg: NpmPackage; etag: string }> | undefined;
+  app.get("/sdk/:file{[a-z0-9.-]+\\.tgz}", async (c) => {
+    packed ??= packSdk(PACKAGE_DIR).then((pkg) => ({
+      pkg,
+      etag: `"${
+        createHash("sha256").update(pkg.bytes).digest("base64url").slice(0, 22)
+      }"`,
+    }));
+    const { pkg, etag } = await packed.catch(() => {
+      packed = undefined;
+      throw new ApiError(404, {
+        message: "SDK not built: run `deno task sdk`",
+      });
+    });
+    const file = c.req.param("file");
+    if (
+      file !== `${pkg.name}.tgz` && file !== `${pkg.name}-${pkg.version}.tgz`
+    ) {
+      throw new ApiError(404);
+    }
+    const headers = {
+      "Content-Type": "application/gzip",
+      "Cache-Control": "public, max-age=300",
+      "ETag": etag,
+      "Access-Control-Allow-Origin": "*",
+      "Cross-Origin-Resource-Policy": "cross-origin",
+    };
+    if (c.req.header("if-none-match") === etag) {
+      return c.body(null, 304, headers);
+    }
+    return c.body(pkg.bytes as Uint8Array<ArrayBuffer>, 200, headers);
+  });
 
   serveAsset(app, "/assets/demo.js", DEMO_JS, "text/javascript; charset=utf-8");
   app.use("/demo", pageSecurity(deps.config));

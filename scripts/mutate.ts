@@ -1216,6 +1216,14 @@ const MUTATIONS: Mutation[] = [
       "    this.folders.set(folder, { limit: bytes, held: 0, reserved: bytes });",
     tests: ["tests/metadata_test.ts", "tests/scratch_files_test.ts"],
   },
+  {
+    name:
+      "sdk: the npm tarball's files are packed outside package/ (npm installs an empty package)",
+    file: "services/sdk/npm_package.ts",
+    from: "        name: `package/${path}`,",
+    to: "        name: path,",
+    tests: ["tests/sdk_test.ts"],
+  },
 ];
 
 const root = new URL("..", import.meta.url).pathname.replace(/\/$/, "");

@@ -694,3 +694,79 @@ test("every TypeScript example of the SDK's README compiles under tsc --strict a
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+test("npm installs the SDK as sdk/README says, from the running service's /sdk/image-uploader-widget.tgz: the package named image-uploader-widget, whose ServiceApp Node imports, and nothing fetched from any registry", async () => {
+  const env = await testEnv();
+  const dir = await Deno.makeTempDir({ prefix: "imagehost-npm-" });
+  const ac = new AbortController();
+  const server = Deno.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    signal: ac.signal,
+    onListen: () => {},
+  }, (req) => env.app.fetch(req));
+  try {
+    const base = `http://127.0.0.1:${server.addr.port}`;
+    const readme = await Deno.readTextFile(
+      new URL("../sdk/README.md", import.meta.url),
+    );
+    const line = readme.match(/^npm install (\S+)$/m)?.[1];
+    assert.ok(line, "sdk/README gives an npm install line");
+    const url = line!.replace(/^https?:\/\/[^/]+/, base);
+    assert.match(url, /\/sdk\/image-uploader-widget\.tgz$/);
+    const tarball = await fetch(url);
+    assert.equal(tarball.status, 200);
+    assert.equal(tarball.headers.get("content-type"), "application/gzip");
+    const etag = tarball.headers.get("etag")!;
+    await tarball.body?.cancel();
+    const again = await fetch(url, { headers: { "if-none-match": etag } });
+    assert.equal(again.status, 304);
+    await again.body?.cancel();
+    await Deno.writeTextFile(
+      `${dir}/package.json`,
+      '{"name":"app","private":true}',
+    );
+    const npm = await new Deno.Command("npm", {
+      args: ["install", url, "--no-audit", "--no-fund", "--no-save"],
+      cwd: dir,
+      // No registry is reachable: a package with no dependencies needs none.
+      env: {
+        npm_config_registry: "http://127.0.0.1:9/",
+        npm_config_cache: `${dir}/.npm`,
+        NO_UPDATE_NOTIFIER: "1",
+      },
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    assert.equal(npm.code, 0, new TextDecoder().decode(npm.stderr));
+    const installed = JSON.parse(
+      await Deno.readTextFile(
+        `${dir}/node_modules/image-uploader-widget/package.json`,
+      ),
+    );
+    assert.equal(installed.name, "image-uploader-widget");
+    const node = await new Deno.Command("node", {
+      args: [
+        "--input-type=module",
+        "-e",
+        'const m = await import("image-uploader-widget"); console.log(typeof m.ServiceApp, typeof m.createApiClient);',
+      ],
+      cwd: dir,
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    assert.equal(node.code, 0, new TextDecoder().decode(node.stderr));
+    assert.equal(
+      new TextDecoder().decode(node.stdout).trim(),
+      "function function",
+    );
+    const missing = await fetch(`${base}/sdk/someone-else.tgz`);
+    assert.equal(missing.status, 404);
+    await missing.body?.cancel();
+  } finally {
+    ac.abort();
+    await server.finished;
+    await env.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});

@@ -1224,6 +1224,37 @@ const MUTATIONS: Mutation[] = [
     to: "        name: path,",
     tests: ["tests/sdk_test.ts"],
   },
+  {
+    name:
+      "consent: the word cookie and one OK make a consent dialog (a recipes footer is removed)",
+    file: "services/screenshots/page_cleanup.ts",
+    from: "    if (!vocabulary.test(prose)) return false;",
+    to: "",
+    tests: ["tests/screenshot_hiding_test.ts"],
+  },
+  {
+    name: "consent: closed shadow roots are not kept (their banners stay)",
+    file: "services/screenshots/capture_steps.ts",
+    from:
+      "    if (opts.noCookie) await page.evaluateOnNewDocument(keepShadowRoots);",
+    to: "",
+    tests: ["tests/screenshot_hiding_test.ts"],
+  },
+  {
+    name: "consent: banners are looked for once, before the caller's delay",
+    file: "services/screenshots/capture_steps.ts",
+    from: "    if (opts.noCookie && (opts.delay || opts.js)) {",
+    to: "    if (false) {",
+    tests: ["tests/screenshot_hiding_test.ts"],
+  },
+  {
+    name:
+      "consent: an unlocked body keeps the viewport height a lock cut it to",
+    file: "services/screenshots/page_cleanup.ts",
+    from: '      el.style.setProperty("height", "auto", "important");',
+    to: "",
+    tests: ["tests/screenshot_hiding_test.ts"],
+  },
 ];
 
 const root = new URL("..", import.meta.url).pathname.replace(/\/$/, "");

@@ -84,7 +84,19 @@ const CMPS: Record<string, string> = {
     `<div class="notice" style="${bottomBar}">We use cookies to give you the best experience on our website. <button>Yes, I'm happy</button> <a href="/cookie-settings">Cookie settings</a></div>`,
   continue:
     `<div class="consent-bar" style="${bottomBar}">We and our partners store cookies on your device to personalise ads and measure performance. <button>Accept and continue</button> <button>Manage options</button></div>`,
+  // Issue 51's misses: consent bars in a shadow root, open or closed, of a host no list
+  // names.
+  "shadow-open": shadowBanner("open"),
+  "shadow-closed": shadowBanner("closed"),
 };
+
+/** A consent bar inside a shadow root of an element no list names. */
+function shadowBanner(mode: "open" | "closed") {
+  return `<privacy-box></privacy-box><script>
+    const root = document.querySelector("privacy-box").attachShadow({ mode: "${mode}" });
+    root.innerHTML = '<div style="${bottomBar}">We use cookies to improve your experience and measure our audience. <button>Accept all</button> <button>Reject all</button></div>';
+  </script>`;
+}
 
 /** What must survive every kind of hiding. */
 const DECOYS =
@@ -96,8 +108,26 @@ const DECOYS =
    <header class="promo-head" style="position:sticky;top:60px;height:40px;background:#00f;color:#00f">Summer sale: 20% off everything <a href="/cookies" style="color:#00f">Cookies</a> <button style="background:#00f;color:#00f;border:0">Close</button></header>
    <footer style="position:fixed;right:0;bottom:130px;width:320px;height:40px;background:#00f;color:#00f">© 2026 Example Shop · <a href="/privacy" style="color:#00f">Privacy &amp; cookie settings</a> · Subscribed! <button style="background:#00f;color:#00f;border:0">OK</button></footer>`;
 
+/**
+ * Fixed and sticky things that say "cookie" and have one OK or Agree button but ask for no
+ * consent (issue #51: each was removed): they stay, pixel for pixel.
+ */
+const COOKIE_WORD_DECOYS =
+  `<div class="recipes" style="position:fixed;left:0;bottom:0;width:500px;height:50px;background:#00f;color:#00f">New cookie recipes every week <button style="background:#00f;color:#00f;border:0">OK</button></div>
+   <div class="news" style="position:fixed;right:0;bottom:0;width:480px;height:50px;background:#00f;color:#00f">Our newsletter: one recipe a week, no tracking cookies. <button style="background:#00f;color:#00f;border:0">OK</button></div>
+   <div class="player" role="dialog" style="position:fixed;right:10px;top:420px;width:220px;height:130px;background:#00f;color:#00f">Baking cookies live <button style="background:#00f;color:#00f;border:0">Agree</button></div>
+   <div class="jar" style="position:sticky;top:0;height:44px;background:#00f;color:#00f">Cookie jar, hand-made: 20% off today <button style="background:#00f;color:#00f;border:0">Agree &amp; buy</button></div>`;
+
 const page = (inner: string) =>
   `<!doctype html><html><head><style>html,body{margin:0;background:#fff}</style></head><body>${DECOYS}<p>Article</p>${inner}</body></html>`;
+
+/** A page 2,691 px tall whose consent wall locks scrolling with `rule`. */
+function lockedPage(rule: string) {
+  return `<!doctype html><html class="cw-open"><head><style>html,body{margin:0} ${rule}</style></head>
+    <body class="cw-open"><div style="height:2691px;background:linear-gradient(#0f0,#00f)"></div>
+    <div class="wall" style="position:fixed;inset:0;${RED}"><p>We use cookies and similar technologies to measure our audience.</p>
+    <button>Accept all</button> <button>Reject all</button></div></body></html>`;
+}
 
 /** The ad page: names the fixture's own port, so it is built per request. */
 const ads = (port: number) =>
@@ -121,6 +151,19 @@ const fixture = startFixture({
   "/cmp-frame":
     `<body style="background:#f00;margin:0">Consent: Accept / Reject</body>`,
   "/decoys": page(""),
+  "/cookie-word-decoys": page(COOKIE_WORD_DECOYS),
+  // A consent banner a script adds two seconds after load.
+  "/cmp/delayed": page(
+    `<script>setTimeout(() => document.body.insertAdjacentHTML("beforeend", '<div class="late" style="${bottomBar}">This site uses cookies for statistics. <button>Accept</button> <button>Reject</button></div>'), 2000)</script>`,
+  ),
+  // Consent walls whose scroll lock is a class rule on html and body, on a page 2,691 px
+  // tall: with !important and the body cut to the viewport, or the body pinned.
+  "/locked/important": lockedPage(
+    "html.cw-open, html.cw-open body { overflow: hidden !important; height: 100% }",
+  ),
+  "/locked/pinned": lockedPage(
+    "body.cw-open { position: fixed; width: 100%; top: -40px; overflow: hidden }",
+  ),
   // A fixed strip about cookies with no accept or reject control: a notice, not a
   // consent dialog, so it stays.
   "/info-strip": page(
@@ -255,6 +298,56 @@ test("noCookie leaves a fixed strip about cookies that has no accept or reject c
     clean.blue >= plain.blue - 500,
     `the strip was hidden (${clean.blue} blue of ${plain.blue})`,
   );
+});
+
+test("noCookie leaves what says cookie but asks no consent (a recipes footer, a newsletter footer with 'no tracking cookies', a video player with Agree, a sticky cookie-jar bar) pixel for pixel", async () => {
+  const plain = await colours({ url: `${fixture.origin}/cookie-word-decoys` });
+  const clean = await colours({
+    url: `${fixture.origin}/cookie-word-decoys`,
+    noCookie: true,
+  });
+  const decoys = await (decoyBlue ??= colours({
+    url: `${fixture.origin}/decoys`,
+  }).then((c) => c.blue));
+  assert.ok(plain.blue >= decoys + 40_000, `they show (${plain.blue})`);
+  assert.equal(clean.blue, plain.blue, "a decoy was hidden");
+  assert.equal(clean.green, plain.green);
+});
+
+test("noCookie watches until the capture: a consent banner added 2 s after load goes with delay 2500; without noCookie it shows", async () => {
+  const url = `${fixture.origin}/cmp/delayed`;
+  const plain = await colours({ url, delay: 2500 });
+  assert.ok(plain.red > 5000, `the late banner shows (${plain.red})`);
+  const clean = await colours({ url, delay: 2500, noCookie: true });
+  assert.equal(clean.red, 0, "the late banner's pixels are left");
+});
+
+test("noCookie lifts a scroll lock set by a class rule on html and body (overflow hidden !important with the body cut to the viewport, or the body pinned): a full-page capture has the whole 2,691 px page", async () => {
+  for (const lock of ["important", "pinned"]) {
+    const shot = async (noCookie: boolean) => {
+      const r = await json(
+        await env.app.request("/api/1/screenshot", {
+          method: "POST",
+          headers: {
+            authorization: `Bearer ${key}`,
+            "content-type": "application/json",
+          },
+          body: JSON.stringify({
+            url: `${fixture.origin}/locked/${lock}`,
+            share: false,
+            fullPage: true,
+            noCookie,
+            viewport: { width: 1280, height: 800 },
+          }),
+        }),
+      );
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+      return await sharp(dataUriBytes(r.body.data.display_url)).metadata();
+    };
+    assert.equal((await shot(false)).height, 800, `${lock}: locked at first`);
+    const freed = await shot(true);
+    assert.ok(freed.height! >= 2691, `${lock}: ${freed.height} px tall`);
+  }
 });
 
 test("noCookie lifts the scroll lock a consent wall or an iframe CMP puts on the page; without noCookie it stays", async () => {

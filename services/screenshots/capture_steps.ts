@@ -28,6 +28,7 @@ import {
   COOKIE_SELECTORS,
   dismissCookieBanners,
   hideCss,
+  keepShadowRoots,
   TRACKER_HOSTS,
 } from "./page_cleanup.ts";
 import type { CaptureOptions, CaptureResult } from "./screenshotter.ts";
@@ -198,6 +199,9 @@ export class CaptureSteps {
         : []),
     ];
     if (media.length) await page.emulateMediaFeatures(media);
+    // A consent bar may live in a closed shadow root, which no page script can reach:
+    // its roots are kept, before the page's own scripts run, for dismissCookieBanners.
+    if (opts.noCookie) await page.evaluateOnNewDocument(keepShadowRoots);
     await page.setBypassCSP(true);
     const target = new URL(opts.url);
     if (opts.cookies?.length) {
@@ -343,6 +347,11 @@ export class CaptureSteps {
     if (opts.js) moved = await this.#runScript(page, opts, deadline, guard);
     if (opts.delay) {
       await new Promise((r) => setTimeout(r, Math.min(opts.delay!, left())));
+    }
+    // Watched until the capture: a banner a script adds later (during the caller's
+    // script or delay) goes too.
+    if (opts.noCookie && (opts.delay || opts.js)) {
+      await page.evaluate(dismissCookieBanners, COOKIE_ACCEPT_BUTTONS);
     }
     return moved;
   }

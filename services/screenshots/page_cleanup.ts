@@ -153,21 +153,46 @@ export function hideCss(selectors: string[]): string {
   } { display: none !important; visibility: hidden !important; }`;
 }
 
+/** Where keepShadowRoots keeps the page's shadow roots, closed ones included. */
+export const SHADOW_ROOTS_KEY = "__imagehostShadowRoots";
+
+/**
+ * Runs in the page before its own scripts (noCookie): keeps every shadow root the page
+ * attaches, closed ones included, where dismissCookieBanners finds them (issue #51: a
+ * consent bar in a closed shadow root of an unknown host stayed). The page sees its
+ * roots as it made them.
+ */
+export function keepShadowRoots(): void {
+  const roots: ShadowRoot[] = [];
+  Object.defineProperty(window, "__imagehostShadowRoots", { value: roots });
+  const attach = Element.prototype.attachShadow;
+  Element.prototype.attachShadow = function (init: ShadowRootInit) {
+    const root = attach.call(this, init);
+    roots.push(root);
+    return root;
+  };
+}
+
 /**
  * Runs in the page: clicks the known managers' accept buttons, then hides what is shaped
- * like a consent dialog and nothing else. A word or two is not enough; it takes:
+ * like a consent dialog and nothing else, in the document and in every shadow root (open,
+ * or closed ones keepShadowRoots kept). A word or two is not enough; it takes:
  * - an overlay: a fixed or sticky element, or a dialog;
- * - consent prose: its own text (outside its links and buttons) talks about cookies,
- *   consent or privacy, and the sentences that do are most of that text;
+ * - consent prose: its own text (outside its links and buttons) says the site uses or
+ *   stores cookies, or asks for consent or about privacy (not merely the word "cookie":
+ *   a recipe, a cookie jar, "no tracking cookies"), and the sentences about it are most
+ *   of that text;
  * - consent controls: two or more buttons or links labelled as consent answers (accept,
  *   agree, "I'm happy", "Accept and continue", reject, settings, … in the usual European
  *   languages, matched as phrases, not whole labels) with at least one accept or reject;
  *   or, on a one-line notice (prose under 200 characters), one accept control;
  * - or, for a manager whose dialog is a cross-origin iframe (Sourcepoint, TCF CMPs): an
  *   overlay holding such an iframe, named or addressed as consent.
- * So a sticky header with a "Cookies" link and a promo's Close button, or a footer with
- * "Privacy & cookie settings" and an unrelated OK, stay. When something was hidden, the
- * scroll lock a consent wall puts on the page is lifted.
+ * So a sticky header with a "Cookies" link and a promo's Close button, a footer with
+ * "Privacy & cookie settings" and an unrelated OK, "New cookie recipes every week [OK]"
+ * or a "Cookie jar [Agree & buy]" bar stay. When a consent dialog was found (hidden here,
+ * or already by the lists' rules), the scroll lock it put on the page is lifted, however
+ * it was set (inline, or a class rule with !important; overflow or a pinned body).
  */
 export function dismissCookieBanners(acceptSelectors: string[]): number {
   for (const sel of acceptSelectors) {
@@ -188,17 +213,43 @@ export function dismissCookieBanners(acceptSelectors: string[]): number {
     ((el as HTMLElement).innerText || (el as HTMLInputElement).value || "")
       .trim();
   const cmpFrame = /consent|cmp|gdpr|tcf|sp_message|privacy-?mgmt|cookie/i;
+  // What a consent notice says: the site uses or stores cookies (a verb before them, or
+  // a purpose after), or it asks for consent or about privacy.
+  const vocabulary = new RegExp(
+    [
+      String
+        .raw`\b(use|uses|using|used|store|stores|utili[sz]es?|set|sets|place|places|verwenden|nutzen|utilisons|utilise|usamos|utilizamos|usiamo|utilizziamo|gebruiken|gebruikt)\b[^.!?\n]{0,60}\bcookies?\b`,
+      String
+        .raw`\bcookies?\b[^.!?\n]{0,60}\b(to|for)\b[^.!?\n]{0,40}\b(improve|personali[sz]e|analy[sz]e|measure|ads|advertising|experience|deliver|provide|enhance|performance|technical|statistics)`,
+      String
+        .raw`\b(consent|gdpr|your privacy|privacy (settings|preferences|choices|cent(er|re))|personal data|data protection|cookie (settings|preferences|consent|choices|notice|banner))\b`,
+      String
+        .raw`\b(datenschutz|einwilligung|confidentialité|consentement|vie privée|privacidad|consentimiento|riservatezza|consenso|toestemming|privacidade)`,
+    ].join("|"),
+    "i",
+  );
+  // "no tracking cookies", "we never use cookies": about cookies, asking nothing.
+  const negated =
+    /\b(no|never|not|don'?t|without|zero)\b[^.!?\n]{0,30}\bcookies?\b/i;
 
+  /** Text of an element, or of a shadow root's top elements. */
+  const textOf = (scope: HTMLElement | ShadowRoot) =>
+    scope instanceof ShadowRoot
+      ? Array.from(scope.children).map((c) =>
+        (c as HTMLElement).innerText || ""
+      )
+        .join("\n")
+      : scope.innerText || "";
   /** The element's own prose: its text without that of its controls. */
-  const proseOf = (el: HTMLElement) => {
-    let text = el.innerText || "";
+  const proseOf = (el: HTMLElement | ShadowRoot) => {
+    let text = textOf(el);
     for (const c of Array.from(el.querySelectorAll(controlSelector))) {
       const l = label(c);
       if (l) text = text.replace(l, " ");
     }
     return text.trim();
   };
-  const isConsentDialog = (el: HTMLElement) => {
+  const isConsentDialog = (el: HTMLElement | ShadowRoot) => {
     const frames = Array.from(el.querySelectorAll("iframe")).filter((f) =>
       cmpFrame.test(
         [f.id, f.title, f.name, f.getAttribute("src") ?? ""].join(" "),
@@ -208,6 +259,12 @@ export function dismissCookieBanners(acceptSelectors: string[]): number {
     const raw = proseOf(el);
     const prose = raw.replace(/\s+/g, " ");
     if (!topic.test(prose) || prose.length > 3000) return false;
+    if (!vocabulary.test(prose)) return false;
+    if (
+      negated.test(prose) && !/\b(consent|gdpr|your privacy)\b/i.test(prose)
+    ) {
+      return false;
+    }
     // Most of the prose is about consent: the sentences (or lines) that mention it.
     const sentences = raw.split(/(?<=[.!?])\s+|\n+/).map((x) => x.trim());
     const about = sentences.filter((x) => topic.test(x)).join(" ").length;
@@ -222,34 +279,83 @@ export function dismissCookieBanners(acceptSelectors: string[]): number {
       (prose.length < 200 && labels.some((l) => accept.test(l)));
   };
 
-  let hidden = 0;
-  const candidates = Array.from(
-    document.querySelectorAll<HTMLElement>(
-      'body *:not(script):not(style):not(nav):not([role="navigation"])',
-    ),
-  );
-  for (const el of candidates) {
-    if (el.closest("[data-imagehost-hidden]")) continue;
-    const style = getComputedStyle(el);
-    const overlay = style.position === "fixed" || style.position === "sticky" ||
-      el.matches('[role="dialog"], [role="alertdialog"], [aria-modal="true"]');
-    if (!overlay || style.display === "none") continue;
-    if (!isConsentDialog(el)) continue;
-    el.setAttribute("data-imagehost-hidden", "");
-    el.style.setProperty("display", "none", "important");
-    hidden++;
+  // Every root: the document, open shadow roots, and those keepShadowRoots kept.
+  const kept = (window as unknown as Record<string, ShadowRoot[] | undefined>)[
+    "__imagehostShadowRoots"
+  ] ?? [];
+  const roots: (Document | ShadowRoot)[] = [document, ...kept];
+  for (let i = 0; i < roots.length; i++) {
+    for (const el of Array.from(roots[i].querySelectorAll("*"))) {
+      const open = el.shadowRoot;
+      if (open && !roots.includes(open)) roots.push(open);
+    }
   }
-  if (hidden > 0 || document.querySelector('[id^="sp_message_container_"]')) {
-    // A consent wall locks scrolling (overflow hidden, or the body pinned in place).
-    for (const el of [document.documentElement, document.body]) {
-      if (!el) continue;
-      el.style.setProperty("overflow", "auto", "important");
+  let hidden = 0, found = 0;
+  for (const root of roots) {
+    const candidates = Array.from(
+      root.querySelectorAll<HTMLElement>(
+        root === document
+          ? 'body *:not(script):not(style):not(nav):not([role="navigation"])'
+          : '*:not(script):not(style):not(nav):not([role="navigation"])',
+      ),
+    );
+    for (const el of candidates) {
+      if (el.closest("[data-imagehost-hidden]")) continue;
+      const style = getComputedStyle(el);
+      const overlay = style.position === "fixed" ||
+        style.position === "sticky" ||
+        el.matches(
+          '[role="dialog"], [role="alertdialog"], [aria-modal="true"]',
+        );
+      if (!overlay) continue;
+      // A shadow host shows its root's content: judge that.
+      const own = kept.find((r) => r.host === el) ?? el.shadowRoot;
+      if (style.display === "none") {
+        // Hidden by the lists' rules already: its lock still wants lifting.
+        if (isConsentDialog(own ?? el)) found++;
+        continue;
+      }
+      if (!isConsentDialog(own ?? el)) continue;
+      el.setAttribute("data-imagehost-hidden", "");
+      el.style.setProperty("display", "none", "important");
+      hidden++;
+    }
+  }
+  if (
+    hidden > 0 || found > 0 ||
+    document.querySelector('[id^="sp_message_container_"]')
+  ) {
+    unlockScroll();
+  }
+  return hidden;
+
+  /**
+   * Lifts a consent wall's scroll lock on html and body, however it was set: the page
+   * scrolls again, and a body that a lock pinned or cut to the viewport's height gets its
+   * height back, so a full-page capture has the whole page (issue #51: a class rule
+   * `overflow:hidden !important; height:100%` left it at the viewport's 800 px).
+   */
+  function unlockScroll() {
+    const html = document.documentElement, body = document.body;
+    if (!body) return;
+    const locked = [html, body].some((el) => {
+      const s = getComputedStyle(el);
+      return /hidden|clip/.test(s.overflow + s.overflowY) ||
+        s.position === "fixed";
+    });
+    if (!locked) return;
+    // The viewport scrolls (html's overflow); body itself must not become a scroller.
+    html.style.setProperty("overflow", "auto", "important");
+    body.style.setProperty("overflow", "visible", "important");
+    for (const el of [html, body]) {
+      el.style.setProperty("height", "auto", "important");
+      el.style.setProperty("max-height", "none", "important");
       if (getComputedStyle(el).position === "fixed") {
         el.style.setProperty("position", "static", "important");
+        el.style.setProperty("top", "auto", "important");
       }
     }
   }
-  return hidden;
 }
 
 /**

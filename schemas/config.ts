@@ -253,7 +253,7 @@ const PROCESSING = {
   }),
   IMAGE_TIMEOUT_MS: v(int(20_000, 1_000, 600_000), {
     description:
-      "Per file: decoding it (and making a variant of it); else 143.",
+      "Per file: decoding it (and making a variant of it); else 143. An encode libvips cannot stop (AVIF, a transform's mozjpeg, GIF) starts only at an effort whose measured worst case fits half the time left, else 143 at once.",
     unit: "ms",
   }),
   IMAGE_WORKERS: v(int(CORES, 1, 256), {

@@ -626,3 +626,50 @@ test("password hashing runs one at a time: concurrent logins queue for the hashe
   assert.equal(peak, 1);
   assert.equal(hashSlots.slots, 1);
 });
+
+test("a header value with a NUL byte is refused by the HTTP layer with 400 before any handler (RFC 9110 §5.5), the connection closed, nothing stored, and the server keeps answering", async () => {
+  const env = await testEnv();
+  const ac = new AbortController();
+  let reached = 0;
+  const server = Deno.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    signal: ac.signal,
+    onListen: () => {},
+  }, (req) => {
+    reached++;
+    return env.app.fetch(req);
+  });
+  try {
+    const { key } = await userWithKey(env);
+    for (
+      const type of [
+        "multipart/form-data; boundary=x\0y",
+        "image/png\0",
+      ]
+    ) {
+      const conn = await Deno.connect({
+        hostname: "127.0.0.1",
+        port: server.addr.port,
+      });
+      await conn.write(
+        new TextEncoder().encode(
+          `POST /api/1/upload HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${key}\r\nContent-Type: ${type}\r\nContent-Length: 3\r\n\r\nabc`,
+        ),
+      );
+      const answer = new TextDecoder().decode(
+        await new Response(conn.readable).arrayBuffer(),
+      );
+      assert.match(answer, /^HTTP\/1\.1 400 /);
+    }
+    assert.equal(reached, 0, "no handler saw the request");
+    const after = await fetch(`http://127.0.0.1:${server.addr.port}/healthz`);
+    assert.equal(after.status, 200);
+    await after.body?.cancel();
+    assert.deepEqual(await storedKeys(env), []);
+  } finally {
+    ac.abort();
+    await server.finished;
+    await env.close();
+  }
+});

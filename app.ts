@@ -17,6 +17,7 @@ import { registerAccountRoutes } from "./routes/account.tsx";
 import { apiAuth, apiRoutes, authOf } from "./routes/api_auth.ts";
 import { wholeBodyLimit } from "./routes/body_limit.ts";
 import { registerUploadRoutes } from "./routes/upload.ts";
+import { registerTusRoutes } from "./routes/tus.ts";
 import { registerImageListRoutes } from "./routes/image_list.ts";
 import { registerAdminRoutes } from "./routes/admin.ts";
 import { Metrics } from "./services/metrics/metrics.ts";
@@ -229,6 +230,7 @@ export function createApp(deps: AppDeps): App {
     ),
   );
   registerUploadRoutes(app, deps, pipeline, rowCache);
+  registerTusRoutes(app, deps, pipeline);
   registerAdminRoutes(app, deps, pipeline.quotas, rowCache);
   registerAccountApi(app, deps);
   registerAdminPages(app, deps, pipeline.quotas, rowCache);

@@ -81,6 +81,8 @@ export function apiAuth(
     // calls itself), and reports need no account. A path that is no route is 404 to
     // everyone, with or without a key: not 401, which would say it needs one.
     if (ownAuthPath(c.req.path) || !isRoute(c.req.path)) return await next();
+    // tus's capability discovery (and CORS preflights) carry no key.
+    if (c.req.method === "OPTIONS") return await next();
     let key = headerKey(c);
     const sessionToken = c.req.header(SESSION_TOKEN_HEADER);
     if (key === undefined && sessionToken !== undefined) {

@@ -1,3 +1,4 @@
+import { TUS_PATH } from "../services/uploads/tus_path.ts";
 import type { MiddlewareHandler } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { ApiError } from "../schemas/errors.ts";
@@ -28,6 +29,8 @@ export function wholeBodyLimit(maxKb: number): MiddlewareHandler<AppEnv> {
     if (c.req.method === "POST" && STREAMED_BODY_PATHS.has(c.req.path)) {
       return await next();
     }
+    // A resumable upload's chunks are streamed to its parts by tus, within its bounds.
+    if (c.req.path.startsWith(TUS_PATH)) return await next();
     return await limit(c, next);
   };
 }

@@ -216,6 +216,26 @@ const BODIES = {
       "What such held bodies may take in the whole process; a body that finds it full is answered 503/250 with Retry-After.",
     unit: "MB",
   }),
+  TUS_MAX_FILE_BYTES: v(int(200 * 1024 * 1024, 1), {
+    description:
+      "One resumable upload (tus, /api/1/tus/): its Upload-Length at most this; past it 413/130 at creation, nothing stored.",
+    unit: "bytes",
+  }),
+  TUS_EXPIRE_HOURS: v(int(24, 1, 8760), {
+    description:
+      "An unfinished resumable upload is removed (its parts with it) this long after it was last written to.",
+    unit: "hours",
+  }),
+  TUS_PENDING_MB: v(int(1024, 1, 1_048_576), {
+    description:
+      "Bytes of unfinished resumable uploads one account may have open (their Upload-Length); a creation past it is 413/130.",
+    unit: "MB",
+  }),
+  TUS_UPLOADS_AT_ONCE: v(int(8, 1, 1000), {
+    description:
+      "Unfinished resumable uploads one account may have open; a creation past it is 429/170.",
+    unit: "uploads",
+  }),
   SCRATCH: v(z.enum(["auto", "disk", "memory"]).default("auto"), {
     description:
       "Where an upload's scratch files go: disk (DATA_DIR/tmp), memory (within MEMORY_BODY_MB; nothing written), or auto: memory where DATA_DIR may not be written (Deno Deploy), else disk.",

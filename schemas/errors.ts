@@ -14,6 +14,8 @@ export const ERRORS = {
   143: { message: "Image took too long to process", status: 422 },
   150: { message: "No files could be uploaded", status: 422 },
   160: { message: "Invalid request", status: 400 },
+  161: { message: "Upload offset does not match", status: 409 },
+  162: { message: "Tus-Resumable 1.0.0 required", status: 412 },
   170: { message: "Rate limit exceeded", status: 429 },
   180: { message: "Quota exceeded", status: 403 },
   181: { message: "Sign-up is closed or the invite is not valid", status: 403 },

@@ -1255,6 +1255,37 @@ const MUTATIONS: Mutation[] = [
     to: "",
     tests: ["tests/screenshot_hiding_test.ts"],
   },
+  {
+    name:
+      "tus: anyone with a key may continue or read another account's upload",
+    file: "services/uploads/resumable.ts",
+    from:
+      "      if (owner !== userId) return this.#refuse(404, new ApiError(404));",
+    to: "",
+    tests: ["tests/tus_test.ts"],
+  },
+  {
+    name: "tus: a refused upload's info is left behind",
+    file: "services/uploads/resumable.ts",
+    from: "      await Deno.remove(`${path}.json`).catch(() => {});",
+    to: "",
+    tests: ["tests/tus_test.ts"],
+  },
+  {
+    name: "tus: the last PATCH answers nothing, not the image record",
+    file: "services/uploads/resumable.ts",
+    from: "        body: this.deps.answer(200, record),",
+    to: '        body: "",',
+    tests: ["tests/tus_test.ts"],
+  },
+  {
+    name: "tus: tus's own refusals go out as plain text",
+    file: "services/uploads/resumable.ts",
+    from:
+      '    if (res.status < 400 || type.includes("application/json")) return res;',
+    to: "    return res;",
+    tests: ["tests/tus_test.ts"],
+  },
 ];
 
 const root = new URL("..", import.meta.url).pathname.replace(/\/$/, "");

@@ -44,6 +44,14 @@ var ERRORS = {
     "message": "Invalid request",
     "status": 400
   },
+  "161": {
+    "message": "Upload offset does not match",
+    "status": 409
+  },
+  "162": {
+    "message": "Tus-Resumable 1.0.0 required",
+    "status": 412
+  },
   "170": {
     "message": "Rate limit exceeded",
     "status": 429

@@ -258,9 +258,18 @@ export class ImagePipeline {
   async ingest(
     userId: string,
     file: IncomingImage,
-    opts: { expiration?: number; source?: string; albumId?: string } = {},
+    opts: {
+      expiration?: number;
+      source?: string;
+      albumId?: string;
+      /** The file's limit, when not MAX_FILE_BYTES (a resumable upload's). */
+      maxBytes?: number;
+    } = {},
   ): Promise<ImageRecord & { duplicate?: boolean }> {
-    const { ext, source } = await this.#admit(file);
+    const { ext, source } = await this.#admit(
+      file,
+      opts.maxBytes ?? this.deps.config.MAX_FILE_BYTES,
+    );
     const shape = await inspect(
       source,
       ext,
@@ -334,8 +343,9 @@ export class ImagePipeline {
    */
   async #admit(
     file: IncomingImage,
+    maxBytes: number,
   ): Promise<{ ext: string; source: Source }> {
-    if (file.truncated || file.size > this.deps.config.MAX_FILE_BYTES) {
+    if (file.truncated || file.size > maxBytes) {
       throw new ApiError(130);
     }
     if (file.size === 0) throw new ApiError(141, { message: "Empty file" });

@@ -1,0 +1,317 @@
+import { createHash } from "node:crypto";
+import { join } from "node:path";
+import { Server, type Upload } from "@tus/server";
+import { FileStore } from "@tus/file-store";
+import { ApiError, type ErrorCode } from "../../schemas/errors.ts";
+import type { Config } from "../../schemas/config.ts";
+import type { ImageRecord } from "../images/records.ts";
+import type { IncomingImage } from "../images/pipeline_stages.ts";
+
+import { TUS_PATH } from "./tus_path.ts";
+
+/**
+ * The header the route sets on the request it hands to tus: the caller's account. A
+ * client's own value is dropped first (the route builds a fresh request).
+ */
+const OWNER_HEADER = "x-imagehost-owner";
+
+/** What a finished upload is handed to: the upload pipeline (ImagePipeline#ingest). */
+export type Ingest = (
+  userId: string,
+  file: IncomingImage,
+  opts: { expiration?: number; albumId?: string; maxBytes: number },
+) => Promise<ImageRecord & { duplicate?: boolean }>;
+
+/** What the resumable uploads need. */
+export interface ResumableDeps {
+  config: Pick<
+    Config,
+    | "TUS_MAX_FILE_BYTES"
+    | "TUS_EXPIRE_HOURS"
+    | "TUS_PENDING_MB"
+    | "TUS_UPLOADS_AT_ONCE"
+  >;
+  /** Where the unfinished uploads' parts are kept (DATA_DIR/tus). */
+  directory: string;
+  ingest: Ingest;
+  /** An album id of the user's (the upload's `album` metadata), or 404/160. */
+  albumOf: (userId: string, album: string) => Promise<string>;
+  /** The envelope a finished or refused upload answers with. */
+  answer: (status: number, body: unknown) => string;
+}
+
+/**
+ * Resumable uploads on the tus 1.0 protocol (issue #53), through `@tus/server` with
+ * `@tus/file-store`: creation (with upload), termination and expiration. The key is
+ * checked by the API's middleware before anything reaches here; each upload belongs to
+ * the account that created it (its `owner`, kept server-side in its info), and only that
+ * account may continue, inspect or end it (404 to others, as for none). A finished upload
+ * goes through the same pipeline as every upload (type from the bytes, pixel bounds,
+ * metadata strip, record, duplicates); the final PATCH answers its record in the usual
+ * envelope, and the upload's parts are removed whether it was stored or refused.
+ */
+export class ResumableUploads {
+  readonly server: Server;
+  readonly #store: FileStore;
+
+  constructor(private readonly deps: ResumableDeps) {
+    this.#store = new FileStore({
+      directory: deps.directory,
+      expirationPeriodInMilliseconds: deps.config.TUS_EXPIRE_HOURS * 3_600_000,
+    });
+    this.server = new Server({
+      path: TUS_PATH,
+      datastore: this.#store,
+      maxSize: deps.config.TUS_MAX_FILE_BYTES,
+      // Behind a proxy the client's own scheme and host name the upload's URL.
+      respectForwardedHeaders: true,
+      onUploadCreate: (req, upload) => this.#create(req, upload),
+      onUploadFinish: (req, upload) => this.#finish(req, upload),
+    });
+  }
+
+  /**
+   * Answers one tus request of `userId`: creation, or an upload of theirs (HEAD, PATCH,
+   * DELETE). OPTIONS needs no account and is answered before the key check.
+   */
+  async handle(req: Request, userId: string): Promise<Response> {
+    const id = uploadIdOf(new URL(req.url).pathname);
+    const length = Number(req.headers.get("upload-length") ?? 0);
+    if (req.method === "POST" && length > this.deps.config.TUS_MAX_FILE_BYTES) {
+      // Before tus's own plain-text 413: the envelope, naming the bound.
+      return this.#refuse(
+        413,
+        new ApiError(130, {
+          details: [{
+            path: "Upload-Length",
+            message:
+              `a resumable upload may be at most ${this.deps.config.TUS_MAX_FILE_BYTES} bytes (TUS_MAX_FILE_BYTES)`,
+          }],
+        }),
+      );
+    }
+    if (id !== undefined) {
+      const owner = await this.#ownerOf(id);
+      if (owner !== userId) return this.#refuse(404, new ApiError(404));
+    }
+    const headers = new Headers(req.headers);
+    headers.set(OWNER_HEADER, userId);
+    return this.#enveloped(
+      await this.server.handleWeb(
+        // Built afresh, not from `req`: copying a request reads its signal, which Deno
+        // warns about (legacy abort); a cut body already ends the write.
+        new Request(req.url, {
+          method: req.method,
+          headers,
+          body: req.body,
+          // @ts-ignore: fetch's streaming body option, which Deno's types lack here.
+          duplex: "half",
+        }),
+      ),
+    );
+  }
+
+  /**
+   * tus's own refusals (plain text) in the envelope, at their status where a code has it:
+   * 409 offset conflict (161) and 412 no Tus-Resumable (162) as tus clients expect them,
+   * 413 as 130, 410 as 404, 423 (the upload busy) as 250 with Retry-After, 460 (checksum)
+   * and any other 4xx as 160.
+   */
+  #enveloped(res: Response): Response {
+    const type = res.headers.get("content-type") ?? "";
+    if (res.status < 400 || type.includes("application/json")) return res;
+    const code = ({
+      400: 160,
+      403: 403,
+      404: 404,
+      409: 161,
+      410: 404,
+      412: 162,
+      413: 130,
+      415: 415,
+      423: 250,
+      500: 500,
+    } as Record<number, ErrorCode>)[res.status] ?? 160;
+    const e = new ApiError(code, {
+      details: [{ message: `tus: ${res.status} ${res.statusText}`.trim() }],
+    });
+    const out = this.#refuse(e.status, e);
+    for (const h of ["Tus-Resumable", "Tus-Version", "Upload-Offset"]) {
+      const v = res.headers.get(h);
+      if (v) out.headers.set(h, v);
+    }
+    if (code === 250) out.headers.set("Retry-After", "1");
+    return out;
+  }
+
+  /** An answer in the envelope, as tus clients read a refusal. */
+  #refuse(status: number, e: ApiError): Response {
+    return new Response(this.deps.answer(status, e), {
+      status,
+      headers: { "content-type": "application/json", "Tus-Resumable": "1.0.0" },
+    });
+  }
+
+  /** Removes the parts of uploads unwritten for TUS_EXPIRE_HOURS; how many went. */
+  async cleanUp(): Promise<number> {
+    return await this.server.cleanUpExpiredUploads();
+  }
+
+  /** The account an upload was created by, or undefined when there is none. */
+  async #ownerOf(id: string): Promise<string | undefined> {
+    try {
+      return (await this.#store.getUpload(id)).metadata?.owner ?? undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /**
+   * A creation: the account's bounds (TUS_UPLOADS_AT_ONCE, TUS_PENDING_MB), a known
+   * length, and the owner written into the upload's info.
+   */
+  async #create(req: Request, upload: Upload) {
+    const owner = req.headers.get(OWNER_HEADER)!;
+    if (upload.sizeIsDeferred || upload.size === undefined) {
+      throw tusError(
+        400,
+        new ApiError(160, {
+          details: [{
+            path: "Upload-Length",
+            message: "give the file's length",
+          }],
+        }),
+      );
+    }
+    const open = await this.#unfinishedOf(owner);
+    if (open.length >= this.deps.config.TUS_UPLOADS_AT_ONCE) {
+      throw tusError(
+        429,
+        new ApiError(170, {
+          details: [{
+            path: "TUS_UPLOADS_AT_ONCE",
+            message:
+              `at most ${this.deps.config.TUS_UPLOADS_AT_ONCE} unfinished resumable uploads at once: finish or DELETE one`,
+          }],
+        }),
+      );
+    }
+    const pending = open.reduce((n, u) => n + (u.size ?? 0), 0);
+    if (pending + upload.size > this.deps.config.TUS_PENDING_MB * 1024 * 1024) {
+      throw tusError(
+        413,
+        new ApiError(130, {
+          details: [{
+            path: "TUS_PENDING_MB",
+            message:
+              `unfinished resumable uploads may hold at most ${this.deps.config.TUS_PENDING_MB} MB per account`,
+          }],
+        }),
+      );
+    }
+    return { metadata: { ...upload.metadata, owner } };
+  }
+
+  /** The account's unfinished uploads (their info files). */
+  async #unfinishedOf(owner: string): Promise<Upload[]> {
+    const out: Upload[] = [];
+    const names: string[] = [];
+    try {
+      for await (const e of Deno.readDir(this.deps.directory)) {
+        if (e.name.endsWith(".json")) names.push(e.name);
+      }
+    } catch {
+      return out; // no folder yet: no upload
+    }
+    for (const name of names) {
+      const e = { name };
+      const upload = await this.#store.getUpload(e.name.slice(0, -5)).catch(
+        () => undefined,
+      );
+      if (
+        upload?.metadata?.owner === owner && upload.offset !== upload.size
+      ) out.push(upload);
+    }
+    return out;
+  }
+
+  /**
+   * A finished upload: the pipeline stores it (or refuses it with its usual code); the
+   * final PATCH answers the record or the error envelope; the parts go either way.
+   */
+  async #finish(req: Request, upload: Upload) {
+    const owner = req.headers.get(OWNER_HEADER)!;
+    const meta = upload.metadata ?? {};
+    const path = join(this.deps.directory, upload.id);
+    try {
+      const expiration = meta.expiration ? Number(meta.expiration) : undefined;
+      if (
+        expiration !== undefined &&
+        (!Number.isInteger(expiration) || expiration < 0)
+      ) {
+        throw new ApiError(160, {
+          details: [{ path: "expiration", message: "seconds, an integer" }],
+        });
+      }
+      const albumId = meta.album
+        ? await this.deps.albumOf(owner, meta.album)
+        : undefined;
+      const record = await this.deps.ingest(owner, {
+        path,
+        filename: (meta.title || meta.filename || "image").slice(0, 255),
+        size: upload.size!,
+        sha256: await sha256Of(path),
+      }, {
+        expiration: expiration || undefined,
+        albumId,
+        maxBytes: this.deps.config.TUS_MAX_FILE_BYTES,
+      });
+      return {
+        status_code: 200,
+        headers: { "Content-Type": "application/json" },
+        body: this.deps.answer(200, record),
+      };
+    } catch (e) {
+      const err = e instanceof ApiError ? e : new ApiError(500);
+      return {
+        status_code: err.status,
+        headers: { "Content-Type": "application/json" },
+        body: this.deps.answer(err.status, err),
+      };
+    } finally {
+      // Stored: the file was moved into the store; refused: it goes. Its info goes too.
+      await Deno.remove(path).catch(() => {});
+      await Deno.remove(`${path}.json`).catch(() => {});
+    }
+  }
+}
+
+/** The upload id of a tus URL (`/api/1/tus/<id>`), or undefined for the endpoint. */
+export function uploadIdOf(pathname: string): string | undefined {
+  const rest = pathname.slice(TUS_PATH.length).replace(/^\/+|\/+$/g, "");
+  return rest ? rest : undefined;
+}
+
+/** A tus hook's refusal: tus answers its status and body. */
+function tusError(status: number, e: ApiError) {
+  return {
+    status_code: status,
+    body: JSON.stringify({
+      status,
+      success: false,
+      error: {
+        code: e.code,
+        message: e.message,
+        ...(e.details ? { details: e.details } : {}),
+      },
+    }),
+  };
+}
+
+/** The SHA-256 of a file, read as a stream. */
+async function sha256Of(path: string): Promise<string> {
+  const hash = createHash("sha256");
+  const f = await Deno.open(path);
+  for await (const chunk of f.readable) hash.update(chunk);
+  return hash.digest("hex");
+}

@@ -1,0 +1,345 @@
+import assert from "node:assert/strict";
+import { Buffer } from "node:buffer";
+import * as tus from "tus-js-client";
+import {
+  json,
+  test,
+  type TestEnv,
+  testEnv,
+  upload,
+  userWithKey,
+} from "./helpers.ts";
+import { formWith, makeNoiseJpeg } from "./fixtures.ts";
+import { sweepResumable } from "../routes/tus.ts";
+import { appSettled } from "../app.ts";
+
+/**
+ * Resumable uploads (tus 1.0, issue #53) with tus-js-client, the reference client, against
+ * the app on a real loopback server; a cut connection through a proxy of our own.
+ */
+
+/** The app on loopback, and a way to stop it. */
+function serve(env: TestEnv) {
+  const ac = new AbortController();
+  const server = Deno.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    signal: ac.signal,
+    onListen: () => {},
+  }, (req) => env.app.fetch(req));
+  return {
+    origin: `http://127.0.0.1:${server.addr.port}`,
+    port: server.addr.port,
+    async close() {
+      ac.abort();
+      await server.finished;
+    },
+  };
+}
+
+/**
+ * A TCP proxy to `port` that cuts the first connection whose request body passes
+ * `cutAfter` bytes of upload (a phone losing its network), and passes every later one.
+ */
+function cuttingProxy(port: number, cutAfter: number) {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  let cuts = 0, connections = 0;
+  (async () => {
+    for await (const client of listener) {
+      connections++;
+      (async () => {
+        const upstream = await Deno.connect({ hostname: "127.0.0.1", port });
+        const cut = cuts === 0;
+        let passed = 0;
+        const up = (async () => {
+          const buf = new Uint8Array(64 * 1024);
+          try {
+            while (true) {
+              const n = await client.read(buf);
+              if (n === null) break;
+              passed += n;
+              if (cut && passed > cutAfter) {
+                cuts++;
+                break;
+              }
+              await upstream.write(buf.subarray(0, n));
+            }
+          } catch { /* closed */ }
+          try {
+            client.close();
+          } catch { /* closed */ }
+          try {
+            upstream.close();
+          } catch { /* closed */ }
+        })();
+        const down = (async () => {
+          const buf = new Uint8Array(64 * 1024);
+          try {
+            while (true) {
+              const n = await upstream.read(buf);
+              if (n === null) break;
+              await client.write(buf.subarray(0, n));
+            }
+          } catch { /* closed */ }
+        })();
+        await Promise.allSettled([up, down]);
+      })();
+    }
+  })().catch(() => {});
+  return {
+    port: listener.addr.port,
+    get cuts() {
+      return cuts;
+    },
+    get connections() {
+      return connections;
+    },
+    close: () => listener.close(),
+  };
+}
+
+/** Uploads `bytes` with tus-js-client; the final answer's body, and the upload's URL. */
+function tusUpload(
+  endpoint: string,
+  key: string,
+  bytes: Uint8Array,
+  metadata: Record<string, string>,
+  opts: Partial<tus.UploadOptions> = {},
+): Promise<{ body: string; url: string }> {
+  return new Promise((resolve, reject) => {
+    const up = new tus.Upload(Buffer.from(bytes), {
+      endpoint,
+      headers: { authorization: `Bearer ${key}` },
+      metadata,
+      retryDelays: [0, 100, 300],
+      ...opts,
+      onError: reject,
+      onSuccess: (p) =>
+        resolve({ body: p.lastResponse.getBody(), url: up.url! }),
+    });
+    up.start();
+  });
+}
+
+/** The files left in DATA_DIR/tus. */
+async function parts(env: TestEnv): Promise<string[]> {
+  const out: string[] = [];
+  try {
+    for await (const e of Deno.readDir(`${env.deps.config.DATA_DIR}/tus`)) {
+      out.push(e.name);
+    }
+  } catch { /* none made */ }
+  return out;
+}
+
+test("tus-js-client uploads a photo in chunks to /api/1/tus/: the last PATCH answers its record, titled from its filename and listed like any upload, stored as the same bytes a one-request upload stores, and no part is left", async () => {
+  const env = await testEnv();
+  const http = serve(env);
+  try {
+    const { key } = await userWithKey(env);
+    const other = await userWithKey(env, "other@example.com");
+    const photo = await makeNoiseJpeg(1600, 1200);
+    const done = await tusUpload(`${http.origin}/api/1/tus/`, key, photo, {
+      filename: "train.jpg",
+    }, { chunkSize: 256 * 1024 });
+    const answer = JSON.parse(done.body);
+    assert.equal(answer.success, true, done.body);
+    assert.equal(answer.data.title, "train.jpg");
+    const list = await json(
+      await env.app.request("/api/1/images", {
+        headers: { authorization: `Bearer ${key}` },
+      }),
+    );
+    assert.deepEqual(list.body.data.images.map((i: { id: string }) => i.id), [
+      answer.data.id,
+    ]);
+    // The same file in one request, from another account: the same stored bytes.
+    const single = await upload(
+      env,
+      other.key,
+      formWith([{ name: "train.jpg", bytes: photo }]),
+    );
+    assert.equal(single.status, 200);
+    const stored = async (url: string) =>
+      new Uint8Array(
+        await (await env.app.request(new URL(url).pathname)).arrayBuffer(),
+      );
+    assert.deepEqual(
+      await stored(answer.data.url),
+      await stored(single.body.data.url),
+    );
+    assert.deepEqual(await parts(env), []);
+  } finally {
+    await http.close();
+    await env.close();
+  }
+});
+
+test("a connection cut at about half resumes from the server's offset: tus-js-client asks HEAD, sends the rest, and the stored image is the same bytes as a one-request upload; no part is left", async () => {
+  const env = await testEnv();
+  const http = serve(env);
+  const photo = await makeNoiseJpeg(1800, 1400);
+  const proxy = cuttingProxy(http.port, photo.length / 2);
+  try {
+    const { key } = await userWithKey(env);
+    const other = await userWithKey(env, "other@example.com");
+    const offsets: number[] = [];
+    const done = await tusUpload(
+      `http://127.0.0.1:${proxy.port}/api/1/tus/`,
+      key,
+      photo,
+      { filename: "cut.jpg" },
+      {
+        // One PATCH for the whole file: the cut lands in its middle.
+        chunkSize: Infinity,
+        onAfterResponse: (req, res) => {
+          if (req.getMethod() === "HEAD") {
+            offsets.push(Number(res.getHeader("Upload-Offset")));
+          }
+        },
+      },
+    );
+    assert.equal(proxy.cuts, 1, "the first connection was cut");
+    assert.ok(proxy.connections >= 2);
+    assert.equal(offsets.length, 1, "one HEAD after the cut");
+    assert.ok(
+      offsets[0] > 0 && offsets[0] < photo.length,
+      `resumed from ${offsets[0]} of ${photo.length}, not from zero`,
+    );
+    const answer = JSON.parse(done.body);
+    assert.equal(answer.success, true, done.body);
+    const single = await upload(
+      env,
+      other.key,
+      formWith([{ name: "cut.jpg", bytes: photo }]),
+    );
+    const bytes = async (url: string) =>
+      new Uint8Array(
+        await (await env.app.request(new URL(url).pathname)).arrayBuffer(),
+      );
+    assert.deepEqual(
+      await bytes(answer.data.url),
+      await bytes(single.body.data.url),
+    );
+    await appSettled(env.app);
+    assert.deepEqual(await parts(env), []);
+  } finally {
+    proxy.close();
+    await http.close();
+    await env.close();
+  }
+});
+
+test("resumable uploads keep every upload's rules: no key 401, someone else's upload 404, tus's own refusals in the envelope (409/161 a wrong offset, 412/162 no Tus-Resumable), past TUS_MAX_FILE_BYTES 413/130 in the envelope, a file that is no image 415/141 at its last chunk with its parts removed, and an abandoned upload's parts gone after TUS_EXPIRE_HOURS", async () => {
+  const env = await testEnv({
+    env: { TUS_MAX_FILE_BYTES: String(4 * 1024 * 1024) },
+  });
+  const http = serve(env);
+  const base = `${http.origin}/api/1/tus`;
+  try {
+    const { key } = await userWithKey(env);
+    const other = await userWithKey(env, "other@example.com");
+    const create = (k: string | undefined, length: number) =>
+      fetch(`${base}/`, {
+        method: "POST",
+        headers: {
+          "tus-resumable": "1.0.0",
+          "upload-length": String(length),
+          ...(k ? { authorization: `Bearer ${k}` } : {}),
+        },
+      });
+    const anonymous = await create(undefined, 10);
+    assert.equal(anonymous.status, 401);
+    await anonymous.body?.cancel();
+    const big = await create(key, 5 * 1024 * 1024);
+    assert.equal(big.status, 413);
+    assert.equal((await big.json()).error.code, 130);
+
+    // Half an upload, then someone else asks for it.
+    const made = await create(key, 1000);
+    assert.equal(made.status, 201);
+    await made.body?.cancel();
+    const url = new URL(made.headers.get("location")!, http.origin).href;
+    const half = await fetch(url, {
+      method: "PATCH",
+      headers: {
+        authorization: `Bearer ${key}`,
+        "tus-resumable": "1.0.0",
+        "upload-offset": "0",
+        "content-type": "application/offset+octet-stream",
+      },
+      body: new Uint8Array(500),
+    });
+    assert.equal(half.status, 204);
+    assert.equal(half.headers.get("upload-offset"), "500");
+    // tus's own refusals come in the envelope, at the status tus clients expect.
+    const wrongOffset = await fetch(url, {
+      method: "PATCH",
+      headers: {
+        authorization: `Bearer ${key}`,
+        "tus-resumable": "1.0.0",
+        "upload-offset": "10",
+        "content-type": "application/offset+octet-stream",
+      },
+      body: new Uint8Array(5),
+    });
+    assert.equal(wrongOffset.status, 409);
+    assert.equal((await wrongOffset.json()).error.code, 161);
+    const noVersion = await fetch(url, {
+      method: "PATCH",
+      headers: {
+        authorization: `Bearer ${key}`,
+        "upload-offset": "500",
+        "content-type": "application/offset+octet-stream",
+      },
+      body: new Uint8Array(5),
+    });
+    assert.equal(noVersion.status, 412);
+    assert.equal((await noVersion.json()).error.code, 162);
+    const theirs = await fetch(url, {
+      method: "HEAD",
+      headers: {
+        authorization: `Bearer ${other.key}`,
+        "tus-resumable": "1.0.0",
+      },
+    });
+    assert.equal(theirs.status, 404);
+    const mine = await fetch(url, {
+      method: "HEAD",
+      headers: { authorization: `Bearer ${key}`, "tus-resumable": "1.0.0" },
+    });
+    assert.equal(mine.headers.get("upload-offset"), "500");
+
+    // Not an image: refused at its last chunk, its parts gone.
+    await assert.rejects(
+      tusUpload(
+        `${base}/`,
+        key,
+        new TextEncoder().encode("just text\n".repeat(50)),
+        {
+          filename: "notes.png",
+        },
+        { retryDelays: [] },
+      ),
+      (e: Error) => /415/.test(e.message) && /141/.test(e.message),
+    );
+    const left = await parts(env);
+    assert.equal(
+      left.length,
+      2,
+      `only the half upload's file and info: ${left}`,
+    );
+
+    // Abandoned: once its last write is older than TUS_EXPIRE_HOURS, the sweep removes it.
+    const id = new URL(url).pathname.split("/").pop()!;
+    const info = `${env.deps.config.DATA_DIR}/tus/${id}.json`;
+    const meta = JSON.parse(await Deno.readTextFile(info));
+    meta.creation_date = new Date(Date.now() - 25 * 3_600_000).toISOString();
+    await Deno.writeTextFile(info, JSON.stringify(meta));
+    assert.equal(await sweepResumable(env.app), 1);
+    assert.deepEqual(await parts(env), []);
+  } finally {
+    await http.close();
+    await env.close();
+  }
+});

@@ -1248,16 +1248,15 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/screenshot_hiding_test.ts"],
   },
   {
-    name:
-      "consent: an unlocked body keeps the viewport height a lock cut it to",
+    name: "consent: an unlocked body stays its own scroller (overflow auto)",
     file: "services/screenshots/page_cleanup.ts",
-    from: '      el.style.setProperty("height", "auto", "important");',
-    to: "",
+    from: `    body.style.setProperty("overflow", "visible", "important");`,
+    to: `    body.style.setProperty("overflow", "auto", "important");`,
     tests: ["tests/screenshot_hiding_test.ts"],
   },
   {
     name:
-      "tus: anyone with a key may continue or read another account's upload",
+      "resumable: anyone with a key may continue or read another account's upload",
     file: "services/uploads/resumable.ts",
     from:
       "      if (owner !== userId) return this.#refuse(404, new ApiError(404));",
@@ -1265,21 +1264,21 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/tus_test.ts"],
   },
   {
-    name: "tus: a refused upload's info is left behind",
+    name: "resumable: a refused upload's info is left behind",
     file: "services/uploads/resumable.ts",
     from: "      await Deno.remove(`${path}.json`).catch(() => {});",
     to: "",
     tests: ["tests/tus_test.ts"],
   },
   {
-    name: "tus: the last PATCH answers nothing, not the image record",
+    name: "resumable: the last PATCH answers nothing, not the image record",
     file: "services/uploads/resumable.ts",
     from: "        body: this.deps.answer(200, record),",
     to: '        body: "",',
     tests: ["tests/tus_test.ts"],
   },
   {
-    name: "tus: tus's own refusals go out as plain text",
+    name: "resumable: tus's own refusals go out as plain text",
     file: "services/uploads/resumable.ts",
     from:
       '    if (res.status < 400 || type.includes("application/json")) return res;',

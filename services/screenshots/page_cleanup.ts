@@ -330,10 +330,12 @@ export function dismissCookieBanners(acceptSelectors: string[]): number {
   return hidden;
 
   /**
-   * Lifts a consent wall's scroll lock on html and body, however it was set: the page
-   * scrolls again, and a body that a lock pinned or cut to the viewport's height gets its
-   * height back, so a full-page capture has the whole page (issue #51: a class rule
-   * `overflow:hidden !important; height:100%` left it at the viewport's 800 px).
+   * Lifts a consent wall's scroll lock on html and body, however it was set: the viewport
+   * scrolls again and body is no scroller of its own (its overflow shows, so a body cut to
+   * the viewport's height no longer hides the rest), and a pinned body is let go, so a
+   * full-page capture has the whole page (issue #51: a class rule `overflow:hidden
+   * !important; height:100%` left it at the viewport's 800 px; `overflow:auto` on body
+   * then made body the scroller and kept it there).
    */
   function unlockScroll() {
     const html = document.documentElement, body = document.body;
@@ -348,8 +350,6 @@ export function dismissCookieBanners(acceptSelectors: string[]): number {
     html.style.setProperty("overflow", "auto", "important");
     body.style.setProperty("overflow", "visible", "important");
     for (const el of [html, body]) {
-      el.style.setProperty("height", "auto", "important");
-      el.style.setProperty("max-height", "none", "important");
       if (getComputedStyle(el).position === "fixed") {
         el.style.setProperty("position", "static", "important");
         el.style.setProperty("top", "auto", "important");

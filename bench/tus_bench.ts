@@ -12,6 +12,7 @@ import {
   freePort,
   noiseJpeg,
   rss,
+  SERVICE_RUNTIME,
   spawnDeno,
   startService,
   table,
@@ -76,10 +77,14 @@ const photo = await noiseJpeg(100 * MB);
 const svc = await startService({ TUS_MAX_FILE_BYTES: String(400 * MB) });
 const peerDir = await Deno.makeTempDir({ prefix: "imagehost-tus-peer-" });
 const peerPort = freePort();
-const peer = spawnDeno("bench/peers/tus_server.ts", {
-  PORT: String(peerPort),
-  DIR: peerDir,
-});
+// The peer runs as the service does (SERVICE_RUNTIME: one glibc arena, V8's small young
+// generation), so the ratio is the service's own work, not its runtime settings.
+const peer = spawnDeno(
+  "bench/peers/tus_server.ts",
+  { ...SERVICE_RUNTIME.env, PORT: String(peerPort), DIR: peerDir },
+  [],
+  SERVICE_RUNTIME.flags,
+);
 await waitUp(`http://127.0.0.1:${peerPort}/`);
 const ours: number[] = [], bare: number[] = [], lasts: number[] = [];
 const stored: boolean[] = [];

@@ -38,6 +38,8 @@ export function registerTusRoutes(
             (await pipeline.requestScratch()).release();
             return await pipeline.ingest(userId, file, opts);
           },
+          fits: async (userId, bytes) =>
+            await (await pipeline.quotas.hold(userId, bytes))?.release(),
           albumOf: async (userId, album) =>
             (await albumForImages(deps.database.db, userId, album)).id,
           answer: (status, body) =>
@@ -157,7 +159,8 @@ function documentTus(app: App) {
       "`album` an album of yours, `expiration` seconds). The answer's `Location` is " +
       "the upload's URL, to PATCH chunks to and HEAD for the offset after a cut. Per " +
       "account at most TUS_UPLOADS_AT_ONCE unfinished uploads (170) holding at most " +
-      "TUS_PENDING_MB (130). With a first chunk (creation-with-upload) that finishes " +
+      "TUS_PENDING_MB (130); a file that would not fit the account's quota now is " +
+      "180 before it is sent. With a first chunk (creation-with-upload) that finishes " +
       "the file, the answer is the image record, as for the last PATCH. Clients: " +
       "tus-js-client, @uppy/tus.",
     security: API_SECURITY,
@@ -184,7 +187,7 @@ function documentTus(app: App) {
           ),
         },
       },
-      ...errorResponses(...AUTH_ERRORS, 130, 160, 162, 404, 415),
+      ...errorResponses(...AUTH_ERRORS, 130, 160, 162, 180, 404, 415),
     },
   } as never);
   for (const method of ["head", "patch", "delete"] as const) {

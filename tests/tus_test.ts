@@ -230,9 +230,12 @@ test("a connection cut at about half resumes from the server's offset: tus-js-cl
   }
 });
 
-test("resumable uploads keep every upload's rules: no key 401, someone else's upload 404, tus's own refusals in the envelope (409/161 a wrong offset, 412/162 no Tus-Resumable), past TUS_MAX_FILE_BYTES 413/130 in the envelope, a file that is no image 415/141 at its last chunk with its parts removed, and an abandoned upload's parts gone after TUS_EXPIRE_HOURS", async () => {
+test("resumable uploads keep every upload's rules: no key 401, over the account's quota 403/180 at creation, past TUS_UPLOADS_AT_ONCE 429/170 until one is ended by DELETE, someone else's upload 404, tus's own refusals in the envelope (409/161 a wrong offset, 412/162 no Tus-Resumable), past TUS_MAX_FILE_BYTES 413/130 in the envelope, a file that is no image 415/141 at its last chunk with its parts removed, and an abandoned upload's parts gone after TUS_EXPIRE_HOURS", async () => {
   const env = await testEnv({
-    env: { TUS_MAX_FILE_BYTES: String(4 * 1024 * 1024) },
+    env: {
+      TUS_MAX_FILE_BYTES: String(4 * 1024 * 1024),
+      TUS_UPLOADS_AT_ONCE: "2",
+    },
   });
   const http = serve(env);
   const base = `${http.origin}/api/1/tus`;
@@ -254,6 +257,13 @@ test("resumable uploads keep every upload's rules: no key 401, someone else's up
     const big = await create(key, 5 * 1024 * 1024);
     assert.equal(big.status, 413);
     assert.equal((await big.json()).error.code, 130);
+    // Over the account's storage quota: refused at creation, before any byte is sent.
+    const quota = await userWithKey(env, "quota@example.com");
+    await env.deps.database.db.updateTable("users").set({ quota_storage_mb: 1 })
+      .where("email", "=", "quota@example.com").execute();
+    const overQuota = await create(quota.key, 2 * 1024 * 1024);
+    assert.equal(overQuota.status, 403);
+    assert.equal((await overQuota.json()).error.code, 180);
 
     // Half an upload, then someone else asks for it.
     const made = await create(key, 1000);
@@ -329,6 +339,25 @@ test("resumable uploads keep every upload's rules: no key 401, someone else's up
       2,
       `only the half upload's file and info: ${left}`,
     );
+
+    // At most TUS_UPLOADS_AT_ONCE unfinished: the third is 429/170; one ended by DELETE
+    // (termination) makes room, its parts gone.
+    const second = await create(key, 100);
+    assert.equal(second.status, 201);
+    await second.body?.cancel();
+    const third = await create(key, 100);
+    assert.equal(third.status, 429);
+    assert.equal((await third.json()).error.code, 170);
+    const ended = await fetch(
+      new URL(second.headers.get("location")!, http.origin),
+      {
+        method: "DELETE",
+        headers: { authorization: `Bearer ${key}`, "tus-resumable": "1.0.0" },
+      },
+    );
+    assert.equal(ended.status, 204);
+    await ended.body?.cancel();
+    assert.equal((await parts(env)).length, 2);
 
     // Abandoned: once its last write is older than TUS_EXPIRE_HOURS, the sweep removes it.
     const id = new URL(url).pathname.split("/").pop()!;

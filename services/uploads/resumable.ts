@@ -34,6 +34,11 @@ export interface ResumableDeps {
   /** Where the unfinished uploads' parts are kept (DATA_DIR/tus). */
   directory: string;
   ingest: Ingest;
+  /**
+   * Throws 180 when `bytes` more would not fit the account's storage or image quota now
+   * (checked at creation, so a file that cannot be kept is not sent first).
+   */
+  fits: (userId: string, bytes: number) => Promise<void>;
   /** An album id of the user's (the upload's `album` metadata), or 404/160. */
   albumOf: (userId: string, album: string) => Promise<string>;
   /** The envelope a finished or refused upload answers with. */
@@ -96,7 +101,7 @@ export class ResumableUploads {
     }
     const headers = new Headers(req.headers);
     headers.set(OWNER_HEADER, userId);
-    return this.#enveloped(
+    return await this.#enveloped(
       await this.server.handleWeb(
         // Built afresh, not from `req`: copying a request reads its signal, which Deno
         // warns about (legacy abort); a cut body already ends the write.
@@ -117,9 +122,19 @@ export class ResumableUploads {
    * 413 as 130, 410 as 404, 423 (the upload busy) as 250 with Retry-After, 460 (checksum)
    * and any other 4xx as 160.
    */
-  #enveloped(res: Response): Response {
+  async #enveloped(res: Response): Promise<Response> {
     const type = res.headers.get("content-type") ?? "";
     if (res.status < 400 || type.includes("application/json")) return res;
+    // A hook's refusal (tusError) is the envelope already; tus sends it untyped.
+    const text = await res.text();
+    if (text.startsWith('{"status":')) {
+      const out = new Response(text, {
+        status: res.status,
+        headers: res.headers,
+      });
+      out.headers.set("content-type", "application/json");
+      return out;
+    }
     const code = ({
       400: 160,
       403: 403,
@@ -208,6 +223,12 @@ export class ResumableUploads {
           }],
         }),
       );
+    }
+    try {
+      await this.deps.fits(owner, upload.size);
+    } catch (e) {
+      if (e instanceof ApiError) throw tusError(e.status, e);
+      throw e;
     }
     return { metadata: { ...upload.metadata, owner } };
   }

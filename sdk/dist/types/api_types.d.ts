@@ -126,7 +126,7 @@ export interface paths {
         put?: never;
         /**
          * Start a resumable upload (tus creation, with or without a first chunk)
-         * @description tus 1.0 creation: `Upload-Length` (at most TUS_MAX_FILE_BYTES) and `Upload-Metadata` (base64 values: `filename` or `title` names the image, `album` an album of yours, `expiration` seconds). The answer's `Location` is the upload's URL, to PATCH chunks to and HEAD for the offset after a cut. Per account at most TUS_UPLOADS_AT_ONCE unfinished uploads (170) holding at most TUS_PENDING_MB (130). With a first chunk (creation-with-upload) that finishes the file, the answer is the image record, as for the last PATCH. Clients: tus-js-client, @uppy/tus.
+         * @description tus 1.0 creation: `Upload-Length` (at most TUS_MAX_FILE_BYTES) and `Upload-Metadata` (base64 values: `filename` or `title` names the image, `album` an album of yours, `expiration` seconds). The answer's `Location` is the upload's URL, to PATCH chunks to and HEAD for the offset after a cut. Per account at most TUS_UPLOADS_AT_ONCE unfinished uploads (170) holding at most TUS_PENDING_MB (130); a file that would not fit the account's quota now is 180 before it is sent. With a first chunk (creation-with-upload) that finishes the file, the answer is the image record, as for the last PATCH. Clients: tus-js-client, @uppy/tus.
          */
         post: operations["tusCreate"];
         delete?: never;
@@ -4483,7 +4483,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description 403 Forbidden */
+            /** @description 403 Forbidden; 180 Quota exceeded */
             403: {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
@@ -4504,10 +4504,10 @@ export interface operations {
                         success: false;
                         error: {
                             /**
-                             * @description 403: Forbidden
+                             * @description 403: Forbidden; 180: Quota exceeded
                              * @enum {integer}
                              */
-                            code: 403;
+                            code: 403 | 180;
                             /** @example Forbidden */
                             message: string;
                             details?: components["schemas"]["ErrorDetail"][];

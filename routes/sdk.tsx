@@ -112,7 +112,7 @@ export function registerSdkRoutes(app: App, deps: AppDeps) {
         "Cross-Origin-Resource-Policy": "cross-origin",
         "X-Content-Type-Options": "nosniff",
       };
-      if (name.endsWith(".js")) headers["SourceMap"] = `/${name}.map`;
+      if (/\.m?js$/.test(name)) headers["SourceMap"] = `/${name}.map`;
       if (c.req.header("if-none-match") === f.etag) {
         return c.body(null, 304, headers);
       }
@@ -120,6 +120,8 @@ export function registerSdkRoutes(app: App, deps: AppDeps) {
     });
   serve("service-sdk.min.js", "text/javascript; charset=utf-8");
   serve("service-sdk.min.js.map", "application/json; charset=utf-8");
+  serve("service-sdk-resumable.mjs", "text/javascript; charset=utf-8");
+  serve("service-sdk-resumable.mjs.map", "application/json; charset=utf-8");
 
   // The npm package, packed at first request: `npm install <BASE_URL>/sdk/<name>.tgz`
   // (or the versioned file name npm pack would give it).

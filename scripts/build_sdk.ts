@@ -37,6 +37,10 @@ if (sdk !== `${root}sdk`) {
     await Deno.copyFile(`${root}sdk/src/${e.name}`, `${sdk}/src/${e.name}`);
   }
   await Deno.copyFile(`${root}sdk/tsconfig.json`, `${sdk}/tsconfig.json`);
+  // tsc finds tus-js-client's types in the repository's node_modules, as in sdk/.
+  await Deno.symlink(`${root}node_modules`, `${sdk}/node_modules`).catch(
+    () => {},
+  );
 }
 
 const table = Object.fromEntries(
@@ -95,6 +99,21 @@ await run(deno, [
   `${sdk}/src/index.ts`,
   "-o",
   `${sdk}/dist/index.mjs`,
+]);
+// The resumable sender (tus-js-client), loaded by the SDK at the first large file.
+await run(deno, [
+  "bundle",
+  "--quiet",
+  "--platform",
+  "browser",
+  "--minify",
+  "--format",
+  "esm",
+  "--sourcemap",
+  "external",
+  `${sdk}/src/resumable.ts`,
+  "-o",
+  `${sdk}/dist/service-sdk-resumable.mjs`,
 ]);
 await run("npx", [
   "-y",

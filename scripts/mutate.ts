@@ -1300,6 +1300,13 @@ const MUTATIONS: Mutation[] = [
     to: "    if (false) {",
     tests: ["tests/tus_test.ts"],
   },
+  {
+    name: "sdk: a large file is sent in one request, never resumable",
+    file: "sdk/src/service_app.ts",
+    from: "    const from = options.resumableFromMB ?? 8;",
+    to: "    const from = 0;",
+    tests: ["tests/sdk_test.ts"],
+  },
 ];
 
 const root = new URL("..", import.meta.url).pathname.replace(/\/$/, "");

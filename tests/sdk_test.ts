@@ -21,10 +21,18 @@ if (!CHROMIUM) {
 // deno-lint-ignore no-explicit-any
 type Any = any;
 
-// The service on a real loopback port, and a customer's page on another origin.
+// The service on a real loopback port, and a customer's page on another origin. The
+// resumable uploads' requests are noted as they come.
+const tusLog: string[] = [];
 const server = Deno.serve(
   { port: 0, hostname: "127.0.0.1", onListen: () => {} },
-  (req) => env.app.fetch(req),
+  (req) => {
+    const path = new URL(req.url).pathname;
+    if (path.startsWith("/api/1/tus") && req.method !== "OPTIONS") {
+      tusLog.push(req.method);
+    }
+    return env.app.fetch(req);
+  },
 );
 const service = `http://127.0.0.1:${server.addr.port}`;
 const env: TestEnv = await testEnv({ env: { BASE_URL: service } });
@@ -124,6 +132,122 @@ test("upload() from another site's page resolves to the SPEC record with url, pr
     await page.close();
   }
 });
+
+test("a file over resumableFromMB goes resumable (tus) from another site's page: progress to 100, pause stops it and resume goes on from the server's offset, and after a reload the same file picked again goes on from where it stopped, not from zero", async () => {
+  const photo = b64(await freshJpegOf(900_000));
+  const run = async (page: Page, pauseAt: number | undefined) =>
+    await page.evaluate(
+      async (k: string, data: string, pauseAt: number | undefined) => {
+        const w = globalThis as unknown as Record<string, Any>;
+        const file = new File(
+          [Uint8Array.from(atob(data), (c) => c.charCodeAt(0))],
+          "train.jpg",
+          { type: "image/jpeg", lastModified: 1_700_000_000_000 },
+        );
+        const ps: number[] = [];
+        let controls: Any;
+        let paused = false;
+        const res = await new w.ServiceApp(k).upload(file, {
+          resumableFromMB: 0.5,
+          onResumable: (c: Any) => controls = c,
+          onProgress: (p: number) => {
+            ps.push(p);
+            if (pauseAt !== undefined && !paused && p >= pauseAt) {
+              paused = true;
+              controls.pause();
+              setTimeout(() => controls.resume(), 500);
+            }
+          },
+        });
+        return { res, ps, paused };
+      },
+      key,
+      photo,
+      pauseAt,
+    );
+  // A slow link, so the upload is still going when it is paused or the page reloaded.
+  const slow = async (page: Page) => {
+    const cdp = await page.createCDPSession();
+    await cdp.send("Network.emulateNetworkConditions", {
+      offline: false,
+      latency: 20,
+      downloadThroughput: 10_000_000,
+      uploadThroughput: 300_000,
+    });
+  };
+  const page = await customerPage();
+  try {
+    tusLog.length = 0;
+    await slow(page);
+    const paused = await run(page, 30);
+    assert.equal(paused.paused, true);
+    assert.equal(paused.res.data.title, "train.jpg");
+    assert.equal(paused.ps.at(-1), 100);
+    assert.equal(tusLog.filter((m) => m === "POST").length, 1, String(tusLog));
+    assert.ok(tusLog.includes("HEAD"), `resumed by HEAD: ${tusLog}`);
+
+    // Reloaded mid-upload: the same file picked again resumes (no second creation).
+    tusLog.length = 0;
+    const again = b64(await freshJpegOf(900_000));
+    const started = page.evaluate(
+      (k: string, data: string) => {
+        const w = globalThis as unknown as Record<string, Any>;
+        const file = new File(
+          [Uint8Array.from(atob(data), (c) => c.charCodeAt(0))],
+          "reload.jpg",
+          { type: "image/jpeg", lastModified: 1_700_000_000_000 },
+        );
+        new w.ServiceApp(k).upload(file, { resumableFromMB: 0.5 }).catch(
+          () => {},
+        );
+      },
+      key,
+      again,
+    );
+    await started;
+    const until = Date.now() + 20_000;
+    while (!tusLog.includes("PATCH") && Date.now() < until) {
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    await new Promise((r) => setTimeout(r, 800));
+    await page.reload();
+    const done = await page.evaluate(
+      async (k: string, data: string) => {
+        const w = globalThis as unknown as Record<string, Any>;
+        const file = new File(
+          [Uint8Array.from(atob(data), (c) => c.charCodeAt(0))],
+          "reload.jpg",
+          { type: "image/jpeg", lastModified: 1_700_000_000_000 },
+        );
+        return await new w.ServiceApp(k).upload(file, { resumableFromMB: 0.5 });
+      },
+      key,
+      again,
+    );
+    assert.equal(done.data.title, "reload.jpg");
+    assert.equal(
+      tusLog.filter((m) => m === "POST").length,
+      1,
+      `one creation, the reloaded page resumed it: ${tusLog}`,
+    );
+    assert.ok(tusLog.includes("HEAD"), String(tusLog));
+  } finally {
+    await page.close();
+  }
+});
+
+/** A unique noise JPEG of about `bytes`. */
+async function freshJpegOf(bytes: number): Promise<Uint8Array> {
+  const side = Math.round(Math.sqrt(bytes / 1.2));
+  const raw = new Uint8Array(side * side * 3);
+  for (let i = 0; i < raw.length; i += 65536) {
+    crypto.getRandomValues(raw.subarray(i, Math.min(raw.length, i + 65536)));
+  }
+  return new Uint8Array(
+    await sharp(raw, { raw: { width: side, height: side, channels: 3 } })
+      .jpeg({ quality: 90 }).toBuffer(),
+  );
+}
 
 test("uploadMultiple() resolves to {images, count}", async () => {
   const page = await customerPage();

@@ -905,6 +905,10 @@ function asBatch(body) {
   }
   return body;
 }
+function resumableModule(base) {
+  const url = `${base}/service-sdk-resumable.mjs`;
+  return import(url);
+}
 var scriptOrigin;
 function setScriptOrigin(origin) {
   scriptOrigin = origin;
@@ -973,9 +977,25 @@ var ServiceApp = class _ServiceApp {
     if (!res.ok || !body?.success) throw errorFromBody(res.status, body);
     return asBatch(body);
   }
-  /** Uploads one file; resolves to the envelope with `url` at the top level. */
+  /**
+   * Uploads one file; resolves to the envelope with `url` at the top level. A file over
+   * `resumableFromMB` (8) goes resumable (tus): pause and resume it through
+   * `onResumable`; a cut connection or a reload does not start it again from zero.
+   */
   async upload(file, options = {}) {
-    const body = await this.#send([
+    const from = options.resumableFromMB ?? 8;
+    const body = from > 0 && file.size > from * 1024 * 1024 ? await (await resumableModule(this.baseUrl)).sendResumable({
+      endpoint: `${this.baseUrl}/api/1/tus/`,
+      auth: this.#auth,
+      file,
+      expiration: options.expiration,
+      onProgress: (p) => {
+        options.onProgress?.(Math.round(p));
+        options.onFileProgress?.(0, Math.round(p));
+      },
+      onResumable: options.onResumable,
+      signal: options.signal
+    }) : await this.#send([
       file
     ], options);
     const data = body.data;

@@ -1,3 +1,4 @@
+import type { ResumableSend } from "./resumable.ts";
 import { errorFromBody, ServiceError } from "./errors.ts";
 import {
   createUploadWidget,
@@ -34,6 +35,19 @@ function asBatch(
     };
   }
   return body as MultiUploadResponse;
+}
+
+/**
+ * The resumable sender (tus-js-client, ~60 KB), loaded from the service at the first
+ * large file, so the SDK itself stays small: `<service>/service-sdk-resumable.mjs`.
+ */
+function resumableModule(base: string): Promise<{
+  sendResumable(
+    s: ResumableSend,
+  ): Promise<{ status: 200; success: true; data: unknown }>;
+}> {
+  const url = `${base}/service-sdk-resumable.mjs`;
+  return import(url);
 }
 
 let scriptOrigin: string | undefined;
@@ -114,12 +128,30 @@ export class ServiceApp implements Uploader {
     return asBatch(body);
   }
 
-  /** Uploads one file; resolves to the envelope with `url` at the top level. */
+  /**
+   * Uploads one file; resolves to the envelope with `url` at the top level. A file over
+   * `resumableFromMB` (8) goes resumable (tus): pause and resume it through
+   * `onResumable`; a cut connection or a reload does not start it again from zero.
+   */
   async upload(
     file: Blob,
     options: UploadOptions = {},
   ): Promise<UploadResponse> {
-    const body = await this.#send([file], options);
+    const from = options.resumableFromMB ?? 8;
+    const body = from > 0 && file.size > from * 1024 * 1024
+      ? await (await resumableModule(this.baseUrl)).sendResumable({
+        endpoint: `${this.baseUrl}/api/1/tus/`,
+        auth: this.#auth,
+        file,
+        expiration: options.expiration,
+        onProgress: (p) => {
+          options.onProgress?.(Math.round(p));
+          options.onFileProgress?.(0, Math.round(p));
+        },
+        onResumable: options.onResumable,
+        signal: options.signal,
+      })
+      : await this.#send([file], options);
     const data = body.data as ImageRecord;
     return { ...(body as Omit<UploadResponse, "url">), url: data.url };
   }

@@ -80,6 +80,14 @@ export interface UploadOptions {
   signal?: AbortSignal;
   /** Seconds until the image is deleted (60..15552000). */
   expiration?: number;
+  /**
+   * Files larger than this many MB go resumable (tus, /api/1/tus/): a cut connection
+   * goes on from what arrived, and the same file picked again after a reload too.
+   * Default 8; 0 sends every file in one request.
+   */
+  resumableFromMB?: number;
+  /** A resumable upload's pause and resume, given as it starts. */
+  onResumable?: (controls: { pause(): void; resume(): void }) => void;
 }
 
 /** What the upload widget needs of a client (ServiceApp is one). */

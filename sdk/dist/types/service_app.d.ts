@@ -27,7 +27,11 @@ export declare class ServiceApp implements Uploader {
         expiration?: number;
         signal?: AbortSignal;
     }): Promise<MultiUploadResponse>;
-    /** Uploads one file; resolves to the envelope with `url` at the top level. */
+    /**
+     * Uploads one file; resolves to the envelope with `url` at the top level. A file over
+     * `resumableFromMB` (8) goes resumable (tus): pause and resume it through
+     * `onResumable`; a cut connection or a reload does not start it again from zero.
+     */
     upload(file: Blob, options?: UploadOptions): Promise<UploadResponse>;
     /** Uploads several files in one request; resolves to the multi-file envelope. */
     uploadMultiple(files: Iterable<Blob> | ArrayLike<Blob>, options?: UploadOptions): Promise<MultiUploadResponse>;

@@ -96,6 +96,11 @@ export function registerSiteRoutes(
               : config.MAX_FILE_BYTES,
           )}
           data-max-files={String(config.MAX_FILES)}
+          // Resumable uploads are for accounts, and need a disk (DATA_DIR/tus).
+          data-resumable-from-mb={props.guest || config.SCRATCH === "memory"
+            ? "0"
+            : String(config.RESUMABLE_FROM_MB)}
+          data-max-resumable-bytes={String(config.TUS_MAX_FILE_BYTES)}
           data-guest={props.guest ? String(config.GUEST_EXPIRATION) : undefined}
         >
           <noscript>

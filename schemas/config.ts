@@ -221,6 +221,11 @@ const BODIES = {
       "One resumable upload (tus, /api/1/tus/): its Upload-Length at most this; past it 413/130 at creation, nothing stored.",
     unit: "bytes",
   }),
+  RESUMABLE_FROM_MB: v(int(8, 0, 1_000_000), {
+    description:
+      "The site's uploader sends files larger than this resumable (tus, /api/1/tus/), with pause and resume; 0: never. Guests always upload in one request.",
+    unit: "MB",
+  }),
   TUS_EXPIRE_HOURS: v(int(24, 1, 8760), {
     description:
       "An unfinished resumable upload is removed (its parts with it) this long after it was last written to.",

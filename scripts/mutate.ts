@@ -1307,6 +1307,14 @@ const MUTATIONS: Mutation[] = [
     to: "    const from = 0;",
     tests: ["tests/sdk_test.ts"],
   },
+  {
+    name: "widget: large files go in the one request, never resumable",
+    file: "sdk/src/widget.ts",
+    from:
+      "  const resumable = (f: File) => resumableFrom > 0 && f.size > resumableFrom;",
+    to: "  const resumable = (_f: File) => false;",
+    tests: ["tests/sdk_test.ts"],
+  },
 ];
 
 const root = new URL("..", import.meta.url).pathname.replace(/\/$/, "");

@@ -346,6 +346,9 @@ function humanSize(n) {
 }
 function createUploadWidget(app, options = {}) {
   const maxSize = options.maxFileSize ?? 32 * 1024 * 1024;
+  const resumableFrom = (options.resumableFromMB ?? 8) * 1024 * 1024;
+  const maxResumable = options.maxResumableFileSize ?? 200 * 1024 * 1024;
+  const resumable = (f) => resumableFrom > 0 && f.size > resumableFrom;
   const maxFiles = options.multiple ? options.maxFiles ?? 15 : 1;
   const accept = options.accept ?? ACCEPTED_TYPES;
   const inline = Boolean(options.container);
@@ -637,6 +640,21 @@ function createUploadWidget(app, options = {}) {
     area.remove();
     return ok;
   };
+  const pauseButton = (c) => {
+    const b = el("button", {
+      type: "button",
+      class: "pause"
+    }, "Pause");
+    let paused = false;
+    b.addEventListener("click", () => {
+      paused = !paused;
+      if (paused) c.pause();
+      else c.resume();
+      b.textContent = paused ? "Resume" : "Pause";
+      b.setAttribute("aria-pressed", String(paused));
+    });
+    return b;
+  };
   const showRecord = (meta, rec) => {
     const ok = el("div", {
       class: "ok"
@@ -676,9 +694,10 @@ function createUploadWidget(app, options = {}) {
       const meta = fileItem(f);
       metas.set(f, meta);
       let problem = "";
+      const limit = resumable(f) ? maxResumable : maxSize;
       if (!accept.includes(f.type)) problem = "Unsupported image type";
-      else if (f.size > maxSize) {
-        problem = `File size too large (over ${humanSize(maxSize)})`;
+      else if (f.size > limit) {
+        problem = `File size too large (over ${humanSize(limit)})`;
       } else if (f.size === 0) problem = "Empty file";
       if (problem) meta.append(el("div", {
         class: "err"
@@ -703,24 +722,77 @@ function createUploadWidget(app, options = {}) {
       if (bar2) bar2.value = p;
     };
     try {
-      if (options.multiple) {
-        const res = await app.uploadMultiple(valid, {
+      const big = valid.filter(resumable);
+      const bigRecords = [];
+      for (const f of big) {
+        const meta = metas.get(f);
+        try {
+          const res = await app.upload(f, {
+            resumableFromMB: resumableFrom / (1024 * 1024),
+            onProgress: (p) => {
+              const bar2 = meta.querySelector("progress");
+              if (bar2) bar2.value = p;
+            },
+            onResumable: (c) => meta.append(pauseButton(c)),
+            expiration: expiration()
+          });
+          meta.querySelector(".pause")?.remove();
+          showRecord(meta, res.data);
+          bigRecords.push(res.data);
+        } catch (e) {
+          meta.querySelector(".pause")?.remove();
+          const err = e instanceof ServiceError ? e : new ServiceError(String(e), 0, 0);
+          meta.append(el("div", {
+            class: "err"
+          }, err.message));
+        }
+      }
+      const small = valid.filter((f) => !resumable(f));
+      if (small.length === 0) {
+        showCodes(bigRecords);
+        status.textContent = `Uploaded ${bigRecords.length} of ${valid.length}.`;
+        if (bigRecords.length) {
+          options.onSuccess?.({
+            status: 200,
+            success: true,
+            data: {
+              kind: "batch",
+              images: bigRecords,
+              count: bigRecords.length
+            }
+          }, valid);
+        }
+      } else if (options.multiple) {
+        const res = await app.uploadMultiple(small, {
           onProgress,
-          onFileProgress,
+          onFileProgress: (i, p) => onFileProgress(valid.indexOf(small[i]), p),
           expiration: expiration()
         });
         for (const [i, rec] of byPosition(res.data)) {
-          const meta = metas.get(valid[i]);
+          const meta = metas.get(small[i]);
           if (meta) showRecord(meta, rec);
         }
         for (const e of res.data.errors ?? []) {
-          metas.get(valid[e.index])?.append(el("div", {
+          metas.get(small[e.index])?.append(el("div", {
             class: "err"
           }, e.message));
         }
-        showCodes(res.data.images);
-        status.textContent = `Uploaded ${res.data.count} of ${valid.length}.`;
-        options.onSuccess?.(res, valid);
+        showCodes([
+          ...bigRecords,
+          ...res.data.images
+        ]);
+        status.textContent = `Uploaded ${bigRecords.length + res.data.count} of ${valid.length}.`;
+        options.onSuccess?.(bigRecords.length ? {
+          ...res,
+          data: {
+            ...res.data,
+            images: [
+              ...bigRecords,
+              ...res.data.images
+            ],
+            count: res.data.count + bigRecords.length
+          }
+        } : res, valid);
       } else {
         const res = await app.upload(valid[0], {
           onProgress,

@@ -27,6 +27,13 @@ export interface WidgetOptions {
   container?: HTMLElement;
   /** Checked before sending; defaults match the service's. */
   maxFileSize?: number;
+  /**
+   * Files over this many MB go resumable (tus), each on its own, with a Pause / Resume
+   * button on its row; their limit is `maxResumableFileSize`. Default 8; 0: never.
+   */
+  resumableFromMB?: number;
+  /** The largest file sent resumable (the service's TUS_MAX_FILE_BYTES; 200 MB). */
+  maxResumableFileSize?: number;
   maxFiles?: number;
   accept?: string[];
   title?: string;
@@ -146,6 +153,9 @@ export function createUploadWidget(
   options: WidgetOptions = {},
 ): UploadWidget {
   const maxSize = options.maxFileSize ?? 32 * 1024 * 1024;
+  const resumableFrom = (options.resumableFromMB ?? 8) * 1024 * 1024;
+  const maxResumable = options.maxResumableFileSize ?? 200 * 1024 * 1024;
+  const resumable = (f: File) => resumableFrom > 0 && f.size > resumableFrom;
   const maxFiles = options.multiple ? (options.maxFiles ?? 15) : 1;
   const accept = options.accept ?? ACCEPTED_TYPES;
   const inline = Boolean(options.container);
@@ -442,6 +452,20 @@ export function createUploadWidget(
     return ok;
   };
 
+  /** A resumable upload's Pause / Resume toggle, on its row. */
+  const pauseButton = (c: { pause(): void; resume(): void }) => {
+    const b = el("button", { type: "button", class: "pause" }, "Pause");
+    let paused = false;
+    b.addEventListener("click", () => {
+      paused = !paused;
+      if (paused) c.pause();
+      else c.resume();
+      b.textContent = paused ? "Resume" : "Pause";
+      b.setAttribute("aria-pressed", String(paused));
+    });
+    return b;
+  };
+
   const showRecord = (meta: HTMLElement, rec: ImageRecord) => {
     const ok = el("div", { class: "ok" });
     const a = el("a", {
@@ -489,9 +513,10 @@ export function createUploadWidget(
       const meta = fileItem(f);
       metas.set(f, meta);
       let problem = "";
+      const limit = resumable(f) ? maxResumable : maxSize;
       if (!accept.includes(f.type)) problem = "Unsupported image type";
-      else if (f.size > maxSize) {
-        problem = `File size too large (over ${humanSize(maxSize)})`;
+      else if (f.size > limit) {
+        problem = `File size too large (over ${humanSize(limit)})`;
       } else if (f.size === 0) problem = "Empty file";
       if (problem) meta.append(el("div", { class: "err" }, problem));
       else valid.push(f);
@@ -520,26 +545,82 @@ export function createUploadWidget(
       if (bar) bar.value = p;
     };
     try {
-      if (options.multiple) {
-        const res = await app.uploadMultiple(valid, {
+      // Large files first, each resumable on its own; then the rest as before.
+      const big = valid.filter(resumable);
+      const bigRecords: ImageRecord[] = [];
+      for (const f of big) {
+        const meta = metas.get(f)!;
+        try {
+          const res = await app.upload(f, {
+            resumableFromMB: resumableFrom / (1024 * 1024),
+            onProgress: (p) => {
+              const bar = meta.querySelector("progress");
+              if (bar) bar.value = p;
+            },
+            onResumable: (c) => meta.append(pauseButton(c)),
+            expiration: expiration(),
+          });
+          meta.querySelector(".pause")?.remove();
+          showRecord(meta, res.data);
+          bigRecords.push(res.data);
+        } catch (e) {
+          meta.querySelector(".pause")?.remove();
+          const err = e instanceof ServiceError
+            ? e
+            : new ServiceError(String(e), 0, 0);
+          meta.append(el("div", { class: "err" }, err.message));
+        }
+      }
+      const small = valid.filter((f) => !resumable(f));
+      if (small.length === 0) {
+        showCodes(bigRecords);
+        status.textContent =
+          `Uploaded ${bigRecords.length} of ${valid.length}.`;
+        if (bigRecords.length) {
+          options.onSuccess?.({
+            status: 200,
+            success: true,
+            data: {
+              kind: "batch",
+              images: bigRecords,
+              count: bigRecords.length,
+            },
+          } as MultiUploadResponse, valid);
+        }
+      } else if (options.multiple) {
+        const res = await app.uploadMultiple(small, {
           onProgress,
-          onFileProgress,
+          onFileProgress: (i, p) => onFileProgress(valid.indexOf(small[i]), p),
           expiration: expiration(),
         });
         // By position: a record's title may differ from its file's name (a duplicate
         // keeps its first title, `name` renames), so only the order ties them.
         for (const [i, rec] of byPosition(res.data)) {
-          const meta = metas.get(valid[i]);
+          const meta = metas.get(small[i]);
           if (meta) showRecord(meta, rec);
         }
         for (const e of res.data.errors ?? []) {
-          metas.get(valid[e.index])?.append(
+          metas.get(small[e.index])?.append(
             el("div", { class: "err" }, e.message),
           );
         }
-        showCodes(res.data.images);
-        status.textContent = `Uploaded ${res.data.count} of ${valid.length}.`;
-        options.onSuccess?.(res, valid);
+        showCodes([...bigRecords, ...res.data.images]);
+        status.textContent = `Uploaded ${
+          bigRecords.length + res.data.count
+        } of ${valid.length}.`;
+        options.onSuccess?.(
+          bigRecords.length
+            ? {
+              ...res,
+              data: {
+                ...res.data,
+                images: [...bigRecords, ...res.data.images],
+                count: res.data.count + bigRecords.length,
+              },
+            }
+            : res,
+          valid,
+        );
       } else {
         const res = await app.upload(valid[0], {
           onProgress,

@@ -17,6 +17,8 @@ if (box && token && globalThis.ServiceApp) {
     urlImport: true,
     maxFileSize: Number(box.dataset.maxFileBytes) || undefined,
     maxFiles: Number(box.dataset.maxFiles) || undefined,
+    resumableFromMB: Number(box.dataset.resumableFromMb ?? 0),
+    maxResumableFileSize: Number(box.dataset.maxResumableBytes) || undefined,
     title: "Drop, paste or pick images",
     ...(guestLife ? { maxExpiration: guestLife, deleteLinks: true } : {}),
   });

@@ -12,6 +12,13 @@ export interface WidgetOptions {
     container?: HTMLElement;
     /** Checked before sending; defaults match the service's. */
     maxFileSize?: number;
+    /**
+     * Files over this many MB go resumable (tus), each on its own, with a Pause / Resume
+     * button on its row; their limit is `maxResumableFileSize`. Default 8; 0: never.
+     */
+    resumableFromMB?: number;
+    /** The largest file sent resumable (the service's TUS_MAX_FILE_BYTES; 200 MB). */
+    maxResumableFileSize?: number;
     maxFiles?: number;
     accept?: string[];
     title?: string;

@@ -53,9 +53,16 @@ const fixture = startFixture({
 const ALLOW = `127.0.0.1:${fixture.port}`;
 const shooter = testScreenshotter(ALLOW);
 
+/** The methods of the resumable uploads' requests, as they come. */
+const tusSeen: string[] = [];
 const server = Deno.serve(
   { port: 0, hostname: "127.0.0.1", onListen: () => {} },
-  (req) => env.app.fetch(req),
+  (req) => {
+    if (new URL(req.url).pathname.startsWith("/api/1/tus")) {
+      tusSeen.push(req.method);
+    }
+    return env.app.fetch(req);
+  },
 );
 const base = `http://127.0.0.1:${server.addr.port}`;
 const env: TestEnv = await testEnv({
@@ -66,6 +73,8 @@ const env: TestEnv = await testEnv({
     SCREENSHOT_TIMEOUT_MS: "15000",
     // The signed-out home page is the guest uploader (its flow and the axe pass).
     GUEST_UPLOADS: "on",
+    // Files over 1 MB go resumable from the home page (the test's photo is ~1.5 MB).
+    RESUMABLE_FROM_MB: "1",
   },
 });
 
@@ -326,6 +335,56 @@ test("the home page uploads a dropped file and an imported address with the sess
     path: new URL(dropped.url_viewer).pathname,
     signedIn: true,
   });
+  env.clock.advance(1000);
+});
+
+test("the home page sends a file over RESUMABLE_FROM_MB resumable (tus) with the session, with a Pause button on its row, and it lands in the account", async () => {
+  await owner.goto(`${base}/`);
+  await owner.waitForSelector("[data-image-uploader]");
+  const side = 1400;
+  const noise = new Uint8Array(side * side * 3);
+  for (let i = 0; i < noise.length; i += 65536) {
+    crypto.getRandomValues(
+      noise.subarray(i, Math.min(i + 65536, noise.length)),
+    );
+  }
+  const photo = new Uint8Array(
+    await sharp(noise, { raw: { width: side, height: side, channels: 3 } })
+      .jpeg({ quality: 90 }).toBuffer(),
+  );
+  assert.ok(photo.length > 1024 * 1024, `${photo.length} bytes`);
+  tusSeen.length = 0;
+  await dropFiles(owner, [
+    { name: "big-home.jpg", type: "image/jpeg", b64: b64(photo) },
+  ]);
+  const paused = await owner.waitForFunction(() => {
+    const root = document.querySelector("[data-image-uploader]")!.shadowRoot!;
+    return root.querySelector("button.pause")?.textContent ??
+      (/Uploaded/.test(root.querySelector(".status")!.textContent!) && "done");
+  }, { timeout: 15_000 });
+  assert.ok(await paused.jsonValue(), "a Pause button, or already done");
+  await owner.waitForFunction(() =>
+    /Uploaded 1 of 1/.test(
+      document.querySelector("[data-image-uploader]")!.shadowRoot!
+        .querySelector(".status")!.textContent!,
+    ), { timeout: 30_000 });
+  assert.ok(
+    tusSeen.includes("POST") && tusSeen.includes("PATCH"),
+    String(tusSeen),
+  );
+  const mine = await listed(owner, "?q=big-home");
+  assert.deepEqual(mine.images.map((i: Any) => i.title), ["big-home.jpg"]);
+  // Gone again: the flows below count the account's images.
+  const gone = await owner.evaluate(async (id: string) => {
+    const token = document.querySelector<HTMLMetaElement>(
+      'meta[name="csrf-token"]',
+    )!.content;
+    return (await fetch(`/api/1/images/${id}`, {
+      method: "DELETE",
+      headers: { "X-CSRF-Token": token },
+    })).status;
+  }, mine.images[0].id);
+  assert.equal(gone, 200);
   env.clock.advance(1000);
 });
 

@@ -1324,6 +1324,13 @@ const MUTATIONS: Mutation[] = [
     to: '      allowMethods: ["GET", "POST", "DELETE", "OPTIONS"],',
     tests: ["tests/uppy_test.ts"],
   },
+  {
+    name: "resumable: the privacy the metadata asks for is ignored",
+    file: "services/uploads/resumable.ts",
+    from: '      if (meta.privacy && meta.privacy !== "public") {',
+    to: "      if (false) {",
+    tests: ["tests/tus_test.ts"],
+  },
 ];
 
 const root = new URL("..", import.meta.url).pathname.replace(/\/$/, "");

@@ -132,7 +132,7 @@ async function parts(env: TestEnv): Promise<string[]> {
   return out;
 }
 
-test("tus-js-client uploads a photo in chunks to /api/1/tus/: the last PATCH answers its record, titled from its filename and listed like any upload, stored as the same bytes a one-request upload stores, and no part is left", async () => {
+test("tus-js-client uploads a photo in chunks to /api/1/tus/: the last PATCH answers its record, titled from its filename and listed like any upload, stored as the same bytes a one-request upload stores, and no part is left; metadata sets privacy, password and expiration, a bad privacy is 400 at creation", async () => {
   const env = await testEnv();
   const http = serve(env);
   try {
@@ -169,6 +169,31 @@ test("tus-js-client uploads a photo in chunks to /api/1/tus/: the last PATCH ans
       await stored(single.body.data.url),
     );
     assert.deepEqual(await parts(env), []);
+
+    // Metadata carries privacy (and a password), and a bad value is refused at creation.
+    const lockedPhoto = await makeNoiseJpeg(300, 200);
+    const locked = JSON.parse(
+      (await tusUpload(`${http.origin}/api/1/tus/`, key, lockedPhoto, {
+        filename: "locked.jpg",
+        privacy: "password",
+        password: "open sesame",
+        expiration: "3600",
+      })).body,
+    );
+    assert.deepEqual(
+      [locked.data.privacy, locked.data.expiration],
+      ["password", 3600],
+    );
+    const anonymous = await env.app.request(new URL(locked.data.url).pathname);
+    assert.equal(anonymous.status, 404, "a password image's file needs access");
+    await anonymous.body?.cancel();
+    await assert.rejects(
+      tusUpload(`${http.origin}/api/1/tus/`, key, lockedPhoto, {
+        filename: "x.jpg",
+        privacy: "secret",
+      }, { retryDelays: [] }),
+      (e: Error) => /400/.test(e.message) && /privacy/.test(e.message),
+    );
   } finally {
     await http.close();
     await env.close();

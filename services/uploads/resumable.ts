@@ -39,6 +39,15 @@ export interface ResumableDeps {
    * (checked at creation, so a file that cannot be kept is not sent first).
    */
   fits: (userId: string, bytes: number) => Promise<void>;
+  /**
+   * Gives a stored image the `privacy` (and `password`) its upload's metadata asked for;
+   * its record as it is then.
+   */
+  setPrivacy: (
+    imageId: string,
+    privacy: "public" | "private" | "password",
+    password: string | undefined,
+  ) => Promise<ImageRecord>;
   /** An album id of the user's (the upload's `album` metadata), or 404/160. */
   albumOf: (userId: string, album: string) => Promise<string>;
   /** The envelope a finished or refused upload answers with. */
@@ -211,6 +220,8 @@ export class ResumableUploads {
         }),
       );
     }
+    const bad = metadataProblem(upload.metadata ?? {});
+    if (bad) throw tusError(400, bad);
     const pending = open.reduce((n, u) => n + (u.size ?? 0), 0);
     if (pending + upload.size > this.deps.config.TUS_PENDING_MB * 1024 * 1024) {
       throw tusError(
@@ -265,19 +276,13 @@ export class ResumableUploads {
     const meta = upload.metadata ?? {};
     const path = join(this.deps.directory, upload.id);
     try {
+      const bad = metadataProblem(meta);
+      if (bad) throw bad;
       const expiration = meta.expiration ? Number(meta.expiration) : undefined;
-      if (
-        expiration !== undefined &&
-        (!Number.isInteger(expiration) || expiration < 0)
-      ) {
-        throw new ApiError(160, {
-          details: [{ path: "expiration", message: "seconds, an integer" }],
-        });
-      }
       const albumId = meta.album
         ? await this.deps.albumOf(owner, meta.album)
         : undefined;
-      const record = await this.deps.ingest(owner, {
+      let record = await this.deps.ingest(owner, {
         path,
         filename: (meta.title || meta.filename || "image").slice(0, 255),
         size: upload.size!,
@@ -287,6 +292,13 @@ export class ResumableUploads {
         albumId,
         maxBytes: this.deps.config.TUS_MAX_FILE_BYTES,
       });
+      if (meta.privacy && meta.privacy !== "public") {
+        record = await this.deps.setPrivacy(
+          record.id,
+          meta.privacy as "private" | "password",
+          meta.password ?? undefined,
+        );
+      }
       return {
         status_code: 200,
         headers: { "Content-Type": "application/json" },
@@ -305,6 +317,33 @@ export class ResumableUploads {
       await Deno.remove(`${path}.json`).catch(() => {});
     }
   }
+}
+
+/**
+ * What is wrong with an upload's metadata, checked at its creation (before any byte is
+ * sent) and again at its end: `privacy` one of public, private, password; `password` (4–128
+ * characters) with `password` only; `expiration` whole seconds.
+ */
+function metadataProblem(
+  meta: Record<string, string | null>,
+): ApiError | undefined {
+  const bad = (path: string, message: string) =>
+    new ApiError(160, { details: [{ path, message }] });
+  if (
+    meta.privacy && !["public", "private", "password"].includes(meta.privacy)
+  ) {
+    return bad("privacy", "one of public, private, password");
+  }
+  if (meta.privacy === "password") {
+    const n = meta.password?.length ?? 0;
+    if (n < 4 || n > 128) return bad("password", "4 to 128 characters");
+  } else if (meta.password) {
+    return bad("password", 'only with privacy "password"');
+  }
+  if (meta.expiration && !/^\d+$/.test(meta.expiration)) {
+    return bad("expiration", "seconds, an integer");
+  }
+  return undefined;
 }
 
 /** The upload id of a tus URL (`/api/1/tus/<id>`), or undefined for the endpoint. */

@@ -54,6 +54,11 @@ export function registerTusRoutes(
             );
             return toImageRecord(deps.config, row);
           },
+          onError: (e) =>
+            deps.log.error({
+              msg: "a finished resumable upload failed",
+              error: String(e),
+            }),
           albumOf: async (userId, album) =>
             (await albumForImages(deps.database.db, userId, album)).id,
           answer: (status, body) =>

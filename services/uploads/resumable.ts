@@ -6,7 +6,6 @@ import { ApiError, type ErrorCode } from "../../schemas/errors.ts";
 import type { Config } from "../../schemas/config.ts";
 import type { ImageRecord } from "../images/records.ts";
 import type { IncomingImage } from "../images/pipeline_stages.ts";
-
 import { TUS_PATH } from "./tus_path.ts";
 
 /**
@@ -52,6 +51,8 @@ export interface ResumableDeps {
   albumOf: (userId: string, album: string) => Promise<string>;
   /** The envelope a finished or refused upload answers with. */
   answer: (status: number, body: unknown) => string;
+  /** Hears a finished upload's failure that is no ApiError (a bug: answered 500). */
+  onError: (e: unknown) => void;
 }
 
 /**
@@ -305,6 +306,7 @@ export class ResumableUploads {
         body: this.deps.answer(200, record),
       };
     } catch (e) {
+      if (!(e instanceof ApiError)) this.deps.onError(e);
       const err = e instanceof ApiError ? e : new ApiError(500);
       return {
         status_code: err.status,

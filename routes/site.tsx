@@ -97,7 +97,8 @@ export function registerSiteRoutes(
           )}
           data-max-files={String(config.MAX_FILES)}
           // Resumable uploads are for accounts, and need a disk (DATA_DIR/tus).
-          data-resumable-from-mb={props.guest || config.SCRATCH === "memory"
+          data-resumable-from-mb={props.guest ||
+              (config.SCRATCH === "memory" && config.STORE !== "s3")
             ? "0"
             : String(config.RESUMABLE_FROM_MB)}
           data-max-resumable-bytes={String(config.TUS_MAX_FILE_BYTES)}

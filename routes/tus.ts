@@ -20,8 +20,9 @@ import { API_SECURITY } from "./upload_routes.ts";
 
 /**
  * Resumable uploads (tus 1.0, issue #53) at /api/1/tus/: the tus server is made at the
- * first such request (its modules are not loaded at start), and keeps its parts in
- * DATA_DIR/tus. Where no disk may be written (SCRATCH=memory) the endpoint says so.
+ * first such request (its modules are not loaded at start), and keeps its parts in the
+ * images' bucket with STORE=s3, else in DATA_DIR/tus. With neither (SCRATCH=memory and no
+ * S3) the endpoint says so.
  */
 export function registerTusRoutes(
   app: App,
@@ -30,11 +31,23 @@ export function registerTusRoutes(
 ) {
   let uploads: Promise<ResumableUploads> | undefined;
   const made = () =>
-    uploads ??= import("../services/uploads/resumable.ts").then(
-      ({ ResumableUploads }) =>
+    uploads ??= Promise.all([
+      import("../services/uploads/resumable.ts"),
+      import("../services/uploads/tus_backends.ts"),
+    ]).then(
+      ([{ ResumableUploads }, { fileBackend, bucketBackend }]) =>
         new ResumableUploads({
           config: deps.config,
-          directory: join(deps.config.DATA_DIR, "tus"),
+          backend: deps.config.STORE === "s3"
+            ? bucketBackend(
+              deps.store,
+              deps.config.TUS_EXPIRE_HOURS * 3_600_000,
+              (bytes) => pipeline.requestScratch(bytes),
+            )
+            : fileBackend(
+              join(deps.config.DATA_DIR, "tus"),
+              deps.config.TUS_EXPIRE_HOURS * 3_600_000,
+            ),
           ingest: async (userId, file, opts) => {
             // The pipeline's scratch folder, made at an upload's first request.
             (await pipeline.requestScratch()).release();
@@ -78,10 +91,10 @@ export function registerTusRoutes(
         }),
     );
   const handle = async (c: Context<AppEnv>) => {
-    if (deps.config.SCRATCH === "memory") {
+    if (deps.config.SCRATCH === "memory" && deps.config.STORE !== "s3") {
       throw new ApiError(404, {
         message:
-          "Resumable uploads need a disk here (DATA_DIR); use POST /api/1/upload",
+          "Resumable uploads need a disk (DATA_DIR) or STORE=s3 here; use POST /api/1/upload",
       });
     }
     const tus = await made();
@@ -146,8 +159,8 @@ function documentTus(app: App) {
     tags: ["Resumable uploads"],
     summary: "What the tus server offers",
     description:
-      "No key needed. 404 where no disk may be written (SCRATCH=memory): resumable " +
-      "uploads keep their parts in DATA_DIR/tus.",
+      "No key needed. 404 where they have nowhere to be kept: resumable uploads keep " +
+      "their parts in the images' bucket with STORE=s3, else in DATA_DIR/tus.",
     security: [],
     responses: {
       204: {

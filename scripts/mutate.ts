@@ -1265,7 +1265,7 @@ const MUTATIONS: Mutation[] = [
   },
   {
     name: "resumable: a refused upload's info is left behind",
-    file: "services/uploads/resumable.ts",
+    file: "services/uploads/tus_backends.ts",
     from: "      await Deno.remove(`${path}.json`).catch(() => {});",
     to: "",
     tests: ["tests/tus_test.ts"],
@@ -1330,6 +1330,22 @@ const MUTATIONS: Mutation[] = [
     from: '      if (meta.privacy && meta.privacy !== "public") {',
     to: "      if (false) {",
     tests: ["tests/tus_test.ts"],
+  },
+  {
+    name:
+      "resumable: the orphan sweep removes a resumable upload's objects in the bucket",
+    file: "services/images/orphans.ts",
+    from: "    if (o.key.startsWith(TUS_ID_PREFIX)) continue;",
+    to: "",
+    tests: ["tests/tus_s3_test.ts"],
+  },
+  {
+    name:
+      "resumable: parts in the bucket as large as a whole upload (a cut one keeps nothing; the next instance starts from zero)",
+    file: "services/uploads/bucket_store.ts",
+    from: "    private readonly partBytes = 1024 * 1024,",
+    to: "    private readonly partBytes = 1024 * 1024 * 1024,",
+    tests: ["tests/tus_s3_test.ts"],
   },
 ];
 

@@ -3,6 +3,7 @@ import type { DB } from "../db/schema.ts";
 import type { Clock } from "../runtime/clock.ts";
 import type { BlobStore } from "../store/blob_store.ts";
 import { blobKeys, deleteImage } from "./records.ts";
+import { TUS_ID_PREFIX } from "../uploads/tus_path.ts";
 
 /**
  * Removes store objects that no live image row claims and that are older than `graceS`:
@@ -36,6 +37,8 @@ export async function sweepOrphans(
   };
   for await (const o of store.list()) {
     if (o.modified.getTime() > cutoff) continue;
+    // A resumable upload's parts in the bucket: theirs to expire (TUS_EXPIRE_HOURS).
+    if (o.key.startsWith(TUS_ID_PREFIX)) continue;
     batch.push(o.key);
     if (batch.length >= 500) await flush();
   }

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
-import { join } from "node:path";
 import { Server, type Upload } from "@tus/server";
-import { FileStore } from "@tus/file-store";
+import { newUploadId, type TusBackend } from "./tus_backends.ts";
+import { openScratch } from "../runtime/scratch_files.ts";
 import { ApiError, type ErrorCode } from "../../schemas/errors.ts";
 import type { Config } from "../../schemas/config.ts";
 import type { ImageRecord } from "../images/records.ts";
@@ -30,8 +30,8 @@ export interface ResumableDeps {
     | "TUS_PENDING_MB"
     | "TUS_UPLOADS_AT_ONCE"
   >;
-  /** Where the unfinished uploads' parts are kept (DATA_DIR/tus). */
-  directory: string;
+  /** Where the uploads' parts are kept: on disk, or in the bucket (tus_backends.ts). */
+  backend: TusBackend;
   ingest: Ingest;
   /**
    * Throws 180 when `bytes` more would not fit the account's storage or image quota now
@@ -67,16 +67,12 @@ export interface ResumableDeps {
  */
 export class ResumableUploads {
   readonly server: Server;
-  readonly #store: FileStore;
 
   constructor(private readonly deps: ResumableDeps) {
-    this.#store = new FileStore({
-      directory: deps.directory,
-      expirationPeriodInMilliseconds: deps.config.TUS_EXPIRE_HOURS * 3_600_000,
-    });
     this.server = new Server({
       path: TUS_PATH,
-      datastore: this.#store,
+      datastore: deps.backend.datastore,
+      namingFunction: () => newUploadId(),
       maxSize: deps.config.TUS_MAX_FILE_BYTES,
       // Behind a proxy the client's own scheme and host name the upload's URL.
       respectForwardedHeaders: true,
@@ -129,8 +125,9 @@ export class ResumableUploads {
   /**
    * tus's own refusals (plain text) in the envelope, at their status where a code has it:
    * 409 offset conflict (161) and 412 no Tus-Resumable (162) as tus clients expect them,
-   * 413 as 130, 410 as 404, 423 (the upload busy) as 250 with Retry-After, 460 (checksum)
-   * and any other 4xx as 160.
+   * 413 as 130, 410 as 404, 423 (the upload busy) and a request a newer one took over
+   * (tus's 400 "lock acquired") as 250 with Retry-After, which clients retry; 460
+   * (checksum) and any other 4xx as 160.
    */
   async #enveloped(res: Response): Promise<Response> {
     const type = res.headers.get("content-type") ?? "";
@@ -145,7 +142,10 @@ export class ResumableUploads {
       out.headers.set("content-type", "application/json");
       return out;
     }
-    const code = ({
+    // tus answers 400 "Request aborted due to lock acquired" to a request that a newer one
+    // for the same upload took over (a retry after a cut): busy, retried, not a bad request.
+    const busy = res.status === 400 && /lock/i.test(text);
+    const code = busy ? 250 : ({
       400: 160,
       403: 403,
       404: 404,
@@ -158,7 +158,7 @@ export class ResumableUploads {
       500: 500,
     } as Record<number, ErrorCode>)[res.status] ?? 160;
     const e = new ApiError(code, {
-      details: [{ message: `tus: ${res.status} ${res.statusText}`.trim() }],
+      details: [{ message: `tus: ${res.status} ${text.trim()}`.trim() }],
     });
     const out = this.#refuse(e.status, e);
     for (const h of ["Tus-Resumable", "Tus-Version", "Upload-Offset"]) {
@@ -179,13 +179,15 @@ export class ResumableUploads {
 
   /** Removes the parts of uploads unwritten for TUS_EXPIRE_HOURS; how many went. */
   async cleanUp(): Promise<number> {
-    return await this.server.cleanUpExpiredUploads();
+    return await this.deps.backend.expire();
   }
 
   /** The account an upload was created by, or undefined when there is none. */
   async #ownerOf(id: string): Promise<string | undefined> {
     try {
-      return (await this.#store.getUpload(id)).metadata?.owner ?? undefined;
+      return (await this.deps.backend.datastore.getUpload(id)).metadata
+        ?.owner ??
+        undefined;
     } catch {
       return undefined;
     }
@@ -245,20 +247,13 @@ export class ResumableUploads {
     return { metadata: { ...upload.metadata, owner } };
   }
 
-  /** The account's unfinished uploads (their info files). */
+  /** The account's unfinished uploads. */
   async #unfinishedOf(owner: string): Promise<Upload[]> {
     const out: Upload[] = [];
-    const names: string[] = [];
-    try {
-      for await (const e of Deno.readDir(this.deps.directory)) {
-        if (e.name.endsWith(".json")) names.push(e.name);
-      }
-    } catch {
-      return out; // no folder yet: no upload
-    }
-    for (const name of names) {
-      const e = { name };
-      const upload = await this.#store.getUpload(e.name.slice(0, -5)).catch(
+    const ids: string[] = [];
+    for await (const id of this.deps.backend.ids()) ids.push(id);
+    for (const id of ids) {
+      const upload = await this.deps.backend.datastore.getUpload(id).catch(
         () => undefined,
       );
       if (
@@ -275,7 +270,7 @@ export class ResumableUploads {
   async #finish(req: Request, upload: Upload) {
     const owner = req.headers.get(OWNER_HEADER)!;
     const meta = upload.metadata ?? {};
-    const path = join(this.deps.directory, upload.id);
+    let file: { path: string; release(): Promise<void> } | undefined;
     try {
       const bad = metadataProblem(meta);
       if (bad) throw bad;
@@ -283,6 +278,8 @@ export class ResumableUploads {
       const albumId = meta.album
         ? await this.deps.albumOf(owner, meta.album)
         : undefined;
+      file = await this.deps.backend.finished(upload);
+      const path = file.path;
       let record = await this.deps.ingest(owner, {
         path,
         filename: (meta.title || meta.filename || "image").slice(0, 255),
@@ -314,9 +311,9 @@ export class ResumableUploads {
         body: this.deps.answer(err.status, err),
       };
     } finally {
-      // Stored: the file was moved into the store; refused: it goes. Its info goes too.
-      await Deno.remove(path).catch(() => {});
-      await Deno.remove(`${path}.json`).catch(() => {});
+      // Stored or refused, its parts go.
+      if (file) await file.release();
+      else await this.deps.backend.datastore.remove(upload.id).catch(() => {});
     }
   }
 }
@@ -370,10 +367,19 @@ function tusError(status: number, e: ApiError) {
   };
 }
 
-/** The SHA-256 of a file, read as a stream. */
+/** The SHA-256 of a scratch file (on disk or in memory), read in chunks. */
 async function sha256Of(path: string): Promise<string> {
   const hash = createHash("sha256");
-  const f = await Deno.open(path);
-  for await (const chunk of f.readable) hash.update(chunk);
+  const f = await openScratch(path, { read: true });
+  try {
+    const buf = new Uint8Array(1 << 20);
+    for (;;) {
+      const n = await f.read(buf);
+      if (n === null) break;
+      hash.update(buf.subarray(0, n));
+    }
+  } finally {
+    f.close();
+  }
   return hash.digest("hex");
 }

@@ -3,3 +3,6 @@
  * module, so the routes that only need the path do not load the tus server at start.
  */
 export const TUS_PATH = "/api/1/tus";
+
+/** Ids of resumable uploads: distinct from image keys, which the orphan sweep owns. */
+export const TUS_ID_PREFIX = "tus-";

@@ -132,7 +132,7 @@ export interface paths {
         delete?: never;
         /**
          * What the tus server offers
-         * @description No key needed. 404 where no disk may be written (SCRATCH=memory): resumable uploads keep their parts in DATA_DIR/tus.
+         * @description No key needed. 404 where they have nowhere to be kept: resumable uploads keep their parts in the images' bucket with STORE=s3, else in DATA_DIR/tus.
          */
         options: operations["tusOptions"];
         head?: never;

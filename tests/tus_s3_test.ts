@@ -1,0 +1,300 @@
+import assert from "node:assert/strict";
+import { Buffer } from "node:buffer";
+import * as tus from "tus-js-client";
+import {
+  databaseKinds,
+  json,
+  test,
+  testDatabase,
+  type TestEnv,
+  testEnv,
+  userWithKey,
+} from "./helpers.ts";
+import { makeNoiseJpeg } from "./fixtures.ts";
+import { startS3 } from "./s3_server.ts";
+import { sweepResumable } from "../routes/tus.ts";
+import { sweepOrphans } from "../services/images/orphans.ts";
+import { wholeBody } from "../services/runtime/file_io.ts";
+
+/**
+ * Resumable uploads kept in the images' bucket (STORE=s3, BucketStore) on s3rver: with
+ * memory scratch (nothing written to disk, as on Deno Deploy), and across two instances
+ * sharing the PostgreSQL and the bucket, where a cut upload goes on at the other one.
+ */
+
+function serve(env: TestEnv) {
+  const ac = new AbortController();
+  const server = Deno.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    signal: ac.signal,
+    onListen: () => {},
+  }, (req) => env.app.fetch(req));
+  return {
+    port: server.addr.port,
+    async close() {
+      ac.abort();
+      await server.finished;
+    },
+  };
+}
+
+/**
+ * A TCP proxy in the place of a load balancer: the first connection goes to `first` and
+ * is cut once `cutAfter` bytes went up (after `beforeCut`); every later one goes to `then`.
+ */
+function balancer(
+  first: number,
+  then: number,
+  cutAfter: number,
+  beforeCut: () => Promise<void> = () => Promise.resolve(),
+) {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const sent: number[] = [];
+  (async () => {
+    for await (const client of listener) {
+      const n = sent.length;
+      const port = n === 0 ? first : then;
+      sent.push(port);
+      (async () => {
+        const upstream = await Deno.connect({ hostname: "127.0.0.1", port });
+        let passed = 0;
+        const up = (async () => {
+          const buf = new Uint8Array(64 * 1024);
+          try {
+            while (true) {
+              const r = await client.read(buf);
+              if (r === null) break;
+              passed += r;
+              if (n === 0 && passed > cutAfter) {
+                await beforeCut();
+                break;
+              }
+              await upstream.write(buf.subarray(0, r));
+            }
+          } catch { /* closed */ }
+          for (const c of [client, upstream]) {
+            try {
+              c.close();
+            } catch { /* closed */ }
+          }
+        })();
+        const down = (async () => {
+          const buf = new Uint8Array(64 * 1024);
+          try {
+            while (true) {
+              const r = await upstream.read(buf);
+              if (r === null) break;
+              await client.write(buf.subarray(0, r));
+            }
+          } catch { /* closed */ }
+        })();
+        await Promise.allSettled([up, down]);
+      })();
+    }
+  })().catch(() => {});
+  return { port: listener.addr.port, sent, close: () => listener.close() };
+}
+
+function tusUpload(
+  endpoint: string,
+  key: string,
+  bytes: Uint8Array,
+  filename: string,
+  chunkSize = Infinity,
+  offsets: number[] = [],
+): Promise<string> {
+  return new Promise((resolve, reject) => {
+    new tus.Upload(Buffer.from(bytes), {
+      endpoint,
+      headers: { authorization: `Bearer ${key}` },
+      metadata: { filename },
+      chunkSize,
+      retryDelays: [0, 200, 500],
+      onAfterResponse: (req, res) => {
+        if (req.getMethod() === "HEAD") {
+          offsets.push(Number(res.getHeader("Upload-Offset")));
+        }
+      },
+      onError: reject,
+      onSuccess: (p) => resolve(p.lastResponse.getBody()),
+    }).start();
+  });
+}
+
+/** The bucket's objects of resumable uploads. */
+async function tusKeys(env: TestEnv): Promise<string[]> {
+  const out: string[] = [];
+  for await (const o of env.deps.store.list()) {
+    if (o.key.startsWith("tus-")) out.push(o.key);
+  }
+  return out;
+}
+
+test("with STORE=s3 and memory scratch a resumable upload is kept in the bucket, stored through the pipeline, and leaves no object behind; nothing is written to DATA_DIR/tus; an abandoned one's objects go once it is old enough", async () => {
+  const s3 = await startS3();
+  const env = await testEnv({
+    store: s3.store,
+    env: { ...s3.env, SCRATCH: "memory" },
+  });
+  const http = serve(env);
+  const base = `http://127.0.0.1:${http.port}/api/1/tus/`;
+  try {
+    const { key } = await userWithKey(env);
+    const photo = await makeNoiseJpeg(1400, 1000);
+    const body = JSON.parse(
+      await tusUpload(base, key, photo, "s3.jpg", 256 * 1024),
+    );
+    assert.equal(body.success, true, JSON.stringify(body));
+    assert.equal(body.data.title, "s3.jpg");
+    const stored = new Uint8Array(
+      await (await env.app.request(new URL(body.data.url).pathname))
+        .arrayBuffer(),
+    );
+    assert.ok(stored.length > 0);
+    assert.deepEqual(await tusKeys(env), []);
+    await assert.rejects(Deno.stat(`${env.config.DATA_DIR}/tus`));
+
+    // Abandoned half-way: its info and parts stay until they are old enough to go.
+    const made = await fetch(base, {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${key}`,
+        "tus-resumable": "1.0.0",
+        "upload-length": "1000",
+      },
+    });
+    assert.equal(made.status, 201);
+    await made.body?.cancel();
+    const half = await fetch(
+      new URL(made.headers.get("location")!, base),
+      {
+        method: "PATCH",
+        headers: {
+          authorization: `Bearer ${key}`,
+          "tus-resumable": "1.0.0",
+          "upload-offset": "0",
+          "content-type": "application/offset+octet-stream",
+        },
+        body: new Uint8Array(400),
+      },
+    );
+    assert.equal(half.status, 204);
+    assert.equal((await tusKeys(env)).length, 2, "its info and one part");
+    assert.equal(await sweepResumable(env.app), 0, "not old enough yet");
+    // The orphan sweep leaves them to their own expiry, however old.
+    env.clock.advance(Date.now() - env.clock.now().getTime() + 86_400_000);
+    await sweepOrphans(env.deps.database.db, env.deps.store, env.clock, 0);
+    assert.equal((await tusKeys(env)).length, 2, "the orphan sweep kept them");
+  } finally {
+    await http.close();
+    await env.close();
+    await s3.close();
+  }
+});
+
+test("two instances sharing the PostgreSQL and the bucket: an upload cut at half on one goes on at the other (its HEAD there finds the offset) and is stored once", async () => {
+  if (!databaseKinds().includes("postgres")) return;
+  const s3 = await startS3();
+  const dbA = await testDatabase("postgres");
+  const dbB = await dbA.another!();
+  const a = await testEnv({
+    database: dbA,
+    store: s3.store,
+    env: { ...s3.env, SCRATCH: "memory" },
+  });
+  const b = await testEnv({
+    database: dbB,
+    store: s3.store,
+    env: { ...s3.env, SCRATCH: "memory" },
+  });
+  const [httpA, httpB] = [serve(a), serve(b)];
+  const photo = await makeNoiseJpeg(1600, 1200);
+  // Cut past the first whole part (1 MB), once A has committed it: what a cut keeps is
+  // the whole parts its instance committed before the cut.
+  const lb = balancer(
+    httpA.port,
+    httpB.port,
+    photo.length * 3 / 4,
+    async () => {
+      const until = Date.now() + 10_000;
+      while (Date.now() < until) {
+        for await (const o of s3.store.list()) {
+          if (!o.key.endsWith(".info")) continue;
+          const blob = await s3.store.get(o.key);
+          const text = blob
+            ? new TextDecoder().decode(await wholeBody(blob.body, blob.size))
+            : "";
+          if (/"offset":[1-9]/.test(text)) return;
+        }
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    },
+  );
+  try {
+    const { key } = await userWithKey(a);
+    const offsets: number[] = [];
+    const body = JSON.parse(
+      await tusUpload(
+        `http://127.0.0.1:${lb.port}/api/1/tus/`,
+        key,
+        photo,
+        "across.jpg",
+        Infinity,
+        offsets,
+      ),
+    );
+    assert.equal(
+      offsets.length,
+      1,
+      `one HEAD, at the other instance: ${offsets}`,
+    );
+    assert.ok(
+      offsets[0] > 0 && offsets[0] < photo.length,
+      `went on from what A kept, not from zero: ${offsets}`,
+    );
+    assert.equal(body.success, true, JSON.stringify(body));
+    assert.equal(lb.sent[0], httpA.port);
+    assert.ok(lb.sent.length >= 2, String(lb.sent));
+    assert.ok(lb.sent.slice(1).every((p) => p === httpB.port));
+    const list = await json(
+      await b.app.request("/api/1/images", {
+        headers: { authorization: `Bearer ${key}` },
+      }),
+    );
+    assert.deepEqual(
+      list.body.data.images.map((i: { title: string }) => i.title),
+      ["across.jpg"],
+    );
+    assert.deepEqual(await tusKeys(a), []);
+    // The same bytes as a one-request upload of the file stores.
+    const other = await userWithKey(b, "single@example.com");
+    const form = new FormData();
+    form.append(
+      "images",
+      new File([photo as Uint8Array<ArrayBuffer>], "single.jpg"),
+    );
+    const single = await json(
+      await b.app.request("/api/1/upload", {
+        method: "POST",
+        headers: { authorization: `Bearer ${other.key}` },
+        body: form,
+      }),
+    );
+    const bytes = async (url: string) =>
+      new Uint8Array(
+        await (await b.app.request(new URL(url).pathname)).arrayBuffer(),
+      );
+    assert.deepEqual(
+      await bytes(body.data.url),
+      await bytes(single.body.data.url),
+    );
+  } finally {
+    lb.close();
+    await httpA.close();
+    await httpB.close();
+    await b.close();
+    await a.close();
+    await s3.close();
+  }
+});

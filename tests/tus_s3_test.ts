@@ -12,6 +12,7 @@ import {
 } from "./helpers.ts";
 import { makeNoiseJpeg } from "./fixtures.ts";
 import { startS3 } from "./s3_server.ts";
+import { startNginx } from "./nginx.ts";
 import { sweepResumable } from "../routes/tus.ts";
 import { sweepOrphans } from "../services/images/orphans.ts";
 import { wholeBody } from "../services/runtime/file_io.ts";
@@ -22,14 +23,19 @@ import { wholeBody } from "../services/runtime/file_io.ts";
  * sharing the PostgreSQL and the bucket, where a cut upload goes on at the other one.
  */
 
-function serve(env: TestEnv) {
+function serve(env: TestEnv, seen: string[] = []) {
   const ac = new AbortController();
   const server = Deno.serve({
     hostname: "127.0.0.1",
     port: 0,
     signal: ac.signal,
     onListen: () => {},
-  }, (req) => env.app.fetch(req));
+  }, (req) => {
+    if (new URL(req.url).pathname.startsWith("/api/1/tus")) {
+      seen.push(req.method);
+    }
+    return env.app.fetch(req);
+  });
   return {
     port: server.addr.port,
     async close() {
@@ -120,6 +126,22 @@ function tusUpload(
       onSuccess: (p) => resolve(p.lastResponse.getBody()),
     }).start();
   });
+}
+
+/** Resolves once an upload's info in the bucket says a part was committed (10 s at most). */
+async function aPartCommitted(store: TestEnv["deps"]["store"]) {
+  const until = Date.now() + 10_000;
+  while (Date.now() < until) {
+    for await (const o of store.list()) {
+      if (!o.key.endsWith(".info")) continue;
+      const blob = await store.get(o.key);
+      const text = blob
+        ? new TextDecoder().decode(await wholeBody(blob.body, blob.size))
+        : "";
+      if (/"offset":[1-9]/.test(text)) return;
+    }
+    await new Promise((r) => setTimeout(r, 20));
+  }
 }
 
 /** The bucket's objects of resumable uploads. */
@@ -216,20 +238,7 @@ test("two instances sharing the PostgreSQL and the bucket: an upload cut at half
     httpA.port,
     httpB.port,
     photo.length * 3 / 4,
-    async () => {
-      const until = Date.now() + 10_000;
-      while (Date.now() < until) {
-        for await (const o of s3.store.list()) {
-          if (!o.key.endsWith(".info")) continue;
-          const blob = await s3.store.get(o.key);
-          const text = blob
-            ? new TextDecoder().decode(await wholeBody(blob.body, blob.size))
-            : "";
-          if (/"offset":[1-9]/.test(text)) return;
-        }
-        await new Promise((r) => setTimeout(r, 20));
-      }
-    },
+    () => aPartCommitted(s3.store),
   );
   try {
     const { key } = await userWithKey(a);
@@ -291,6 +300,89 @@ test("two instances sharing the PostgreSQL and the bucket: an upload cut at half
     );
   } finally {
     lb.close();
+    await httpA.close();
+    await httpB.close();
+    await b.close();
+    await a.close();
+    await s3.close();
+  }
+});
+
+test("behind nginx with deploy/nginx.conf's proxying (request bodies streamed, two instances round-robin), an upload cut at half is resumed and finished across both instances, stored once", async () => {
+  if (!databaseKinds().includes("postgres")) return;
+  const s3 = await startS3();
+  const dbA = await testDatabase("postgres");
+  const dbB = await dbA.another!();
+  const env = { ...s3.env, SCRATCH: "memory", TRUST_PROXY: "true" };
+  const a = await testEnv({ database: dbA, store: s3.store, env });
+  const b = await testEnv({ database: dbB, store: s3.store, env });
+  const seenA: string[] = [], seenB: string[] = [];
+  const [httpA, httpB] = [serve(a, seenA), serve(b, seenB)];
+  // The deploy's proxy settings that matter here, without TLS.
+  const nginx = await startNginx(`
+  upstream imagehost {
+    server 127.0.0.1:${httpA.port};
+    server 127.0.0.1:${httpB.port};
+    keepalive 8;
+  }
+  server {
+    listen LISTEN;
+    client_max_body_size 600m;
+    proxy_request_buffering off;
+    location / {
+      proxy_pass http://imagehost;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_set_header Host $http_host;
+      proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+      proxy_next_upstream error timeout;
+      proxy_next_upstream_tries 2;
+    }
+  }`);
+  const nginxPort = Number(new URL(nginx.base).port);
+  const photo = await makeNoiseJpeg(1600, 1200);
+  // A phone's network in front of nginx: its first connection is cut once a part is in.
+  const phone = balancer(
+    nginxPort,
+    nginxPort,
+    photo.length * 3 / 4,
+    () => aPartCommitted(s3.store),
+  );
+  try {
+    const { key } = await userWithKey(a);
+    const offsets: number[] = [];
+    const body = JSON.parse(
+      await tusUpload(
+        `http://127.0.0.1:${phone.port}/api/1/tus/`,
+        key,
+        photo,
+        "nginx.jpg",
+        Infinity,
+        offsets,
+      ),
+    );
+    assert.equal(body.success, true, JSON.stringify(body));
+    assert.ok(
+      offsets.some((o) => o > 0 && o < photo.length),
+      `resumed from what was kept: ${offsets}`,
+    );
+    assert.ok(
+      seenA.length > 0 && seenB.length > 0,
+      `both instances took part: A ${seenA}, B ${seenB}`,
+    );
+    const list = await json(
+      await b.app.request("/api/1/images", {
+        headers: { authorization: `Bearer ${key}` },
+      }),
+    );
+    assert.deepEqual(
+      list.body.data.images.map((i: { title: string }) => i.title),
+      ["nginx.jpg"],
+    );
+    assert.deepEqual(await tusKeys(a), []);
+  } finally {
+    phone.close();
+    await nginx.close();
     await httpA.close();
     await httpB.close();
     await b.close();

@@ -13,6 +13,9 @@ import {
 import { makeNoiseJpeg } from "./fixtures.ts";
 import { startS3 } from "./s3_server.ts";
 import { startNginx } from "./nginx.ts";
+import { Readable } from "node:stream";
+import { Upload } from "@tus/utils";
+import { BucketStore } from "../services/uploads/bucket_store.ts";
 import { sweepResumable } from "../routes/tus.ts";
 import { sweepOrphans } from "../services/images/orphans.ts";
 import { wholeBody } from "../services/runtime/file_io.ts";
@@ -387,6 +390,37 @@ test("behind nginx with deploy/nginx.conf's proxying (request bodies streamed, t
     await httpB.close();
     await b.close();
     await a.close();
+    await s3.close();
+  }
+});
+
+test("the bucket store removes an upload unwritten for its expiry, info and parts, and keeps a fresh one", async () => {
+  const s3 = await startS3();
+  try {
+    // Its expiry in milliseconds here (TUS_EXPIRE_HOURS is at least an hour); S3 dates
+    // are whole seconds, so the two are seconds apart.
+    const store = new BucketStore(s3.store, 2000);
+    const write = async (id: string) => {
+      await store.create(new Upload({ id, size: 3_000_000, offset: 0 }));
+      await store.write(
+        Readable.from([new Uint8Array(1024 * 1024 + 10)]),
+        id,
+        0,
+      );
+    };
+    const old = "tus-0123456789abcdef0123456789abcdef";
+    const fresh = "tus-fedcba9876543210fedcba9876543210";
+    await write(old);
+    assert.equal((await store.getUpload(old)).offset, 1024 * 1024 + 10);
+    await new Promise((r) => setTimeout(r, 3000));
+    await write(fresh);
+    assert.equal(await store.deleteExpired(), 1);
+    const left: string[] = [];
+    for await (const o of s3.store.list()) left.push(o.key);
+    assert.ok(left.every((k) => k.startsWith(fresh)), String(left));
+    assert.equal(left.length, 3, `the fresh one's info and two parts: ${left}`);
+    await assert.rejects(store.getUpload(old));
+  } finally {
     await s3.close();
   }
 });

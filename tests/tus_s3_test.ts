@@ -1,6 +1,4 @@
 import assert from "node:assert/strict";
-import { Buffer } from "node:buffer";
-import * as tus from "tus-js-client";
 import {
   databaseKinds,
   json,
@@ -12,6 +10,7 @@ import {
 } from "./helpers.ts";
 import { makeNoiseJpeg } from "./fixtures.ts";
 import { startS3 } from "./s3_server.ts";
+import { cuttingProxy, serve, tusUpload as upload } from "./tus_clients.ts";
 import { startNginx } from "./nginx.ts";
 import { Readable } from "node:stream";
 import { Upload } from "@tus/utils";
@@ -26,86 +25,8 @@ import { wholeBody } from "../services/runtime/file_io.ts";
  * sharing the PostgreSQL and the bucket, where a cut upload goes on at the other one.
  */
 
-function serve(env: TestEnv, seen: string[] = []) {
-  const ac = new AbortController();
-  const server = Deno.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    signal: ac.signal,
-    onListen: () => {},
-  }, (req) => {
-    if (new URL(req.url).pathname.startsWith("/api/1/tus")) {
-      seen.push(req.method);
-    }
-    return env.app.fetch(req);
-  });
-  return {
-    port: server.addr.port,
-    async close() {
-      ac.abort();
-      await server.finished;
-    },
-  };
-}
-
-/**
- * A TCP proxy in the place of a load balancer: the first connection goes to `first` and
- * is cut once `cutAfter` bytes went up (after `beforeCut`); every later one goes to `then`.
- */
-function balancer(
-  first: number,
-  then: number,
-  cutAfter: number,
-  beforeCut: () => Promise<void> = () => Promise.resolve(),
-) {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const sent: number[] = [];
-  (async () => {
-    for await (const client of listener) {
-      const n = sent.length;
-      const port = n === 0 ? first : then;
-      sent.push(port);
-      (async () => {
-        const upstream = await Deno.connect({ hostname: "127.0.0.1", port });
-        let passed = 0;
-        const up = (async () => {
-          const buf = new Uint8Array(64 * 1024);
-          try {
-            while (true) {
-              const r = await client.read(buf);
-              if (r === null) break;
-              passed += r;
-              if (n === 0 && passed > cutAfter) {
-                await beforeCut();
-                break;
-              }
-              await upstream.write(buf.subarray(0, r));
-            }
-          } catch { /* closed */ }
-          for (const c of [client, upstream]) {
-            try {
-              c.close();
-            } catch { /* closed */ }
-          }
-        })();
-        const down = (async () => {
-          const buf = new Uint8Array(64 * 1024);
-          try {
-            while (true) {
-              const r = await upstream.read(buf);
-              if (r === null) break;
-              await client.write(buf.subarray(0, r));
-            }
-          } catch { /* closed */ }
-        })();
-        await Promise.allSettled([up, down]);
-      })();
-    }
-  })().catch(() => {});
-  return { port: listener.addr.port, sent, close: () => listener.close() };
-}
-
-function tusUpload(
+/** Uploads `bytes` as `filename`; the last answer's body. HEADs' offsets go to `offsets`. */
+async function tusUpload(
   endpoint: string,
   key: string,
   bytes: Uint8Array,
@@ -113,22 +34,15 @@ function tusUpload(
   chunkSize = Infinity,
   offsets: number[] = [],
 ): Promise<string> {
-  return new Promise((resolve, reject) => {
-    new tus.Upload(Buffer.from(bytes), {
-      endpoint,
-      headers: { authorization: `Bearer ${key}` },
-      metadata: { filename },
-      chunkSize,
-      retryDelays: [0, 200, 500],
-      onAfterResponse: (req, res) => {
-        if (req.getMethod() === "HEAD") {
-          offsets.push(Number(res.getHeader("Upload-Offset")));
-        }
-      },
-      onError: reject,
-      onSuccess: (p) => resolve(p.lastResponse.getBody()),
-    }).start();
-  });
+  return (await upload(endpoint, key, bytes, { filename }, {
+    chunkSize,
+    retryDelays: [0, 200, 500],
+    onAfterResponse: (req, res) => {
+      if (req.getMethod() === "HEAD") {
+        offsets.push(Number(res.getHeader("Upload-Offset")));
+      }
+    },
+  })).body;
 }
 
 /** Resolves once an upload's info in the bucket says a part was committed (10 s at most). */
@@ -237,7 +151,7 @@ test("two instances sharing the PostgreSQL and the bucket: an upload cut at half
   const photo = await makeNoiseJpeg(1600, 1200);
   // Cut past the first whole part (1 MB), once A has committed it: what a cut keeps is
   // the whole parts its instance committed before the cut.
-  const lb = balancer(
+  const lb = cuttingProxy(
     httpA.port,
     httpB.port,
     photo.length * 3 / 4,
@@ -345,7 +259,7 @@ test("behind nginx with deploy/nginx.conf's proxying (request bodies streamed, t
   const nginxPort = Number(new URL(nginx.base).port);
   const photo = await makeNoiseJpeg(1600, 1200);
   // A phone's network in front of nginx: its first connection is cut once a part is in.
-  const phone = balancer(
+  const phone = cuttingProxy(
     nginxPort,
     nginxPort,
     photo.length * 3 / 4,

@@ -1,6 +1,4 @@
 import assert from "node:assert/strict";
-import { Buffer } from "node:buffer";
-import * as tus from "tus-js-client";
 import {
   json,
   test,
@@ -12,114 +10,12 @@ import {
 import { formWith, makeNoiseJpeg } from "./fixtures.ts";
 import { sweepResumable } from "../routes/tus.ts";
 import { appSettled } from "../app.ts";
+import { cuttingProxy, serve, tusUpload } from "./tus_clients.ts";
 
 /**
  * Resumable uploads (tus 1.0, issue #53) with tus-js-client, the reference client, against
  * the app on a real loopback server; a cut connection through a proxy of our own.
  */
-
-/** The app on loopback, and a way to stop it. */
-function serve(env: TestEnv) {
-  const ac = new AbortController();
-  const server = Deno.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    signal: ac.signal,
-    onListen: () => {},
-  }, (req) => env.app.fetch(req));
-  return {
-    origin: `http://127.0.0.1:${server.addr.port}`,
-    port: server.addr.port,
-    async close() {
-      ac.abort();
-      await server.finished;
-    },
-  };
-}
-
-/**
- * A TCP proxy to `port` that cuts the first connection whose request body passes
- * `cutAfter` bytes of upload (a phone losing its network), and passes every later one.
- */
-function cuttingProxy(port: number, cutAfter: number) {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  let cuts = 0, connections = 0;
-  (async () => {
-    for await (const client of listener) {
-      connections++;
-      (async () => {
-        const upstream = await Deno.connect({ hostname: "127.0.0.1", port });
-        const cut = cuts === 0;
-        let passed = 0;
-        const up = (async () => {
-          const buf = new Uint8Array(64 * 1024);
-          try {
-            while (true) {
-              const n = await client.read(buf);
-              if (n === null) break;
-              passed += n;
-              if (cut && passed > cutAfter) {
-                cuts++;
-                break;
-              }
-              await upstream.write(buf.subarray(0, n));
-            }
-          } catch { /* closed */ }
-          try {
-            client.close();
-          } catch { /* closed */ }
-          try {
-            upstream.close();
-          } catch { /* closed */ }
-        })();
-        const down = (async () => {
-          const buf = new Uint8Array(64 * 1024);
-          try {
-            while (true) {
-              const n = await upstream.read(buf);
-              if (n === null) break;
-              await client.write(buf.subarray(0, n));
-            }
-          } catch { /* closed */ }
-        })();
-        await Promise.allSettled([up, down]);
-      })();
-    }
-  })().catch(() => {});
-  return {
-    port: listener.addr.port,
-    get cuts() {
-      return cuts;
-    },
-    get connections() {
-      return connections;
-    },
-    close: () => listener.close(),
-  };
-}
-
-/** Uploads `bytes` with tus-js-client; the final answer's body, and the upload's URL. */
-function tusUpload(
-  endpoint: string,
-  key: string,
-  bytes: Uint8Array,
-  metadata: Record<string, string>,
-  opts: Partial<tus.UploadOptions> = {},
-): Promise<{ body: string; url: string }> {
-  return new Promise((resolve, reject) => {
-    const up = new tus.Upload(Buffer.from(bytes), {
-      endpoint,
-      headers: { authorization: `Bearer ${key}` },
-      metadata,
-      retryDelays: [0, 100, 300],
-      ...opts,
-      onError: reject,
-      onSuccess: (p) =>
-        resolve({ body: p.lastResponse.getBody(), url: up.url! }),
-    });
-    up.start();
-  });
-}
 
 /** The files left in DATA_DIR/tus. */
 async function parts(env: TestEnv): Promise<string[]> {
@@ -204,7 +100,7 @@ test("a connection cut at about half resumes from the server's offset: tus-js-cl
   const env = await testEnv();
   const http = serve(env);
   const photo = await makeNoiseJpeg(1800, 1400);
-  const proxy = cuttingProxy(http.port, photo.length / 2);
+  const proxy = cuttingProxy(http.port, http.port, photo.length / 2);
   try {
     const { key } = await userWithKey(env);
     const other = await userWithKey(env, "other@example.com");

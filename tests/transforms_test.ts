@@ -681,11 +681,18 @@ test("each client address may have IMAGE_MAKES_PER_MINUTE variants made a minute
   }
 });
 
-/** A store whose variant puts wait for the test's word, and may fail. */
+/**
+ * A store whose puts of `held` keys (variants by default) wait for the test's word, counted
+ * in `waiting`, and may fail.
+ */
 class HeldStore extends CountingStore {
   #gate: Promise<void> = Promise.resolve();
   #open = () => {};
   fail = false;
+  waiting = 0;
+  constructor(dir: string, private readonly held = /\.v\d+x\d+/) {
+    super(dir, held);
+  }
   hold() {
     this.#gate = new Promise((r) => this.#open = r);
   }
@@ -697,7 +704,8 @@ class HeldStore extends CountingStore {
     body: ReadableStream<Uint8Array> | Uint8Array,
     meta?: { durable?: boolean },
   ) {
-    if (/\.v\d+x\d+/.test(key)) {
+    if (this.held.test(key)) {
+      this.waiting++;
       await this.#gate;
       if (this.fail) {
         this.fail = false;
@@ -1124,37 +1132,10 @@ test("a make that outlasts its lease's length keeps the lease (renewed while it 
   }
 });
 
-/** A store whose puts of matching keys wait for the test's word, counting those waiting. */
-class HeldPuts extends CountingStore {
-  #gate: Promise<void> = Promise.resolve();
-  #open = () => {};
-  waiting = 0;
-  constructor(dir: string, private readonly held: RegExp) {
-    super(dir, held);
-  }
-  hold() {
-    this.#gate = new Promise((r) => this.#open = r);
-  }
-  release() {
-    this.#open();
-  }
-  override async put(
-    key: string,
-    body: ReadableStream<Uint8Array> | Uint8Array,
-    meta?: { durable?: boolean },
-  ) {
-    if (this.held.test(key)) {
-      this.waiting++;
-      await this.#gate;
-    }
-    return await super.put(key, body, meta);
-  }
-}
-
 for (const kind of ["transform", "medium"] as const) {
   test(`a deletion wins over a ${kind} variant's make in flight: once both end, neither its file nor a row is left`, async () => {
     const dir = await Deno.makeTempDir({ prefix: "imagehost-delmake-" });
-    const store = await new HeldPuts(dir, /\.v\d+x\d+|\.md\./).init();
+    const store = await new HeldStore(dir, /\.v\d+x\d+|\.md\./).init();
     const env = await testEnv({ store: store as BlobStore });
     try {
       const { key } = await userWithKey(env);

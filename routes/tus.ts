@@ -9,11 +9,12 @@ import { TUS_PATH } from "../services/uploads/tus_path.ts";
 import { albumForImages } from "../services/albums/albums.ts";
 import { editImage, toImageRecord } from "../services/images/records.ts";
 import { passwordEdit } from "../services/privacy/password_access.ts";
-import { ApiError } from "../schemas/errors.ts";
+import { ApiError, errorBody } from "../schemas/errors.ts";
 import {
   AUTH_ERRORS,
   errorResponses,
   header,
+  okBody,
   REQUEST_ID_HEADER,
 } from "../schemas/envelope.ts";
 import { API_SECURITY } from "./upload_routes.ts";
@@ -74,19 +75,11 @@ export function registerTusRoutes(
             }),
           albumOf: async (userId, album) =>
             (await albumForImages(deps.database.db, userId, album)).id,
-          answer: (status, body) =>
+          answer: (body) =>
             JSON.stringify(
               body instanceof ApiError
-                ? {
-                  status,
-                  success: false,
-                  error: {
-                    code: body.code,
-                    message: body.message,
-                    ...(body.details ? { details: body.details } : {}),
-                  },
-                }
-                : { status, success: true, data: body },
+                ? errorBody(body.code, body.details, body.message)
+                : okBody(body),
             ),
         }),
     );

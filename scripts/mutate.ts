@@ -1273,7 +1273,7 @@ const MUTATIONS: Mutation[] = [
   {
     name: "resumable: the last PATCH answers nothing, not the image record",
     file: "services/uploads/resumable.ts",
-    from: "        body: this.deps.answer(200, record),",
+    from: "        body: this.deps.answer(record),",
     to: '        body: "",',
     tests: ["tests/tus_test.ts"],
   },

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { Server, type Upload } from "@tus/server";
 import { newUploadId, type TusBackend } from "./tus_backends.ts";
 import { openScratch } from "../runtime/scratch_files.ts";
-import { ApiError, type ErrorCode } from "../../schemas/errors.ts";
+import { ApiError, errorBody, type ErrorCode } from "../../schemas/errors.ts";
 import type { Config } from "../../schemas/config.ts";
 import type { ImageRecord } from "../images/records.ts";
 import type { IncomingImage } from "../images/pipeline_stages.ts";
@@ -50,7 +50,7 @@ export interface ResumableDeps {
   /** An album id of the user's (the upload's `album` metadata), or 404/160. */
   albumOf: (userId: string, album: string) => Promise<string>;
   /** The envelope a finished or refused upload answers with. */
-  answer: (status: number, body: unknown) => string;
+  answer: (body: unknown) => string;
   /** Hears a finished upload's failure that is no ApiError (a bug: answered 500). */
   onError: (e: unknown) => void;
 }
@@ -171,7 +171,7 @@ export class ResumableUploads {
 
   /** An answer in the envelope, as tus clients read a refusal. */
   #refuse(status: number, e: ApiError): Response {
-    return new Response(this.deps.answer(status, e), {
+    return new Response(this.deps.answer(e), {
       status,
       headers: { "content-type": "application/json", "Tus-Resumable": "1.0.0" },
     });
@@ -201,7 +201,6 @@ export class ResumableUploads {
     const owner = req.headers.get(OWNER_HEADER)!;
     if (upload.sizeIsDeferred || upload.size === undefined) {
       throw tusError(
-        400,
         new ApiError(160, {
           details: [{
             path: "Upload-Length",
@@ -213,7 +212,6 @@ export class ResumableUploads {
     const open = await this.#unfinishedOf(owner);
     if (open.length >= this.deps.config.TUS_UPLOADS_AT_ONCE) {
       throw tusError(
-        429,
         new ApiError(170, {
           details: [{
             path: "TUS_UPLOADS_AT_ONCE",
@@ -224,11 +222,10 @@ export class ResumableUploads {
       );
     }
     const bad = metadataProblem(upload.metadata ?? {});
-    if (bad) throw tusError(400, bad);
+    if (bad) throw tusError(bad);
     const pending = open.reduce((n, u) => n + (u.size ?? 0), 0);
     if (pending + upload.size > this.deps.config.TUS_PENDING_MB * 1024 * 1024) {
       throw tusError(
-        413,
         new ApiError(130, {
           details: [{
             path: "TUS_PENDING_MB",
@@ -241,7 +238,7 @@ export class ResumableUploads {
     try {
       await this.deps.fits(owner, upload.size);
     } catch (e) {
-      if (e instanceof ApiError) throw tusError(e.status, e);
+      if (e instanceof ApiError) throw tusError(e);
       throw e;
     }
     return { metadata: { ...upload.metadata, owner } };
@@ -300,7 +297,7 @@ export class ResumableUploads {
       return {
         status_code: 200,
         headers: { "Content-Type": "application/json" },
-        body: this.deps.answer(200, record),
+        body: this.deps.answer(record),
       };
     } catch (e) {
       if (!(e instanceof ApiError)) this.deps.onError(e);
@@ -308,7 +305,7 @@ export class ResumableUploads {
       return {
         status_code: err.status,
         headers: { "Content-Type": "application/json" },
-        body: this.deps.answer(err.status, err),
+        body: this.deps.answer(err),
       };
     } finally {
       // Stored or refused, its parts go.
@@ -352,18 +349,10 @@ export function uploadIdOf(pathname: string): string | undefined {
 }
 
 /** A tus hook's refusal: tus answers its status and body. */
-function tusError(status: number, e: ApiError) {
+function tusError(e: ApiError) {
   return {
-    status_code: status,
-    body: JSON.stringify({
-      status,
-      success: false,
-      error: {
-        code: e.code,
-        message: e.message,
-        ...(e.details ? { details: e.details } : {}),
-      },
-    }),
+    status_code: e.status,
+    body: JSON.stringify(errorBody(e.code, e.details, e.message)),
   };
 }
 

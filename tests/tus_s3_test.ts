@@ -70,11 +70,11 @@ async function tusKeys(env: TestEnv): Promise<string[]> {
   return out;
 }
 
-test("with STORE=s3 and memory scratch a resumable upload is kept in the bucket, stored through the pipeline, and leaves no object behind; nothing is written to DATA_DIR/tus; an abandoned one's objects go once it is old enough", async () => {
+test("with STORE=s3 and memory scratch a resumable upload is kept in the bucket, stored through the pipeline, and leaves no object behind; nothing is written to DATA_DIR/tus; one larger than MEMORY_REQUEST_MB is refused at its creation; an abandoned one's objects go once it is old enough", async () => {
   const s3 = await startS3();
   const env = await testEnv({
     store: s3.store,
-    env: { ...s3.env, SCRATCH: "memory" },
+    env: { ...s3.env, SCRATCH: "memory", MEMORY_REQUEST_MB: "8" },
   });
   const http = serve(env);
   const base = `http://127.0.0.1:${http.port}/api/1/tus/`;
@@ -93,6 +93,26 @@ test("with STORE=s3 and memory scratch a resumable upload is kept in the bucket,
     assert.ok(stored.length > 0);
     assert.deepEqual(await tusKeys(env), []);
     await assert.rejects(Deno.stat(`${env.config.DATA_DIR}/tus`));
+
+    // A finished upload is read into the request's memory, so the largest one here is
+    // MEMORY_REQUEST_MB, not TUS_MAX_FILE_BYTES (200 MB): said before any byte is sent.
+    const options = await fetch(base, { method: "OPTIONS" });
+    await options.body?.cancel();
+    assert.equal(options.headers.get("tus-max-size"), String(8 * 1024 * 1024));
+    const tooBig = await fetch(base, {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${key}`,
+        "tus-resumable": "1.0.0",
+        "upload-length": String(8 * 1024 * 1024 + 1),
+      },
+    });
+    assert.equal(tooBig.status, 413);
+    const refusal = await tooBig.json();
+    assert.equal(refusal.error.code, 130);
+    assert.equal(refusal.error.details[0].path, "Upload-Length");
+    assert.match(refusal.error.details[0].message, /MEMORY_REQUEST_MB/);
+    assert.deepEqual(await tusKeys(env), [], "nothing was begun");
 
     // Abandoned half-way: its info and parts stay until they are old enough to go.
     const made = await fetch(base, {

@@ -122,11 +122,16 @@ test("a connection cut at about half resumes from the server's offset: tus-js-cl
     );
     assert.equal(proxy.cuts, 1, "the first connection was cut");
     assert.ok(proxy.connections >= 2);
-    assert.equal(offsets.length, 1, "one HEAD after the cut");
-    assert.ok(
-      offsets[0] > 0 && offsets[0] < photo.length,
-      `resumed from ${offsets[0]} of ${photo.length}, not from zero`,
-    );
+    // One HEAD after the cut, or more on a loaded machine: a PATCH that comes before the
+    // server has seen the cut is told the upload is busy (503/250), and the client asks
+    // again. Every answer resumes from where the bytes stopped, never from zero.
+    assert.ok(offsets.length >= 1, "a HEAD after the cut");
+    for (const at of offsets) {
+      assert.ok(
+        at > 0 && at < photo.length,
+        `resumed from ${at} of ${photo.length}, not from zero`,
+      );
+    }
     const answer = JSON.parse(done.body);
     assert.equal(answer.success, true, done.body);
     const single = await upload(
@@ -290,6 +295,41 @@ test("resumable uploads keep every upload's rules: no key 401, over the account'
     assert.deepEqual(await parts(env), []);
   } finally {
     await http.close();
+    await env.close();
+  }
+});
+
+test("an OPTIONS without Access-Control-Request-Method is tus's discovery, answered by tus (its version, extensions and Tus-Max-Size = TUS_MAX_FILE_BYTES, readable from any origin), while a CORS preflight is still answered as one", async () => {
+  const env = await testEnv({ env: { TUS_MAX_FILE_BYTES: "123456" } });
+  try {
+    const discovery = await env.app.request("/api/1/tus/", {
+      method: "OPTIONS",
+      headers: { origin: "https://elsewhere.example" },
+    });
+    assert.equal(discovery.status, 204);
+    assert.equal(discovery.headers.get("tus-version"), "1.0.0");
+    assert.equal(discovery.headers.get("tus-max-size"), "123456");
+    assert.match(discovery.headers.get("tus-extension") ?? "", /creation/);
+    assert.equal(discovery.headers.get("access-control-allow-origin"), "*");
+    assert.match(
+      discovery.headers.get("access-control-expose-headers") ?? "",
+      /Tus-Max-Size/,
+    );
+    const pre = await env.app.request("/api/1/tus/", {
+      method: "OPTIONS",
+      headers: {
+        origin: "https://elsewhere.example",
+        "access-control-request-method": "POST",
+        "access-control-request-headers": "tus-resumable,upload-length",
+      },
+    });
+    assert.equal(pre.status, 204);
+    assert.equal(pre.headers.get("tus-version"), null, "cors answered it");
+    assert.match(
+      pre.headers.get("access-control-allow-headers") ?? "",
+      /Upload-Length/,
+    );
+  } finally {
     await env.close();
   }
 });

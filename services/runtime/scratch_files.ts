@@ -118,7 +118,7 @@ class MemoryScratch {
     const e = this.files.get(path);
     if (!e) throw new Deno.errors.NotFound(`no scratch file ${path}`);
     this.files.delete(path);
-    this.give(e.buf.length, e.folder);
+    this.give(capacityOf(e), e.folder);
   }
 }
 
@@ -133,11 +133,50 @@ function overReserve(
   return Math.max(f.reserved, f.held + bytes) - Math.max(f.reserved, f.held);
 }
 
-/** One memory file: its bytes (capacity may exceed size until it is closed). */
+/**
+ * One memory file: its bytes in parts, appended as it is written (capacity may exceed size
+ * until it is closed), made one contiguous part when read whole. A file written piece by
+ * piece used to be one buffer grown by half again, copying what it held each time: a 5 MB
+ * upload left ~15 MB of dropped buffers behind it (its body, then its stripped copy), which
+ * the process kept as RSS long after (issue #49). Parts are never copied to grow.
+ */
 interface MemoryEntry {
-  buf: Uint8Array;
+  parts: Uint8Array[];
   size: number;
   folder: string;
+}
+
+/** The first part of a file written piece by piece; each next one doubles, up to PART_MAX. */
+const PART_MIN = 64 * 1024;
+const PART_MAX = MiB;
+
+/** Bytes a memory file's parts hold (its size, plus the last part's room). */
+function capacityOf(e: MemoryEntry): number {
+  let n = 0;
+  for (const p of e.parts) n += p.length;
+  return n;
+}
+
+/**
+ * The file's bytes as one buffer: its only part as it is, else its parts copied into one,
+ * which then replaces them (read whole once, read whole again for free).
+ */
+function wholeOf(e: MemoryEntry): Uint8Array {
+  if (e.parts.length <= 1) {
+    return e.parts[0]?.subarray(0, e.size) ?? new Uint8Array(0);
+  }
+  // The copy is counted before the parts are given back: both are held meanwhile.
+  memory.take(e.size, e.folder);
+  const whole = new Uint8Array(e.size);
+  let at = 0;
+  for (const p of e.parts) {
+    const n = Math.min(p.length, e.size - at);
+    whole.set(n === p.length ? p : p.subarray(0, n), at);
+    at += n;
+  }
+  memory.give(capacityOf(e), e.folder);
+  e.parts = [whole];
+  return whole;
 }
 
 function folderOf(path: string): string {
@@ -194,10 +233,12 @@ class MemoryFile implements ScratchFile {
   ) {}
 
   read(p: Uint8Array): Promise<number | null> {
-    const { buf, size } = this.entry;
+    const { size } = this.entry;
     if (this.#pos >= size) return Promise.resolve(p.length ? null : 0);
     const n = Math.min(p.length, size - this.#pos);
-    p.set(buf.subarray(this.#pos, this.#pos + n));
+    this.#each(this.#pos, n, (part, at, len, off) => {
+      p.set(part.subarray(at, at + len), off);
+    });
     this.#pos += n;
     return Promise.resolve(n);
   }
@@ -206,21 +247,49 @@ class MemoryFile implements ScratchFile {
     if (memory.files.get(this.path) !== this.entry) {
       return Promise.reject(new Deno.errors.NotFound(this.path));
     }
-    const end = this.#pos + p.length;
     const e = this.entry;
-    if (end > e.buf.length) {
-      // Grows by half again (fewer copies for a file written piece by piece); the
-      // slack counts against the budget until close() trims it.
-      const cap = Math.max(end, Math.min(e.buf.length * 1.5, end + 64 * MiB));
-      memory.take(Math.ceil(cap) - e.buf.length, e.folder);
-      const next = new Uint8Array(Math.ceil(cap));
-      next.set(e.buf.subarray(0, e.size));
-      e.buf = next;
+    const end = this.#pos + p.length;
+    const cap = capacityOf(e);
+    if (end > cap) {
+      // One new part for what does not fit: doubling from PART_MIN up to PART_MAX, or
+      // the whole rest when one write brings more. Taken from the budget first.
+      const last = e.parts.at(-1)?.length ?? 0;
+      const want = Math.max(
+        end - cap,
+        Math.min(PART_MAX, Math.max(PART_MIN, 2 * last)),
+      );
+      memory.take(want, e.folder);
+      e.parts.push(new Uint8Array(want));
     }
-    e.buf.set(p, this.#pos);
+    this.#each(this.#pos, p.length, (part, at, len, off) => {
+      part.set(p.subarray(off, off + len), at);
+    });
     this.#pos = end;
     if (end > e.size) e.size = end;
     return Promise.resolve(p.length);
+  }
+
+  /**
+   * Visits the parts covering [from, from + n): each with the offset in it, the length
+   * there, and the offset in the caller's buffer.
+   */
+  #each(
+    from: number,
+    n: number,
+    visit: (part: Uint8Array, at: number, len: number, off: number) => void,
+  ) {
+    let start = 0, off = 0;
+    for (const part of this.entry.parts) {
+      if (off >= n) break;
+      const end = start + part.length;
+      if (from + off < end) {
+        const at = from + off - start;
+        const len = Math.min(part.length - at, n - off);
+        visit(part, at, len, off);
+        off += len;
+      }
+      start = end;
+    }
   }
 
   seek(offset: number | bigint, whence: Deno.SeekMode): Promise<number> {
@@ -246,11 +315,16 @@ class MemoryFile implements ScratchFile {
     return Promise.resolve();
   }
 
+  /** Gives back the last part's room: that part alone is copied to its length. */
   close(): void {
     const e = this.entry;
-    if (e.buf.length > e.size && memory.files.get(this.path) === e) {
-      memory.give(e.buf.length - e.size, e.folder);
-      e.buf = e.buf.slice(0, e.size);
+    const room = capacityOf(e) - e.size;
+    if (room > 0 && memory.files.get(this.path) === e) {
+      const last = e.parts.length - 1;
+      const keep = e.parts[last].length - room;
+      memory.give(room, e.folder);
+      if (keep > 0) e.parts[last] = e.parts[last].slice(0, keep);
+      else e.parts.pop();
     }
   }
 }
@@ -269,22 +343,25 @@ export async function openScratch(
     if (!opts.create && !opts.createNew) {
       throw new Deno.errors.NotFound(`no scratch file ${path}`);
     }
-    entry = { buf: new Uint8Array(0), size: 0, folder: folderOf(path) };
+    entry = { parts: [], size: 0, folder: folderOf(path) };
     memory.files.set(path, entry);
   } else if (opts.truncate) {
-    memory.give(entry.buf.length, entry.folder);
-    entry.buf = new Uint8Array(0);
+    memory.give(capacityOf(entry), entry.folder);
+    entry.parts = [];
     entry.size = 0;
   }
   return new MemoryFile(path, entry);
 }
 
-/** A scratch file's whole bytes (a memory file's own bytes, not a copy). */
+/**
+ * A scratch file's whole bytes: a memory file's own bytes, not a copy (a file written in
+ * parts is made one buffer first, once).
+ */
 export async function readScratch(path: string): Promise<Uint8Array> {
   if (!isMemoryPath(path)) return await Deno.readFile(path);
   const e = memory.files.get(path);
   if (!e) throw new Deno.errors.NotFound(`no scratch file ${path}`);
-  return e.buf.subarray(0, e.size);
+  return wholeOf(e);
 }
 
 /** Writes a whole scratch file at once (libvips' output, made in memory). */
@@ -296,7 +373,7 @@ export async function writeScratch(
   if (memory.files.has(path)) memory.remove(path);
   const folder = folderOf(path);
   memory.take(bytes.length, folder);
-  memory.files.set(path, { buf: bytes, size: bytes.length, folder });
+  memory.files.set(path, { parts: [bytes], size: bytes.length, folder });
 }
 
 /** Removes a scratch file (NotFound when there is none, as Deno.remove). */

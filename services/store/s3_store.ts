@@ -9,10 +9,19 @@ import {
 import { readFull } from "../runtime/file_io.ts";
 import { unavailable } from "../../schemas/errors.ts";
 import {
+  isMemoryPath,
   openScratch,
+  readScratch,
   removeScratch,
   type ScratchFile,
 } from "../runtime/scratch_files.ts";
+
+/**
+ * A PUT's body is not hashed into its signature (S3's UNSIGNED-PAYLOAD, which every
+ * S3-compatible server takes): hashing handed the whole body to WebCrypto, one more copy
+ * of every image stored; the transport's own checks and the ETag still guard it.
+ */
+const UNSIGNED = { "x-amz-content-sha256": "UNSIGNED-PAYLOAD" };
 
 /** Settings of an S3-compatible bucket (path-style addressing). */
 export interface S3Options {
@@ -142,6 +151,7 @@ export class S3Store implements BlobStore {
       headers: {
         "content-type": meta.contentType,
         "content-length": String(bytes.length),
+        ...UNSIGNED,
       },
     });
     await res.body?.cancel();
@@ -159,6 +169,16 @@ export class S3Store implements BlobStore {
     path: string,
     meta: { contentType: string },
   ): Promise<void> {
+    if (isMemoryPath(path)) {
+      // A memory file's own bytes, not a copy of them (issue #49: every copy of a body
+      // is RSS the process keeps).
+      const bytes = await readScratch(path);
+      if (bytes.length <= this.#partSize) {
+        await this.put(key, bytes, { ...meta, size: bytes.length });
+        await removeScratch(path).catch(() => {});
+        return;
+      }
+    }
     const f = await openScratch(path, { read: true });
     try {
       const { size } = await f.stat();
@@ -205,7 +225,7 @@ export class S3Store implements BlobStore {
         const res = await this.#fetch(`${url}?partNumber=${n}&uploadId=${id}`, {
           method: "PUT",
           body: part as Uint8Array<ArrayBuffer>,
-          headers: { "content-length": String(part.length) },
+          headers: { "content-length": String(part.length), ...UNSIGNED },
         });
         await res.body?.cancel();
         const etag = res.headers.get("etag");

@@ -29,6 +29,8 @@ export interface ResumableDeps {
     | "TUS_EXPIRE_HOURS"
     | "TUS_PENDING_MB"
     | "TUS_UPLOADS_AT_ONCE"
+    | "SCRATCH"
+    | "MEMORY_REQUEST_MB"
   >;
   /** Where the uploads' parts are kept: on disk, or in the bucket (tus_backends.ts). */
   backend: TusBackend;
@@ -67,13 +69,15 @@ export interface ResumableDeps {
  */
 export class ResumableUploads {
   readonly server: Server;
+  readonly #limit: { bytes: number; setting: string };
 
   constructor(private readonly deps: ResumableDeps) {
+    this.#limit = resumableLimit(deps.config);
     this.server = new Server({
       path: TUS_PATH,
       datastore: deps.backend.datastore,
       namingFunction: () => newUploadId(),
-      maxSize: deps.config.TUS_MAX_FILE_BYTES,
+      maxSize: this.#limit.bytes,
       // Behind a proxy the client's own scheme and host name the upload's URL.
       respectForwardedHeaders: true,
       onUploadCreate: (req, upload) => this.#create(req, upload),
@@ -88,15 +92,17 @@ export class ResumableUploads {
   async handle(req: Request, userId: string): Promise<Response> {
     const id = uploadIdOf(new URL(req.url).pathname);
     const length = Number(req.headers.get("upload-length") ?? 0);
-    if (req.method === "POST" && length > this.deps.config.TUS_MAX_FILE_BYTES) {
-      // Before tus's own plain-text 413: the envelope, naming the bound.
+    const limit = this.#limit;
+    if (req.method === "POST" && length > limit.bytes) {
+      // Before tus's own plain-text 413, and before any byte is sent: the envelope,
+      // naming the bound.
       return this.#refuse(
         413,
         new ApiError(130, {
           details: [{
             path: "Upload-Length",
             message:
-              `a resumable upload may be at most ${this.deps.config.TUS_MAX_FILE_BYTES} bytes (TUS_MAX_FILE_BYTES)`,
+              `a resumable upload may be at most ${limit.bytes} bytes here (${limit.setting})`,
           }],
         }),
       );
@@ -285,7 +291,7 @@ export class ResumableUploads {
       }, {
         expiration: expiration || undefined,
         albumId,
-        maxBytes: this.deps.config.TUS_MAX_FILE_BYTES,
+        maxBytes: this.#limit.bytes,
       });
       if (meta.privacy && meta.privacy !== "public") {
         record = await this.deps.setPrivacy(
@@ -313,6 +319,25 @@ export class ResumableUploads {
       else await this.deps.backend.datastore.remove(upload.id).catch(() => {});
     }
   }
+}
+
+/**
+ * The largest resumable upload this process can take, and the setting that bounds it:
+ * TUS_MAX_FILE_BYTES, or with memory scratch (Deno Deploy) MEMORY_REQUEST_MB when that is
+ * smaller, since a finished upload is read into the request's memory for the pipeline.
+ * Refused at creation past it: a 200 MB file used to be sent whole into the bucket and
+ * only then refused (130) at its last chunk.
+ */
+export function resumableLimit(
+  config: Pick<
+    Config,
+    "TUS_MAX_FILE_BYTES" | "SCRATCH" | "MEMORY_REQUEST_MB"
+  >,
+): { bytes: number; setting: string } {
+  const memory = config.MEMORY_REQUEST_MB * 1024 * 1024;
+  return config.SCRATCH === "memory" && memory < config.TUS_MAX_FILE_BYTES
+    ? { bytes: memory, setting: "MEMORY_REQUEST_MB" }
+    : { bytes: config.TUS_MAX_FILE_BYTES, setting: "TUS_MAX_FILE_BYTES" };
 }
 
 /**

@@ -8,6 +8,8 @@
  * excess work answered 503/250 and Retry-After, never a kill.
  * `deno run -A bench/sandbox_memory_bench.ts [--env KEY=VALUE …]`.
  */
+import { Buffer } from "node:buffer";
+import * as tus from "tus-js-client";
 import { startPgCluster } from "../tests/pg_cluster.ts";
 import { startS3 } from "../tests/s3_server.ts";
 import { keyBeforeStart, startService } from "../tests/service_process.ts";
@@ -113,6 +115,25 @@ async function uploadFiles(n: number): Promise<number> {
   return r.status;
 }
 
+/** A resumable upload of `bytes` by tus-js-client in 8 MB chunks: the last answer's status. */
+function tusUpload(bytes: Uint8Array): Promise<number> {
+  return new Promise((resolve) => {
+    let status = 0;
+    new tus.Upload(Buffer.from(bytes), {
+      endpoint: `${svc.base}/api/1/tus/`,
+      headers: auth,
+      chunkSize: 8 * 1024 * 1024,
+      metadata: { filename: "large.jpg" },
+      retryDelays: [],
+      onAfterResponse: (_req, res) => {
+        status = res.getStatus();
+      },
+      onSuccess: () => resolve(status),
+      onError: () => resolve(status),
+    }).start();
+  });
+}
+
 const rows: Record<string, string | number>[] = [];
 await uploadFiles(1); // the engine's start, the first connections
 await new Promise((r) => setTimeout(r, 2000));
@@ -122,6 +143,27 @@ rows.push(
     return [];
   }),
 );
+// A resumable upload as large as the sandbox takes (MEMORY_REQUEST_MB, 32 MB by default:
+// a finished upload is read into the request's memory), in 8 MB chunks; and a 200 MB one,
+// refused at its creation.
+const resumableMb = Number(extra.MEMORY_REQUEST_MB ?? 32) - 4;
+const large = await noiseJpeg(resumableMb * 1024 * 1024);
+rows.push(
+  await phase(
+    `a ${(large.length / 2 ** 20).toFixed(0)} MB resumable upload`,
+    async () => [await tusUpload(large)],
+  ),
+);
+const refused = await fetch(`${svc.base}/api/1/tus/`, {
+  method: "POST",
+  headers: {
+    ...auth,
+    "tus-resumable": "1.0.0",
+    "upload-length": String(200 * 1024 * 1024),
+  },
+});
+await refused.body?.cancel();
+console.log(`a 200 MB resumable upload's creation: ${refused.status}`);
 rows.push(
   await phase(
     "8 concurrent 5 MB uploads",

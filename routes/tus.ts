@@ -164,7 +164,10 @@ function documentTus(app: App) {
           "Tus-Extension": header(
             "creation,creation-with-upload,creation-defer-length,termination,expiration",
           ),
-          "Tus-Max-Size": header("TUS_MAX_FILE_BYTES", "integer"),
+          "Tus-Max-Size": header(
+            "TUS_MAX_FILE_BYTES; with memory scratch (Deno Deploy) MEMORY_REQUEST_MB when smaller",
+            "integer",
+          ),
         },
       },
       // Where no disk may be written (SCRATCH=memory) there are no resumable uploads.
@@ -179,7 +182,8 @@ function documentTus(app: App) {
     summary:
       "Start a resumable upload (tus creation, with or without a first chunk)",
     description:
-      "tus 1.0 creation: `Upload-Length` (at most TUS_MAX_FILE_BYTES) and " +
+      "tus 1.0 creation: `Upload-Length` (at most TUS_MAX_FILE_BYTES, or with memory " +
+      "scratch MEMORY_REQUEST_MB when smaller: OPTIONS' Tus-Max-Size) and " +
       "`Upload-Metadata` (base64 values: `filename` or `title` names the image, " +
       "`album` an album of yours, `expiration` seconds, `privacy` public, private or " +
       "password with `password`; a bad value is 160 here, before any byte). The answer's `Location` is " +

@@ -251,9 +251,9 @@ const BODIES = {
     unit: "MB",
     profile: "sandbox",
   }),
-  MEMORY_REQUEST_MB: v(int(64, 1, 1_048_576), {
+  MEMORY_REQUEST_MB: v(int(32, 1, 1_048_576), {
     description:
-      "With memory scratch: what one request's images may hold together (each file's limit is the smaller of this and MAX_FILE_BYTES); past it 130 (HTTP 413).",
+      "With memory scratch: what one request's images may hold together (each file's limit is the smaller of this and MAX_FILE_BYTES), and the largest resumable upload; past it 130 (HTTP 413). The wasm engine takes ~5× a file's size while it stores it: 32 MB keeps a Deno Deploy instance (512 MB) near 360 MB.",
     unit: "MB",
     profile: "sandbox",
   }),

@@ -1380,6 +1380,14 @@ const MUTATIONS: Mutation[] = [
     to: "        const at = 0;",
     tests: ["tests/scratch_files_test.ts"],
   },
+  {
+    name:
+      "collector: a collection after every dropped buffer, whatever its size",
+    file: "services/runtime/collector.ts",
+    from: "    if (this.#since < this.everyBytes || this.#due) return;",
+    to: "    if (this.#due) return;",
+    tests: ["tests/collector_test.ts"],
+  },
 ];
 
 const root = new URL("..", import.meta.url).pathname.replace(/\/$/, "");

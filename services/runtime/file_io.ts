@@ -40,6 +40,16 @@ export async function readWhole(
   size: number,
 ): Promise<Uint8Array> {
   const out = new Uint8Array(size);
+  await streamInto(stream, out);
+  return out;
+}
+
+/** Reads a stream into `out`, which it must fill exactly (else it throws). */
+export async function streamInto(
+  stream: ReadableStream<Uint8Array>,
+  out: Uint8Array,
+): Promise<void> {
+  const size = out.length;
   let at = 0;
   for await (const chunk of stream) {
     if (at + chunk.length > size) {
@@ -51,7 +61,6 @@ export async function readWhole(
   if (at !== size) {
     throw new Error(`stream ended at ${at} of its announced ${size} bytes`);
   }
-  return out;
 }
 
 /** fsync(2) of one file or folder: its bytes (or its names) survive a crash. */

@@ -1,4 +1,5 @@
 import { ApiError, OUTAGE_RETRY_AFTER_S } from "../../schemas/errors.ts";
+import { dropped } from "./collector.ts";
 
 /**
  * An upload's scratch files (the received body's files, URL imports, variants and the
@@ -119,6 +120,7 @@ class MemoryScratch {
     if (!e) throw new Deno.errors.NotFound(`no scratch file ${path}`);
     this.files.delete(path);
     this.give(capacityOf(e), e.folder);
+    dropped(capacityOf(e));
   }
 }
 
@@ -175,6 +177,7 @@ function wholeOf(e: MemoryEntry): Uint8Array {
     at += n;
   }
   memory.give(capacityOf(e), e.folder);
+  dropped(capacityOf(e));
   e.parts = [whole];
   return whole;
 }

@@ -14,6 +14,7 @@ import {
   readScratch,
   removeScratch,
   type ScratchFile,
+  statScratch,
 } from "../runtime/scratch_files.ts";
 
 /**
@@ -169,15 +170,15 @@ export class S3Store implements BlobStore {
     path: string,
     meta: { contentType: string },
   ): Promise<void> {
-    if (isMemoryPath(path)) {
+    if (
+      isMemoryPath(path) && (await statScratch(path)).size <= this.#partSize
+    ) {
       // A memory file's own bytes, not a copy of them (issue #49: every copy of a body
-      // is RSS the process keeps).
+      // is RSS the process keeps). A larger one goes up part by part, as from disk.
       const bytes = await readScratch(path);
-      if (bytes.length <= this.#partSize) {
-        await this.put(key, bytes, { ...meta, size: bytes.length });
-        await removeScratch(path).catch(() => {});
-        return;
-      }
+      await this.put(key, bytes, { ...meta, size: bytes.length });
+      await removeScratch(path).catch(() => {});
+      return;
     }
     const f = await openScratch(path, { read: true });
     try {

@@ -2,7 +2,12 @@ import { join } from "node:path";
 import type { DataStore, Upload } from "@tus/utils";
 import { FileStore } from "@tus/file-store";
 import type { BlobStore } from "../store/blob_store.ts";
-import { openScratch, removeScratch } from "../runtime/scratch_files.ts";
+import {
+  isMemoryPath,
+  openScratch,
+  removeScratch,
+  writeScratch,
+} from "../runtime/scratch_files.ts";
 import { writeAll } from "../runtime/file_io.ts";
 import { BucketStore } from "./bucket_store.ts";
 import { TUS_ID_PREFIX } from "./tus_path.ts";
@@ -87,6 +92,15 @@ export function bucketBackend(
         await datastore.remove(upload.id).catch(() => {});
       };
       try {
+        if (isMemoryPath(path)) {
+          // Into one buffer of the file's size: the pipeline reads it whole, and a file
+          // gathered in parts would be copied into one first (issue #49: every copy of
+          // it is RSS the process keeps).
+          const whole = new Uint8Array(upload.size ?? 0);
+          const got = await datastore.readInto(upload.id, whole);
+          await writeScratch(path, whole.subarray(0, got));
+          return { path, release };
+        }
         const f = await openScratch(path, { write: true, createNew: true });
         try {
           for await (const part of datastore.parts(upload.id)) {

@@ -47,6 +47,7 @@ import {
   imageEngine,
   webpEffort,
 } from "./services/images/engine.ts";
+import { avifMaxPixels } from "./services/images/encode_budget.ts";
 import { WorkSlots } from "./services/runtime/work_slots.ts";
 import { ImageRowCache } from "./services/images/image_cache.ts";
 import { BlobCache } from "./services/images/blob_cache.ts";
@@ -273,6 +274,7 @@ export function createApp(deps: AppDeps): App {
       engine: imageEngine(),
       avif: avifEffort(imageEngine(), deps.config.IMAGE_AVIF_EFFORT),
       webp: webpEffort(imageEngine()),
+      avifMaxPixels: avifMaxPixels(imageEngine(), deps.config.IMAGE_ENCODE_MB),
     },
   );
   makers.set(app, maker);

@@ -489,6 +489,7 @@ export function registerHostRoutes(
       parsed.transform,
       row.ext,
       c.req.header("accept"),
+      maker.avifFits(parsed.transform, row.width, row.height),
     );
     const key = variantKey(row.id, parsed.transform, ext);
     const etag = `"${key}"`;

@@ -325,6 +325,13 @@ const SERVING = {
     unit: "0–9",
     shownDefault: "4 natively, 1 in WebAssembly",
   }),
+  IMAGE_ENCODE_MB: v(z.coerce.number().int().min(16).max(65_536).optional(), {
+    description:
+      "The memory one AVIF encode may take, by the WebAssembly engine's measured cost (~26 MB + 34.5 MB per output megapixel). Larger: format=auto answers WebP, format=avif 143 naming the size that fits. The wasm engine's heap keeps what it grew to for the life of the process, so a 2048 px AVIF (+135 MB) would hold a Deno Deploy instance near its 512 MB. Unset: 64 in WebAssembly (about 1.1 MP), no bound natively.",
+    unit: "MB",
+    shownDefault: "64 in WebAssembly, none natively",
+    profile: "sandbox",
+  }),
   IMAGE_NEGOTIATE: v(z.enum(["off", "on"]).default("off"), {
     description:
       "on: a record's display_url is its image at ?format=auto (AVIF or WebP where the browser takes them, Vary: Accept); off: the file as uploaded, as ImgBB's.",

@@ -1169,9 +1169,10 @@ const MUTATIONS: Mutation[] = [
   {
     name: "transforms: format=auto takes image/avif;q=0 for a yes",
     file: "services/images/transforms.ts",
-    from: `  if (!mayAnimate(sourceExt) && acceptsType(a, "image/avif")) {`,
+    from:
+      `  if (avifFits && !mayAnimate(sourceExt) && acceptsType(a, "image/avif")) {`,
     to:
-      `  if (!mayAnimate(sourceExt) && a.toLowerCase().includes("image/avif")) {`,
+      `  if (avifFits && !mayAnimate(sourceExt) && a.toLowerCase().includes("image/avif")) {`,
     tests: ["tests/transforms_test.ts"],
   },
   {
@@ -1387,6 +1388,22 @@ const MUTATIONS: Mutation[] = [
     from: "    if (this.#since < this.everyBytes || this.#due) return;",
     to: "    if (this.#due) return;",
     tests: ["tests/collector_test.ts"],
+  },
+  {
+    name: "encode memory: an AVIF past IMAGE_ENCODE_MB is encoded anyway",
+    file: "services/images/variant_maker.ts",
+    from:
+      '    if (format === "avif" && pixels > max) throw avifTooLarge(pixels, max);',
+    to: "",
+    tests: ["tests/transforms_test.ts"],
+  },
+  {
+    name:
+      "encode memory: format=auto answers AVIF whatever its encode would take",
+    file: "routes/host.ts",
+    from: "      maker.avifFits(parsed.transform, row.width, row.height),",
+    to: "      true,",
+    tests: ["tests/transforms_test.ts"],
   },
 ];
 

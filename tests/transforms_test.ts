@@ -16,6 +16,7 @@ import {
 import { FsStore } from "../services/store/fs_store.ts";
 import { VariantMaker } from "../services/images/variant_maker.ts";
 import {
+  avifMaxPixels,
   effortWithin,
   ENCODE_COST_MS_PER_MP,
   plannedEffort,
@@ -1066,6 +1067,51 @@ test("with IMAGE_TIMEOUT_MS=2000 a variant that cannot be encoded in time is ref
   } finally {
     await t.close();
   }
+});
+
+test("IMAGE_ENCODE_MB bounds an AVIF's size by the memory its encode takes: format=avif past it is 143 naming the size that fits, before any encode; format=auto answers WebP there and AVIF below it; unset it is 64 MB in WebAssembly and no bound natively", async () => {
+  assert.equal(avifMaxPixels("native", undefined), Infinity);
+  // (64 − 26) MB at 34.5 MB per megapixel: a 1280×853 AVIF, not a 2048 px one.
+  assert.equal(avifMaxPixels("wasm", undefined), 1_101_449);
+  assert.equal(avifMaxPixels("native", 40), 405_797);
+  const t = await photoEnv({ IMAGE_ENCODE_MB: "40" }, [1600, 1200]);
+  try {
+    const big = await json(
+      await t.env.app.request(`${t.path}?w=1024&format=avif`),
+    );
+    assert.deepEqual([big.status, big.body.error.code], [422, 143]);
+    assert.match(big.body.error.details[0].message, /IMAGE_ENCODE_MB/);
+    assert.match(big.body.error.details[0].message, /at most 405797 pixels/);
+    assert.equal(t.store.puts, 0, "nothing encoded");
+    const accept = { accept: "image/avif,image/webp,*/*" };
+    const auto = await variant(t.env, `${t.path}?w=1024&format=auto`, accept);
+    assert.equal(auto.res.status, 200);
+    assert.equal(auto.meta?.format, "webp");
+    assert.equal(auto.res.headers.get("vary"), "Accept");
+    const small = await variant(t.env, `${t.path}?w=640&format=auto`, accept);
+    assert.equal(small.meta?.format, "heif", "a 640×480 AVIF fits");
+    const asked = await variant(t.env, `${t.path}?w=640&format=avif`);
+    assert.equal(asked.res.status, 200);
+  } finally {
+    await t.close();
+  }
+});
+
+test("format=auto goes on to WebP when the AVIF would not fit IMAGE_ENCODE_MB, and says it varied", () => {
+  const t = { fit: "inside" as const, format: "auto" as const };
+  const accept = "image/avif,image/webp";
+  assert.deepEqual(negotiate(t, "jpg", accept, false), {
+    ext: "webp",
+    varies: true,
+  });
+  assert.deepEqual(negotiate(t, "jpg", accept, true), {
+    ext: "avif",
+    varies: true,
+  });
+  assert.deepEqual(negotiate(t, "jpg", "image/avif", false), {
+    ext: "jpg",
+    varies: true,
+  });
 });
 
 /** A store whose reads of the originals wait for the test's word. */

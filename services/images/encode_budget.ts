@@ -127,6 +127,40 @@ export function effortWithin(
   });
 }
 
+/**
+ * The memory an AVIF encode takes in the WebAssembly engine, MB = base + per megapixel of
+ * output: its heap grew by 37, 54, 87 and 135 MB for 640, 1024, 1536 and 2048 px from a
+ * 2906×2179 photo at effort 1 (2026-11-27, issue #49), and never gives it back.
+ */
+export const WASM_AVIF_MB = { base: 26, perMp: 34.5 };
+
+/**
+ * The most output pixels one AVIF encode may have within `encodeMb` (IMAGE_ENCODE_MB):
+ * by the wasm engine's cost; unset, 64 MB in wasm and no bound natively.
+ */
+export function avifMaxPixels(
+  engine: ImageEngine,
+  encodeMb: number | undefined,
+): number {
+  const mb = encodeMb ?? (engine === "wasm" ? 64 : undefined);
+  if (mb === undefined) return Infinity;
+  return Math.max(
+    0,
+    Math.floor((mb - WASM_AVIF_MB.base) / WASM_AVIF_MB.perMp * 1e6),
+  );
+}
+
+/** 143 for an AVIF over {@link avifMaxPixels}, naming the size that fits. */
+export function avifTooLarge(pixels: number, max: number): ApiError {
+  return new ApiError(143, {
+    details: [{
+      path: "w",
+      message:
+        `an AVIF of ${pixels} pixels would take more memory than IMAGE_ENCODE_MB allows here; ask for at most ${max} pixels (a smaller w or h), or format=webp or format=auto`,
+    }],
+  });
+}
+
 /** Output pixels at most, for a box within the original (boxWithin) of w×h. */
 export function boxPixels(
   box: { w?: number; h?: number },

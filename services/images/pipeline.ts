@@ -186,12 +186,16 @@ export class ImagePipeline {
       };
       if (!declaredBytes || declaredBytes > SMALL_BODY_BYTES) return disk;
       const dir = join(MEMORY_ROOT, "small", processTag(), crypto.randomUUID());
-      if (!reserveFolder(dir, 2 * declaredBytes + 64 * 1024)) return disk;
+      if (!reserveFolder(dir, 2 * declaredBytes + 64 * 1024, declaredBytes)) {
+        return disk;
+      }
       return { ...disk, dir, release: () => releaseFolder(dir) };
     }
     const dir = join(this.tmpDir, `req-${crypto.randomUUID()}`);
     const budget = config.MEMORY_REQUEST_MB * 1024 * 1024;
-    limitFolder(dir, budget);
+    // Its first file made one part of the body's declared length: a one-image body is
+    // then never gathered from parts into one buffer before libvips reads it.
+    limitFolder(dir, budget, declaredBytes);
     return {
       dir,
       importDir: dir,

@@ -213,7 +213,8 @@ function fallbackExt(sourceExt: string): string {
 
 /**
  * The output type of a transform, and whether it depended on Accept (then the answer
- * says `Vary: Accept`). `auto`: AVIF, then WebP, then the original's own type (or JPEG/PNG
+ * says `Vary: Accept`). `auto`: AVIF (when its encode fits IMAGE_ENCODE_MB), then WebP, then
+ * the original's own type (or JPEG/PNG
  * where browsers lack it); an image that may be animated is never AVIF (sharp writes
  * no animated AVIF), so it stays animated as WebP or in its own type. Absent: the
  * original's type, when browsers take it.
@@ -222,6 +223,8 @@ export function negotiate(
   t: Transform,
   sourceExt: string,
   accept: string | undefined,
+  /** An AVIF of this size is within IMAGE_ENCODE_MB; else `auto` goes on to WebP. */
+  avifFits = true,
 ): { ext: string; varies: boolean } {
   if (t.format && t.format !== "auto") {
     return { ext: EXT_OF[t.format], varies: false };
@@ -233,7 +236,7 @@ export function negotiate(
     return { ext: own, varies: false };
   }
   const a = accept ?? "";
-  if (!mayAnimate(sourceExt) && acceptsType(a, "image/avif")) {
+  if (avifFits && !mayAnimate(sourceExt) && acceptsType(a, "image/avif")) {
     return { ext: "avif", varies: true };
   }
   if (acceptsType(a, "image/webp")) return { ext: "webp", varies: true };

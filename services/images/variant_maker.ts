@@ -7,6 +7,7 @@ import { ApiError, OUTAGE_RETRY_AFTER_S } from "../../schemas/errors.ts";
 import { wholeBody } from "../runtime/file_io.ts";
 import { type ImageEngine, isLibvipsTimeout } from "./engine.ts";
 import {
+  avifTooLarge,
   boxPixels,
   effortWithin,
   type PlannedFormat,
@@ -94,8 +95,23 @@ export class VariantMaker {
       engine: ImageEngine;
       avif: number;
       webp: number;
+      /** The most pixels one AVIF may have (IMAGE_ENCODE_MB; encode_budget.ts). */
+      avifMaxPixels?: number;
     } = { engine: "native", avif: 4, webp: 4 },
   ) {}
+
+  /**
+   * Whether an AVIF of `box` from a `width`×`height` original is within the memory one
+   * encode may take (IMAGE_ENCODE_MB): format=auto answers WebP where it is not.
+   */
+  avifFits(
+    box: { w?: number; h?: number },
+    width: number,
+    height: number,
+  ): boolean {
+    return boxPixels(box, width, height) <=
+      (this.effort.avifMaxPixels ?? Infinity);
+  }
 
   /** Resolves once every variant made so far is stored (or failed to be): shutdown. */
   async settled(): Promise<void> {
@@ -404,6 +420,8 @@ export class VariantMaker {
     const pixels = fixed
       ? fixedPixels(fixedSize(recipe), width, height)
       : boxPixels(recipe, width, height);
+    const max = this.effort.avifMaxPixels ?? Infinity;
+    if (format === "avif" && pixels > max) throw avifTooLarge(pixels, max);
     return effortWithin(
       this.effort.engine,
       format,

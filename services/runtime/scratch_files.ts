@@ -41,7 +41,7 @@ class MemoryScratch {
    */
   readonly folders = new Map<
     string,
-    { limit: number; held: number; reserved: number }
+    { limit: number; held: number; reserved: number; expect?: number }
   >();
   budget = 256 * MiB;
   #held = 0;
@@ -146,7 +146,15 @@ interface MemoryEntry {
   parts: Uint8Array[];
   size: number;
   folder: string;
+  /**
+   * Bytes its parts' buffers hold beyond the parts' views: a little room left at close
+   * rather than copied away (see MemoryFile#close). Counted as held until the file goes.
+   */
+  slack: number;
 }
+
+/** Room at a file's close left in place (counted) rather than copied away: at most this. */
+const SLACK_MAX = 64 * 1024;
 
 /** The first part of a file written piece by piece; each next one doubles, up to PART_MAX. */
 const PART_MIN = 64 * 1024;
@@ -154,7 +162,7 @@ const PART_MAX = MiB;
 
 /** Bytes a memory file's parts hold (its size, plus the last part's room). */
 function capacityOf(e: MemoryEntry): number {
-  let n = 0;
+  let n = e.slack;
   for (const p of e.parts) n += p.length;
   return n;
 }
@@ -179,6 +187,7 @@ function wholeOf(e: MemoryEntry): Uint8Array {
   memory.give(capacityOf(e), e.folder);
   dropped(capacityOf(e));
   e.parts = [whole];
+  e.slack = 0;
   return whole;
 }
 
@@ -195,11 +204,16 @@ export function setMemoryBudget(mb: number): void {
 
 /**
  * Gives a memory folder (one request's received files) a budget of its own, until
- * {@link releaseFolder}: writes past it throw 130.
+ * {@link releaseFolder}: writes past it throw 130. `expect`: the size its first file is
+ * expected to reach (a body's declared length), made its first part.
  */
-export function limitFolder(folder: string, bytes: number): void {
+export function limitFolder(
+  folder: string,
+  bytes: number,
+  expect?: number,
+): void {
   if (isMemoryPath(folder)) {
-    memory.folders.set(folder, { limit: bytes, held: 0, reserved: 0 });
+    memory.folders.set(folder, { limit: bytes, held: 0, reserved: 0, expect });
   }
 }
 
@@ -207,10 +221,16 @@ export function limitFolder(folder: string, bytes: number): void {
  * Reserves `bytes` of the process's budget for a memory folder, which may then hold that
  * much with no write refused for the process's sake, and more while the process's budget
  * has room (250 past it); false, reserving nothing, when the budget has no room (the
- * caller then writes to disk instead).
+ * caller then writes to disk instead). `expect` as for limitFolder.
  */
-export function reserveFolder(folder: string, bytes: number): boolean {
-  return memory.reserve(folder, bytes);
+export function reserveFolder(
+  folder: string,
+  bytes: number,
+  expect?: number,
+): boolean {
+  if (!memory.reserve(folder, bytes)) return false;
+  memory.folders.get(folder)!.expect = expect;
+  return true;
 }
 
 /** Ends a folder's own budget (its files, if any are left, still count for the process). */
@@ -252,7 +272,7 @@ class MemoryFile implements ScratchFile {
     }
     const e = this.entry;
     const end = this.#pos + p.length;
-    const cap = capacityOf(e);
+    const cap = capacityOf(e) - e.slack;
     if (end > cap) {
       // One new part for what does not fit: doubling from PART_MIN up to PART_MAX, or
       // the whole rest when one write brings more. Taken from the budget first.
@@ -318,24 +338,40 @@ class MemoryFile implements ScratchFile {
     return Promise.resolve();
   }
 
-  /** Gives back the last part's room: that part alone is copied to its length. */
+  /**
+   * Ends the last part at the file's end. Little room (a body's closing boundary, a
+   * stripped file's removed metadata) stays in its buffer, counted; more is given back,
+   * that part alone copied to its length.
+   */
   close(): void {
     const e = this.entry;
-    const room = capacityOf(e) - e.size;
+    const room = capacityOf(e) - e.slack - e.size;
     if (room > 0 && memory.files.get(this.path) === e) {
       const last = e.parts.length - 1;
       const keep = e.parts[last].length - room;
-      memory.give(room, e.folder);
-      if (keep > 0) e.parts[last] = e.parts[last].slice(0, keep);
-      else e.parts.pop();
+      if (keep > 0 && room <= SLACK_MAX) {
+        e.parts[last] = e.parts[last].subarray(0, keep);
+        e.slack += room;
+      } else {
+        memory.give(room, e.folder);
+        if (keep > 0) e.parts[last] = e.parts[last].slice(0, keep);
+        else e.parts.pop();
+      }
     }
   }
 }
 
-/** Opens a scratch file, in memory or on disk (Deno.open's options). */
+/**
+ * Opens a scratch file, in memory or on disk (Deno.open's options). A new memory file's
+ * first part holds `expect` bytes when the writer knows about how many will come (a
+ * stripped copy of a file, a one-file body), so it is never gathered from parts into one
+ * buffer before it is read whole; else its folder's expected first file, if it has one
+ * (see limitFolder); else parts as it grows.
+ */
 export async function openScratch(
   path: string,
   opts: Deno.OpenOptions,
+  expect?: number,
 ): Promise<ScratchFile> {
   if (!isMemoryPath(path)) return await Deno.open(path, opts);
   let entry = memory.files.get(path);
@@ -346,14 +382,40 @@ export async function openScratch(
     if (!opts.create && !opts.createNew) {
       throw new Deno.errors.NotFound(`no scratch file ${path}`);
     }
-    entry = { parts: [], size: 0, folder: folderOf(path) };
+    const folder = folderOf(path);
+    entry = { parts: [], size: 0, folder, slack: 0 };
+    const first = firstPart(folder, expect);
+    if (first > 0) entry.parts.push(new Uint8Array(first));
     memory.files.set(path, entry);
   } else if (opts.truncate) {
     memory.give(capacityOf(entry), entry.folder);
     entry.parts = [];
     entry.size = 0;
+    entry.slack = 0;
   }
   return new MemoryFile(path, entry);
+}
+
+/**
+ * The size of a new file's first part in `folder` (0: none yet), taken from the budget
+ * now: `expect`, or the folder's expected first file once; within the folder's own limit,
+ * and 0 when the process's budget has no room for it (the writes then ask, part by part).
+ */
+function firstPart(folder: string, expect?: number): number {
+  const f = memory.folders.get(folder);
+  let want = expect ?? 0;
+  if (!want && f?.expect) {
+    want = f.expect;
+    f.expect = 0;
+  }
+  if (f) want = Math.min(want, f.limit - f.held);
+  if (want <= 0) return 0;
+  try {
+    memory.take(want, folder);
+  } catch {
+    return 0;
+  }
+  return want;
 }
 
 /**
@@ -376,7 +438,12 @@ export async function writeScratch(
   if (memory.files.has(path)) memory.remove(path);
   const folder = folderOf(path);
   memory.take(bytes.length, folder);
-  memory.files.set(path, { parts: [bytes], size: bytes.length, folder });
+  memory.files.set(path, {
+    parts: [bytes],
+    size: bytes.length,
+    folder,
+    slack: 0,
+  });
 }
 
 /** Removes a scratch file (NotFound when there is none, as Deno.remove). */

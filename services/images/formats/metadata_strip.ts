@@ -150,7 +150,13 @@ async function transform(
   const rbuf = buffers.take();
   const wbuf = buffers.take();
   try {
-    const out = await openScratch(dst, { write: true, createNew: true });
+    // The copy is the original less its metadata (plus at most a new orientation
+    // segment): one part of that size, never gathered from parts before it is stored.
+    const out = await openScratch(
+      dst,
+      { write: true, createNew: true },
+      (await f.stat()).size + 1024,
+    );
     try {
       const w = new BufWriter(out, wbuf);
       await body(new SeqReader(f, (await f.stat()).size, rbuf), w);

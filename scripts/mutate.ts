@@ -1405,6 +1405,13 @@ const MUTATIONS: Mutation[] = [
     to: "      true,",
     tests: ["tests/transforms_test.ts"],
   },
+  {
+    name: "codes box: an image without the picked version drops out of the box",
+    file: "routes/pages/layout.tsx",
+    from: '      item.codes[type] ?? item.codes[plainType(type)] ?? "",',
+    to: '      item.codes[type] ?? "",',
+    tests: ["tests/site_browser_test.ts"],
+  },
 ];
 
 const root = new URL("..", import.meta.url).pathname.replace(/\/$/, "");

@@ -547,7 +547,7 @@ test("the keyboard opens the file picker from the focused drop zone and the chos
   }
 });
 
-test("client-side checks refuse wrong types and oversize files before sending, and uploads can be cancelled", async () => {
+test("client-side checks refuse wrong types and oversize files before sending, the headline naming why; a text file named .png is refused by the service with its reason on its row and no broken preview; a rate limit says when to try again; a 160 B file reads 160 B; uploads can be cancelled", async () => {
   const page = await customerPage();
   const before =
     (await env.deps.database.db.selectFrom("images").selectAll().execute())
@@ -567,25 +567,46 @@ test("client-side checks refuse wrong types and oversize files before sending, a
           }),
         );
       };
-      const wrongType = await new Promise((resolve) => {
-        const widget = app.createUploadWidget({
-          onError: (e: Error) => resolve(e.message),
-          onStart: () => resolve("sent!"),
+      /**
+       * Drops `f` on a new widget; once it fails: the headline and the row. Unless
+       * `sent`, being sent at all is the wrong answer.
+       */
+      const refused = (
+        f: File,
+        opts: Record<string, unknown> = {},
+        sent = false,
+      ) =>
+        new Promise<Record<string, Any>>((resolve) => {
+          document.querySelector("[data-image-uploader]")?.remove();
+          const widget = app.createUploadWidget({
+            ...opts,
+            onError: (e: Error) =>
+              // The row is settled right after onError, in the same turn.
+              setTimeout(() => {
+                const root = widget.element.shadowRoot;
+                const img = root.querySelector("li img") as HTMLImageElement;
+                resolve({
+                  error: e.message,
+                  headline: root.querySelector(".status").textContent,
+                  row: root.querySelector("li .err")?.textContent,
+                  size: root.querySelector("li .meta div:nth-child(2)")
+                    ?.textContent,
+                  preview: img.getAttribute("src"),
+                  previewBroken: img.complete && img.naturalWidth === 0 &&
+                    img.hasAttribute("src"),
+                });
+              }, 300),
+            onStart: () => sent || resolve({ error: "sent!" }),
+          });
+          drop(widget, f);
         });
-        drop(widget, w.textFile);
-      });
-      document.querySelector("[data-image-uploader]")?.remove();
-      const tooBig = await new Promise((resolve) => {
-        const widget = app.createUploadWidget({
-          maxFileSize: 1000,
-          onError: () =>
-            resolve(
-              widget.element.shadowRoot.querySelector(".err")?.textContent,
-            ),
-          onStart: () => resolve("sent!"),
-        });
-        drop(widget, w.bigFile);
-      });
+      const wrongType = await refused(w.textFile);
+      const tooBig = await refused(w.bigFile, { maxFileSize: 1000 });
+      const fake = await refused(
+        new File(["x".repeat(160)], "fake.png", { type: "image/png" }),
+        {},
+        true,
+      );
       const ctl = new AbortController();
       const pending = app.upload(w.bigFile, { signal: ctl.signal });
       ctl.abort();
@@ -593,16 +614,68 @@ test("client-side checks refuse wrong types and oversize files before sending, a
         () => "uploaded",
         (e: { code: number }) => e.code,
       );
-      return { wrongType, tooBig, cancelled };
+      return { wrongType, tooBig, fake, cancelled };
     }, key);
-    assert.equal(out.wrongType, "No image file provided");
-    assert.match(String(out.tooBig), /File size too large/);
+    assert.equal(out.wrongType.error, "Unsupported image type");
+    assert.equal(out.wrongType.headline, "Unsupported image type");
+    assert.match(String(out.tooBig.headline), /^File size too large \(over /);
+    assert.match(String(out.tooBig.row), /File size too large/);
+    // Sent (its name and type say PNG); the service's 415 is the row's reason.
+    assert.match(String(out.fake.headline), /Unsupported image type/);
+    assert.match(String(out.fake.row), /Unsupported image type/);
+    assert.equal(out.fake.size, "160 B");
+    assert.equal(out.fake.previewBroken, false, "no broken-image icon");
     assert.equal(out.cancelled, -1);
     assert.equal(
       (await env.deps.database.db.selectFrom("images").selectAll().execute())
         .length,
       before,
     );
+
+    // A rate limit's answer (429 with Retry-After) says when to try again.
+    await page.setRequestInterception(true);
+    page.on("request", (r) => {
+      if (!r.url().endsWith("/api/1/upload")) return r.continue();
+      r.respond({
+        status: 429,
+        headers: {
+          "Retry-After": "42",
+          "Access-Control-Allow-Origin": "*",
+          "Access-Control-Expose-Headers": "Retry-After",
+        },
+        contentType: "application/json",
+        body: JSON.stringify({
+          status: 429,
+          success: false,
+          error: { code: 170, message: "Rate limit exceeded" },
+        }),
+      });
+    });
+    const limited = await page.evaluate(async (k: string) => {
+      const w = globalThis as unknown as Record<string, Any>;
+      const app = new w.ServiceApp(k);
+      document.querySelector("[data-image-uploader]")?.remove();
+      return await new Promise((resolve) => {
+        const widget = app.createUploadWidget({
+          onError: (e: { retryAfter?: number }) =>
+            setTimeout(() =>
+              resolve({
+                retryAfter: e.retryAfter,
+                headline: widget.element.shadowRoot.querySelector(".status")
+                  .textContent,
+              }), 100),
+        });
+        const dt = new DataTransfer();
+        dt.items.add(w.smallFile);
+        widget.element.shadowRoot.querySelector(".drop").dispatchEvent(
+          new DragEvent("drop", { dataTransfer: dt, bubbles: true }),
+        );
+      });
+    }, key);
+    assert.deepEqual(limited, {
+      retryAfter: 42,
+      headline: "Rate limit exceeded: try again in 42 s",
+    });
   } finally {
     await page.close();
   }

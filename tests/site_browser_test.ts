@@ -614,7 +614,20 @@ test("the docs work offline under their CSP: Swagger UI comes from us, nothing i
   visits.push({ name: "docs", path: "/docs", signedIn: false });
 });
 
-test("My images' codes box holds the links of the ticked images only (all of the page when none is ticked), in the picked code type", async () => {
+test("My images' codes box holds the links of the ticked images only (all of the page when none is ticked), in the picked code type; an image without the picked version (a medium) gives its full image's code instead of dropping out", async () => {
+  // A wide photo has a medium; the small ones before it have none.
+  await owner.goto(`${base}/`);
+  await owner.waitForSelector("[data-image-uploader]");
+  await dropFiles(owner, [{
+    name: "wide.jpg",
+    type: "image/jpeg",
+    b64: b64(await makeImage("jpeg", { width: 3000, height: 500 })),
+  }]);
+  await owner.waitForFunction(() =>
+    /Uploaded 1 of 1/.test(
+      document.querySelector("[data-image-uploader]")!.shadowRoot!
+        .querySelector(".status")!.textContent!,
+    ), { timeout: 15_000 });
   await owner.goto(`${base}/images`);
   const ids = await owner.$$eval(
     "input[name=id][form=bulk]",
@@ -634,6 +647,18 @@ test("My images' codes box holds the links of the ticked images only (all of the
   const markdown = (await box()).split("\n");
   assert.equal(markdown.length, 2);
   for (const line of markdown) assert.ok(line.startsWith("[!["), line);
+  await owner.select("#page-codes-type", "Markdown (medium, linked)");
+  const medium = (await box()).split("\n");
+  assert.equal(medium.length, 2, medium.join("\n"));
+  for (const line of medium) assert.ok(line.startsWith("[!["), line);
+  await owner.click(`input[name=id][value="${ids[0]}"]`);
+  await owner.click(`input[name=id][value="${ids[2]}"]`);
+  const all = (await box()).split("\n");
+  assert.equal(all.length, ids.length, all.join("\n"));
+  for (const line of all) assert.ok(line.startsWith("[!["), line);
+  assert.equal(all.filter((l) => l.includes(".md.")).length, 1, "one medium");
+  await owner.click(`input[name=id][value="${ids[0]}"]`);
+  await owner.click(`input[name=id][value="${ids[2]}"]`);
   await owner.click(`input[name=id][value="${ids[0]}"]`);
   await owner.click(`input[name=id][value="${ids[2]}"]`);
   assert.equal((await box()).split("\n").length, ids.length);

@@ -296,7 +296,8 @@ export function CopyField(props: { id: string; label: string; value: string }) {
 /**
  * Every link of several images in one box, with a picker of the code type (direct
  * links, viewer links, HTML, BBCode, Markdown, linked thumbnails…) and Copy all. Each
- * type's codes are in the page as JSON; without scripts the box shows the first type.
+ * type's codes are in the page as JSON; without scripts the box shows the first type. An
+ * image without a type's version (a small one has no medium) gives its plain type's code.
  * With `selectFrom` (a form's id), ticking images' `id` boxes of that form narrows the
  * box to them; none ticked is all of them.
  */
@@ -308,13 +309,14 @@ export function CodesBox(
     selectFrom?: string;
   },
 ) {
+  const types = [...new Set(props.items.flatMap((i) => Object.keys(i.codes)))];
   const byType: Record<string, [string, string][]> = {};
-  for (const item of props.items) {
-    for (const [type, code] of Object.entries(item.codes)) {
-      (byType[type] ??= []).push([item.id, code]);
-    }
+  for (const type of types) {
+    byType[type] = props.items.map((item) => [
+      item.id,
+      item.codes[type] ?? item.codes[plainType(type)] ?? "",
+    ]);
   }
-  const types = Object.keys(byType);
   // JSON inside <script>: no "<" may close it early.
   const data = JSON.stringify(byType).replace(/</g, "\\u003c");
   return (
@@ -348,6 +350,15 @@ export function CodesBox(
       />
     </div>
   );
+}
+
+/**
+ * The code type a variant's type falls back to for an image without that variant: its
+ * label without the parenthesis ("Markdown (medium, linked)" → "Markdown"). A small
+ * image has no medium, and one ticked with a large one used to drop out of the box.
+ */
+export function plainType(type: string): string {
+  return type.replace(/ \(.*\)$/, "");
 }
 
 /**

@@ -144,6 +144,8 @@ var ServiceError = class extends Error {
   code;
   status;
   details;
+  /** Seconds the service asked to wait before trying again (Retry-After), if it did. */
+  retryAfter;
   constructor(message, code, status, details) {
     super(message);
     this.name = "ServiceError";
@@ -152,6 +154,12 @@ var ServiceError = class extends Error {
     this.details = details;
   }
 };
+function withRetryAfter(e, header) {
+  if (!header) return e;
+  const s = /^\d+$/.test(header.trim()) ? Number(header) : Math.ceil((Date.parse(header) - Date.now()) / 1e3);
+  if (Number.isFinite(s) && s >= 0) e.retryAfter = s;
+  return e;
+}
 function errorFromBody(status, body) {
   const e = body?.error;
   if (e && typeof e.code === "number") {
@@ -342,7 +350,13 @@ function plural(label) {
   return label.replace(/^(Direct|Viewer|Delete) link\b/, "$1 links");
 }
 function humanSize(n) {
-  return n < 1024 * 1024 ? `${Math.round(n / 1024)} KB` : `${(n / 1024 / 1024).toFixed(1)} MB`;
+  return n < 1024 ? `${n} B` : n < 1024 * 1024 ? `${Math.round(n / 1024)} KB` : `${(n / 1024 / 1024).toFixed(1)} MB`;
+}
+function failureLine(e) {
+  const s = e.retryAfter;
+  if (s === void 0) return e.message;
+  const when = s < 60 ? `${Math.max(1, s)} s` : `${Math.ceil(s / 60)} min`;
+  return `${e.message}: try again in ${when}`;
 }
 function createUploadWidget(app, options = {}) {
   const maxSize = options.maxFileSize ?? 32 * 1024 * 1024;
@@ -568,7 +582,12 @@ function createUploadWidget(app, options = {}) {
       const u = URL.createObjectURL(file);
       img.src = u;
       img.onload = () => URL.revokeObjectURL(u);
-    }
+      img.onerror = () => {
+        URL.revokeObjectURL(u);
+        img.removeAttribute("src");
+        img.classList.add("none");
+      };
+    } else img.classList.add("none");
     const meta = el("div", {
       class: "meta"
     });
@@ -690,23 +709,43 @@ function createUploadWidget(app, options = {}) {
     }
     const valid = [];
     const metas = /* @__PURE__ */ new Map();
+    let first;
     for (const f of incoming) {
       const meta = fileItem(f);
       metas.set(f, meta);
-      let problem = "";
+      let problem;
       const limit = resumable(f) ? maxResumable : maxSize;
-      if (!accept.includes(f.type)) problem = "Unsupported image type";
+      if (!accept.includes(f.type)) problem = [
+        "Unsupported image type",
+        141
+      ];
       else if (f.size > limit) {
-        problem = `File size too large (over ${humanSize(limit)})`;
-      } else if (f.size === 0) problem = "Empty file";
-      if (problem) meta.append(el("div", {
-        class: "err"
-      }, problem));
-      else valid.push(f);
+        problem = [
+          `File size too large (over ${humanSize(limit)})`,
+          130
+        ];
+      } else if (f.size === 0) problem = [
+        "Empty file",
+        140
+      ];
+      if (problem) {
+        meta.append(el("div", {
+          class: "err"
+        }, problem[0]));
+        first ??= problem;
+      } else valid.push(f);
     }
     if (valid.length === 0) {
-      const err = new ServiceError(errors[0] ?? "No image file provided", errors.length ? 131 : 140, 0);
+      const [message, code] = errors.length ? [
+        errors[0],
+        131
+      ] : incoming.length === 1 ? first : [
+        `None of the ${incoming.length} files can be uploaded`,
+        first[1]
+      ];
+      const err = new ServiceError(message, code, 0);
       status.textContent = err.message;
+      status.classList.add("err");
       options.onError?.(err, incoming);
       return;
     }
@@ -809,6 +848,7 @@ function createUploadWidget(app, options = {}) {
     } catch (e) {
       const err = showFailure(e, (i) => metas.get(valid[i]));
       options.onError?.(err, valid);
+      settleRows(err.message);
     } finally {
       busy = false;
       settleRows();
@@ -827,19 +867,19 @@ function createUploadWidget(app, options = {}) {
     }
     return pairs;
   }
-  function settleRows() {
+  function settleRows(reason = "Not uploaded") {
     for (const meta of list.querySelectorAll(".meta")) {
       meta.querySelector("progress")?.remove();
       if (!meta.querySelector(".ok, .err")) {
         meta.append(el("div", {
           class: "err"
-        }, "Not uploaded"));
+        }, reason));
       }
     }
   }
   function showFailure(e, item) {
     const err = e instanceof ServiceError ? e : new ServiceError(String(e), 0, 0);
-    status.textContent = err.message;
+    status.textContent = failureLine(err);
     status.classList.add("err");
     const details = err.details ?? [];
     for (const d of details) {
@@ -1046,7 +1086,9 @@ var ServiceApp = class _ServiceApp {
       throw new ServiceError(`Network error: ${e.message ?? "unreachable"}`, 0, 0);
     }
     const body = await res.json().catch(() => void 0);
-    if (!res.ok || !body?.success) throw errorFromBody(res.status, body);
+    if (!res.ok || !body?.success) {
+      throw withRetryAfter(errorFromBody(res.status, body), res.headers.get("Retry-After"));
+    }
     return asBatch(body);
   }
   /**
@@ -1136,7 +1178,9 @@ var ServiceApp = class _ServiceApp {
         if (xhr.status === 200 && body?.success) {
           progress(100);
           resolve(body);
-        } else reject(errorFromBody(xhr.status, body));
+        } else {
+          reject(withRetryAfter(errorFromBody(xhr.status, body), xhr.getResponseHeader("Retry-After")));
+        }
       };
       xhr.onerror = () => reject(new ServiceError("Network error: the service could not be reached", 0, 0));
       xhr.onabort = () => reject(new ServiceError("Upload cancelled", -1, 0));

@@ -11,6 +11,8 @@ export class ServiceError extends Error {
   readonly code: number;
   readonly status: number;
   readonly details?: unknown[];
+  /** Seconds the service asked to wait before trying again (Retry-After), if it did. */
+  retryAfter?: number;
   constructor(
     message: string,
     code: number,
@@ -23,6 +25,22 @@ export class ServiceError extends Error {
     this.status = status;
     this.details = details;
   }
+}
+
+/**
+ * `e` with the Retry-After its answer carried (whole seconds; an HTTP date is turned into
+ * seconds from now), so a caller can say when to try again.
+ */
+export function withRetryAfter(
+  e: ServiceError,
+  header: string | null | undefined,
+): ServiceError {
+  if (!header) return e;
+  const s = /^\d+$/.test(header.trim())
+    ? Number(header)
+    : Math.ceil((Date.parse(header) - Date.now()) / 1000);
+  if (Number.isFinite(s) && s >= 0) e.retryAfter = s;
+  return e;
 }
 
 /** Turns an error envelope (or anything else a server sent) into a ServiceError. */

@@ -1,5 +1,5 @@
 import type { ResumableSend } from "./resumable.ts";
-import { errorFromBody, ServiceError } from "./errors.ts";
+import { errorFromBody, ServiceError, withRetryAfter } from "./errors.ts";
 import {
   createUploadWidget,
   type UploadWidget,
@@ -124,7 +124,12 @@ export class ServiceApp implements Uploader {
       );
     }
     const body = await res.json().catch(() => undefined);
-    if (!res.ok || !body?.success) throw errorFromBody(res.status, body);
+    if (!res.ok || !body?.success) {
+      throw withRetryAfter(
+        errorFromBody(res.status, body),
+        res.headers.get("Retry-After"),
+      );
+    }
     return asBatch(body);
   }
 
@@ -230,7 +235,14 @@ export class ServiceApp implements Uploader {
         if (xhr.status === 200 && body?.success) {
           progress(100);
           resolve(body);
-        } else reject(errorFromBody(xhr.status, body));
+        } else {
+          reject(
+            withRetryAfter(
+              errorFromBody(xhr.status, body),
+              xhr.getResponseHeader("Retry-After"),
+            ),
+          );
+        }
       };
       xhr.onerror = () =>
         reject(

@@ -138,10 +138,24 @@ function plural(label: string): string {
   return label.replace(/^(Direct|Viewer|Delete) link\b/, "$1 links");
 }
 
-function humanSize(n: number) {
-  return n < 1024 * 1024
+/** "160 B", "48 KB", "3.1 MB": a file under 1 KB is counted in bytes, never "0 KB". */
+function humanSize(n: number): string {
+  return n < 1024
+    ? `${n} B`
+    : n < 1024 * 1024
     ? `${Math.round(n / 1024)} KB`
     : `${(n / 1024 / 1024).toFixed(1)} MB`;
+}
+
+/**
+ * The status line for a failed request: its message, with when to try again where the
+ * service said (a rate limit's "Rate limit exceeded" alone left people guessing).
+ */
+function failureLine(e: { message: string; retryAfter?: number }) {
+  const s = e.retryAfter;
+  if (s === undefined) return e.message;
+  const when = s < 60 ? `${Math.max(1, s)} s` : `${Math.ceil(s / 60)} min`;
+  return `${e.message}: try again in ${when}`;
 }
 
 /**
@@ -367,7 +381,13 @@ export function createUploadWidget(
       const u = URL.createObjectURL(file);
       img.src = u;
       img.onload = () => URL.revokeObjectURL(u);
-    }
+      // Not an image after all (a text file named .png): no broken-image icon.
+      img.onerror = () => {
+        URL.revokeObjectURL(u);
+        img.removeAttribute("src");
+        img.classList.add("none");
+      };
+    } else img.classList.add("none");
     const meta = el("div", { class: "meta" });
     const bar = el("progress", {
       class: "fp",
@@ -509,25 +529,32 @@ export function createUploadWidget(
     }
     const valid: File[] = [];
     const metas = new Map<File, HTMLElement>();
+    /** The first file's refusal, as the service would have coded it. */
+    let first: [string, number] | undefined;
     for (const f of incoming) {
       const meta = fileItem(f);
       metas.set(f, meta);
-      let problem = "";
+      let problem: [string, number] | undefined;
       const limit = resumable(f) ? maxResumable : maxSize;
-      if (!accept.includes(f.type)) problem = "Unsupported image type";
+      if (!accept.includes(f.type)) problem = ["Unsupported image type", 141];
       else if (f.size > limit) {
-        problem = `File size too large (over ${humanSize(limit)})`;
-      } else if (f.size === 0) problem = "Empty file";
-      if (problem) meta.append(el("div", { class: "err" }, problem));
-      else valid.push(f);
+        problem = [`File size too large (over ${humanSize(limit)})`, 130];
+      } else if (f.size === 0) problem = ["Empty file", 140];
+      if (problem) {
+        meta.append(el("div", { class: "err" }, problem[0]));
+        first ??= problem;
+      } else valid.push(f);
     }
     if (valid.length === 0) {
-      const err = new ServiceError(
-        errors[0] ?? "No image file provided",
-        errors.length ? 131 : 140,
-        0,
-      );
+      // The reason, not "No image file provided" over a file that was provided.
+      const [message, code] = errors.length
+        ? [errors[0], 131]
+        : incoming.length === 1
+        ? first!
+        : [`None of the ${incoming.length} files can be uploaded`, first![1]];
+      const err = new ServiceError(message, code, 0);
       status.textContent = err.message;
+      status.classList.add("err");
       options.onError?.(err, incoming);
       return;
     }
@@ -635,6 +662,9 @@ export function createUploadWidget(
     } catch (e) {
       const err = showFailure(e, (i) => metas.get(valid[i]));
       options.onError?.(err, valid);
+      // A refusal of the whole request (one file that was no image, a rate limit) is
+      // each waiting row's reason too, not "Not uploaded".
+      settleRows(err.message);
     } finally {
       busy = false;
       settleRows();
@@ -662,11 +692,11 @@ export function createUploadWidget(
    * Once an answer is in, no row may keep a moving bar: a row with neither a result nor
    * an error of its own says that nothing came back for it.
    */
-  function settleRows() {
+  function settleRows(reason = "Not uploaded") {
     for (const meta of list.querySelectorAll<HTMLElement>(".meta")) {
       meta.querySelector("progress")?.remove();
       if (!meta.querySelector(".ok, .err")) {
-        meta.append(el("div", { class: "err" }, "Not uploaded"));
+        meta.append(el("div", { class: "err" }, reason));
       }
     }
   }
@@ -682,7 +712,7 @@ export function createUploadWidget(
     const err = e instanceof ServiceError
       ? e
       : new ServiceError(String(e), 0, 0);
-    status.textContent = err.message;
+    status.textContent = failureLine(err);
     status.classList.add("err");
     const details = (err.details ?? []) as {
       index?: number;

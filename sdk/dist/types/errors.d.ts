@@ -6,7 +6,14 @@ export declare class ServiceError extends Error {
     readonly code: number;
     readonly status: number;
     readonly details?: unknown[];
+    /** Seconds the service asked to wait before trying again (Retry-After), if it did. */
+    retryAfter?: number;
     constructor(message: string, code: number, status: number, details?: unknown[]);
 }
+/**
+ * `e` with the Retry-After its answer carried (whole seconds; an HTTP date is turned into
+ * seconds from now), so a caller can say when to try again.
+ */
+export declare function withRetryAfter(e: ServiceError, header: string | null | undefined): ServiceError;
 /** Turns an error envelope (or anything else a server sent) into a ServiceError. */
 export declare function errorFromBody(status: number, body: unknown): ServiceError;

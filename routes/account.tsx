@@ -117,7 +117,13 @@ export function registerAccountRoutes(app: App, deps: AppDeps) {
     const token = getCookie(c, GUEST_COOKIE);
     if (!token) return;
     try {
-      await claimGuestImages(db, token, userId, deps.clock);
+      await claimGuestImages(
+        db,
+        token,
+        userId,
+        deps.clock,
+        deps.config.GUEST_EXPIRATION,
+      );
     } catch (e) {
       // The account is made and signed in: a claim that failed (the database away) does
       // not undo that. The cookie stays, so the next log-in in this browser claims them.

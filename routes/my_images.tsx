@@ -10,7 +10,7 @@ import {
 } from "./pages/layout.tsx";
 import { CardPicture } from "./pages/picture.tsx";
 import { PageLinks } from "./pages/pager.tsx";
-import { ImageEditForm } from "./pages/fields.tsx";
+import { ExpirySelect, ImageEditForm } from "./pages/fields.tsx";
 import { expiryText } from "./pages/expiry.ts";
 import { requireSessionForm, sessionUser } from "./session.ts";
 import {
@@ -87,6 +87,9 @@ export function registerMyImages(
         changed={q.changed === undefined
           ? undefined
           : Number.parseInt(q.changed) || 0}
+        expiry={q.expiry === undefined
+          ? undefined
+          : Number.parseInt(q.expiry) || 0}
         edited={q.edited !== undefined}
         records={rows.map((r) => ({
           rec: toImageRecord(config, r),
@@ -106,6 +109,8 @@ export function registerMyImages(
     albums: { id: string; title: string }[];
     moved?: number;
     changed?: number;
+    /** How many images' expiry was just set. */
+    expiry?: number;
     /** Back from one image's inline edit. */
     edited?: boolean;
     deleted: number;
@@ -152,16 +157,23 @@ export function registerMyImages(
           </p>
         )}
         {props.moved !== undefined && (
-          <p class="notice" role="status">
+          <Done n={props.moved}>
             Moved {props.moved} image{props.moved === 1 ? "" : "s"}.
-          </p>
+          </Done>
         )}
         {props.edited && <p class="notice" role="status">Saved.</p>}
         {props.changed !== undefined && (
-          <p class="notice" role="status">
+          <Done n={props.changed}>
             Changed who sees {props.changed}{" "}
             image{props.changed === 1 ? "" : "s"}.
-          </p>
+          </Done>
+        )}
+        {props.expiry !== undefined && (
+          <Done n={props.expiry}>
+            Set when {props.expiry} image{props.expiry === 1 ? " is" : "s are"}
+            {" "}
+            deleted.
+          </Done>
         )}
         <form method="get" action="/images" class="find" role="search">
           {props.source && (
@@ -307,6 +319,15 @@ export function registerMyImages(
                 >
                   Set
                 </button>
+                <ExpirySelect id="set-expiration" />
+                <button
+                  type="submit"
+                  class="secondary"
+                  formaction="/images/expiry"
+                  data-no-confirm=""
+                >
+                  Set expiry
+                </button>
               </form>
               <ul class="grid">
                 {props.records.map(({ rec, source, expiresAt }) => (
@@ -423,4 +444,18 @@ function backTo(back: string | undefined, deleted: number): string {
   );
   u.searchParams.set("deleted", String(deleted));
   return `${u.pathname}${u.search}`;
+}
+
+/**
+ * What a bulk action did, or (when nothing was ticked, `n` 0) what to do first: "Moved 0
+ * images." told nobody that the ticks were missing.
+ */
+function Done(props: { n: number; children?: unknown }) {
+  return props.n > 0
+    ? <p class="notice" role="status">{props.children}</p>
+    : (
+      <p class="notice error" role="alert">
+        Nothing was changed: tick the images first, then choose the action.
+      </p>
+    );
 }

@@ -214,7 +214,21 @@ export function registerOrganiseRoutes(
   });
 
   /**
-   * Changes one image's title, description, album and who sees it, from its viewer page
+   * Sets when the posted images (`id`, repeatable) of the signed-in user are deleted
+   * (`expiration` seconds from now; 0 keeps them for good), then goes back to the My
+   * images page they were on.
+   */
+  app.post("/images/expiry", async (c) => {
+    const r = await requireSessionForm(c, deps);
+    if (r instanceof Response) return r;
+    const expiresAt = formExpiry(r.form.expiration ?? "0", clock.now());
+    const set = await editOwnImages(r, { expires_at: expiresAt ?? null });
+    return c.redirect(backToImages(r.form.back, "expiry", set), 303);
+  });
+
+  /**
+   * Changes one image's title, description, album, who sees it and when it is deleted,
+   * from its viewer page
    * or My images' inline form (`back`: the page to go back to).
    */
   app.post("/images/edit", async (c) => {
@@ -235,11 +249,13 @@ export function registerOrganiseRoutes(
       ? (await albumForImages(db, r.user.userId, r.form.album)).id
       : null;
     const { title, description, privacy, password } = parsed.data;
+    const expiresAt = formExpiry(r.form.expiration, clock.now());
     await editImage(db, row.id, {
       title,
       description,
       album_id: albumId,
       ...await passwordEdit(row, privacy, password),
+      ...(expiresAt === undefined ? {} : { expires_at: expiresAt }),
     });
     rowCache.invalidate(row.id);
     // From My images' inline form: back to the page it was on.
@@ -248,6 +264,32 @@ export function registerOrganiseRoutes(
       303,
     );
   });
+}
+
+/**
+ * A form's `expiration` (seconds from `now`, the API's bounds; 0 for good) as the row's
+ * `expires_at`: undefined when not given (left as it is), null to keep for good, 160 for
+ * anything else.
+ */
+function formExpiry(
+  raw: string | undefined,
+  now: Date,
+): Date | null | undefined {
+  if (raw === undefined || raw === "") return undefined;
+  const parsed = ImagePatchSchema.shape.expiration.safeParse(
+    /^[0-9]{1,9}$/.test(raw) ? Number(raw) : NaN,
+  );
+  if (!parsed.success || parsed.data === undefined) {
+    throw invalid(
+      parsed.success ? [] : parsed.error.issues.map((i) => ({
+        ...i,
+        path: ["expiration"],
+      })),
+    );
+  }
+  return parsed.data === 0
+    ? null
+    : new Date(now.getTime() + parsed.data * 1000);
 }
 
 /** Who sees the ticked images (My images): a privacy, and the password of `password`. */
@@ -285,7 +327,7 @@ function invalid(
 /** Where a My images form goes back to (one of our /images pages only), saying how many. */
 function backToImages(
   back: string | undefined,
-  what: "moved" | "changed" | "edited",
+  what: "moved" | "changed" | "edited" | "expiry",
   n: number,
 ): string {
   const u = new URL(

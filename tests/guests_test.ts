@@ -74,7 +74,7 @@ test("with GUEST_UPLOADS off (the default) the home page invites sign-up and a g
 });
 
 for (const kind of databaseKinds()) {
-  test(`[${kind}] a guest uploads from the home page: the answer carries the delete link, every upload expires within GUEST_EXPIRATION, the browser keeps one guest, and signing up in it claims its images`, async () => {
+  test(`[${kind}] a guest uploads from the home page: the answer carries the delete link, every upload expires within GUEST_EXPIRATION, the browser keeps one guest, and signing up in it claims its images, kept for good where only the guest's life bounded them`, async () => {
     const env = await testEnv({
       kind,
       env: { GUEST_UPLOADS: "on", GUEST_EXPIRATION: "86400" },
@@ -146,6 +146,14 @@ for (const kind of databaseKinds()) {
       for (const r of [first, second, third]) {
         assert.equal(await ownerOf(env, r.body.data.id), user.id);
       }
+      // The notice promised sign-up keeps them: what GUEST_EXPIRATION alone bounded no
+      // longer expires; the 10 minutes asked for stay.
+      const expiresAt = async (id: string) =>
+        (await env.deps.database.db.selectFrom("images").select("expires_at")
+          .where("id", "=", id).executeTakeFirstOrThrow()).expires_at;
+      assert.equal(await expiresAt(first.body.data.id), null);
+      assert.equal(await expiresAt(second.body.data.id), null);
+      assert.notEqual(await expiresAt(third.body.data.id), null);
       const guest = await env.deps.database.db.selectFrom("users")
         .select(["deleted_at", "guest_token_hash"]).where("id", "=", guestId)
         .executeTakeFirstOrThrow();

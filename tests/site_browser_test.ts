@@ -705,6 +705,37 @@ test("Albums makes an album from its form, and My images' Move puts the ticked i
   assert.match(rec, /In the album <a href="\/a\/[^"]+">Browser album<\/a>/);
 });
 
+test("My images' Delete after sets when the ticked image is deleted, and Move with nothing ticked says to tick the images first", async () => {
+  await owner.goto(`${base}/images`);
+  const id = await owner.$eval(
+    "input[name=id][form=bulk]",
+    (b) => (b as HTMLInputElement).value,
+  );
+  await owner.click(`input[name=id][value="${id}"]`);
+  await owner.select("#set-expiration", "86400");
+  await Promise.all([
+    owner.waitForNavigation(),
+    owner.click("button[formaction='/images/expiry']"),
+  ]);
+  assert.match(
+    await owner.$eval("[role=status]", (e) => e.textContent!),
+    /Set when 1 image is deleted\./,
+  );
+  const card = await owner.$eval(
+    `input[name=id][value="${id}"]`,
+    (b) => b.closest(".card")!.textContent!,
+  );
+  assert.match(card, /expires in (23 hours|1 day)/);
+  await Promise.all([
+    owner.waitForNavigation(),
+    owner.click("button[formaction='/images/move']"),
+  ]);
+  assert.match(
+    await owner.$eval("[role=alert]", (e) => e.textContent!),
+    /tick the images first/,
+  );
+});
+
 test("My images edits one image inline, on a desktop in light mode and on a phone in dark mode: Edit opens its form in the card, Save brings the same page back saying so, with the new title, album and privacy", async () => {
   const cookies = await owner.browserContext().cookies();
   for (
@@ -1041,6 +1072,15 @@ test("a guest, on a desktop and on a phone in dark mode, drops an image on the s
         await page.$(`input[name=id][value="${id}"]`),
         "in My images",
       );
+      // Kept, as the notice promised: no expiry left on it, nor on its card.
+      const kept = await env.deps.database.db.selectFrom("images")
+        .select("expires_at").where("id", "=", id).executeTakeFirstOrThrow();
+      assert.equal(kept.expires_at, null);
+      const card = await page.$eval(
+        `input[name=id][value="${id}"]`,
+        (box) => (box.closest("li, article, tr, .card") ?? box).textContent,
+      );
+      assert.doesNotMatch(card ?? "", /expires/i);
     } finally {
       await page.browserContext().close();
     }

@@ -975,3 +975,90 @@ test("My images edits each image inline: its card's form saves title, descriptio
     await env.close();
   }
 });
+
+test("My images sets when the ticked images are deleted (Delete after → Set expiry; Never keeps them), the viewer's edit form changes one image's expiry or leaves it as it is, and a bulk action with nothing ticked says to tick the images first, not 'Moved 0 images'", async () => {
+  const env = await testEnv();
+  try {
+    const s = await signedIn(env);
+    const other = await signedIn(env);
+    const mine = await uploadMany(env, s.key, 2);
+    const [theirs] = await uploadMany(env, other.key, 1, 50);
+    const expiresAt = async (id: string) =>
+      (await env.deps.database.db.selectFrom("images").select("expires_at")
+        .where("id", "=", id).executeTakeFirstOrThrow()).expires_at;
+    const set = await sessionPost(env, s, "/images/expiry", [
+      ["expiration", "86400"],
+      ["back", "/images?page=1"],
+      ["id", mine[0]],
+      ["id", mine[1]],
+      ["id", theirs],
+    ]);
+    assert.deepEqual([set.status, set.headers.get("location")], [
+      303,
+      "/images?page=1&expiry=2",
+    ]);
+    const now = env.clock.now().getTime();
+    for (const id of mine) {
+      assert.equal(
+        new Date((await expiresAt(id))!).getTime(),
+        now + 86_400_000,
+      );
+    }
+    assert.equal(await expiresAt(theirs), null, "someone else's is skipped");
+    const page = await (await env.app.request("/images?expiry=2", {
+      headers: { cookie: s.cookie },
+    })).text();
+    assert.match(page, /Set when 2 images are deleted\./);
+    assert.match(page, /expires in 1 day/);
+    assert.match(page, /formaction="\/images\/expiry"/);
+
+    // "Never: keep it" takes the expiry away.
+    await sessionPost(env, s, "/images/expiry", [
+      ["expiration", "0"],
+      ["id", mine[1]],
+    ]);
+    assert.equal(await expiresAt(mine[1]), null);
+
+    // The viewer's form: "As it is" leaves it; a choice changes it.
+    const edit = (expiration: string) =>
+      sessionPost(env, s, "/images/edit", [
+        ["id", mine[0]],
+        ["title", "kept title"],
+        ["description", ""],
+        ["album", ""],
+        ["expiration", expiration],
+      ]);
+    const before = await expiresAt(mine[0]);
+    assert.equal((await edit("")).status, 303);
+    assert.deepEqual(await expiresAt(mine[0]), before);
+    await edit("3600");
+    assert.equal(
+      new Date((await expiresAt(mine[0]))!).getTime(),
+      now + 3_600_000,
+    );
+    const viewer = await (await env.app.request(`/i/${mine[0]}`, {
+      headers: { cookie: s.cookie },
+    })).text();
+    assert.match(viewer, /<select id="edit-expiration" name="expiration">/);
+    assert.equal((await edit("12")).status, 400, "not one of the bounds");
+
+    // Nothing ticked: no "Moved 0 images."
+    for (
+      const [path, field] of [
+        ["/images/move", ["album", ""]],
+        ["/images/privacy", ["privacy", "private"]],
+        ["/images/expiry", ["expiration", "3600"]],
+      ] as const
+    ) {
+      const none = await sessionPost(env, s, path, [[...field]]);
+      const back = await (await env.app.request(
+        none.headers.get("location")!,
+        { headers: { cookie: s.cookie } },
+      )).text();
+      assert.match(back, /tick the images first/, path);
+      assert.doesNotMatch(back, /Moved 0|who sees 0|when 0/, path);
+    }
+  } finally {
+    await env.close();
+  }
+});

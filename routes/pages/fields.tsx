@@ -77,6 +77,34 @@ export function PrivacySelect(
   );
 }
 
+/** The lifetimes the site offers (seconds; 0: kept for good), as the uploader's picker. */
+export const EXPIRY_CHOICES: [number, string][] = [
+  [0, "Never: keep it"],
+  [3600, "1 hour"],
+  [86400, "1 day"],
+  [604800, "1 week"],
+  [2_592_000, "30 days"],
+  [15_552_000, "180 days"],
+];
+
+/**
+ * When an image is deleted, from now (`expiration`, seconds; 0 keeps it for good). With
+ * `keep`, a first choice leaves it as it is (an edit form that changes other things).
+ */
+export function ExpirySelect(props: { id: string; keep?: boolean }) {
+  return (
+    <>
+      <label for={props.id}>Delete after</label>
+      <select id={props.id} name="expiration">
+        {props.keep && <option value="" selected>As it is</option>}
+        {EXPIRY_CHOICES.map(([s, label]) => (
+          <option value={String(s)}>{label}</option>
+        ))}
+      </select>
+    </>
+  );
+}
+
 /**
  * The owner's edit form of one image (POST /images/edit): title, description, who sees it
  * (with its password) and album. Its fields' ids start with `prefix` (`edit` on the
@@ -116,6 +144,7 @@ export function ImageEditForm(props: {
           </option>
         ))}
       </select>
+      <ExpirySelect id={`${prefix}-expiration`} keep />
       <button type="submit">Save</button>
     </form>
   );

@@ -51,13 +51,17 @@ export async function createGuest(
 /**
  * Moves the guest's live images to `userId` and deletes the guest, in one transaction.
  * An image whose bytes the user already has stays the guest's, and the guest with it
- * (one user keeps one copy of the same bytes). Returns how many moved.
+ * (one user keeps one copy of the same bytes). What the guest's life alone bounded
+ * (an expiry of `guestLifeS`, GUEST_EXPIRATION: it asked for longer, or never) is kept
+ * for good, as the guest notice promises sign-up does; an expiry the guest chose shorter
+ * stays. Returns how many moved.
  */
 export async function claimGuestImages(
   db: Kysely<DB>,
   token: string | undefined,
   userId: string,
   clock: Clock,
+  guestLifeS: number,
 ): Promise<number> {
   const guestId = await findGuest(db, token);
   if (!guestId || guestId === userId) return 0;
@@ -71,7 +75,17 @@ export async function claimGuestImages(
             .where("mine.deleted_at", "is", null)
             .whereRef("mine.sha256", "=", "images.sha256"),
         ))
-      ).returning("id").execute();
+      ).returning(["id", "created_at", "expires_at"]).execute();
+    // A minute of slack: the cap was taken from the upload's own clock reading.
+    const capped = rows.filter((r) =>
+      r.expires_at !== null &&
+      new Date(r.expires_at).getTime() - new Date(r.created_at).getTime() >=
+        (guestLifeS - 60) * 1000
+    ).map((r) => r.id);
+    if (capped.length) {
+      await tx.updateTable("images").set({ expires_at: null })
+        .where("id", "in", capped).execute();
+    }
     const left = await tx.selectFrom("images").select("id")
       .where("user_id", "=", guestId).where("deleted_at", "is", null)
       .executeTakeFirst();

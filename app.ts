@@ -59,6 +59,8 @@ import { documentPublicRoutes } from "./routes/public_docs.ts";
 import { clientAddress } from "./routes/client_address.ts";
 import { registerSiteRoutes } from "./routes/site.tsx";
 import { ErrorPage, hasErrorPage, wantsHtml } from "./routes/pages/errors.tsx";
+import { formErrorTarget } from "./routes/pages/form_errors.ts";
+import { ownOrigin } from "./routes/pages/layout.tsx";
 import { sessionUser } from "./routes/session.ts";
 import { logRequest, requestIdOf } from "./routes/request_id.ts";
 
@@ -319,12 +321,35 @@ export function createApp(deps: AppDeps): App {
    * An error for whoever asked: a person's browser asking for a page gets the site's error
    * page with the same status; API and image clients get the envelope.
    */
+  const ownSite = ownOrigin(deps.config);
   const errorAnswer = async (
     c: Context<AppEnv>,
     code: ErrorCode,
     opts: Parameters<typeof errorResponse>[2] = {},
   ) => {
     const status = ERRORS[code].status;
+    if (wantsHtml(c)) {
+      // A site form's refusal goes back to its page, said beside the field.
+      const fields = c.req.method === "POST"
+        ? await c.req.parseBody().catch(() => ({}))
+        : {};
+      const back = formErrorTarget(
+        {
+          method: c.req.method,
+          url: c.req.url,
+          path: c.req.path,
+          referer: c.req.header("referer"),
+          own: (origin) => ownSite(origin, c.req.url),
+        },
+        status,
+        {
+          message: opts.message ?? ERRORS[code].message,
+          details: opts.details,
+        },
+        fields,
+      );
+      if (back) return c.redirect(back, 303);
+    }
     if (!wantsHtml(c) || !hasErrorPage(status)) {
       return errorResponse(c, code, opts);
     }

@@ -135,7 +135,10 @@ export const ImageIdParamSchema = z.object({
  * The password of a `password` image or album: given with `privacy: "password"` (or to
  * change the one it has), stored only as a scrypt hash, never answered.
  */
-export const PasswordSchema = z.string().min(4).max(128).openapi({
+export const PasswordSchema = z.string().min(4, "at least 4 characters").max(
+  128,
+  "at most 128 characters",
+).openapi({
   description:
     'The password of `privacy: "password"` (4–128 characters): required when the ' +
     "privacy becomes `password`, allowed only with it. Stored as a hash; a new one " +
@@ -148,7 +151,10 @@ export const EXPIRATION_MIN = 60;
 export const EXPIRATION_MAX = 15_552_000;
 
 /** A title of an image or an album: 1–255 characters once trimmed. */
-export const TitleSchema = z.string().trim().min(1).max(255);
+export const TitleSchema = z.string().trim().min(1, "give a title").max(
+  255,
+  "at most 255 characters",
+);
 
 /** A description of an image or an album: up to 5000 characters. */
 export const DescriptionSchema = z.string().max(5000);

@@ -1434,6 +1434,29 @@ const MUTATIONS: Mutation[] = [
     to: "    if (false) {",
     tests: ["tests/guests_test.ts"],
   },
+  {
+    name:
+      "form errors: a refused site form answers the JSON envelope as its page",
+    file: "app.ts",
+    from: "      if (back) return c.redirect(back, 303);",
+    to: "",
+    tests: ["tests/site_test.ts"],
+  },
+  {
+    name: "form errors: the message goes into the page unescaped",
+    file: "routes/pages/form_errors.ts",
+    from: "    escape(message)\n",
+    to: "    message\n",
+    tests: ["tests/site_test.ts"],
+  },
+  {
+    name: "form errors: a page behind two chains shows the message twice",
+    file: "routes/pages/form_errors.ts",
+    from:
+      '  const at = html.includes(\'id="form-error"\') ? -1 : html.indexOf("</h1>");',
+    to: '  const at = html.indexOf("</h1>");',
+    tests: ["tests/site_test.ts"],
+  },
 ];
 
 const root = new URL("..", import.meta.url).pathname.replace(/\/$/, "");

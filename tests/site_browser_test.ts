@@ -705,6 +705,58 @@ test("Albums makes an album from its form, and My images' Move puts the ticked i
   assert.match(rec, /In the album <a href="\/a\/[^"]+">Browser album<\/a>/);
 });
 
+test("a form that breaks a rule comes back as its page with the message beside the field, the field marked invalid and focused: a 3-letter password for the ticked images, an emptied title in a card's inline edit (opened again)", async () => {
+  await owner.goto(`${base}/images`);
+  const id = await owner.$eval(
+    "input[name=id][form=bulk]",
+    (b) => (b as HTMLInputElement).value,
+  );
+  await owner.click(`input[name=id][value="${id}"]`);
+  await owner.select("#set-privacy", "password");
+  await owner.type("#set-password", "abc");
+  await Promise.all([
+    owner.waitForNavigation(),
+    owner.click("button[formaction='/images/privacy']"),
+  ]);
+  const placed = () =>
+    owner.evaluate(() => {
+      const n = document.getElementById("form-error")!;
+      const field = n.previousElementSibling as HTMLElement;
+      return {
+        text: n.textContent,
+        field: field.id,
+        invalid: field.getAttribute("aria-invalid"),
+        focused: document.activeElement === field,
+      };
+    });
+  assert.deepEqual(await placed(), {
+    text: "Password: at least 4 characters",
+    field: "set-password",
+    invalid: "true",
+    focused: true,
+  });
+  assert.doesNotMatch(await owner.content(), /"success":false/);
+
+  const title = `#edit-${id}-title`;
+  await owner.click(`details.edit summary[aria-label^="Edit"]`);
+  await owner.$eval(title, (t) => (t as HTMLInputElement).value = " ");
+  await owner.$eval(title, (t) => (t as HTMLInputElement).required = false);
+  await Promise.all([
+    owner.waitForNavigation(),
+    owner.$eval(title, (t) => (t as HTMLInputElement).form!.requestSubmit()),
+  ]);
+  assert.deepEqual(await placed(), {
+    text: "Title: give a title",
+    field: `edit-${id}-title`,
+    invalid: "true",
+    focused: true,
+  });
+  assert.equal(
+    await owner.$eval(title, (t) => t.closest("details")!.open),
+    true,
+  );
+});
+
 test("My images' Delete after sets when the ticked image is deleted, and Move with nothing ticked says to tick the images first", async () => {
   await owner.goto(`${base}/images`);
   const id = await owner.$eval(

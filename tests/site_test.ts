@@ -1062,3 +1062,87 @@ test("My images sets when the ticked images are deleted (Delete after → Set ex
     await env.close();
   }
 });
+
+test("a site form that breaks a rule goes back to its page with the message (beside the field, by the page script), never a page of JSON: a 3-letter password on My images, an empty title in an inline edit, a password album without a password", async () => {
+  const env = await testEnv();
+  try {
+    const s = await signedIn(env);
+    const [id] = await uploadMany(env, s.key, 1);
+    const browser = {
+      accept: "text/html,application/xhtml+xml",
+      referer: `${ORIGIN}/images?page=1`,
+    };
+    const followBack = async (res: Response) => {
+      assert.equal(res.status, 303, await res.clone().text());
+      const to = res.headers.get("location")!;
+      const page = await (await env.app.request(to, {
+        headers: { cookie: s.cookie, accept: "text/html" },
+      })).text();
+      return { to: new URL(to, ORIGIN), page };
+    };
+
+    const short = await followBack(
+      await sessionPost(env, s, "/images/privacy", [
+        ["privacy", "password"],
+        ["password", "abc"],
+        ["id", id],
+      ], browser),
+    );
+    assert.equal(short.to.pathname, "/images");
+    assert.equal(short.to.searchParams.get("page"), "1");
+    assert.equal(short.to.searchParams.get("form_field"), "password");
+    assert.equal(short.to.searchParams.get("form_action"), "/images/privacy");
+    assert.match(
+      short.page,
+      /<p class="notice error" role="alert" id="form-error" data-field="password" data-action="\/images\/privacy"[^>]*>Password: at least 4 characters<\/p>/,
+    );
+    assert.doesNotMatch(short.page, /"code":160/);
+    assert.equal(short.page.split('id="form-error"').length, 2, "shown once");
+
+    const untitled = await followBack(
+      await sessionPost(env, s, "/images/edit", [
+        ["id", id],
+        ["title", " "],
+        ["back", "/images?page=1"],
+      ], browser),
+    );
+    assert.equal(untitled.to.searchParams.get("form_field"), "title");
+    assert.equal(untitled.to.searchParams.get("form_id"), id);
+    assert.match(untitled.page, /id="form-error"[^>]*>Title: give a title</);
+
+    const album = await followBack(
+      await sessionPost(env, s, "/albums/new", [
+        ["title", "Locked"],
+        ["privacy", "password"],
+        ["password", ""],
+      ], { ...browser, referer: `${ORIGIN}/albums` }),
+    );
+    assert.equal(album.to.pathname, "/albums");
+    assert.match(album.page, /id="form-error" data-field="password"/);
+
+    // The markup is escaped, and API clients keep the envelope.
+    const api = await sessionPost(env, s, "/images/privacy", [
+      ["privacy", "password"],
+      ["password", "abc"],
+      ["id", id],
+    ]);
+    assert.equal(api.status, 400);
+    assert.equal((await api.json()).error.code, 160);
+    const hostile = await (await env.app.request(
+      "/images?form_error=%3Cscript%3Ex%3C%2Fscript%3E&form_field=%22%3E",
+      { headers: { cookie: s.cookie, accept: "text/html" } },
+    )).text();
+    assert.match(hostile, /&lt;script&gt;x&lt;\/script&gt;/);
+    assert.match(hostile, /data-field="&quot;&gt;"/);
+    // Another site's page is never the way back.
+    const elsewhere = await sessionPost(env, s, "/images/privacy", [
+      ["privacy", "password"],
+      ["password", "abc"],
+      ["id", id],
+      ["back", "//evil.example/x"],
+    ], { ...browser, referer: "https://evil.example/x" });
+    assert.equal(elsewhere.status, 400);
+  } finally {
+    await env.close();
+  }
+});

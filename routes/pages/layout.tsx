@@ -3,6 +3,8 @@ import { csrf } from "hono/csrf";
 import { raw } from "hono/html";
 import { secureHeaders } from "hono/secure-headers";
 import type { Config } from "../../schemas/config.ts";
+import type { MiddlewareHandler } from "hono";
+import { FORM_ERROR_JS, formErrorNotice } from "./form_errors.ts";
 
 /**
  * Our own origins: BASE_URL's, or the one the request was addressed to (behind no proxy,
@@ -30,8 +32,8 @@ export function formCsrf(config: Config) {
  * inline ones anywhere), images also from the image host and data: (previews of inline
  * screenshots), nothing may frame us, forms post only to us, referrers only to ourselves.
  */
-export function pageSecurity(config: Config) {
-  return secureHeaders({
+export function pageSecurity(config: Config): MiddlewareHandler {
+  const headers = secureHeaders({
     // Not secureHeaders' no-referrer: under it Chromium posts our own forms with
     // `Origin: null`, and over plain http on any host but localhost (no Sec-Fetch-Site
     // there) the form check could only refuse them. same-origin sends our origin to
@@ -53,6 +55,11 @@ export function pageSecurity(config: Config) {
       baseUri: ["'none'"],
     },
   });
+  // Inside the headers: a form's refusal shown on its page (form_errors.ts) gets them too.
+  return (c, next) =>
+    headers(c, async () => {
+      await formErrorNotice(c, next);
+    });
 }
 
 /**
@@ -149,6 +156,7 @@ document.addEventListener("submit",e=>{const f=e.target.closest("form[data-confi
 document.addEventListener("change",e=>{const a=e.target.closest("[data-select-all]");if(!a)return;for(const c of document.querySelectorAll("input[name=id][form='"+a.dataset.selectAll+"']"))c.checked=a.checked});
 const fillCodes=box=>{const type=document.getElementById(box.id+"-type").value;const items=JSON.parse(document.getElementById(box.id+"-data").textContent)[type]??[];const form=box.dataset.selectFrom;const picked=new Set(form?[...document.querySelectorAll("input[name=id][form='"+form+"']:checked")].map(c=>c.value):[]);box.value=items.filter(([id])=>!picked.size||picked.has(id)).map(([,code])=>code).join("\\n")};
 document.addEventListener("change",()=>{for(const box of document.querySelectorAll("textarea[data-codes]"))fillCodes(box)});
+${FORM_ERROR_JS}
 `;
 
 /** The signed-in user as pages need them. */

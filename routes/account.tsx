@@ -39,6 +39,7 @@ import {
 import { wantsHtml } from "./pages/errors.tsx";
 import { standingOf } from "../services/accounts/quotas.ts";
 import {
+  localPath,
   requireSessionForm as sessionForm,
   SESSION_COOKIE,
   sessionUser,
@@ -145,11 +146,16 @@ export function registerAccountRoutes(app: App, deps: AppDeps) {
       firstAdmin?: boolean;
       /** The invitation the sign-up form carries (SIGNUP=invite). */
       invite?: string;
+      /** Where a log-in goes on to (a path of this site). */
+      next?: string;
+      /** Why the page is shown (a form posted after signing out). */
+      notice?: string;
     },
   ) => (
     <Layout title={props.mode === "signup" ? "Sign up" : "Log in"}>
       <h1>{props.mode === "signup" ? "Create an account" : "Log in"}</h1>
       {props.error && <p class="error" role="alert">{props.error}</p>}
+      {props.notice && <p class="notice" role="status">{props.notice}</p>}
       {props.firstAdmin && (
         <p class="notice">
           This instance has no account yet: the first account made here is its
@@ -160,6 +166,7 @@ export function registerAccountRoutes(app: App, deps: AppDeps) {
         {props.invite && (
           <input type="hidden" name="invite" value={props.invite} />
         )}
+        {props.next && <input type="hidden" name="next" value={props.next} />}
         <label for="email">E-mail</label>
         <input
           id="email"
@@ -244,7 +251,18 @@ export function registerAccountRoutes(app: App, deps: AppDeps) {
     if ("refused" in gate) return refuseSignup(c, gate.refused);
     return c.html(<AuthForm mode="signup" {...gate} />);
   });
-  app.get("/login", (c) => c.html(<AuthForm mode="login" />));
+  app.get("/login", (c) => {
+    const next = localPath(c.req.query("next") ?? "");
+    return c.html(
+      <AuthForm
+        mode="login"
+        next={next}
+        notice={c.req.query("signed_out")
+          ? "You were signed out (in another tab, or your session ended), so that change was not saved. Log in, then make it again."
+          : undefined}
+      />,
+    );
+  });
 
   // Login and sign-up attempts per client address: a flood from one place is refused
   // before any password is hashed (LOGIN_MAX_FAILURES covers one account from anywhere).
@@ -334,11 +352,17 @@ export function registerAccountRoutes(app: App, deps: AppDeps) {
       );
       startSession(c, await createSession(db, user.id, deps.clock));
       await claimGuest(c, user.id);
-      return c.redirect("/", 303);
+      // Back to the page a signed-out form was on, else home.
+      return c.redirect(localPath(String(body.next ?? "")) ?? "/", 303);
     } catch (e) {
       if (e instanceof AccountError) {
         return c.html(
-          <AuthForm mode="login" error={e.message} email={email} />,
+          <AuthForm
+            mode="login"
+            error={e.message}
+            email={email}
+            next={localPath(String(body.next ?? ""))}
+          />,
           401,
         );
       }

@@ -62,6 +62,10 @@ export function registerOrganiseRoutes(
   app.get("/albums", async (c) => {
     const user = await sessionUser(c, deps);
     if (!user) return c.redirect("/login", 303);
+    const deleted = c.req.query("deleted");
+    const deletedImages = deleted === undefined
+      ? undefined
+      : Number.parseInt(deleted) || 0;
     const albums = (await listAlbums(db, user.userId, clock)).map((v) =>
       toAlbumRecord(config, v)
     );
@@ -69,6 +73,15 @@ export function registerOrganiseRoutes(
     return c.html(
       <Layout title="Albums" user={user} current="/albums">
         <h1>Albums</h1>
+        {deletedImages !== undefined && (
+          <p class="notice" role="status">
+            Deleted the album{deletedImages > 0
+              ? ` and its ${deletedImages} image${
+                deletedImages === 1 ? "" : "s"
+              }`
+              : ""}.
+          </p>
+        )}
         {albums.length === 0
           ? (
             <p class="notice">
@@ -172,7 +185,8 @@ export function registerOrganiseRoutes(
       r.form.with_images === "on",
     );
     for (const id of deleted) rowCache.invalidate(id);
-    return c.redirect("/albums", 303);
+    // Said on the Albums page: the album went, and how many images with it.
+    return c.redirect(`/albums?deleted=${deleted.length}`, 303);
   });
 
   /**
@@ -306,10 +320,13 @@ const EditForm = ImagePatchSchema.pick({
 
 /**
  * The password field of a privacy form: an empty field means none given (it keeps a
- * password image's password, and is not wanted for any other privacy).
+ * password image's password). With any other privacy it is not read: browsers fill a
+ * saved password into it by themselves, and "Create album" (public) was refused for it.
  */
 function passwordField(form: Record<string, string | undefined>) {
-  return form.password ? { password: form.password } : {};
+  return form.password && form.privacy === "password"
+    ? { password: form.password }
+    : {};
 }
 
 /** 160 for a form the schema refused, naming each field. */

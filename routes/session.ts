@@ -27,6 +27,35 @@ export function sessionUser(
   );
 }
 
+/**
+ * The log-in page for a form posted without a session: it says so, and `next` is the
+ * page the form was on (a path of this site), where the log-in goes back to.
+ */
+export function signedOutLogin(referer: string | undefined): string {
+  const q = new URLSearchParams({ signed_out: "1" });
+  const next = referer ? localPath(referer) : undefined;
+  if (next) q.set("next", next);
+  return `/login?${q}`;
+}
+
+/**
+ * A path of this site to go on to (`/images?page=2`) from an address or a path, or
+ * undefined: never another host's ("//evil.example", a full address elsewhere is cut to
+ * its path, which is ours), never the log-in or sign-up page itself.
+ */
+export function localPath(s: string): string | undefined {
+  let u: URL;
+  try {
+    u = new URL(s, "http://x");
+  } catch {
+    return undefined;
+  }
+  const path = `${u.pathname}${u.search}`;
+  if (!path.startsWith("/") || path.startsWith("//")) return undefined;
+  if (/^\/(login|signup|logout)\b/.test(path)) return undefined;
+  return path;
+}
+
 /** A posted session form: its fields (first value of each) and every value of a name. */
 export interface SessionForm {
   user: SessionUser;
@@ -36,15 +65,16 @@ export interface SessionForm {
 
 /**
  * The signed-in user's posted form, its `_csrf` field checked against the session's own
- * token (beyond the Origin check every form route has); without a session, a redirect
- * to the log-in page.
+ * token (beyond the Origin check every form route has); without a session (signed out
+ * in another tab, or the session ended), a redirect to the log-in page that says the
+ * change was not saved and comes back to the form's page afterwards.
  */
 export async function requireSessionForm(
   c: Context,
   deps: AppDeps,
 ): Promise<SessionForm | Response> {
   const user = await sessionUser(c, deps);
-  if (!user) return c.redirect("/login", 303);
+  if (!user) return c.redirect(signedOutLogin(c.req.header("referer")), 303);
   const body = await c.req.parseBody({ all: true });
   const values = (name: string) =>
     [body[name] ?? []].flat().filter((v): v is string => typeof v === "string");

@@ -1457,6 +1457,30 @@ const MUTATIONS: Mutation[] = [
     to: '  const at = html.indexOf("</h1>");',
     tests: ["tests/site_test.ts"],
   },
+  {
+    name:
+      "session forms: an edit posted after signing out lands on a bare log-in page",
+    file: "routes/session.ts",
+    from:
+      '  if (!user) return c.redirect(signedOutLogin(c.req.header("referer")), 303);',
+    to: '  if (!user) return c.redirect("/login", 303);',
+    tests: ["tests/site_test.ts"],
+  },
+  {
+    name: "login: never goes back to the page a signed-out form was on",
+    file: "routes/account.tsx",
+    from:
+      '      return c.redirect(localPath(String(body.next ?? "")) ?? "/", 303);',
+    to: '      return c.redirect("/", 303);',
+    tests: ["tests/site_test.ts"],
+  },
+  {
+    name: "albums: a password the browser filled in refuses a public album",
+    file: "routes/organise.tsx",
+    from: '  return form.password && form.privacy === "password"',
+    to: "  return form.password",
+    tests: ["tests/site_test.ts"],
+  },
 ];
 
 const root = new URL("..", import.meta.url).pathname.replace(/\/$/, "");

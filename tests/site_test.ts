@@ -836,8 +836,14 @@ test("an album's owner edits it and deletes it from its page (its images stay, o
     ]]);
     assert.deepEqual([gone.status, gone.headers.get("location")], [
       303,
-      "/albums",
+      "/albums?deleted=0",
     ]);
+    assert.match(
+      await (await env.app.request("/albums?deleted=0", {
+        headers: { cookie: s.cookie },
+      })).text(),
+      /role="status">Deleted the album\.</,
+    );
     assert.equal((await env.app.request(`/a/${album.id}`)).status, 404);
     const kept = await json(
       await env.app.request(`/api/1/images/${mine[0]}`, {
@@ -851,10 +857,23 @@ test("an album's owner edits it and deletes it from its page (its images stay, o
       ["album", second.id],
       ["id", mine[1]],
     ]);
-    await sessionPost(env, s, "/albums/delete", [
+    const both = await sessionPost(env, s, "/albums/delete", [
       ["id", second.id],
       ["with_images", "on"],
     ]);
+    assert.match(
+      await (await env.app.request(both.headers.get("location")!, {
+        headers: { cookie: s.cookie },
+      })).text(),
+      /Deleted the album and its 1 image\./,
+    );
+    // A password the browser filled in by itself, with Public chosen: not read.
+    const autofilled = await sessionPost(env, s, "/albums/new", [
+      ["title", "Public one"],
+      ["privacy", "public"],
+      ["password", "the saved login password"],
+    ]);
+    assert.equal(autofilled.status, 303);
     const dropped = await env.app.request(`/api/1/images/${mine[1]}`, {
       headers: { authorization: `Bearer ${s.key}` },
     });
@@ -1142,6 +1161,60 @@ test("a site form that breaks a rule goes back to its page with the message (bes
       ["back", "//evil.example/x"],
     ], { ...browser, referer: "https://evil.example/x" });
     assert.equal(elsewhere.status, 400);
+  } finally {
+    await env.close();
+  }
+});
+
+test("a form posted after signing out in another tab is not lost silently: the log-in page says the change was not saved and goes back to the form's page after logging in; never to another site's", async () => {
+  const env = await testEnv();
+  try {
+    const s = await signedIn(env);
+    const [id] = await uploadMany(env, s.key, 1);
+    // The other tab logs out: this session ends.
+    await sessionPost(env, s, "/logout", []);
+    const lost = await sessionPost(env, s, "/images/edit", [
+      ["id", id],
+      ["title", "new title"],
+    ], { referer: `${ORIGIN}/i/${id}` });
+    assert.equal(lost.status, 303);
+    const to = lost.headers.get("location")!;
+    assert.equal(to, `/login?signed_out=1&next=%2Fi%2F${id}`);
+    const page = await (await env.app.request(to)).text();
+    assert.match(page, /so that change was not saved/);
+    assert.match(page, new RegExp(`name="next" value="/i/${id}"`));
+    const login = await env.app.request("/login", {
+      method: "POST",
+      headers: {
+        origin: ORIGIN,
+        "content-type": "application/x-www-form-urlencoded",
+      },
+      body: new URLSearchParams({
+        email: s.user.email,
+        password: "correct horse battery",
+        next: `/i/${id}`,
+      }),
+    });
+    assert.deepEqual([login.status, login.headers.get("location")], [
+      303,
+      `/i/${id}`,
+    ]);
+    for (const next of ["//evil.example/x", "https://evil.example/"]) {
+      const elsewhere = await env.app.request("/login", {
+        method: "POST",
+        headers: {
+          origin: ORIGIN,
+          "content-type": "application/x-www-form-urlencoded",
+        },
+        body: new URLSearchParams({
+          email: s.user.email,
+          password: "correct horse battery",
+          next,
+        }),
+      });
+      const where = elsewhere.headers.get("location")!;
+      assert.ok(where.startsWith("/") && !where.startsWith("//"), where);
+    }
   } finally {
     await env.close();
   }

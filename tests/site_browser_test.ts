@@ -506,6 +506,42 @@ test("the screenshot form shows Quality only for jpeg and webp, and Paper only f
   });
 });
 
+test("the screenshot form refuses a cookie line without '=' (and a header line without ':') before sending: the message names the line, the box is opened, marked invalid and focused", async () => {
+  await owner.goto(`${base}/screenshot`);
+  const sent: string[] = [];
+  const listen = (r: { url(): string }) => {
+    if (r.url().includes("/api/1/screenshot")) sent.push(r.url());
+  };
+  owner.on("request", listen);
+  try {
+    await owner.type("#f-url", "http://127.0.0.1:9/page");
+    await owner.$eval("#f-cookies", (t) => {
+      (t as HTMLTextAreaElement).value = "consent=yes\nabc";
+    });
+    await owner.click("#shot-form button[type=submit]");
+    await owner.waitForFunction(() =>
+      document.getElementById("shot-status")!.className === "error"
+    );
+    const shown = await owner.evaluate(() => ({
+      status: document.getElementById("shot-status")!.textContent,
+      invalid: document.getElementById("f-cookies")!.getAttribute(
+        "aria-invalid",
+      ),
+      focused: document.activeElement?.id,
+      open: document.getElementById("f-cookies")!.closest("details")!.open,
+    }));
+    assert.deepEqual(shown, {
+      status: "Cookies: line 2 (“abc”) is not name=value.",
+      invalid: "true",
+      focused: "f-cookies",
+      open: true,
+    });
+    assert.deepEqual(sent, [], "nothing was sent");
+  } finally {
+    owner.off("request", listen);
+  }
+});
+
 test("My images pages through 30 images and deletes two chosen ones after asking", async () => {
   // 26 more through the API with the session, so there are two pages of 24.
   const colours = Array.from({ length: 26 }, (_, i) => i);

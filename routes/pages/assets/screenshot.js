@@ -177,12 +177,49 @@ function show(data) {
   result.hidden = false;
 }
 
+/**
+ * The first line of a cookies or headers box that is not name=value (name: value), as a
+ * message; such a line used to be sent as a nameless or empty cookie, silently.
+ */
+function badLine(el) {
+  const sep = el.dataset.kind === "cookies" ? "=" : ":";
+  const lines = el.value.split("\n").map((l) => l.trim());
+  const at = lines.findIndex((l) => l && l.indexOf(sep) <= 0);
+  if (at < 0) return undefined;
+  const what = el.dataset.kind === "cookies" ? "Cookies" : "Headers";
+  const shape = sep === "=" ? "name=value" : "Name: value";
+  return `${what}: line ${at + 1} (“${lines[at]}”) is not ${shape}.`;
+}
+
+for (
+  const el of form.querySelectorAll("[data-kind=cookies],[data-kind=headers]")
+) {
+  el.addEventListener("input", () => {
+    el.setCustomValidity("");
+    el.removeAttribute("aria-invalid");
+  });
+}
+
 form.addEventListener("submit", async (e) => {
   e.preventDefault();
   if (!form.elements.url.value.trim()) {
     status.textContent = "Give the address of a web page.";
     status.className = "error";
     form.elements.url.focus();
+    return;
+  }
+  for (
+    const el of form.querySelectorAll("[data-kind=cookies],[data-kind=headers]")
+  ) {
+    const problem = badLine(el);
+    if (!problem) continue;
+    status.textContent = problem;
+    status.className = "error";
+    const fold = el.closest("details");
+    if (fold) fold.open = true;
+    el.setCustomValidity(problem);
+    el.setAttribute("aria-invalid", "true");
+    el.focus();
     return;
   }
   const button = form.querySelector("button[type=submit]");

@@ -386,6 +386,7 @@ export function registerMyImages(
                           albums={props.albums}
                           prefix={`edit-${rec.id}`}
                           back={link(props.page, props.source)}
+                          compact
                         />
                       </details>
                     </div>

@@ -1481,6 +1481,27 @@ const MUTATIONS: Mutation[] = [
     to: "  return form.password",
     tests: ["tests/site_test.ts"],
   },
+  {
+    name: "cards: a long title squeezes its checkbox",
+    file: "routes/pages/layout.tsx",
+    from: ".check input{flex:none}.check>span{min-width:0}",
+    to: "",
+    tests: ["tests/site_browser_test.ts"],
+  },
+  {
+    name: "cards: opening one card's Edit moves the next card's buttons",
+    file: "routes/pages/layout.tsx",
+    from: "list-style:none;align-items:start}",
+    to: "list-style:none}",
+    tests: ["tests/site_browser_test.ts"],
+  },
+  {
+    name: "cards: a phone's card cuts the privacy choice ('Public: anyor')",
+    file: "routes/pages/fields.tsx",
+    from: "            {props.compact ? word : `${word}: ${who}`}",
+    to: "            {`${word}: ${who}`}",
+    tests: ["tests/site_browser_test.ts"],
+  },
 ];
 
 const root = new URL("..", import.meta.url).pathname.replace(/\/$/, "");

@@ -793,6 +793,87 @@ test("a form that breaks a rule comes back as its page with the message beside t
   );
 });
 
+test("on a phone, a long title keeps its card's checkbox whole, and a card's opened Edit fits its card (no clipped choices) without moving the next card's buttons", async () => {
+  const cookies = await owner.browserContext().cookies();
+  // A large phone: two cards a row, each narrower than the privacy choice's text.
+  const phone = await newPage({ width: 414, height: 896, dark: true });
+  try {
+    await phone.browserContext().setCookie(...cookies);
+    await phone.goto(`${base}/images`);
+    assert.equal(
+      await phone.$$eval(
+        ".grid > li",
+        (cards) =>
+          new Set(cards.slice(0, 2).map((c) => c.getBoundingClientRect().top))
+            .size,
+      ),
+      1,
+      "two cards in the first row",
+    );
+    const ids = await phone.$$eval(
+      "input[name=id][form=bulk]",
+      (boxes) => boxes.map((b) => (b as HTMLInputElement).value),
+    );
+    // A 200-character title on the first card, through the API with the session.
+    await phone.evaluate(async (id: string) => {
+      const token = document.querySelector<HTMLMetaElement>(
+        'meta[name="csrf-token"]',
+      )!.content;
+      await fetch(`/api/1/images/${id}`, {
+        method: "PATCH",
+        headers: { "content-type": "application/json", "x-csrf-token": token },
+        body: JSON.stringify({ title: "a long title ".repeat(16).trim() }),
+      });
+    }, ids[0]);
+    await phone.reload();
+    const measure = () =>
+      phone.evaluate((ids: string[]) => {
+        const box = (id: string) =>
+          document.querySelector(`input[name=id][value="${id}"]`)!;
+        const card = (id: string) => box(id).closest(".card")!;
+        const select = card(ids[0]).querySelector<HTMLSelectElement>(
+          "details select",
+        )!;
+        // The chosen option's text against the room the select gives it.
+        const style = getComputedStyle(select);
+        const ctx = document.createElement("canvas").getContext("2d")!;
+        ctx.font = `${style.fontWeight} ${style.fontSize} ${style.fontFamily}`;
+        const text = ctx.measureText(select.selectedOptions[0].text).width;
+        const room = select.clientWidth - parseFloat(style.paddingLeft) -
+          parseFloat(style.paddingRight) - 16; // the arrow
+        return {
+          long: box(ids[0]).getBoundingClientRect().width,
+          short: box(ids[1]).getBoundingClientRect().width,
+          selectRight: select.getBoundingClientRect().right,
+          textFits: text <= room,
+          cardRight: card(ids[0]).getBoundingClientRect().right,
+          // In the page, not the viewport: opening scrolls the card into view.
+          nextOpenTop: card(ids[1]).querySelector(".actions")!
+            .getBoundingClientRect().top + scrollY,
+        };
+      }, ids);
+    const before = await measure();
+    assert.ok(
+      before.long > 0 && before.long === before.short,
+      JSON.stringify(before),
+    );
+    await phone.click(`details.edit summary[aria-label^="Edit a long title"]`);
+    const opened = await measure();
+    assert.ok(
+      opened.selectRight <= opened.cardRight,
+      `the privacy choice ends at ${opened.selectRight}, its card at ${opened.cardRight}`,
+    );
+    assert.equal(opened.textFits, true, "the chosen privacy reads whole");
+    assert.equal(
+      opened.nextOpenTop,
+      before.nextOpenTop,
+      "the next card's buttons stay",
+    );
+  } finally {
+    await phone.browserContext().close();
+  }
+});
+
 test("My images' Delete after sets when the ticked image is deleted, and Move with nothing ticked says to tick the images first", async () => {
   await owner.goto(`${base}/images`);
   const id = await owner.$eval(

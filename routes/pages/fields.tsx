@@ -39,26 +39,31 @@ export function TitleFields(
  * below the choice; left empty, a password item keeps the password it has).
  */
 export function PrivacySelect(
-  props: { id: string; value?: string; image?: boolean },
+  props: { id: string; value?: string; image?: boolean; compact?: boolean },
 ) {
   const value = props.value ?? "public";
   const listed = props.image ? "and on its album's page" : "and listed";
+  const choices: [string, string, string][] = [
+    ["public", "Public", `anyone with the link, ${listed}`],
+    ["unlisted", "Unlisted", "anyone with the link, never listed"],
+    ["private", "Private", "only you"],
+    ["password", "Password", "whoever gives the password below"],
+  ];
+  // In a card (`compact`) the word alone: a phone's narrow card cut "Public: anyone…" to
+  // "Public: anyor". The whole sentence stays the option's title.
   return (
     <>
       <label for={props.id}>Who sees it</label>
       <select id={props.id} name="privacy">
-        <option value="public" selected={value === "public"}>
-          Public: anyone with the link, {listed}
-        </option>
-        <option value="unlisted" selected={value === "unlisted"}>
-          Unlisted: anyone with the link, never listed
-        </option>
-        <option value="private" selected={value === "private"}>
-          Private: only you
-        </option>
-        <option value="password" selected={value === "password"}>
-          Password: whoever gives the password below
-        </option>
+        {choices.map(([v, word, who]) => (
+          <option
+            value={v}
+            selected={value === v}
+            title={props.compact ? `${word}: ${who}` : undefined}
+          >
+            {props.compact ? word : `${word}: ${who}`}
+          </option>
+        ))}
       </select>
       <label for={`${props.id}-password`}>
         Password{value === "password"
@@ -122,6 +127,8 @@ export function ImageEditForm(props: {
   albums: { id: string; title: string }[];
   prefix: string;
   back?: string;
+  /** In a card of My images: short choices (see PrivacySelect). */
+  compact?: boolean;
 }) {
   const { rec, prefix } = props;
   return (
@@ -134,7 +141,12 @@ export function ImageEditForm(props: {
         title={rec.title}
         description={rec.description}
       />
-      <PrivacySelect id={`${prefix}-privacy`} value={rec.privacy} image />
+      <PrivacySelect
+        id={`${prefix}-privacy`}
+        value={rec.privacy}
+        image
+        compact={props.compact}
+      />
       <label for={`${prefix}-album`}>Album</label>
       <select id={`${prefix}-album`} name="album">
         <option value="" selected={!rec.album_id}>No album</option>

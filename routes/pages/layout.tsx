@@ -91,6 +91,7 @@ h1{font-size:1.6rem;line-height:1.25}
 form.inline{display:inline}
 label{display:block;margin:.75rem 0 .25rem;font-weight:600}
 label.check{display:flex;gap:.5rem;align-items:center;font-weight:400;margin:.4rem 0}
+.check input{flex:none}.check>span{min-width:0}
 input,select,textarea,button{font:inherit;font-size:16px}
 input[type=text],input[type=search],input[type=email],input[type=password],input[type=url],input[type=number],select,textarea{width:100%;max-width:32rem;padding:.45rem .5rem;line-height:1.5;border:1px solid var(--control);border-radius:6px;background:var(--bg);color:inherit}
 input[type=checkbox]{width:1.1rem;height:1.1rem;accent-color:var(--button)}
@@ -112,7 +113,7 @@ code,pre{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-s
 pre{overflow-x:auto;max-width:100%;padding:.75rem;background:var(--panel);border:1px solid var(--line);border-radius:6px}
 .copy{display:flex;gap:.5rem;margin:.35rem 0;max-width:48rem}
 .copy input{flex:1;min-width:0;font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:14px;line-height:1.6;padding:.5rem}
-.grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(170px,1fr));gap:.9rem;padding:0;list-style:none}
+.grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(170px,1fr));gap:.9rem;padding:0;list-style:none;align-items:start}
 .card{border:1px solid var(--line);border-radius:8px;overflow:hidden;display:flex;flex-direction:column;background:var(--panel)}
 .card img{width:100%;height:150px;object-fit:cover;display:block;background:var(--line)}
 .card .body{padding:.5rem .6rem;font-size:14px;display:flex;flex-direction:column;gap:.25rem;flex:1}

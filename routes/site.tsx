@@ -13,6 +13,8 @@ import { HOME_JS, SCREENSHOT_JS, serveAsset } from "./pages/static_assets.ts";
 import { FAVICON_SVG, faviconIco } from "./pages/favicon.ts";
 import { sessionUser } from "./session.ts";
 import type { ImageRowCache } from "../services/images/image_cache.ts";
+import { listAlbums } from "../services/albums/albums.ts";
+import { resumableLimit } from "../services/uploads/tus_path.ts";
 /** Static assets of the pages: one stylesheet, the shared script and each page's own. */
 const ASSETS: Record<string, [string, string]> = {
   "/assets/page.css": [PAGE_CSS, "text/css; charset=utf-8"],
@@ -49,6 +51,11 @@ export function registerSiteRoutes(
   const guests = config.GUEST_UPLOADS === "on";
   app.get("/", async (c) => {
     const user = await sessionUser(c, deps);
+    const albums = user
+      ? (await listAlbums(deps.database.db, user.userId, deps.clock)).map((
+        a,
+      ) => ({ id: a.row.id, title: a.row.title }))
+      : [];
     return c.html(
       <Layout
         title="Upload images"
@@ -61,7 +68,11 @@ export function registerSiteRoutes(
           </>
         )}
       >
-        {user ? <Uploader /> : guests ? <Uploader guest /> : <Welcome />}
+        {user
+          ? <Uploader albums={albums} />
+          : guests
+          ? <Uploader guest />
+          : <Welcome />}
       </Layout>,
     );
   });
@@ -70,7 +81,9 @@ export function registerSiteRoutes(
    * The home page's uploader: the widget, inline, with every way in. A guest's (signed
    * out, GUEST_UPLOADS=on) says what the GUEST_* limits are and shows delete links.
    */
-  function Uploader(props: { guest?: boolean }) {
+  function Uploader(
+    props: { guest?: boolean; albums?: { id: string; title: string }[] },
+  ) {
     const days = Math.round(config.GUEST_EXPIRATION / 86400);
     return (
       <>
@@ -101,7 +114,11 @@ export function registerSiteRoutes(
               (config.SCRATCH === "memory" && config.STORE !== "s3")
             ? "0"
             : String(config.RESUMABLE_FROM_MB)}
-          data-max-resumable-bytes={String(config.TUS_MAX_FILE_BYTES)}
+          data-max-resumable-bytes={String(resumableLimit(config).bytes)}
+          // The user's albums, for the uploader's Album picker.
+          data-albums={props.albums?.length
+            ? JSON.stringify(props.albums)
+            : undefined}
           data-guest={props.guest ? String(config.GUEST_EXPIRATION) : undefined}
         >
           <noscript>

@@ -1359,7 +1359,7 @@ const MUTATIONS: Mutation[] = [
   {
     name:
       "resumable: memory scratch takes uploads up to TUS_MAX_FILE_BYTES, refused only at their last chunk",
-    file: "services/uploads/resumable.ts",
+    file: "services/uploads/tus_path.ts",
     from:
       '  return config.SCRATCH === "memory" && memory < config.TUS_MAX_FILE_BYTES',
     to: "  return false && memory < config.TUS_MAX_FILE_BYTES",
@@ -1500,6 +1500,14 @@ const MUTATIONS: Mutation[] = [
     file: "routes/pages/fields.tsx",
     from: "            {props.compact ? word : `${word}: ${who}`}",
     to: "            {`${word}: ${who}`}",
+    tests: ["tests/site_browser_test.ts"],
+  },
+  {
+    name: "home: the uploader offers no album",
+    file: "routes/pages/assets/home.js",
+    from:
+      "    albums: box.dataset.albums ? JSON.parse(box.dataset.albums) : undefined,",
+    to: "    albums: undefined,",
     tests: ["tests/site_browser_test.ts"],
   },
 ];

@@ -741,6 +741,30 @@ test("Albums makes an album from its form, and My images' Move puts the ticked i
   assert.match(rec, /In the album <a href="\/a\/[^"]+">Browser album<\/a>/);
 });
 
+test("the home uploader offers your albums: the one picked takes the dropped image", async () => {
+  await owner.goto(`${base}/`);
+  await owner.waitForSelector("[data-image-uploader]");
+  const picked = await owner.evaluate(() => {
+    const root = document.querySelector("[data-image-uploader]")!.shadowRoot!;
+    const sel = root.querySelector("#iu-album") as HTMLSelectElement;
+    const option = [...sel.options].find((o) => o.text === "Browser album")!;
+    sel.value = option.value;
+    sel.dispatchEvent(new Event("change"));
+    return { id: option.value, first: sel.options[0].text };
+  });
+  assert.equal(picked.first, "No album");
+  await dropFiles(owner, [{
+    name: "into-album.png",
+    type: "image/png",
+    b64: b64(await makeImage("png", { width: 77, height: 33 })),
+  }]);
+  await uploaderStatus(owner, /Uploaded 1 of 1/);
+  const row = await env.deps.database.db.selectFrom("images")
+    .select("album_id").where("title", "=", "into-album.png")
+    .executeTakeFirstOrThrow();
+  assert.equal(row.album_id, picked.id);
+});
+
 test("a form that breaks a rule comes back as its page with the message beside the field, the field marked invalid and focused: a 3-letter password for the ticked images, an emptied title in a card's inline edit (opened again)", async () => {
   await owner.goto(`${base}/images`);
   const id = await owner.$eval(

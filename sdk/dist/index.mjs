@@ -524,6 +524,28 @@ function createUploadWidget(app, options = {}) {
     panel.append(row);
   }
   const expiration = () => expirationSelect ? Number(expirationSelect.value) || void 0 : options.expiration;
+  let albumSelect;
+  if (options.albums?.length) {
+    const row = el("div", {
+      class: "row"
+    });
+    albumSelect = el("select", {
+      id: "iu-album"
+    });
+    albumSelect.append(el("option", {
+      value: ""
+    }, "No album"));
+    for (const a of options.albums) {
+      albumSelect.append(el("option", {
+        value: a.id
+      }, a.title));
+    }
+    row.append(el("label", {
+      for: "iu-album"
+    }, "Album"), albumSelect);
+    panel.append(row);
+  }
+  const album = () => albumSelect?.value || void 0;
   if (options.urlImport) {
     const form = el("form", {
       class: "urls"
@@ -773,7 +795,8 @@ function createUploadWidget(app, options = {}) {
               if (bar2) bar2.value = p;
             },
             onResumable: (c) => meta.append(pauseButton(c)),
-            expiration: expiration()
+            expiration: expiration(),
+            album: album()
           });
           meta.querySelector(".pause")?.remove();
           showRecord(meta, res.data);
@@ -805,7 +828,8 @@ function createUploadWidget(app, options = {}) {
         const res = await app.uploadMultiple(small, {
           onProgress,
           onFileProgress: (i, p) => onFileProgress(valid.indexOf(small[i]), p),
-          expiration: expiration()
+          expiration: expiration(),
+          album: album()
         });
         for (const [i, rec] of byPosition(res.data)) {
           const meta = metas.get(small[i]);
@@ -836,7 +860,8 @@ function createUploadWidget(app, options = {}) {
         const res = await app.upload(valid[0], {
           onProgress,
           onFileProgress,
-          expiration: expiration()
+          expiration: expiration(),
+          album: album()
         });
         showRecord(metas.get(valid[0]), res.data);
         showCodes([
@@ -906,7 +931,8 @@ function createUploadWidget(app, options = {}) {
     status.textContent = `Importing ${urls.length} address${urls.length > 1 ? "es" : ""}\u2026`;
     try {
       const res = await app.importUrls(urls, {
-        expiration: expiration()
+        expiration: expiration(),
+        album: album()
       });
       for (const e of res.data.errors ?? []) {
         metas[e.index]?.append(el("div", {
@@ -1075,6 +1101,9 @@ var ServiceApp = class _ServiceApp {
           image: urls,
           ...options.expiration ? {
             expiration: options.expiration
+          } : {},
+          ...options.album ? {
+            album_id: options.album
           } : {}
         }),
         signal: options.signal
@@ -1103,6 +1132,7 @@ var ServiceApp = class _ServiceApp {
       auth: this.#auth,
       file,
       expiration: options.expiration,
+      album: options.album,
       onProgress: (p) => {
         options.onProgress?.(Math.round(p));
         options.onFileProgress?.(0, Math.round(p));
@@ -1135,6 +1165,7 @@ var ServiceApp = class _ServiceApp {
     if (options.expiration) {
       form.append("expiration", String(options.expiration));
     }
+    if (options.album) form.append("album_id", options.album);
     for (const f of files) {
       form.append("images", f, f.name || "image");
     }

@@ -15,6 +15,7 @@ export interface ResumableSend {
   auth: [string, string];
   file: Blob;
   expiration?: number;
+  album?: string;
   onProgress(percent: number): void;
   onResumable?: (controls: ResumableControls) => void;
   signal?: AbortSignal;
@@ -34,6 +35,7 @@ export function sendResumable(
       filename: (s.file as File).name || "image",
     };
     if (s.expiration) metadata.expiration = String(s.expiration);
+    if (s.album) metadata.album = s.album;
     const upload = new Upload(s.file, {
       endpoint: s.endpoint,
       headers: { [s.auth[0]]: s.auth[1] },

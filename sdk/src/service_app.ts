@@ -97,7 +97,7 @@ export class ServiceApp implements Uploader {
    */
   async importUrls(
     urls: string[],
-    options: { expiration?: number; signal?: AbortSignal } = {},
+    options: { expiration?: number; album?: string; signal?: AbortSignal } = {},
   ): Promise<MultiUploadResponse> {
     let res: Response;
     try {
@@ -110,6 +110,7 @@ export class ServiceApp implements Uploader {
         body: JSON.stringify({
           image: urls,
           ...(options.expiration ? { expiration: options.expiration } : {}),
+          ...(options.album ? { album_id: options.album } : {}),
         }),
         signal: options.signal,
       });
@@ -149,6 +150,7 @@ export class ServiceApp implements Uploader {
         auth: this.#auth,
         file,
         expiration: options.expiration,
+        album: options.album,
         onProgress: (p) => {
           options.onProgress?.(Math.round(p));
           options.onFileProgress?.(0, Math.round(p));
@@ -186,6 +188,7 @@ export class ServiceApp implements Uploader {
     if (options.expiration) {
       form.append("expiration", String(options.expiration));
     }
+    if (options.album) form.append("album_id", options.album);
     for (const f of files) {
       form.append("images", f, (f as File).name || "image");
     }

@@ -49,6 +49,11 @@ export interface WidgetOptions {
    */
   maxExpiration?: number;
   /**
+   * Show an "Album" picker of these albums (yours: id and title); uploads and imports go
+   * into the one picked. The first choice is no album.
+   */
+  albums?: { id: string; title: string }[];
+  /**
    * Show each upload's delete link (and offer "Delete links" in the codes box): for
    * guests, whose only handle on an upload it is.
    */
@@ -319,6 +324,19 @@ export function createUploadWidget(
     expirationSelect
       ? Number(expirationSelect.value) || undefined
       : options.expiration;
+  let albumSelect: HTMLSelectElement | undefined;
+  if (options.albums?.length) {
+    const row = el("div", { class: "row" });
+    albumSelect = el("select", { id: "iu-album" });
+    albumSelect.append(el("option", { value: "" }, "No album"));
+    for (const a of options.albums) {
+      albumSelect.append(el("option", { value: a.id }, a.title));
+    }
+    row.append(el("label", { for: "iu-album" }, "Album"), albumSelect);
+    panel.append(row);
+  }
+  /** The album picked, if any. */
+  const album = () => albumSelect?.value || undefined;
   if (options.urlImport) {
     const form = el("form", { class: "urls" });
     const area = el("textarea", {
@@ -586,6 +604,7 @@ export function createUploadWidget(
             },
             onResumable: (c) => meta.append(pauseButton(c)),
             expiration: expiration(),
+            album: album(),
           });
           meta.querySelector(".pause")?.remove();
           showRecord(meta, res.data);
@@ -619,6 +638,7 @@ export function createUploadWidget(
           onProgress,
           onFileProgress: (i, p) => onFileProgress(valid.indexOf(small[i]), p),
           expiration: expiration(),
+          album: album(),
         });
         // By position: a record's title may differ from its file's name (a duplicate
         // keeps its first title, `name` renames), so only the order ties them.
@@ -653,6 +673,7 @@ export function createUploadWidget(
           onProgress,
           onFileProgress,
           expiration: expiration(),
+          album: album(),
         });
         showRecord(metas.get(valid[0])!, res.data);
         showCodes([res.data]);
@@ -743,7 +764,10 @@ export function createUploadWidget(
       urls.length > 1 ? "es" : ""
     }…`;
     try {
-      const res = await app.importUrls(urls, { expiration: expiration() });
+      const res = await app.importUrls(urls, {
+        expiration: expiration(),
+        album: album(),
+      });
       for (const e of res.data.errors ?? []) {
         metas[e.index]?.append(el("div", { class: "err" }, e.message));
       }

@@ -6,7 +6,7 @@ import { ApiError, errorBody, type ErrorCode } from "../../schemas/errors.ts";
 import type { Config } from "../../schemas/config.ts";
 import type { ImageRecord } from "../images/records.ts";
 import type { IncomingImage } from "../images/pipeline_stages.ts";
-import { TUS_PATH } from "./tus_path.ts";
+import { resumableLimit, TUS_PATH } from "./tus_path.ts";
 
 /**
  * The header the route sets on the request it hands to tus: the caller's account. A
@@ -319,25 +319,6 @@ export class ResumableUploads {
       else await this.deps.backend.datastore.remove(upload.id).catch(() => {});
     }
   }
-}
-
-/**
- * The largest resumable upload this process can take, and the setting that bounds it:
- * TUS_MAX_FILE_BYTES, or with memory scratch (Deno Deploy) MEMORY_REQUEST_MB when that is
- * smaller, since a finished upload is read into the request's memory for the pipeline.
- * Refused at creation past it: a 200 MB file used to be sent whole into the bucket and
- * only then refused (130) at its last chunk.
- */
-export function resumableLimit(
-  config: Pick<
-    Config,
-    "TUS_MAX_FILE_BYTES" | "SCRATCH" | "MEMORY_REQUEST_MB"
-  >,
-): { bytes: number; setting: string } {
-  const memory = config.MEMORY_REQUEST_MB * 1024 * 1024;
-  return config.SCRATCH === "memory" && memory < config.TUS_MAX_FILE_BYTES
-    ? { bytes: memory, setting: "MEMORY_REQUEST_MB" }
-    : { bytes: config.TUS_MAX_FILE_BYTES, setting: "TUS_MAX_FILE_BYTES" };
 }
 
 /**

@@ -20,6 +20,7 @@ if (box && token && globalThis.ServiceApp) {
     resumableFromMB: Number(box.dataset.resumableFromMb ?? 0),
     maxResumableFileSize: Number(box.dataset.maxResumableBytes) || undefined,
     title: "Drop, paste or pick images",
+    albums: box.dataset.albums ? JSON.parse(box.dataset.albums) : undefined,
     ...(guestLife ? { maxExpiration: guestLife, deleteLinks: true } : {}),
   });
 }

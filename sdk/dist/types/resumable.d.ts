@@ -11,6 +11,7 @@ export interface ResumableSend {
     auth: [string, string];
     file: Blob;
     expiration?: number;
+    album?: string;
     onProgress(percent: number): void;
     onResumable?: (controls: ResumableControls) => void;
     signal?: AbortSignal;

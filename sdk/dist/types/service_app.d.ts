@@ -25,6 +25,7 @@ export declare class ServiceApp implements Uploader {
      */
     importUrls(urls: string[], options?: {
         expiration?: number;
+        album?: string;
         signal?: AbortSignal;
     }): Promise<MultiUploadResponse>;
     /**

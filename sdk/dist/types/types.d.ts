@@ -74,6 +74,8 @@ export interface UploadOptions {
     signal?: AbortSignal;
     /** Seconds until the image is deleted (60..15552000). */
     expiration?: number;
+    /** The id of one of your albums to put the images in. */
+    album?: string;
     /**
      * Files larger than this many MB go resumable (tus, /api/1/tus/): a cut connection
      * goes on from what arrived, and the same file picked again after a reload too.
@@ -95,6 +97,7 @@ export interface Uploader {
     /** Has the service fetch and store images from their addresses. */
     importUrls(urls: string[], options?: {
         expiration?: number;
+        album?: string;
         signal?: AbortSignal;
     }): Promise<MultiUploadResponse>;
 }

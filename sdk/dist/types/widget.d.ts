@@ -34,6 +34,14 @@ export interface WidgetOptions {
      */
     maxExpiration?: number;
     /**
+     * Show an "Album" picker of these albums (yours: id and title); uploads and imports go
+     * into the one picked. The first choice is no album.
+     */
+    albums?: {
+        id: string;
+        title: string;
+    }[];
+    /**
      * Show each upload's delete link (and offer "Delete links" in the codes box): for
      * guests, whose only handle on an upload it is.
      */

@@ -106,6 +106,26 @@ export function registerAlbumPage(
                 <CardPicture rec={rec} widths={config.IMAGE_WIDTHS} />
                 <div class="body">
                   <span class="title" title={rec.title}>{rec.title}</span>
+                  {owner && (rec.id === cover?.id
+                    ? <span class="muted">The album's cover</span>
+                    : (
+                      <form method="post" action="/albums/cover">
+                        <input
+                          type="hidden"
+                          name="_csrf"
+                          value={user!.csrfToken}
+                        />
+                        <input type="hidden" name="id" value={album.id} />
+                        <input type="hidden" name="image" value={rec.id} />
+                        <button
+                          type="submit"
+                          class="secondary"
+                          aria-label={`Make ${rec.title} the cover`}
+                        >
+                          Make cover
+                        </button>
+                      </form>
+                    ))}
                   <a
                     class="muted"
                     href={`/report?image=${rec.id}`}

@@ -118,6 +118,32 @@ export function registerOrganiseRoutes(
                     >
                       Manage images
                     </a>
+                    <form method="post" action="/albums/order" class="inline">
+                      <input
+                        type="hidden"
+                        name="_csrf"
+                        value={user.csrfToken}
+                      />
+                      <input type="hidden" name="id" value={a.id} />
+                      <button
+                        type="submit"
+                        class="secondary"
+                        name="dir"
+                        value="up"
+                        aria-label={`Move ${a.title} up`}
+                      >
+                        ↑
+                      </button>
+                      <button
+                        type="submit"
+                        class="secondary"
+                        name="dir"
+                        value="down"
+                        aria-label={`Move ${a.title} down`}
+                      >
+                        ↓
+                      </button>
+                    </form>
                   </div>
                 </li>
               ))}
@@ -187,6 +213,38 @@ export function registerOrganiseRoutes(
     for (const id of deleted) rowCache.invalidate(id);
     // Said on the Albums page: the album went, and how many images with it.
     return c.redirect(`/albums?deleted=${deleted.length}`, 303);
+  });
+
+  /** Makes one of the album's images (`image`) its cover, from the album's page. */
+  app.post("/albums/cover", async (c) => {
+    const r = await requireSessionForm(c, deps);
+    if (r instanceof Response) return r;
+    const row = await updateAlbum(db, r.user.userId, r.form.id ?? "", {
+      cover_image_id: r.form.image ?? "",
+    }, clock);
+    return c.redirect(`/a/${row.id}`, 303);
+  });
+
+  /**
+   * Moves one of the user's albums (`id`) up or down (`dir`) among them on the Albums
+   * page: the albums are numbered in the order shown, and the two swap places.
+   */
+  app.post("/albums/order", async (c) => {
+    const r = await requireSessionForm(c, deps);
+    if (r instanceof Response) return r;
+    const order = (await listAlbums(db, r.user.userId, clock)).map((v) =>
+      v.row.id
+    );
+    const at = order.indexOf(r.form.id ?? "");
+    if (at < 0) throw new ApiError(404);
+    const to = r.form.dir === "up" ? at - 1 : at + 1;
+    if (to >= 0 && to < order.length) {
+      [order[at], order[to]] = [order[to], order[at]];
+      for (const [position, id] of order.entries()) {
+        await updateAlbum(db, r.user.userId, id, { position }, clock);
+      }
+    }
+    return c.redirect("/albums", 303);
   });
 
   /**

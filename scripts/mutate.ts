@@ -1510,6 +1510,20 @@ const MUTATIONS: Mutation[] = [
     to: "    albums: undefined,",
     tests: ["tests/site_browser_test.ts"],
   },
+  {
+    name: "albums: \u2191 and \u2193 swap nothing",
+    file: "routes/organise.tsx",
+    from: "      [order[at], order[to]] = [order[to], order[at]];",
+    to: "",
+    tests: ["tests/site_test.ts"],
+  },
+  {
+    name: "albums: Make cover leaves the cover as it was",
+    file: "routes/organise.tsx",
+    from: '      cover_image_id: r.form.image ?? "",',
+    to: "",
+    tests: ["tests/site_test.ts"],
+  },
 ];
 
 const root = new URL("..", import.meta.url).pathname.replace(/\/$/, "");

@@ -509,8 +509,11 @@ test("the screenshot form shows Quality only for jpeg and webp, and Paper only f
 test("the screenshot form refuses a cookie line without '=' (and a header line without ':') before sending: the message names the line, the box is opened, marked invalid and focused", async () => {
   await owner.goto(`${base}/screenshot`);
   const sent: string[] = [];
-  const listen = (r: { url(): string }) => {
-    if (r.url().includes("/api/1/screenshot")) sent.push(r.url());
+  // The capture itself (the page's own GET of the presets is no capture).
+  const listen = (r: { url(): string; method(): string }) => {
+    if (r.method() === "POST" && r.url().includes("/api/1/screenshot")) {
+      sent.push(r.url());
+    }
   };
   owner.on("request", listen);
   try {
@@ -763,6 +766,56 @@ test("the home uploader offers your albums: the one picked takes the dropped ima
     .select("album_id").where("title", "=", "into-album.png")
     .executeTakeFirstOrThrow();
   assert.equal(row.album_id, picked.id);
+});
+
+test("Albums orders albums with ↑ and ↓, and an album's page makes one of its images the cover", async () => {
+  await owner.goto(`${base}/albums`);
+  await owner.type("#album-title", "Later album");
+  await Promise.all([
+    owner.waitForNavigation(),
+    owner.click("form[action='/albums/new'] button[type=submit]"),
+  ]);
+  const titles = () =>
+    owner.$$eval(".grid .card a.title", (as) => as.map((a) => a.textContent));
+  const before = await titles();
+  assert.deepEqual(before.slice(0, 2), ["Later album", "Browser album"]);
+  await Promise.all([
+    owner.waitForNavigation(),
+    owner.click('button[aria-label="Move Browser album up"]'),
+  ]);
+  assert.deepEqual((await titles()).slice(0, 2), [
+    "Browser album",
+    "Later album",
+  ]);
+
+  await Promise.all([
+    owner.waitForNavigation(),
+    owner.click('.grid .card a.title[href*="/a/"]'),
+  ]);
+  const make = await owner.$$eval(
+    'form[action="/albums/cover"] input[name=image]',
+    (inputs) => inputs.map((i) => (i as HTMLInputElement).value),
+  );
+  assert.ok(make.length >= 1, "an image that is not the cover");
+  await Promise.all([
+    owner.waitForNavigation(),
+    owner.click('form[action="/albums/cover"] button'),
+  ]);
+  const marked = await owner.$$eval(
+    ".grid .card",
+    (cards) =>
+      cards.filter((c) => /The album's cover/.test(c.textContent!)).map((
+        c,
+      ) => c.querySelector("form input[name=image]") === null),
+  );
+  assert.deepEqual(marked, [true], "one card marked, without its button");
+  assert.ok(
+    !(await owner.$$eval(
+      'form[action="/albums/cover"] input[name=image]',
+      (inputs) => inputs.map((i) => (i as HTMLInputElement).value),
+    )).includes(make[0]),
+    "the new cover has no Make cover",
+  );
 });
 
 test("a form that breaks a rule comes back as its page with the message beside the field, the field marked invalid and focused: a 3-letter password for the ticked images, an emptied title in a card's inline edit (opened again)", async () => {

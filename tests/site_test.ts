@@ -1219,3 +1219,100 @@ test("a form posted after signing out in another tab is not lost silently: the l
     await env.close();
   }
 });
+
+test("the site sets an album's cover from its page (Make cover on each image, the cover marked) and orders the Albums page with ↑ and ↓, only for the owner", async () => {
+  const env = await testEnv();
+  try {
+    const s = await signedIn(env);
+    const other = await signedIn(env);
+    const api = async (path: string, body: unknown) =>
+      await (await env.app.request(path, {
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${s.key}`,
+          "content-type": "application/json",
+        },
+        body: JSON.stringify(body),
+      })).json();
+    const first = (await api("/api/1/albums", { title: "First" })).data;
+    env.clock.advance(1000);
+    const second = (await api("/api/1/albums", { title: "Second" })).data;
+    const ids = await uploadMany(env, s.key, 2);
+    await sessionPost(env, s, "/images/move", [
+      ["album", first.id],
+      ["id", ids[0]],
+      ["id", ids[1]],
+    ]);
+    const albumOf = async (id: string) =>
+      (await (await env.app.request(`/api/1/albums/${id}`, {
+        headers: { authorization: `Bearer ${s.key}` },
+      })).json()).data;
+
+    // The newest image is the cover until one is made it.
+    const page = await (await env.app.request(`/a/${first.id}`, {
+      headers: { cookie: s.cookie },
+    })).text();
+    assert.equal(page.match(/The album(&#39;|')s cover/g)?.length, 1);
+    assert.match(page, new RegExp(`name="image" value="${ids[0]}"`));
+    const made = await sessionPost(env, s, "/albums/cover", [
+      ["id", first.id],
+      ["image", ids[0]],
+    ]);
+    assert.deepEqual([made.status, made.headers.get("location")], [
+      303,
+      `/a/${first.id}`,
+    ]);
+    assert.equal((await albumOf(first.id)).cover_image_id, ids[0]);
+    assert.match(
+      await (await env.app.request(`/a/${first.id}`, {
+        headers: { cookie: s.cookie },
+      })).text(),
+      new RegExp(`name="image" value="${ids[1]}"`),
+    );
+    // Not someone else's album, nor an image outside it.
+    assert.equal(
+      (await sessionPost(env, other, "/albums/cover", [
+        ["id", first.id],
+        ["image", ids[1]],
+      ])).status,
+      404,
+    );
+    const visitor = await (await env.app.request(`/a/${first.id}`)).text();
+    assert.doesNotMatch(visitor, /Make cover/);
+
+    // Newest first at the start; ↑ on First puts it before Second.
+    const order = async () =>
+      [...(await (await env.app.request("/albums", {
+        headers: { cookie: s.cookie },
+      })).text()).matchAll(/<a class="title" href="[^"]+">([^<]+)<\/a>/g)]
+        .map((m) => m[1]);
+    assert.deepEqual(await order(), ["Second", "First"]);
+    await sessionPost(env, s, "/albums/order", [["id", first.id], [
+      "dir",
+      "up",
+    ]]);
+    assert.deepEqual(await order(), ["First", "Second"]);
+    assert.equal((await albumOf(first.id)).position, 0);
+    assert.equal((await albumOf(second.id)).position, 1);
+    // Past either end nothing moves.
+    await sessionPost(env, s, "/albums/order", [["id", first.id], [
+      "dir",
+      "up",
+    ]]);
+    assert.deepEqual(await order(), ["First", "Second"]);
+    await sessionPost(env, s, "/albums/order", [["id", first.id], [
+      "dir",
+      "down",
+    ]]);
+    assert.deepEqual(await order(), ["Second", "First"]);
+    assert.equal(
+      (await sessionPost(env, other, "/albums/order", [["id", first.id], [
+        "dir",
+        "up",
+      ]])).status,
+      404,
+    );
+  } finally {
+    await env.close();
+  }
+});

@@ -1524,6 +1524,28 @@ const MUTATIONS: Mutation[] = [
     to: "",
     tests: ["tests/site_test.ts"],
   },
+  {
+    name: "self-service: a new password leaves every other sign-in open",
+    file: "services/accounts/self_service.ts",
+    from: "  return await endOtherSessions(db, userId, keepSid);",
+    to: "  return 0;",
+    tests: ["tests/site_test.ts"],
+  },
+  {
+    name: "self-service: any current password will do",
+    file: "services/accounts/self_service.ts",
+    from:
+      "  if (!password || !await verifyPassword(password, row.password_hash)) {",
+    to: "  if (!password) {",
+    tests: ["tests/site_test.ts"],
+  },
+  {
+    name: "self-service: Sign out everywhere else signs this browser out too",
+    file: "services/accounts/self_service.ts",
+    from: '  if (keepSid) q = q.where("id_hash", "!=", sha256Hex(keepSid));',
+    to: "",
+    tests: ["tests/site_test.ts"],
+  },
 ];
 
 const root = new URL("..", import.meta.url).pathname.replace(/\/$/, "");

@@ -10,7 +10,11 @@ import {
   upload,
   userWithKey,
 } from "./helpers.ts";
-import { createSession, getSession } from "../services/accounts/accounts.ts";
+import {
+  createSession,
+  getSession,
+  verifyLogin,
+} from "../services/accounts/accounts.ts";
 import { expiryText } from "../routes/pages/expiry.ts";
 import { humanSpan } from "../routes/pages/layout.tsx";
 
@@ -1312,6 +1316,88 @@ test("the site sets an album's cover from its page (Make cover on each image, th
       ]])).status,
       404,
     );
+  } finally {
+    await env.close();
+  }
+});
+
+test("account self-service: a new password asks the current one (wrong: said beside the field) and ends every other sign-in, the e-mail changes with the password asked again (not to one another account has), and Sign out everywhere else ends the others but this one", async () => {
+  const env = await testEnv();
+  try {
+    const s = await signedIn(env);
+    const taken = await signedIn(env);
+    const { db } = env.deps.database;
+    const elsewhere = await createSession(db, s.user.id, env.clock);
+    const signedInThere = async () =>
+      (await getSession(db, elsewhere, env.clock)) !== null;
+    const browser = {
+      accept: "text/html",
+      referer: `${ORIGIN}/account`,
+    };
+    const back = async (res: Response) => {
+      assert.equal(res.status, 303);
+      const to = res.headers.get("location")!;
+      return {
+        to,
+        page: await (await env.app.request(to, {
+          headers: { cookie: s.cookie, accept: "text/html" },
+        })).text(),
+      };
+    };
+
+    const wrong = await back(
+      await sessionPost(env, s, "/account/password", [
+        ["current_password", "not it at all"],
+        ["new_password", "a brand new password"],
+      ], browser),
+    );
+    assert.match(wrong.to, /form_field=current_password/);
+    assert.match(wrong.page, /that is not your current password/);
+    assert.equal(await signedInThere(), true);
+
+    const changed = await back(
+      await sessionPost(env, s, "/account/password", [
+        ["current_password", "correct horse battery"],
+        ["new_password", "a brand new password"],
+      ], browser),
+    );
+    assert.match(
+      changed.page,
+      /Your password is changed; 1 other sign-in ended\./,
+    );
+    assert.equal(await signedInThere(), false, "the other browser is out");
+    assert.ok(
+      await getSession(db, s.cookie.slice(4), env.clock),
+      "this one stays",
+    );
+    await assert.rejects(
+      verifyLogin(db, s.user.email, "correct horse battery", env.clock, 10),
+    );
+    await verifyLogin(db, s.user.email, "a brand new password", env.clock, 10);
+
+    const clash = await back(
+      await sessionPost(env, s, "/account/email", [
+        ["email", taken.user.email.toUpperCase()],
+        ["password", "a brand new password"],
+      ], browser),
+    );
+    assert.match(clash.page, /another account has this e-mail/);
+    const moved = await back(
+      await sessionPost(env, s, "/account/email", [
+        ["email", "renamed@example.com"],
+        ["password", "a brand new password"],
+      ], browser),
+    );
+    assert.match(moved.page, /Your e-mail is changed\./);
+    assert.match(moved.page, /Signed in as <strong>renamed@example.com/);
+
+    const another = await createSession(db, s.user.id, env.clock);
+    const out = await back(
+      await sessionPost(env, s, "/account/sessions", [], browser),
+    );
+    assert.match(out.page, /Signed out 1 other sign-in\./);
+    assert.equal(await getSession(db, another, env.clock), null);
+    assert.ok(await getSession(db, s.cookie.slice(4), env.clock));
   } finally {
     await env.close();
   }

@@ -1,0 +1,88 @@
+import { type Kysely, sql } from "kysely";
+import type { DB } from "../db/schema.ts";
+import { hashPassword, sha256Hex, verifyPassword } from "./crypto.ts";
+import { ApiError } from "../../schemas/errors.ts";
+import { announceAuthChange } from "./api_keys.ts";
+
+/**
+ * What an account does to itself (issue #52): change its password (the current one asked
+ * again; every other session ends), change its e-mail (its password asked again), and
+ * sign out everywhere else. Each refusal is a 160 naming its field, which a site form
+ * shows beside that field.
+ */
+
+/** 160 naming the field and saying what is wrong, as the forms show it. */
+function refused(path: string, message: string): ApiError {
+  return new ApiError(160, { details: [{ path, message }] });
+}
+
+/** The account's password checked, or 160 on `field`; a deleted account is 404. */
+async function checkPassword(
+  db: Kysely<DB>,
+  userId: string,
+  password: string,
+  field: string,
+): Promise<void> {
+  const row = await db.selectFrom("users").select("password_hash")
+    .where("id", "=", userId).where("deleted_at", "is", null)
+    .executeTakeFirst();
+  if (!row) throw new ApiError(404);
+  if (!password || !await verifyPassword(password, row.password_hash)) {
+    throw refused(field, "that is not your current password");
+  }
+}
+
+/**
+ * Sets a new password after checking the current one, and ends every session but
+ * `keepSid` (the browser that changed it stays signed in). How many sessions ended.
+ */
+export async function changePassword(
+  db: Kysely<DB>,
+  userId: string,
+  current: string,
+  next: string,
+  keepSid: string | undefined,
+): Promise<number> {
+  await checkPassword(db, userId, current, "current_password");
+  if (next.length < 10 || next.length > 1024) {
+    throw refused("new_password", "at least 10 characters");
+  }
+  await db.updateTable("users").set({ password_hash: await hashPassword(next) })
+    .where("id", "=", userId).execute();
+  return await endOtherSessions(db, userId, keepSid);
+}
+
+/** Changes the account's e-mail after checking its password; 160 when it is taken. */
+export async function changeEmail(
+  db: Kysely<DB>,
+  userId: string,
+  password: string,
+  email: string,
+): Promise<void> {
+  await checkPassword(db, userId, password, "password");
+  email = email.trim();
+  if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email) || email.length > 254) {
+    throw refused("email", "enter a valid e-mail address");
+  }
+  const taken = await db.selectFrom("users").select("id")
+    .where(sql`lower(email)`, "=", email.toLowerCase())
+    .where("deleted_at", "is", null).where("id", "!=", userId)
+    .executeTakeFirst();
+  if (taken) throw refused("email", "another account has this e-mail");
+  await db.updateTable("users").set({ email }).where("id", "=", userId)
+    .execute();
+}
+
+/** Ends every session of the account but `keepSid`; how many ended. */
+export async function endOtherSessions(
+  db: Kysely<DB>,
+  userId: string,
+  keepSid: string | undefined,
+): Promise<number> {
+  let q = db.deleteFrom("sessions").where("user_id", "=", userId);
+  if (keepSid) q = q.where("id_hash", "!=", sha256Hex(keepSid));
+  const ended = await q.executeTakeFirst();
+  // Other instances' caches of who is signed in forget at once.
+  await announceAuthChange(db);
+  return Number(ended.numDeletedRows);
+}

@@ -41,6 +41,8 @@ import { standingOf } from "../services/accounts/quotas.ts";
 import {
   changeEmail,
   changePassword,
+  confirmPassword,
+  deleteAccount,
   endOtherSessions,
 } from "../services/accounts/self_service.ts";
 import {
@@ -605,6 +607,28 @@ export function registerAccountRoutes(app: App, deps: AppDeps) {
               Sign out everywhere else
             </button>
           </form>
+          <details class="edit">
+            <summary>Delete your account</summary>
+            <form
+              method="post"
+              action="/account/delete"
+              data-confirm="Delete your account, every image, album and key, for good?"
+            >
+              {csrfField}
+              <p>
+                Every image (and its links), album and key goes, for good.
+              </p>
+              <label for="delete_password">Your password</label>
+              <input
+                id="delete_password"
+                name="password"
+                type="password"
+                required
+                autocomplete="current-password"
+              />
+              <button type="submit" class="danger">Delete my account</button>
+            </form>
+          </details>
         </section>
         <p>
           Your images are on <a href="/images">My images</a>.
@@ -649,6 +673,33 @@ export function registerAccountRoutes(app: App, deps: AppDeps) {
       r.form.email ?? "",
     );
     return c.redirect("/account?done=email", 303);
+  });
+
+  app.post("/account/delete", async (c) => {
+    const r = await requireSessionForm(c);
+    if (r instanceof Response) return r;
+    await confirmPassword(db, r.user.userId, r.form.password ?? "");
+    const images = await deleteAccount(
+      db,
+      deps.store,
+      deps.clock,
+      r.user.userId,
+    );
+    authOf(deps).keys.clear();
+    deleteCookie(c, SESSION_COOKIE, { path: "/", secure });
+    noStore(c);
+    return c.html(
+      <Layout title="Account deleted">
+        <h1>Your account is deleted</h1>
+        <p role="status">
+          It is gone with its {images}{" "}
+          image{images === 1 ? "" : "s"}, its albums and its keys.
+        </p>
+        <p>
+          <a class="button" href="/">Go to the home page</a>
+        </p>
+      </Layout>,
+    );
   });
 
   app.post("/account/sessions", async (c) => {

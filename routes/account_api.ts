@@ -7,7 +7,8 @@ import {
   okBody,
   okResponse,
 } from "../schemas/envelope.ts";
-import { AccountSchema } from "../schemas/account.ts";
+import { AccountDeletedSchema, AccountSchema } from "../schemas/account.ts";
+import { deleteAccount } from "../services/accounts/self_service.ts";
 import { ApiError } from "../schemas/errors.ts";
 import { standingOf } from "../services/accounts/quotas.ts";
 import { API_SECURITY } from "./upload.ts";
@@ -39,9 +40,39 @@ const getAccountRoute = createRoute({
   },
 });
 
-/** GET /api/1/account. */
+const deleteAccountRoute = createRoute({
+  method: "delete",
+  path: "/api/1/account",
+  operationId: "deleteAccount",
+  tags: ["Account"],
+  summary: "Delete your account and everything it holds",
+  description:
+    "Deletes the account of the key (or session) that asks: every image (its " +
+    "original, thumbnail, medium and every variant leave the store), every album, " +
+    "every key and every sign-in. The key answers 401 (110) from then on. The only admin " +
+    "cannot (160): make another account admin first. There is no undo.",
+  security: API_SECURITY,
+  responses: {
+    200: okResponse("Deleted", AccountDeletedSchema, {
+      deleted: true,
+      images: 12,
+    }, { rateLimited: true }),
+    ...errorResponses(...AUTH_ERRORS, 160),
+  },
+});
+
+/** GET and DELETE /api/1/account. */
 export function registerAccountApi(app: App, deps: AppDeps) {
   const { db } = deps.database;
+  app.openapi(deleteAccountRoute, async (c) => {
+    const images = await deleteAccount(
+      db,
+      deps.store,
+      deps.clock,
+      c.get("userId"),
+    );
+    return c.json(okBody({ deleted: true as const, images }), 200);
+  });
   app.openapi(getAccountRoute, async (c) => {
     const userId = c.get("userId");
     const row = await db.selectFrom("users").select(["id", "email", "role"])

@@ -20,3 +20,11 @@ export const AccountSchema = z.object({
     screenshots_per_month: limit,
   }),
 }).openapi("Account");
+
+/** DELETE /api/1/account: the account is gone, with this many images. */
+export const AccountDeletedSchema = z.object({
+  deleted: z.literal(true),
+  images: z.number().int().openapi({
+    description: "How many images were deleted with it",
+  }),
+}).openapi("AccountDeleted");

@@ -1546,6 +1546,29 @@ const MUTATIONS: Mutation[] = [
     to: "",
     tests: ["tests/site_test.ts"],
   },
+  {
+    name:
+      "self-service: a deleted account's images keep their bytes in the store",
+    file: "services/accounts/self_service.ts",
+    from: "  for (const row of rows) await deleteImage(db, store, row, clock);",
+    to: "",
+    tests: ["tests/site_test.ts"],
+  },
+  {
+    name: "self-service: the site deletes an account without its password",
+    file: "routes/account.tsx",
+    from:
+      '    await confirmPassword(db, r.user.userId, r.form.password ?? "");',
+    to: "",
+    tests: ["tests/site_test.ts"],
+  },
+  {
+    name: "self-service: the only admin deletes their account",
+    file: "services/accounts/self_service.ts",
+    from: "    if (admins.length < 2) {",
+    to: "    if (false) {",
+    tests: ["tests/site_test.ts"],
+  },
 ];
 
 const root = new URL("..", import.meta.url).pathname.replace(/\/$/, "");

@@ -1402,3 +1402,80 @@ test("account self-service: a new password asks the current one (wrong: said bes
     await env.close();
   }
 });
+
+test("deleting an account (the site's form with the password asked again, or DELETE /api/1/account with its key) removes its images with their bytes, its albums, keys and sign-ins; a wrong password deletes nothing; the only admin cannot", async () => {
+  const env = await testEnv();
+  try {
+    const s = await signedIn(env);
+    const ids = await uploadMany(env, s.key, 2);
+    const album = await (await env.app.request("/api/1/albums", {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${s.key}`,
+        "content-type": "application/json",
+      },
+      body: JSON.stringify({ title: "Mine" }),
+    })).json();
+    await sessionPost(env, s, "/images/move", [
+      ["album", album.data.id],
+      ["id", ids[0]],
+    ]);
+    const { db } = env.deps.database;
+    const rows = await db.selectFrom("images").selectAll()
+      .where("id", "in", ids).execute();
+    const keys = rows.map((r) => `${r.id}.${r.ext}`);
+    for (const k of keys) assert.ok(await env.deps.store.stat(k), k);
+
+    const wrong = await sessionPost(env, s, "/account/delete", [
+      ["password", "not my password"],
+    ], { accept: "text/html", referer: `${ORIGIN}/account` });
+    assert.equal(wrong.status, 303);
+    assert.match(wrong.headers.get("location")!, /form_field=password/);
+    assert.ok(await env.deps.store.stat(keys[0]), "nothing deleted");
+
+    const gone = await sessionPost(env, s, "/account/delete", [
+      ["password", "correct horse battery"],
+    ], { accept: "text/html" });
+    assert.equal(gone.status, 200);
+    assert.match(await gone.text(), /It is gone with its 2 images/);
+    assert.match(gone.headers.get("set-cookie") ?? "", /sid=;/);
+    for (const k of keys) assert.equal(await env.deps.store.stat(k), null, k);
+    assert.equal(
+      (await db.selectFrom("albums").select("id")
+        .where("user_id", "=", s.user.id).execute()).length,
+      0,
+    );
+    const keyNow = await env.app.request("/api/1/account", {
+      headers: { authorization: `Bearer ${s.key}` },
+    });
+    assert.equal(keyNow.status, 401);
+    assert.equal((await keyNow.json()).error.code, 110, "the key is revoked");
+    assert.equal(await getSession(db, s.cookie.slice(4), env.clock), null);
+
+    // Through the API, with the key.
+    const t = await signedIn(env);
+    await uploadMany(env, t.key, 1, 40);
+    const viaApi = await env.app.request("/api/1/account", {
+      method: "DELETE",
+      headers: { authorization: `Bearer ${t.key}` },
+    });
+    assert.equal(viaApi.status, 200);
+    assert.deepEqual((await viaApi.json()).data, { deleted: true, images: 1 });
+
+    // The only admin cannot.
+    const admin = await signedIn(env);
+    await db.updateTable("users").set({ role: "admin" })
+      .where("id", "=", admin.user.id).execute();
+    const refused = await env.app.request("/api/1/account", {
+      method: "DELETE",
+      headers: { authorization: `Bearer ${admin.key}` },
+    });
+    assert.equal(refused.status, 400);
+    assert.match(
+      (await refused.json()).error.details[0].message,
+      /only admin/,
+    );
+  } finally {
+    await env.close();
+  }
+});

@@ -3,6 +3,10 @@ import type { DB } from "../db/schema.ts";
 import { hashPassword, sha256Hex, verifyPassword } from "./crypto.ts";
 import { ApiError } from "../../schemas/errors.ts";
 import { announceAuthChange } from "./api_keys.ts";
+import { deleteUser } from "./accounts.ts";
+import { deleteImage } from "../images/records.ts";
+import type { BlobStore } from "../store/blob_store.ts";
+import type { Clock } from "../runtime/clock.ts";
 
 /**
  * What an account does to itself (issue #52): change its password (the current one asked
@@ -85,4 +89,55 @@ export async function endOtherSessions(
   // Other instances' caches of who is signed in forget at once.
   await announceAuthChange(db);
   return Number(ended.numDeletedRows);
+}
+
+/**
+ * Deletes the account and everything it holds (the site's "Delete my account", DELETE
+ * /api/1/account): it is marked deleted first (its keys stop working and its sessions end at
+ * once, so nothing new arrives), then each image goes as the image API deletes one (its
+ * original, fixed variants and made variants leave the store), then its albums and keys.
+ * The only admin cannot (the instance would have none). How many images went.
+ */
+export async function deleteAccount(
+  db: Kysely<DB>,
+  store: BlobStore,
+  clock: Clock,
+  userId: string,
+): Promise<number> {
+  const me = await db.selectFrom("users").select("role")
+    .where("id", "=", userId).where("deleted_at", "is", null)
+    .executeTakeFirst();
+  if (!me) throw new ApiError(404);
+  if (me.role === "admin") {
+    const admins = await db.selectFrom("users").select("id")
+      .where("role", "=", "admin").where("deleted_at", "is", null)
+      .where("disabled_at", "is", null).limit(2).execute();
+    if (admins.length < 2) {
+      throw refused(
+        "account",
+        "the only admin cannot delete their account: make another account admin first",
+      );
+    }
+  }
+  await deleteUser(db, userId, clock);
+  const rows = await db.selectFrom("images").selectAll()
+    .where("user_id", "=", userId).where("deleted_at", "is", null).execute();
+  for (const row of rows) await deleteImage(db, store, row, clock);
+  // Their rows stay (deleted), in no album, as an album's deletion leaves them.
+  await db.updateTable("images").set({ album_id: null })
+    .where("user_id", "=", userId).execute();
+  await db.deleteFrom("albums").where("user_id", "=", userId).execute();
+  await db.updateTable("api_keys").set({ revoked_at: clock.now() })
+    .where("user_id", "=", userId).where("revoked_at", "is", null).execute();
+  await announceAuthChange(db);
+  return rows.length;
+}
+
+/** The password asked again before an account is deleted from the site. */
+export async function confirmPassword(
+  db: Kysely<DB>,
+  userId: string,
+  password: string,
+): Promise<void> {
+  await checkPassword(db, userId, password, "password");
 }

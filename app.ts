@@ -59,7 +59,7 @@ import { documentPublicRoutes } from "./routes/public_docs.ts";
 import { clientAddress } from "./routes/client_address.ts";
 import { registerSiteRoutes } from "./routes/site.tsx";
 import { ErrorPage, hasErrorPage, wantsHtml } from "./routes/pages/errors.tsx";
-import { formErrorTarget } from "./routes/pages/form_errors.ts";
+import { formErrorTarget, isSiteForm } from "./routes/pages/form_errors.ts";
 import { ownOrigin } from "./routes/pages/layout.tsx";
 import { sessionUser } from "./routes/session.ts";
 import { logRequest, requestIdOf } from "./routes/request_id.ts";
@@ -328,11 +328,17 @@ export function createApp(deps: AppDeps): App {
     opts: Parameters<typeof errorResponse>[2] = {},
   ) => {
     const status = ERRORS[code].status;
-    if (wantsHtml(c)) {
+    if (
+      wantsHtml(c) &&
+      isSiteForm(
+        c.req.method,
+        c.req.path,
+        status,
+        c.req.header("content-type"),
+      )
+    ) {
       // A site form's refusal goes back to its page, said beside the field.
-      const fields = c.req.method === "POST"
-        ? await c.req.parseBody().catch(() => ({}))
-        : {};
+      const fields = await c.req.parseBody().catch(() => ({}));
       const back = formErrorTarget(
         {
           method: c.req.method,

@@ -1569,6 +1569,15 @@ const MUTATIONS: Mutation[] = [
     to: "    if (false) {",
     tests: ["tests/site_test.ts"],
   },
+  {
+    name:
+      "form errors: an upload's multipart body is parsed again for a way back",
+    file: "routes/pages/form_errors.ts",
+    from:
+      '    (contentType ?? "").startsWith("application/x-www-form-urlencoded");',
+    to: "    true;",
+    tests: ["tests/site_test.ts"],
+  },
 ];
 
 const root = new URL("..", import.meta.url).pathname.replace(/\/$/, "");

@@ -10,6 +10,7 @@ import {
   upload,
   userWithKey,
 } from "./helpers.ts";
+import { isSiteForm } from "../routes/pages/form_errors.ts";
 import {
   createSession,
   getSession,
@@ -1157,6 +1158,29 @@ test("a site form that breaks a rule goes back to its page with the message (bes
     )).text();
     assert.match(hostile, /&lt;script&gt;x&lt;\/script&gt;/);
     assert.match(hostile, /data-field="&quot;&gt;"/);
+    // Only a site's urlencoded form goes back: an upload's body is never read again.
+    assert.equal(
+      isSiteForm("POST", "/1/upload", 400, "multipart/form-data; boundary=x"),
+      false,
+    );
+    assert.equal(
+      isSiteForm(
+        "POST",
+        "/api/1/albums",
+        400,
+        "application/x-www-form-urlencoded",
+      ),
+      false,
+    );
+    assert.equal(
+      isSiteForm(
+        "POST",
+        "/images/privacy",
+        400,
+        "application/x-www-form-urlencoded",
+      ),
+      true,
+    );
     // Another site's page is never the way back.
     const elsewhere = await sessionPost(env, s, "/images/privacy", [
       ["privacy", "password"],

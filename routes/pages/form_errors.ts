@@ -16,6 +16,22 @@ const PARAMS = ["form_error", "form_field", "form_action", "form_id"] as const;
 const SHOWN_BACK = new Set([400, 413, 415]);
 
 /**
+ * Whether a refused request is a site form that goes back to its page: a POST of an
+ * urlencoded form (as the site's forms are) outside the API, refused for its content.
+ * Asked before the form is read again: an upload's multipart body is never parsed here.
+ */
+export function isSiteForm(
+  method: string,
+  path: string,
+  status: number,
+  contentType: string | undefined,
+): boolean {
+  return method === "POST" && !path.startsWith("/api/") &&
+    SHOWN_BACK.has(status) &&
+    (contentType ?? "").startsWith("application/x-www-form-urlencoded");
+}
+
+/**
  * Where a refused site form goes back to, with its message; undefined when it is not one
  * (an API call, a GET, a status with a page of its own, a page not of this site).
  * `fields` are the posted form's (its `back` and `id` name the page and the form).

@@ -39,12 +39,10 @@ import {
 import { wantsHtml } from "./pages/errors.tsx";
 import { standingOf } from "../services/accounts/quotas.ts";
 import {
-  changeEmail,
-  changePassword,
-  confirmPassword,
-  deleteAccount,
-  endOtherSessions,
-} from "../services/accounts/self_service.ts";
+  accountDone,
+  registerAccountSecurity,
+  SignInSection,
+} from "./account_security.tsx";
 import {
   localPath,
   requireSessionForm as sessionForm,
@@ -549,87 +547,7 @@ export function registerAccountRoutes(app: App, deps: AppDeps) {
             </p>
           </form>
         </section>
-        <section aria-labelledby="security">
-          <h2 id="security">Sign-in</h2>
-          <details class="edit">
-            <summary>Change your password</summary>
-            <form method="post" action="/account/password">
-              {csrfField}
-              <label for="current_password">Current password</label>
-              <input
-                id="current_password"
-                name="current_password"
-                type="password"
-                required
-                autocomplete="current-password"
-              />
-              <label for="new_password">New password</label>
-              <input
-                id="new_password"
-                name="new_password"
-                type="password"
-                required
-                minlength={10}
-                autocomplete="new-password"
-              />
-              <p class="muted">
-                Every other browser signed in to this account is signed out.
-              </p>
-              <button type="submit">Change password</button>
-            </form>
-          </details>
-          <details class="edit">
-            <summary>Change your e-mail</summary>
-            <form method="post" action="/account/email">
-              {csrfField}
-              <label for="email">New e-mail</label>
-              <input
-                id="email"
-                name="email"
-                type="email"
-                required
-                autocomplete="email"
-              />
-              <label for="email_password">Your password</label>
-              <input
-                id="email_password"
-                name="password"
-                type="password"
-                required
-                autocomplete="current-password"
-              />
-              <button type="submit">Change e-mail</button>
-            </form>
-          </details>
-          <form method="post" action="/account/sessions" class="toolbar">
-            {csrfField}
-            <button type="submit" class="secondary">
-              Sign out everywhere else
-            </button>
-          </form>
-          <details class="edit">
-            <summary>Delete your account</summary>
-            <form
-              method="post"
-              action="/account/delete"
-              data-confirm="Delete your account, every image, album and key, for good?"
-            >
-              {csrfField}
-              <p>
-                Every image (and its links), album and key goes, for good.
-              </p>
-              <label for="delete_password">Your password</label>
-              <input
-                id="delete_password"
-                name="password"
-                type="password"
-                required
-                autocomplete="current-password"
-              />
-              <button type="submit" class="danger">Delete my account</button>
-            </form>
-          </details>
-        </section>
+        <SignInSection csrfToken={props.user.csrfToken} />
         <p>
           Your images are on <a href="/images">My images</a>.
         </p>
@@ -637,81 +555,7 @@ export function registerAccountRoutes(app: App, deps: AppDeps) {
     );
   };
 
-  /** What a self-service form did, said on the account page it goes back to. */
-  const DONE: Record<string, (n: number) => string> = {
-    password: (n) =>
-      `Your password is changed${
-        n ? `; ${n} other sign-in${n === 1 ? "" : "s"} ended` : ""
-      }.`,
-    email: () => "Your e-mail is changed.",
-    sessions: (n) =>
-      n
-        ? `Signed out ${n} other sign-in${n === 1 ? "" : "s"}.`
-        : "No other browser was signed in.",
-  };
-
-  app.post("/account/password", async (c) => {
-    const r = await requireSessionForm(c);
-    if (r instanceof Response) return r;
-    const ended = await changePassword(
-      db,
-      r.user.userId,
-      r.form.current_password ?? "",
-      r.form.new_password ?? "",
-      getCookie(c, SESSION_COOKIE),
-    );
-    return c.redirect(`/account?done=password&n=${ended}`, 303);
-  });
-
-  app.post("/account/email", async (c) => {
-    const r = await requireSessionForm(c);
-    if (r instanceof Response) return r;
-    await changeEmail(
-      db,
-      r.user.userId,
-      r.form.password ?? "",
-      r.form.email ?? "",
-    );
-    return c.redirect("/account?done=email", 303);
-  });
-
-  app.post("/account/delete", async (c) => {
-    const r = await requireSessionForm(c);
-    if (r instanceof Response) return r;
-    await confirmPassword(db, r.user.userId, r.form.password ?? "");
-    const images = await deleteAccount(
-      db,
-      deps.store,
-      deps.clock,
-      r.user.userId,
-    );
-    authOf(deps).keys.clear();
-    deleteCookie(c, SESSION_COOKIE, { path: "/", secure });
-    noStore(c);
-    return c.html(
-      <Layout title="Account deleted">
-        <h1>Your account is deleted</h1>
-        <p role="status">
-          It is gone with its {images}{" "}
-          image{images === 1 ? "" : "s"}, its albums and its keys.
-        </p>
-        <p>
-          <a class="button" href="/">Go to the home page</a>
-        </p>
-      </Layout>,
-    );
-  });
-
-  app.post("/account/sessions", async (c) => {
-    const r = await requireSessionForm(c);
-    if (r instanceof Response) return r;
-    const ended = await endOtherSessions(
-      db,
-      r.user.userId,
-      getCookie(c, SESSION_COOKIE),
-    );
-    return c.redirect(`/account?done=sessions&n=${ended}`, 303);
-  });
+  registerAccountSecurity(app, deps, requireSessionForm, secure);
 
   const noStore = (c: Context) => c.header("Cache-Control", "no-store");
 
@@ -730,12 +574,14 @@ export function registerAccountRoutes(app: App, deps: AppDeps) {
       }).catch(() => null);
       if (owner?.userId === user.userId) newKey = fresh;
     }
-    const done = DONE[c.req.query("done") ?? ""];
     return c.html(
       await AccountPage({
         user,
         newKey,
-        notice: done?.(Number.parseInt(c.req.query("n") ?? "") || 0),
+        notice: accountDone(
+          c.req.query("done"),
+          Number.parseInt(c.req.query("n") ?? "") || 0,
+        ),
       }),
     );
   });

@@ -1556,7 +1556,7 @@ const MUTATIONS: Mutation[] = [
   },
   {
     name: "self-service: the site deletes an account without its password",
-    file: "routes/account.tsx",
+    file: "routes/account_security.tsx",
     from:
       '    await confirmPassword(db, r.user.userId, r.form.password ?? "");',
     to: "",
@@ -1577,6 +1577,20 @@ const MUTATIONS: Mutation[] = [
       '    (contentType ?? "").startsWith("application/x-www-form-urlencoded");',
     to: "    true;",
     tests: ["tests/site_test.ts"],
+  },
+  {
+    name: "titles: a NUL in an upload's name is a 500 again",
+    file: "services/images/pipeline.ts",
+    from: '      title: file.filename.replaceAll("\\0", "") || "image",',
+    to: "      title: file.filename,",
+    tests: ["tests/abuse_test.ts"],
+  },
+  {
+    name: "titles: a NUL in a PATCH's title is a 500 again",
+    file: "schemas/image.ts",
+    from: '  "at most 255 characters",\n).refine(noNul, NO_NUL);',
+    to: '  "at most 255 characters",\n);',
+    tests: ["tests/abuse_test.ts"],
   },
 ];
 

@@ -673,3 +673,41 @@ test("a header value with a NUL byte is refused by the HTTP layer with 400 befor
     await env.close();
   }
 });
+
+test("a NUL character (U+0000) in a title is no 500: an upload's ?name= drops it, a PATCH or an album's title and description are 160 naming the field", async () => {
+  const env = await testEnv();
+  try {
+    const { key } = await userWithKey(env);
+    const auth = { authorization: `Bearer ${key}` };
+    const up = await env.app.request("/api/1/upload?name=a%00b", {
+      method: "POST",
+      headers: auth,
+      body: formWith([{
+        name: "x.png",
+        bytes: await makeImage("png", { width: 41, height: 31 }),
+      }]),
+    });
+    assert.equal(up.status, 200);
+    const rec = (await up.json()).data;
+    assert.equal(rec.title, "ab");
+    for (
+      const [path, body] of [
+        [`/api/1/images/${rec.id}`, { title: "a\u0000b" }],
+        [`/api/1/images/${rec.id}`, { description: "x\u0000" }],
+        ["/api/1/albums", { title: "\u0000" }],
+      ] as const
+    ) {
+      const r = await env.app.request(path, {
+        method: path.includes("images") ? "PATCH" : "POST",
+        headers: { ...auth, "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
+      assert.equal(r.status, 400, path);
+      const e = (await r.json()).error;
+      assert.equal(e.code, 160);
+      assert.match(e.details[0].message, /NUL/);
+    }
+  } finally {
+    await env.close();
+  }
+});

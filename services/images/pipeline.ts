@@ -521,7 +521,9 @@ export class ImagePipeline {
     const row = {
       id,
       user_id: userId,
-      title: file.filename,
+      // A file's name or `?name=` may hold U+0000, which PostgreSQL's text cannot: it
+      // was a 500. Dropped; nothing left is "image", as for no name.
+      title: file.filename.replaceAll("\0", "") || "image",
       ext,
       mime: MIME_BY_EXT[ext],
       size,

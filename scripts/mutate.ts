@@ -1445,7 +1445,7 @@ const MUTATIONS: Mutation[] = [
   {
     name: "form errors: the message goes into the page unescaped",
     file: "routes/pages/form_errors.ts",
-    from: "    escape(message)\n",
+    from: "    escapeHtml(message)\n",
     to: "    message\n",
     tests: ["tests/site_test.ts"],
   },

@@ -1,6 +1,7 @@
 import { imageEngine } from "../services/images/engine.ts";
 import assert from "node:assert/strict";
 import {
+  apiCall,
   json,
   scratchFiles,
   storedKeys,
@@ -678,34 +679,29 @@ test("a NUL character (U+0000) in a title is no 500: an upload's ?name= drops it
   const env = await testEnv();
   try {
     const { key } = await userWithKey(env);
-    const auth = { authorization: `Bearer ${key}` };
-    const up = await env.app.request("/api/1/upload?name=a%00b", {
-      method: "POST",
-      headers: auth,
-      body: formWith([{
+    const up = await upload(
+      env,
+      key,
+      formWith([{
         name: "x.png",
         bytes: await makeImage("png", { width: 41, height: 31 }),
       }]),
-    });
+      "?name=a%00b",
+    );
     assert.equal(up.status, 200);
-    const rec = (await up.json()).data;
+    const rec = up.body.data;
     assert.equal(rec.title, "ab");
     for (
-      const [path, body] of [
-        [`/api/1/images/${rec.id}`, { title: "a\u0000b" }],
-        [`/api/1/images/${rec.id}`, { description: "x\u0000" }],
-        ["/api/1/albums", { title: "\u0000" }],
+      const [method, path, body] of [
+        ["PATCH", `/api/1/images/${rec.id}`, { title: "a\u0000b" }],
+        ["PATCH", `/api/1/images/${rec.id}`, { description: "x\u0000" }],
+        ["POST", "/api/1/albums", { title: "\u0000" }],
       ] as const
     ) {
-      const r = await env.app.request(path, {
-        method: path.includes("images") ? "PATCH" : "POST",
-        headers: { ...auth, "content-type": "application/json" },
-        body: JSON.stringify(body),
-      });
+      const r = await apiCall(env, key, method, path, body);
       assert.equal(r.status, 400, path);
-      const e = (await r.json()).error;
-      assert.equal(e.code, 160);
-      assert.match(e.details[0].message, /NUL/);
+      assert.equal(r.body.error.code, 160);
+      assert.match(r.body.error.details[0].message, /NUL/);
     }
   } finally {
     await env.close();

@@ -1156,8 +1156,8 @@ test("a site form that breaks a rule goes back to its page with the message (bes
       "/images?form_error=%3Cscript%3Ex%3C%2Fscript%3E&form_field=%22%3E",
       { headers: { cookie: s.cookie, accept: "text/html" } },
     )).text();
-    assert.match(hostile, /&lt;script&gt;x&lt;\/script&gt;/);
-    assert.match(hostile, /data-field="&quot;&gt;"/);
+    assert.match(hostile, /&#60;script&#62;x&#60;\/script&#62;/);
+    assert.match(hostile, /data-field="&#34;&#62;"/);
     // Only a site's urlencoded form goes back: an upload's body is never read again.
     assert.equal(
       isSiteForm("POST", "/1/upload", 400, "multipart/form-data; boundary=x"),
@@ -1211,24 +1211,8 @@ test("a form posted after signing out in another tab is not lost silently: the l
     const page = await (await env.app.request(to)).text();
     assert.match(page, /so that change was not saved/);
     assert.match(page, new RegExp(`name="next" value="/i/${id}"`));
-    const login = await env.app.request("/login", {
-      method: "POST",
-      headers: {
-        origin: ORIGIN,
-        "content-type": "application/x-www-form-urlencoded",
-      },
-      body: new URLSearchParams({
-        email: s.user.email,
-        password: "correct horse battery",
-        next: `/i/${id}`,
-      }),
-    });
-    assert.deepEqual([login.status, login.headers.get("location")], [
-      303,
-      `/i/${id}`,
-    ]);
-    for (const next of ["//evil.example/x", "https://evil.example/"]) {
-      const elsewhere = await env.app.request("/login", {
+    const logIn = (next: string) =>
+      env.app.request("/login", {
         method: "POST",
         headers: {
           origin: ORIGIN,
@@ -1240,6 +1224,13 @@ test("a form posted after signing out in another tab is not lost silently: the l
           next,
         }),
       });
+    const login = await logIn(`/i/${id}`);
+    assert.deepEqual([login.status, login.headers.get("location")], [
+      303,
+      `/i/${id}`,
+    ]);
+    for (const next of ["//evil.example/x", "https://evil.example/"]) {
+      const elsewhere = await logIn(next);
       const where = elsewhere.headers.get("location")!;
       assert.ok(where.startsWith("/") && !where.startsWith("//"), where);
     }
@@ -1253,18 +1244,11 @@ test("the site sets an album's cover from its page (Make cover on each image, th
   try {
     const s = await signedIn(env);
     const other = await signedIn(env);
-    const api = async (path: string, body: unknown) =>
-      await (await env.app.request(path, {
-        method: "POST",
-        headers: {
-          authorization: `Bearer ${s.key}`,
-          "content-type": "application/json",
-        },
-        body: JSON.stringify(body),
-      })).json();
-    const first = (await api("/api/1/albums", { title: "First" })).data;
+    const album = async (title: string) =>
+      (await apiCall(env, s.key, "POST", "/api/1/albums", { title })).body.data;
+    const first = await album("First");
     env.clock.advance(1000);
-    const second = (await api("/api/1/albums", { title: "Second" })).data;
+    const second = await album("Second");
     const ids = await uploadMany(env, s.key, 2);
     await sessionPost(env, s, "/images/move", [
       ["album", first.id],
@@ -1272,9 +1256,7 @@ test("the site sets an album's cover from its page (Make cover on each image, th
       ["id", ids[1]],
     ]);
     const albumOf = async (id: string) =>
-      (await (await env.app.request(`/api/1/albums/${id}`, {
-        headers: { authorization: `Bearer ${s.key}` },
-      })).json()).data;
+      (await apiCall(env, s.key, "GET", `/api/1/albums/${id}`)).body.data;
 
     // The newest image is the cover until one is made it.
     const page = await (await env.app.request(`/a/${first.id}`, {
@@ -1432,16 +1414,11 @@ test("deleting an account (the site's form with the password asked again, or DEL
   try {
     const s = await signedIn(env);
     const ids = await uploadMany(env, s.key, 2);
-    const album = await (await env.app.request("/api/1/albums", {
-      method: "POST",
-      headers: {
-        authorization: `Bearer ${s.key}`,
-        "content-type": "application/json",
-      },
-      body: JSON.stringify({ title: "Mine" }),
-    })).json();
+    const album = await apiCall(env, s.key, "POST", "/api/1/albums", {
+      title: "Mine",
+    });
     await sessionPost(env, s, "/images/move", [
-      ["album", album.data.id],
+      ["album", album.body.data.id],
       ["id", ids[0]],
     ]);
     const { db } = env.deps.database;
@@ -1469,36 +1446,25 @@ test("deleting an account (the site's form with the password asked again, or DEL
         .where("user_id", "=", s.user.id).execute()).length,
       0,
     );
-    const keyNow = await env.app.request("/api/1/account", {
-      headers: { authorization: `Bearer ${s.key}` },
-    });
+    const keyNow = await apiCall(env, s.key, "GET", "/api/1/account");
     assert.equal(keyNow.status, 401);
-    assert.equal((await keyNow.json()).error.code, 110, "the key is revoked");
+    assert.equal(keyNow.body.error.code, 110, "the key is revoked");
     assert.equal(await getSession(db, s.cookie.slice(4), env.clock), null);
 
     // Through the API, with the key.
     const t = await signedIn(env);
     await uploadMany(env, t.key, 1, 40);
-    const viaApi = await env.app.request("/api/1/account", {
-      method: "DELETE",
-      headers: { authorization: `Bearer ${t.key}` },
-    });
+    const viaApi = await apiCall(env, t.key, "DELETE", "/api/1/account");
     assert.equal(viaApi.status, 200);
-    assert.deepEqual((await viaApi.json()).data, { deleted: true, images: 1 });
+    assert.deepEqual(viaApi.body.data, { deleted: true, images: 1 });
 
     // The only admin cannot.
     const admin = await signedIn(env);
     await db.updateTable("users").set({ role: "admin" })
       .where("id", "=", admin.user.id).execute();
-    const refused = await env.app.request("/api/1/account", {
-      method: "DELETE",
-      headers: { authorization: `Bearer ${admin.key}` },
-    });
+    const refused = await apiCall(env, admin.key, "DELETE", "/api/1/account");
     assert.equal(refused.status, 400);
-    assert.match(
-      (await refused.json()).error.details[0].message,
-      /only admin/,
-    );
+    assert.match(refused.body.error.details[0].message, /only admin/);
   } finally {
     await env.close();
   }

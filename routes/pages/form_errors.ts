@@ -1,5 +1,6 @@
 import type { Context, MiddlewareHandler } from "hono";
 import type { ApiError } from "../../schemas/errors.ts";
+import { escapeHtml } from "../../sdk/src/embed_codes.ts";
 
 /**
  * A site form's refusal, shown on the page it came from (issue #52). A session form that
@@ -115,22 +116,12 @@ function noticeHtml(c: Context, message: string): string {
     ["field", c.req.query("form_field")],
     ["action", c.req.query("form_action")],
     ["id", c.req.query("form_id")],
-  ].filter(([, v]) => v).map(([k, v]) => ` data-${k}="${escape(v!)}"`).join(
+  ].filter(([, v]) => v).map(([k, v]) => ` data-${k}="${escapeHtml(v!)}"`).join(
     "",
   );
   return `<p class="notice error" role="alert" id="form-error"${data}>${
-    escape(message)
+    escapeHtml(message)
   }</p>`;
-}
-
-function escape(s: string): string {
-  return s.replace(
-    /[&<>"']/g,
-    (ch) =>
-      ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[
-        ch
-      ]!,
-  );
 }
 
 /**

@@ -328,8 +328,9 @@ export function createApp(deps: AppDeps): App {
     opts: Parameters<typeof errorResponse>[2] = {},
   ) => {
     const status = ERRORS[code].status;
+    const html = wantsHtml(c);
     if (
-      wantsHtml(c) &&
+      html &&
       isSiteForm(
         c.req.method,
         c.req.path,
@@ -341,13 +342,11 @@ export function createApp(deps: AppDeps): App {
       const fields = await c.req.parseBody().catch(() => ({}));
       const back = formErrorTarget(
         {
-          method: c.req.method,
           url: c.req.url,
           path: c.req.path,
           referer: c.req.header("referer"),
           own: (origin) => ownSite(origin, c.req.url),
         },
-        status,
         {
           message: opts.message ?? ERRORS[code].message,
           details: opts.details,
@@ -356,9 +355,7 @@ export function createApp(deps: AppDeps): App {
       );
       if (back) return c.redirect(back, 303);
     }
-    if (!wantsHtml(c) || !hasErrorPage(status)) {
-      return errorResponse(c, code, opts);
-    }
+    if (!html || !hasErrorPage(status)) return errorResponse(c, code, opts);
     for (const [k, v] of Object.entries(opts.headers ?? {})) c.header(k, v);
     const user = await sessionUser(c, deps).catch(() => null);
     return c.html(

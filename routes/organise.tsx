@@ -11,6 +11,7 @@ import {
   createAlbum,
   deleteAlbum,
   listAlbums,
+  moveAlbum,
   toAlbumRecord,
   updateAlbum,
 } from "../services/albums/albums.ts";
@@ -232,18 +233,13 @@ export function registerOrganiseRoutes(
   app.post("/albums/order", async (c) => {
     const r = await requireSessionForm(c, deps);
     if (r instanceof Response) return r;
-    const order = (await listAlbums(db, r.user.userId, clock)).map((v) =>
-      v.row.id
+    await moveAlbum(
+      db,
+      r.user.userId,
+      r.form.id ?? "",
+      r.form.dir === "up" ? "up" : "down",
+      clock,
     );
-    const at = order.indexOf(r.form.id ?? "");
-    if (at < 0) throw new ApiError(404);
-    const to = r.form.dir === "up" ? at - 1 : at + 1;
-    if (to >= 0 && to < order.length) {
-      [order[at], order[to]] = [order[to], order[at]];
-      for (const [position, id] of order.entries()) {
-        await updateAlbum(db, r.user.userId, id, { position }, clock);
-      }
-    }
     return c.redirect("/albums", 303);
   });
 

@@ -13,7 +13,7 @@ import { HOME_JS, SCREENSHOT_JS, serveAsset } from "./pages/static_assets.ts";
 import { FAVICON_SVG, faviconIco } from "./pages/favicon.ts";
 import { sessionUser } from "./session.ts";
 import type { ImageRowCache } from "../services/images/image_cache.ts";
-import { listAlbums } from "../services/albums/albums.ts";
+import { albumTitles } from "../services/albums/albums.ts";
 import { resumableLimit } from "../services/uploads/tus_path.ts";
 /** Static assets of the pages: one stylesheet, the shared script and each page's own. */
 const ASSETS: Record<string, [string, string]> = {
@@ -51,11 +51,7 @@ export function registerSiteRoutes(
   const guests = config.GUEST_UPLOADS === "on";
   app.get("/", async (c) => {
     const user = await sessionUser(c, deps);
-    const albums = user
-      ? (await listAlbums(deps.database.db, user.userId, deps.clock)).map((
-        a,
-      ) => ({ id: a.row.id, title: a.row.title }))
-      : [];
+    const albums = user ? await albumTitles(deps.database.db, user.userId) : [];
     return c.html(
       <Layout
         title="Upload images"

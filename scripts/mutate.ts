@@ -1512,8 +1512,8 @@ const MUTATIONS: Mutation[] = [
   },
   {
     name: "albums: \u2191 and \u2193 swap nothing",
-    file: "routes/organise.tsx",
-    from: "      [order[at], order[to]] = [order[to], order[at]];",
+    file: "services/albums/albums.ts",
+    from: "  [order[at], order[to]] = [order[to], order[at]];",
     to: "",
     tests: ["tests/site_test.ts"],
   },

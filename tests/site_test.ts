@@ -1457,6 +1457,11 @@ test("deleting an account (the site's form with the password asked again, or DEL
     const viaApi = await apiCall(env, t.key, "DELETE", "/api/1/account");
     assert.equal(viaApi.status, 200);
     assert.deepEqual(viaApi.body.data, { deleted: true, images: 1 });
+    assert.equal(
+      (await apiCall(env, t.key, "GET", "/api/1/account")).status,
+      401,
+      "the key stops at once on this instance",
+    );
 
     // The only admin cannot.
     const admin = await signedIn(env);

@@ -33,25 +33,21 @@ export function isSiteForm(
 }
 
 /**
- * Where a refused site form goes back to, with its message; undefined when it is not one
- * (an API call, a GET, a status with a page of its own, a page not of this site).
- * `fields` are the posted form's (its `back` and `id` name the page and the form).
+ * Where a refused site form (one {@link isSiteForm} took) goes back to, with its message;
+ * undefined when its page is not of this site. `fields` are the posted form's (its
+ * `back` and `id` name the page and the form).
  */
 export function formErrorTarget(
   req: {
-    method: string;
     url: string;
     path: string;
     referer?: string;
     /** Whether an origin is this site's (layout.tsx ownOrigin: the forms' own rule). */
     own: (origin: string) => boolean;
   },
-  status: number,
   e: Pick<ApiError, "message" | "details">,
   fields: Record<string, unknown>,
 ): string | undefined {
-  if (req.method !== "POST" || req.path.startsWith("/api/")) return undefined;
-  if (!SHOWN_BACK.has(status)) return undefined;
   const self = new URL(req.url);
   const back = typeof fields.back === "string" && fields.back.startsWith("/") &&
       !fields.back.startsWith("//")

@@ -154,18 +154,14 @@ var ServiceError = class extends Error {
     this.details = details;
   }
 };
-function withRetryAfter(e, header) {
-  if (!header) return e;
-  const s = /^\d+$/.test(header.trim()) ? Number(header) : Math.ceil((Date.parse(header) - Date.now()) / 1e3);
-  if (Number.isFinite(s) && s >= 0) e.retryAfter = s;
-  return e;
-}
-function errorFromBody(status, body) {
+function errorFromBody(status, body, retryAfter) {
   const e = body?.error;
-  if (e && typeof e.code === "number") {
-    return new ServiceError(e.message ?? ERROR_CODES[e.code] ?? "Request failed", e.code, status, e.details);
+  const err = e && typeof e.code === "number" ? new ServiceError(e.message ?? ERROR_CODES[e.code] ?? "Request failed", e.code, status, e.details) : new ServiceError(`Request failed with HTTP ${status}`, status, status);
+  if (retryAfter) {
+    const s = /^\d+$/.test(retryAfter.trim()) ? Number(retryAfter) : Math.ceil((Date.parse(retryAfter) - Date.now()) / 1e3);
+    if (Number.isFinite(s) && s >= 0) err.retryAfter = s;
   }
-  return new ServiceError(`Request failed with HTTP ${status}`, status, status);
+  return err;
 }
 
 // sdk/src/embed_codes.ts
@@ -1116,7 +1112,7 @@ var ServiceApp = class _ServiceApp {
     }
     const body = await res.json().catch(() => void 0);
     if (!res.ok || !body?.success) {
-      throw withRetryAfter(errorFromBody(res.status, body), res.headers.get("Retry-After"));
+      throw errorFromBody(res.status, body, res.headers.get("Retry-After"));
     }
     return asBatch(body);
   }
@@ -1210,7 +1206,7 @@ var ServiceApp = class _ServiceApp {
           progress(100);
           resolve(body);
         } else {
-          reject(withRetryAfter(errorFromBody(xhr.status, body), xhr.getResponseHeader("Retry-After")));
+          reject(errorFromBody(xhr.status, body, xhr.getResponseHeader("Retry-After")));
         }
       };
       xhr.onerror = () => reject(new ServiceError("Network error: the service could not be reached", 0, 0));
@@ -1257,7 +1253,9 @@ function createApiClient(opts) {
       throw new ServiceError(`Network error: ${e.message}`, 0, 0);
     }
     const data = await res.json().catch(() => void 0);
-    if (!res.ok || !data?.success) throw errorFromBody(res.status, data);
+    if (!res.ok || !data?.success) {
+      throw errorFromBody(res.status, data, res.headers.get("Retry-After"));
+    }
     return data;
   }
   return {
@@ -1358,7 +1356,7 @@ function createApiClient(opts) {
         throw new ServiceError(`Network error: ${e.message}`, 0, 0);
       });
       if (res.ok) return await res.blob();
-      throw errorFromBody(res.status, await res.json().catch(() => void 0));
+      throw errorFromBody(res.status, await res.json().catch(() => void 0), res.headers.get("Retry-After"));
     },
     /** GET /api/1/screenshot/presets. */
     presets() {

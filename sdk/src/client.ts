@@ -85,7 +85,9 @@ export function createApiClient(opts: ApiClientOptions) {
       throw new ServiceError(`Network error: ${(e as Error).message}`, 0, 0);
     }
     const data = await res.json().catch(() => undefined);
-    if (!res.ok || !data?.success) throw errorFromBody(res.status, data);
+    if (!res.ok || !data?.success) {
+      throw errorFromBody(res.status, data, res.headers.get("Retry-After"));
+    }
     return data as T;
   }
   return {
@@ -225,7 +227,11 @@ export function createApiClient(opts: ApiClientOptions) {
         throw new ServiceError(`Network error: ${(e as Error).message}`, 0, 0);
       });
       if (res.ok) return await res.blob();
-      throw errorFromBody(res.status, await res.json().catch(() => undefined));
+      throw errorFromBody(
+        res.status,
+        await res.json().catch(() => undefined),
+        res.headers.get("Retry-After"),
+      );
     },
     /** GET /api/1/screenshot/presets. */
     presets(): Promise<PresetsResult> {

@@ -28,33 +28,31 @@ export class ServiceError extends Error {
 }
 
 /**
- * `e` with the Retry-After its answer carried (whole seconds; an HTTP date is turned into
- * seconds from now), so a caller can say when to try again.
+ * Turns an error envelope (or anything else a server sent) into a ServiceError, with the
+ * answer's Retry-After (whole seconds; an HTTP date is turned into seconds from now) as
+ * `retryAfter`, so a caller can say when to try again.
  */
-export function withRetryAfter(
-  e: ServiceError,
-  header: string | null | undefined,
+export function errorFromBody(
+  status: number,
+  body: unknown,
+  retryAfter?: string | null,
 ): ServiceError {
-  if (!header) return e;
-  const s = /^\d+$/.test(header.trim())
-    ? Number(header)
-    : Math.ceil((Date.parse(header) - Date.now()) / 1000);
-  if (Number.isFinite(s) && s >= 0) e.retryAfter = s;
-  return e;
-}
-
-/** Turns an error envelope (or anything else a server sent) into a ServiceError. */
-export function errorFromBody(status: number, body: unknown): ServiceError {
   const e = (body as {
     error?: { code?: number; message?: string; details?: unknown[] };
   })?.error;
-  if (e && typeof e.code === "number") {
-    return new ServiceError(
+  const err = e && typeof e.code === "number"
+    ? new ServiceError(
       e.message ?? ERROR_CODES[e.code] ?? "Request failed",
       e.code,
       status,
       e.details,
-    );
+    )
+    : new ServiceError(`Request failed with HTTP ${status}`, status, status);
+  if (retryAfter) {
+    const s = /^\d+$/.test(retryAfter.trim())
+      ? Number(retryAfter)
+      : Math.ceil((Date.parse(retryAfter) - Date.now()) / 1000);
+    if (Number.isFinite(s) && s >= 0) err.retryAfter = s;
   }
-  return new ServiceError(`Request failed with HTTP ${status}`, status, status);
+  return err;
 }

@@ -48,7 +48,11 @@ export function sendResumable(
         s.onProgress(total ? (sent / total) * 100 : 0),
       onError: (e) => {
         const res = (e as {
-          originalResponse?: { getStatus(): number; getBody(): string };
+          originalResponse?: {
+            getStatus(): number;
+            getBody(): string;
+            getHeader(name: string): string | undefined;
+          };
         })
           .originalResponse;
         if (!res) {
@@ -58,7 +62,9 @@ export function sendResumable(
         try {
           body = JSON.parse(res.getBody());
         } catch { /* not JSON */ }
-        reject(errorFromBody(res.getStatus(), body));
+        reject(
+          errorFromBody(res.getStatus(), body, res.getHeader("Retry-After")),
+        );
       },
       onSuccess: (p) => {
         try {

@@ -1,5 +1,5 @@
 import type { ResumableSend } from "./resumable.ts";
-import { errorFromBody, ServiceError, withRetryAfter } from "./errors.ts";
+import { errorFromBody, ServiceError } from "./errors.ts";
 import {
   createUploadWidget,
   type UploadWidget,
@@ -126,10 +126,7 @@ export class ServiceApp implements Uploader {
     }
     const body = await res.json().catch(() => undefined);
     if (!res.ok || !body?.success) {
-      throw withRetryAfter(
-        errorFromBody(res.status, body),
-        res.headers.get("Retry-After"),
-      );
+      throw errorFromBody(res.status, body, res.headers.get("Retry-After"));
     }
     return asBatch(body);
   }
@@ -240,8 +237,9 @@ export class ServiceApp implements Uploader {
           resolve(body);
         } else {
           reject(
-            withRetryAfter(
-              errorFromBody(xhr.status, body),
+            errorFromBody(
+              xhr.status,
+              body,
               xhr.getResponseHeader("Retry-After"),
             ),
           );

@@ -179,6 +179,35 @@ export async function albumTitles(
 }
 
 /**
+ * Moves one of the user's albums one place up or down among them, in the order
+ * {@link albumTitles} gives: the albums are numbered as shown and the two swap places;
+ * only the albums whose number changed are written. Past either end nothing moves; an
+ * album not theirs is 404.
+ */
+export async function moveAlbum(
+  db: Kysely<DB>,
+  userId: string,
+  id: string,
+  dir: "up" | "down",
+  clock: Clock,
+): Promise<void> {
+  const order = await db.selectFrom("albums").select(["id", "position"])
+    .where("user_id", "=", userId)
+    .orderBy("position").orderBy("created_at", "desc").orderBy("id")
+    .execute();
+  const at = order.findIndex((a) => a.id === id);
+  if (at < 0) throw notFound();
+  const to = dir === "up" ? at - 1 : at + 1;
+  if (to < 0 || to >= order.length) return;
+  [order[at], order[to]] = [order[to], order[at]];
+  for (const [position, a] of order.entries()) {
+    if (a.position === position) continue;
+    await db.updateTable("albums").set({ position, updated_at: clock.now() })
+      .where("id", "=", a.id).execute();
+  }
+}
+
+/**
  * The user's albums by position, then newest first, each with its count and cover (as
  * {@link viewOf} gives them), in four statements however many albums there are: the
  * albums, their counts, their set covers and their newest images.

@@ -119,8 +119,9 @@ class MemoryScratch {
     const e = this.files.get(path);
     if (!e) throw new Deno.errors.NotFound(`no scratch file ${path}`);
     this.files.delete(path);
-    this.give(capacityOf(e), e.folder);
-    dropped(capacityOf(e));
+    const bytes = capacityOf(e);
+    this.give(bytes, e.folder);
+    dropped(bytes);
   }
 }
 
@@ -184,8 +185,9 @@ function wholeOf(e: MemoryEntry): Uint8Array {
     whole.set(n === p.length ? p : p.subarray(0, n), at);
     at += n;
   }
-  memory.give(capacityOf(e), e.folder);
-  dropped(capacityOf(e));
+  const parts = capacityOf(e);
+  memory.give(parts, e.folder);
+  dropped(parts);
   e.parts = [whole];
   e.slack = 0;
   return whole;

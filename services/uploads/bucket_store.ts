@@ -178,11 +178,7 @@ export class BucketStore extends DataStore {
 
   /** A finished upload's parts, in order, each as its bytes. */
   async *parts(id: string): AsyncIterable<Uint8Array> {
-    const info = await this.#info(id);
-    if (!info) throw ERRORS.FILE_NOT_FOUND;
-    for (const p of info.parts) {
-      const blob = await this.store.get(p.key);
-      if (!blob) throw new Error(`part ${p.key} of ${id} is gone`);
+    for await (const blob of this.#partBlobs(id)) {
       yield await wholeBody(blob.body, blob.size);
     }
   }
@@ -192,12 +188,8 @@ export class BucketStore extends DataStore {
    * came. Throws when they would not fit or a part is gone.
    */
   async readInto(id: string, into: Uint8Array): Promise<number> {
-    const info = await this.#info(id);
-    if (!info) throw ERRORS.FILE_NOT_FOUND;
     let at = 0;
-    for (const p of info.parts) {
-      const blob = await this.store.get(p.key);
-      if (!blob) throw new Error(`part ${p.key} of ${id} is gone`);
+    for await (const blob of this.#partBlobs(id)) {
       if (at + blob.size > into.length) {
         if (!(blob.body instanceof Uint8Array)) await blob.body.cancel();
         throw new Error(`the parts of ${id} are longer than its size`);
@@ -207,6 +199,17 @@ export class BucketStore extends DataStore {
       at += blob.size;
     }
     return at;
+  }
+
+  /** A finished upload's parts, in order, as the store gives them; a part gone throws. */
+  async *#partBlobs(id: string) {
+    const info = await this.#info(id);
+    if (!info) throw ERRORS.FILE_NOT_FOUND;
+    for (const p of info.parts) {
+      const blob = await this.store.get(p.key);
+      if (!blob) throw new Error(`part ${p.key} of ${id} is gone`);
+      yield blob;
+    }
   }
 
   /**

@@ -11,9 +11,8 @@ export declare class ServiceError extends Error {
     constructor(message: string, code: number, status: number, details?: unknown[]);
 }
 /**
- * `e` with the Retry-After its answer carried (whole seconds; an HTTP date is turned into
- * seconds from now), so a caller can say when to try again.
+ * Turns an error envelope (or anything else a server sent) into a ServiceError, with the
+ * answer's Retry-After (whole seconds; an HTTP date is turned into seconds from now) as
+ * `retryAfter`, so a caller can say when to try again.
  */
-export declare function withRetryAfter(e: ServiceError, header: string | null | undefined): ServiceError;
-/** Turns an error envelope (or anything else a server sent) into a ServiceError. */
-export declare function errorFromBody(status: number, body: unknown): ServiceError;
+export declare function errorFromBody(status: number, body: unknown, retryAfter?: string | null): ServiceError;

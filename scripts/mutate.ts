@@ -1592,6 +1592,16 @@ const MUTATIONS: Mutation[] = [
     to: '  "at most 255 characters",\n);',
     tests: ["tests/abuse_test.ts"],
   },
+  {
+    name:
+      "self-service: a deletion the store interrupts leaves the rest's bytes stored for good",
+    file: "services/accounts/self_service.ts",
+    from:
+      '  const rows = await db.updateTable("images").set({ expires_at: clock.now() })',
+    to:
+      '  const rows = await db.updateTable("images").set({ user_id: userId })',
+    tests: ["tests/site_test.ts"],
+  },
 ];
 
 const root = new URL("..", import.meta.url).pathname.replace(/\/$/, "");

@@ -11,6 +11,10 @@ import {
   userWithKey,
 } from "./helpers.ts";
 import { isSiteForm } from "../routes/pages/form_errors.ts";
+import { FsStore } from "../services/store/fs_store.ts";
+import { sweepExpired } from "../services/images/records.ts";
+import { sweepOrphans } from "../services/images/orphans.ts";
+import { unavailable } from "../schemas/errors.ts";
 import {
   createSession,
   getSession,
@@ -1472,5 +1476,49 @@ test("deleting an account (the site's form with the password asked again, or DEL
     assert.match(refused.body.error.details[0].message, /only admin/);
   } finally {
     await env.close();
+  }
+});
+
+/** A filesystem store whose deletes fail (S3 away) once `failing` is set. */
+class FailingDeletes extends FsStore {
+  failing = false;
+  override delete(key: string) {
+    if (this.failing) return Promise.reject(unavailable("store"));
+    return super.delete(key);
+  }
+}
+
+test("an account deletion the store fails part-way is answered 503, and the sweeps remove the rest's bytes (the expiry sweep the images it never reached, the orphan sweep the one it was at): nothing of a deleted account stays stored", async () => {
+  const dir = await Deno.makeTempDir();
+  const store = new FailingDeletes(dir);
+  const env = await testEnv({ store });
+  try {
+    const s = await signedIn(env);
+    const ids = await uploadMany(env, s.key, 2);
+    const { db } = env.deps.database;
+    const rows = await db.selectFrom("images").selectAll()
+      .where("id", "in", ids).execute();
+    store.failing = true;
+    const answer = await apiCall(env, s.key, "DELETE", "/api/1/account");
+    assert.equal(answer.status, 503);
+    assert.equal(answer.body.error.code, 250);
+    for (const r of rows) assert.ok(await store.stat(`${r.id}.${r.ext}`));
+    assert.equal(
+      (await apiCall(env, s.key, "GET", "/api/1/account")).status,
+      401,
+      "the account is gone",
+    );
+    store.failing = false;
+    // The image the deletion never reached is past its time: the expiry sweep takes it.
+    assert.equal(await sweepExpired(db, store, env.clock), 1);
+    // The one whose row was marked before its delete failed is the orphan sweep's.
+    env.clock.advance(Date.now() - env.clock.now().getTime() + 86_400_000);
+    await sweepOrphans(db, store, env.clock, 0);
+    for (const r of rows) {
+      assert.equal(await store.stat(`${r.id}.${r.ext}`), null);
+    }
+  } finally {
+    await env.close();
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
   }
 });

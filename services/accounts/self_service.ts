@@ -120,8 +120,12 @@ export async function deleteAccount(
     }
   }
   await deleteUser(db, userId, clock);
-  const rows = await db.selectFrom("images").selectAll()
-    .where("user_id", "=", userId).where("deleted_at", "is", null).execute();
+  // Expired as of now, in one statement: should the store fail part-way (answered 503),
+  // the expiry sweep of every instance removes the rest's bytes, as for any image past
+  // its time, though the account is gone and cannot ask again.
+  const rows = await db.updateTable("images").set({ expires_at: clock.now() })
+    .where("user_id", "=", userId).where("deleted_at", "is", null)
+    .returningAll().execute();
   for (const row of rows) await deleteImage(db, store, row, clock);
   // Their rows stay (deleted), in no album, as an album's deletion leaves them.
   await db.updateTable("images").set({ album_id: null })

@@ -122,16 +122,17 @@ test("a connection cut at about half resumes from the server's offset: tus-js-cl
     );
     assert.equal(proxy.cuts, 1, "the first connection was cut");
     assert.ok(proxy.connections >= 2);
-    // One HEAD after the cut, or more on a loaded machine: a PATCH that comes before the
-    // server has seen the cut is told the upload is busy (503/250), and the client asks
-    // again. Every answer resumes from where the bytes stopped, never from zero.
+    // One HEAD after the cut, or more on a loaded machine: until the server has seen the
+    // cut, the cut request still holds the upload, so a HEAD may answer what was written
+    // so far (even 0) and the PATCH after it is told busy (503/250); the client asks
+    // again. The last HEAD, which the resumed PATCH starts from, is where the bytes
+    // stopped, never zero.
     assert.ok(offsets.length >= 1, "a HEAD after the cut");
-    for (const at of offsets) {
-      assert.ok(
-        at > 0 && at < photo.length,
-        `resumed from ${at} of ${photo.length}, not from zero`,
-      );
-    }
+    const from = offsets.at(-1)!;
+    assert.ok(
+      from > 0 && from < photo.length,
+      `resumed from ${from} of ${photo.length} (HEADs: ${offsets}), not from zero`,
+    );
     const answer = JSON.parse(done.body);
     assert.equal(answer.success, true, done.body);
     const single = await upload(

@@ -63,6 +63,10 @@ import { formErrorTarget, isSiteForm } from "./routes/pages/form_errors.ts";
 import { ownOrigin } from "./routes/pages/layout.tsx";
 import { sessionUser } from "./routes/session.ts";
 import { logRequest, requestIdOf } from "./routes/request_id.ts";
+import {
+  originOfRequest,
+  withRequestOrigin,
+} from "./services/runtime/link_base.ts";
 
 import type { App, AppEnv } from "./routes/env.ts";
 
@@ -141,6 +145,17 @@ export function createApp(deps: AppDeps): App {
       }
     },
   });
+
+  // With BASE_URL unset, the links of everything below follow the origin this request
+  // was addressed to (services/runtime/link_base.ts).
+  if (!deps.config.BASE_URL_SET) {
+    app.use((c, next) =>
+      withRequestOrigin(
+        originOfRequest(c.req.url, c.req.raw.headers, deps.config.TRUST_PROXY),
+        next,
+      )
+    );
+  }
 
   // Request id and access log in one middleware, the id header set on the finished
   // response. Hono's requestId middleware sets it beforehand, and a handler that answers

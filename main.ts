@@ -64,11 +64,13 @@ async function main() {
         msg: "listening",
         hostname,
         port,
-        base_url: config.BASE_URL,
+        base_url: config.BASE_URL_SET
+          ? config.BASE_URL
+          : "the request's origin",
         uptime_ms: Math.round(performance.now()),
       });
       // For the person who started it; stdout stays one JSON object per line.
-      console.error(startupLine(config.BASE_URL, hostname, port));
+      console.error(startupLine(config, hostname, port));
     },
   }, lifecycle.track(app.fetch));
   let stopping = false;

@@ -1,3 +1,4 @@
+import { linkBases } from "../services/runtime/link_base.ts";
 import type { Context } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import type { App, AppEnv } from "./env.ts";
@@ -444,7 +445,7 @@ export function registerAccountRoutes(app: App, deps: AppDeps) {
               <code>
                 curl -H "Authorization: Bearer{" "}
                 {props.newKey}" -F "images=@photo.jpg"{" "}
-                {deps.config.BASE_URL}/api/1/upload
+                {linkBases(deps.config).base}/api/1/upload
               </code>
             </p>
             <form method="post" action="/account/sharex">
@@ -632,10 +633,14 @@ export function registerAccountRoutes(app: App, deps: AppDeps) {
     noStore(c);
     c.header(
       "Content-Disposition",
-      `attachment; filename="${sharexFileName(deps.config.BASE_URL)}"`,
+      `attachment; filename="${sharexFileName(linkBases(deps.config).base)}"`,
     );
     return c.body(
-      JSON.stringify(sharexConfig(deps.config.BASE_URL, r.form.key), null, 2),
+      JSON.stringify(
+        sharexConfig(linkBases(deps.config).base, r.form.key),
+        null,
+        2,
+      ),
       200,
       {
         "content-type": "application/json; charset=utf-8",

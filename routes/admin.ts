@@ -3,6 +3,7 @@
  * operation answers 404 to anyone who is not an admin (a guest, a user, a disabled
  * account, a user's key), as if it did not exist (DESIGN.md "Operating in public").
  */
+import { linkBases } from "../services/runtime/link_base.ts";
 import { API_SECURITY } from "./upload_routes.ts";
 import { createRoute } from "@hono/zod-openapi";
 import type { Context, MiddlewareHandler } from "hono";
@@ -508,7 +509,10 @@ export function registerAdminRoutes(
     const body = c.req.valid("json");
     const invite = await createInvite(db, clock, actorOf(c, deps), body);
     return c.json(
-      okBody({ ...invite, url: inviteUrl(deps.config.BASE_URL, invite.token) }),
+      okBody({
+        ...invite,
+        url: inviteUrl(linkBases(deps.config).base, invite.token),
+      }),
       200,
     );
   });

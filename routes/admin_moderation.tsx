@@ -2,6 +2,7 @@
  * The console's moderation pages (/admin/images, /admin/reports, /admin/invites,
  * /admin/audit) and their forms; registered by registerAdminPages behind the same guards.
  */
+import { linkBases } from "../services/runtime/link_base.ts";
 import type { App } from "./env.ts";
 import type { AppDeps } from "./deps.ts";
 import { humanDate, humanSize } from "./pages/layout.tsx";
@@ -54,7 +55,6 @@ export function registerModerationPages(
       perPage: PER_PAGE,
       owner,
     });
-    const host = config.IMAGE_HOST_URL;
     return c.html(
       <AdminFrame
         user={user}
@@ -78,7 +78,7 @@ export function registerModerationPages(
                     <a href={`/i/${i.id}`}>
                       <img
                         class="thumb"
-                        src={`${host}/${i.id}.th.${i.thumb_ext ?? i.ext}`}
+                        src={`/${i.id}.th.${i.thumb_ext ?? i.ext}`}
                         alt={i.title}
                         loading="lazy"
                         width="64"
@@ -334,7 +334,7 @@ export function registerModerationPages(
       max_uses: uses,
       expires_in: expires,
     });
-    const link = inviteUrl(config.BASE_URL, invite.token);
+    const link = inviteUrl(linkBases(config).base, invite.token);
     return c.redirect(`/admin/invites?link=${encodeURIComponent(link)}`, 303);
   });
 

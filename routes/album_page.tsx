@@ -1,3 +1,4 @@
+import { shownOnSite } from "./pages/site_links.ts";
 import type { App } from "./env.ts";
 import type { AppDeps } from "./deps.ts";
 import { toImageRecord } from "../services/images/records.ts";
@@ -103,7 +104,10 @@ export function registerAlbumPage(
           <ul class="grid">
             {records.map((rec) => (
               <li class="card">
-                <CardPicture rec={rec} widths={config.IMAGE_WIDTHS} />
+                <CardPicture
+                  rec={shownOnSite(config, rec)}
+                  widths={config.IMAGE_WIDTHS}
+                />
                 <div class="body">
                   <span class="title" title={rec.title}>{rec.title}</span>
                   {owner && (rec.id === cover?.id

@@ -6,6 +6,8 @@ import { secureHeaders } from "hono/secure-headers";
 import swaggerUiPackage from "swagger-ui-dist/package.json" with {
   type: "json",
 };
+import type { Context } from "hono";
+import { originOfRequest } from "../services/runtime/link_base.ts";
 import type { App } from "./env.ts";
 import type { AppDeps } from "./deps.ts";
 import { errorCodeTable } from "../schemas/envelope.ts";
@@ -123,12 +125,27 @@ export function openApiYaml(app: App): Promise<string> {
 /** Registers /openapi.json, /openapi.yaml and the Swagger UI at /docs. */
 export function registerDocsRoutes(app: App, deps: AppDeps) {
   let cached: ReturnType<typeof openApiDocument> | undefined;
-  const doc = () => cached ??= openApiDocument(app, deps.config.BASE_URL);
-  app.get("/openapi.json", (c) => c.json(doc()));
+  // Swagger UI's "Try it out" calls the first server: the address this document was
+  // fetched at (same origin, no CORS), then BASE_URL when that is another one.
+  const doc = (c: Context) => {
+    cached ??= openApiDocument(app, deps.config.BASE_URL);
+    const here = originOfRequest(
+      c.req.url,
+      c.req.raw.headers,
+      deps.config.TRUST_PROXY,
+    );
+    if (here === new URL(deps.config.BASE_URL).origin) return cached;
+    const servers = [{ url: here, description: "This address" }];
+    if (deps.config.BASE_URL_SET) {
+      servers.push({ url: deps.config.BASE_URL, description: "BASE_URL" });
+    }
+    return { ...cached, servers };
+  };
+  app.get("/openapi.json", (c) => c.json(doc(c)));
   app.get(
     "/openapi.yaml",
     async (c) =>
-      c.body(await yamlOf(doc()), 200, {
+      c.body(await yamlOf(doc(c)), 200, {
         "content-type": "application/yaml; charset=utf-8",
       }),
   );

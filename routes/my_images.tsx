@@ -1,3 +1,4 @@
+import { shownOnSite } from "./pages/site_links.ts";
 import type { App } from "./env.ts";
 import type { AppDeps } from "./deps.ts";
 import {
@@ -332,7 +333,10 @@ export function registerMyImages(
               <ul class="grid">
                 {props.records.map(({ rec, source, expiresAt }) => (
                   <li class="card">
-                    <CardPicture rec={rec} widths={config.IMAGE_WIDTHS} />
+                    <CardPicture
+                      rec={shownOnSite(config, rec)}
+                      widths={config.IMAGE_WIDTHS}
+                    />
                     <div class="body">
                       <label class="check title">
                         <input
@@ -359,7 +363,7 @@ export function registerMyImages(
                       </span>
                       <span class="muted">{expiryText(expiresAt, now)}</span>
                       <div class="actions">
-                        <a class="button secondary" href={rec.url_viewer}>
+                        <a class="button secondary" href={`/i/${rec.id}`}>
                           Open
                         </a>
                         <button

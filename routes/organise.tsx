@@ -1,3 +1,4 @@
+import { albumOnSite } from "./pages/site_links.ts";
 import type { App } from "./env.ts";
 import type { AppDeps } from "./deps.ts";
 import type { ImageRowCache } from "../services/images/image_cache.ts";
@@ -68,7 +69,7 @@ export function registerOrganiseRoutes(
       ? undefined
       : Number.parseInt(deleted) || 0;
     const albums = (await listAlbums(db, user.userId, clock)).map((v) =>
-      toAlbumRecord(config, v)
+      albumOnSite(config, toAlbumRecord(config, v))
     );
     c.header("Cache-Control", "no-store");
     return c.html(

@@ -187,7 +187,7 @@ function documentTus(app: App) {
       "`Upload-Metadata` (base64 values: `filename` or `title` names the image, " +
       "`album` an album of yours, `expiration` seconds, `privacy` public, private or " +
       "password with `password`; a bad value is 160 here, before any byte). The answer's `Location` is " +
-      "the upload's URL, to PATCH chunks to and HEAD for the offset after a cut. Per " +
+      "the upload's URL as a path (resolved against this endpoint), to PATCH chunks to and HEAD for the offset after a cut. Per " +
       "account at most TUS_UPLOADS_AT_ONCE unfinished uploads (170) holding at most " +
       "TUS_PENDING_MB (130); a file that would not fit the account's quota now is " +
       "180 before it is sent. With a first chunk (creation-with-upload) that finishes " +
@@ -210,7 +210,7 @@ function documentTus(app: App) {
         description: "Created: its URL in Location",
         headers: {
           ...tusHeaders,
-          "Location": header("The upload's URL"),
+          "Location": header("The upload's URL, as a path"),
           "Upload-Offset": header("Bytes received so far", "integer"),
           "Upload-Expires": header(
             "When its parts go unless written to (TUS_EXPIRE_HOURS)",

@@ -1,3 +1,4 @@
+import { shownOnSite } from "./pages/site_links.ts";
 import { secureHeaders } from "hono/secure-headers";
 import type { App } from "./env.ts";
 import type { AppDeps } from "./deps.ts";
@@ -110,14 +111,16 @@ export function registerViewerRoutes(
       ? { "Viewer link": rec.url_viewer }
       : embedCodes(rec, deps.config.IMAGE_WIDTHS);
     const uploaded = new Date(rec.time * 1000).toISOString();
+    // The page's own images and buttons, at the address it was opened by.
+    const here = shownOnSite(deps.config, rec);
     // What the page shows: the medium variant when there is one (a phone need not fetch a
     // 4000 px original), at its own size, never wider than the screen.
-    const shown = rec.medium.url !== rec.url
+    const shown = here.medium.url !== here.url
       ? {
-        url: rec.medium.url,
+        url: here.medium.url,
         ...fitWithin(rec.width, rec.height, MEDIUM_SIZE),
       }
-      : { url: rec.url, width: rec.width, height: rec.height };
+      : { url: here.url, width: rec.width, height: rec.height };
     if (owner || ownerByKey) c.header("Cache-Control", "private, no-store");
     const [album, albums] = await Promise.all([
       row.album_id ? findAlbum(db, row.album_id) : undefined,
@@ -153,9 +156,9 @@ export function registerViewerRoutes(
           </p>
         )}
         <figure class="viewer-figure">
-          <a href={rec.url} title="Open the full-size image">
+          <a href={here.url} title="Open the full-size image">
             <Picture
-              img={pictureOf(rec)}
+              img={pictureOf(here)}
               widths={deps.config.IMAGE_WIDTHS}
               sizes="(max-width: 1072px) calc(100vw - 2rem), 1040px"
               shown={shown}
@@ -172,7 +175,7 @@ export function registerViewerRoutes(
           )}
         </p>
         <div class="toolbar">
-          <a class="button secondary" href={rec.url}>Full size</a>
+          <a class="button secondary" href={here.url}>Full size</a>
           {!owner && (
             <a class="button secondary" href={`/report?image=${rec.id}`}>
               Report
@@ -182,7 +185,7 @@ export function registerViewerRoutes(
             <>
               <a
                 class="button secondary"
-                href={rec.url}
+                href={here.url}
                 download={rec.image.filename}
               >
                 Download

@@ -63,13 +63,13 @@ const SERVER = {
   }),
   BASE_URL: v(httpUrl.optional(), {
     description:
-      "The public address of the service: links use it; https makes session cookies Secure and pages send HSTS. Unset: http://localhost:PORT.",
+      "The public address of the service: links use it; https makes session cookies Secure and pages send HSTS. Unset: the links follow the address each request was sent to (X-Forwarded-Host/-Proto with TRUST_PROXY); set it in production.",
     unit: "URL",
-    shownDefault: "http://localhost:PORT",
+    shownDefault: "the request's origin",
   }),
   IMAGE_HOST_URL: v(httpUrl.optional(), {
     description:
-      "Where image links point (another origin, or a CDN before the service; it then serves thumbnails and transform URLs too). Unset: S3_PUBLIC_URL for originals, else BASE_URL.",
+      "Where image links point (another origin, or a CDN before the service; it then serves thumbnails and transform URLs too). Unset: S3_PUBLIC_URL for originals, else BASE_URL (or the request's origin).",
     unit: "URL",
     shownDefault: "S3_PUBLIC_URL, else BASE_URL",
   }),
@@ -620,6 +620,13 @@ export const ConfigSchema = ConfigFields.transform((c) => {
   return {
     ...c,
     BASE_URL: base,
+    /**
+     * Whether BASE_URL was given: unset, the links follow each request's origin
+     * (services/runtime/link_base.ts) and BASE_URL is only the start-up default.
+     */
+    BASE_URL_SET: c.BASE_URL !== undefined,
+    /** Whether IMAGE_HOST_URL was given (then image links never follow the request). */
+    IMAGE_HOST_URL_SET: c.IMAGE_HOST_URL !== undefined,
     IMAGE_HOST_URL: c.IMAGE_HOST_URL ?? c.S3_PUBLIC_URL ?? base,
     /**
      * Where what only the service can answer is linked: thumbnails and mediums (made at

@@ -660,9 +660,8 @@ const MUTATIONS: Mutation[] = [
   {
     name: "privacy: a private image's file is linked at the public bucket",
     file: "services/images/records.ts",
-    from:
-      `  const shown = isRestricted(privacy) ? service : config.IMAGE_HOST_URL;`,
-    to: `  const shown = config.IMAGE_HOST_URL;`,
+    from: `  const shown = isRestricted(privacy) ? service : imageHost;`,
+    to: `  const shown = imageHost;`,
     tests: ["tests/public_bucket_test.ts"],
   },
   {
@@ -1601,6 +1600,77 @@ const MUTATIONS: Mutation[] = [
     to:
       '  const rows = await db.updateTable("images").set({ user_id: userId })',
     tests: ["tests/site_test.ts"],
+  },
+  {
+    name:
+      "origin: with BASE_URL unset, links are localhost's again whatever address was used",
+    file: "services/runtime/link_base.ts",
+    from:
+      "  const origin = config.BASE_URL_SET ? undefined : requestOrigin.getStore();",
+    to: "  const origin = config.BASE_URL_SET ? undefined : undefined;",
+    tests: ["tests/site_origin_test.ts"],
+  },
+  {
+    name: "origin: a forwarded host is believed without TRUST_PROXY",
+    file: "services/runtime/link_base.ts",
+    from: "  if (!trustProxy) return own;\n",
+    to: "",
+    tests: ["tests/site_origin_test.ts"],
+  },
+  {
+    name: "origin: a forwarded host with a path smuggled in is taken",
+    file: "services/runtime/link_base.ts",
+    from:
+      '    if (u.pathname !== "/" || u.username || u.search || u.hash) return own;\n',
+    to: "",
+    tests: ["tests/site_origin_test.ts"],
+  },
+  {
+    name: "origin: IMAGE_HOST_URL given is replaced by the request's origin",
+    file: "services/runtime/link_base.ts",
+    from:
+      "    imageHost: config.IMAGE_HOST_URL_SET\n      ? config.IMAGE_HOST_URL\n      : follows(config.IMAGE_HOST_URL),",
+    to: "    imageHost: follows(config.BASE_URL),",
+    tests: ["tests/site_origin_test.ts"],
+  },
+  {
+    name: "origin: pages link the site absolutely again (BASE_URL's)",
+    file: "routes/pages/site_links.ts",
+    from: "    if (url.startsWith(`${base}/`)) return url.slice(base.length);",
+    to: "    if (url.startsWith(`${base}/`)) return url;",
+    tests: ["tests/site_origin_test.ts"],
+  },
+  {
+    name:
+      "origin: a private image's thumbnail on the site comes from IMAGE_HOST_URL (no session there)",
+    file: "routes/pages/site_links.ts",
+    from: "  return restricted ? [base, service] : [base];",
+    to: "  return [base];",
+    tests: ["tests/site_origin_browser_test.ts"],
+  },
+  {
+    name: "origin: the served API document names BASE_URL only",
+    file: "routes/docs.ts",
+    from:
+      "    if (here === new URL(deps.config.BASE_URL).origin) return cached;",
+    to: "    return cached;",
+    tests: ["tests/site_origin_test.ts"],
+  },
+  {
+    name:
+      "origin: the start-up line says localhost for a listener on another address",
+    file: "server/composition.ts",
+    from: "    const open = wildcard ? `http://localhost:${port}` : listen;",
+    to: "    const open = `http://localhost:${port}`;",
+    tests: ["tests/site_origin_test.ts"],
+  },
+  {
+    name:
+      "origin: a resumable upload's Location is absolute from the Host header again",
+    file: "services/uploads/resumable.ts",
+    from: "      relativeLocation: true,",
+    to: "      respectForwardedHeaders: true,",
+    tests: ["tests/site_origin_test.ts"],
   },
 ];
 

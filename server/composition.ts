@@ -300,17 +300,27 @@ async function buildRest(
 }
 
 /**
- * The start-up line for people: where to open the site (BASE_URL, which the links use),
- * and where the server actually listens when that differs.
+ * The start-up line for people: where to open the site and where the server listens.
+ * With BASE_URL set, that address (the links use it). Unset, the links follow whatever
+ * address a request came to, so the line names one that reaches this listener (a
+ * wildcard listener as localhost) and says to set BASE_URL for production.
  */
 export function startupLine(
-  baseUrl: string,
+  config: Pick<Config, "BASE_URL" | "BASE_URL_SET" | "IMAGE_HOST_URL_SET">,
   hostname: string,
   port: number,
 ): string {
   const host = hostname.includes(":") ? `[${hostname}]` : hostname;
   const listen = `http://${host}:${port}`;
-  const base = baseUrl.replace(/\/+$/, "");
+  if (!config.BASE_URL_SET) {
+    const wildcard = hostname === "0.0.0.0" || hostname === "::";
+    const open = wildcard ? `http://localhost:${port}` : listen;
+    return `Image host is up: open ${open}/ (API docs: ${open}/docs). ` +
+      "Links follow the address each request is sent to; in production set BASE_URL" +
+      (config.IMAGE_HOST_URL_SET ? "" : " (and IMAGE_HOST_URL for a CDN)") +
+      " to the public address.";
+  }
+  const base = config.BASE_URL.replace(/\/+$/, "");
   return `Image host is up: open ${base}/ (API docs: ${base}/docs)` +
     (new URL(base).port === String(port) ? "" : `; listening on ${listen}`);
 }

@@ -404,10 +404,8 @@ test("the album page /a/<id> shows its title, description and images to anyone w
     assert.ok(og, "og:image");
     assert.ok(og[1].includes(ids[2]), "the cover is the newest image");
     assert.ok(!html.includes('name="robots"'));
-    // Newest first in the grid, each to its viewer page.
-    const viewers = [
-      ...html.matchAll(/<a href="http:\/\/localhost:8080\/i\/([^"]+)"/g),
-    ]
+    // Newest first in the grid, each to its viewer page (a path: issue #52).
+    const viewers = [...html.matchAll(/<a href="\/i\/([^"]+)"/g)]
       .map((m) => m[1]);
     assert.deepEqual(viewers, [...ids].reverse());
     // The codes: one JSON map of type → every image's code, newest first.

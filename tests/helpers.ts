@@ -150,7 +150,7 @@ export interface TestEnv {
 /** Builds an app on a fresh database and temp data dir; env overrides config values. */
 export async function testEnv(
   opts: {
-    env?: Record<string, string>;
+    env?: Record<string, string | undefined>;
     database?: Database;
     kind?: "pglite" | "postgres";
     store?: BlobStore;

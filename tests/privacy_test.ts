@@ -232,11 +232,13 @@ function unlockCookie(res: Response) {
 
 /** Every signed file URL of a page (`…?access=` or `…&access=`), as paths. */
 function signedPaths(html: string): string[] {
-  const found =
-    html.match(/http:\/\/localhost:8080\/[^"\s,]*access=[^"\s,]+/g) ??
-      [];
-  return [...new Set(found.map((u) => u.slice("http://localhost:8080".length)))]
-    .map((p) => p.replaceAll("&amp;", "&"));
+  // The page names them as paths (issue #52: at whatever address it was opened).
+  const found = html.match(
+    /(?<=["\s,])(?:http:\/\/localhost:8080)?\/[^"\s,]*access=[^"\s,]+/g,
+  ) ?? [];
+  return [
+    ...new Set(found.map((u) => u.replace(/^http:\/\/localhost:8080/, ""))),
+  ].map((p) => p.replaceAll("&amp;", "&"));
 }
 
 for (const serve of ["app", "proxy"] as const) {

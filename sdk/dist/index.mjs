@@ -712,7 +712,11 @@ function createUploadWidget(app, options = {}) {
     meta.querySelector("progress")?.remove();
     meta.append(ok);
     const img = meta.parentElement?.querySelector("img");
-    if (img) img.src = rec.thumb.url;
+    if (img) {
+      const restricted = rec.privacy === "private" || rec.privacy === "password";
+      const u = new URL(rec.thumb.url, location.href);
+      img.src = options.sameOrigin && restricted ? `${u.pathname}${u.search}` : rec.thumb.url;
+    }
   };
   async function handleFiles(incoming) {
     if (busy || incoming.length === 0) return;

@@ -129,7 +129,7 @@ export interface paths {
         put?: never;
         /**
          * Start a resumable upload (tus creation, with or without a first chunk)
-         * @description tus 1.0 creation: `Upload-Length` (at most TUS_MAX_FILE_BYTES, or with memory scratch MEMORY_REQUEST_MB when smaller: OPTIONS' Tus-Max-Size) and `Upload-Metadata` (base64 values: `filename` or `title` names the image, `album` an album of yours, `expiration` seconds, `privacy` public, private or password with `password`; a bad value is 160 here, before any byte). The answer's `Location` is the upload's URL, to PATCH chunks to and HEAD for the offset after a cut. Per account at most TUS_UPLOADS_AT_ONCE unfinished uploads (170) holding at most TUS_PENDING_MB (130); a file that would not fit the account's quota now is 180 before it is sent. With a first chunk (creation-with-upload) that finishes the file, the answer is the image record, as for the last PATCH. Clients: tus-js-client, @uppy/tus.
+         * @description tus 1.0 creation: `Upload-Length` (at most TUS_MAX_FILE_BYTES, or with memory scratch MEMORY_REQUEST_MB when smaller: OPTIONS' Tus-Max-Size) and `Upload-Metadata` (base64 values: `filename` or `title` names the image, `album` an album of yours, `expiration` seconds, `privacy` public, private or password with `password`; a bad value is 160 here, before any byte). The answer's `Location` is the upload's URL as a path (resolved against this endpoint), to PATCH chunks to and HEAD for the offset after a cut. Per account at most TUS_UPLOADS_AT_ONCE unfinished uploads (170) holding at most TUS_PENDING_MB (130); a file that would not fit the account's quota now is 180 before it is sent. With a first chunk (creation-with-upload) that finishes the file, the answer is the image record, as for the last PATCH. Clients: tus-js-client, @uppy/tus.
          */
         post: operations["tusCreate"];
         delete?: never;
@@ -4428,7 +4428,7 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description 1.0.0 */
                     "Tus-Resumable"?: string;
-                    /** @description The upload's URL */
+                    /** @description The upload's URL, as a path */
                     Location?: string;
                     /** @description Bytes received so far */
                     "Upload-Offset"?: number;

@@ -36,6 +36,11 @@ export interface ImageRecord {
   thumb: ImageFile;
   medium: ImageFile;
   delete_url: string;
+  /** Who may see it: a private or password image's files answer only its owner. */
+  privacy: "public" | "unlisted" | "private" | "password";
+  /** The album it is in, if any. */
+  album_id: string | null;
+  description: string;
   duplicate?: boolean;
 }
 

@@ -58,6 +58,12 @@ export interface WidgetOptions {
    * guests, whose only handle on an upload it is.
    */
   deleteLinks?: boolean;
+  /**
+   * The widget runs on the image host's own pages with the session: a private or password
+   * image's preview is fetched from this page's origin, where the session cookie goes,
+   * whatever address BASE_URL or IMAGE_HOST_URL give its links.
+   */
+  sameOrigin?: boolean;
 }
 
 /** The lifetimes the picker offers, in seconds (0: kept for good). */
@@ -531,7 +537,14 @@ export function createUploadWidget(
     meta.querySelector("progress")?.remove();
     meta.append(ok);
     const img = meta.parentElement?.querySelector("img");
-    if (img) img.src = rec.thumb.url;
+    if (img) {
+      const restricted = rec.privacy === "private" ||
+        rec.privacy === "password";
+      const u = new URL(rec.thumb.url, location.href);
+      img.src = options.sameOrigin && restricted
+        ? `${u.pathname}${u.search}`
+        : rec.thumb.url;
+    }
   };
 
   async function handleFiles(incoming: File[]) {

@@ -2,6 +2,7 @@ import type { Kysely, Selectable } from "kysely";
 import type { DB } from "../db/schema.ts";
 import type { Config } from "../../schemas/config.ts";
 import type { Clock } from "../runtime/clock.ts";
+import { linkBases } from "../runtime/link_base.ts";
 import type { BlobStore } from "../store/blob_store.ts";
 import { ApiError } from "../../schemas/errors.ts";
 import type { Privacy } from "../../schemas/image.ts";
@@ -324,6 +325,7 @@ export async function deleteAlbum(
 export function toAlbumRecord(config: Config, view: AlbumView) {
   const { row, count, cover } = view;
   const thumb = cover && blobKeys(cover).thumb;
+  const { base, service } = linkBases(config);
   return {
     kind: "album" as const,
     id: row.id,
@@ -331,10 +333,10 @@ export function toAlbumRecord(config: Config, view: AlbumView) {
     description: row.description,
     privacy: row.privacy as Privacy,
     cover_image_id: row.cover_image_id,
-    cover_url: thumb ? `${config.SERVICE_IMAGE_URL}/${thumb}` : null,
+    cover_url: thumb ? `${service}/${thumb}` : null,
     position: row.position,
     image_count: count,
-    url_viewer: `${config.BASE_URL}/a/${row.id}`,
+    url_viewer: `${base}/a/${row.id}`,
     time: Math.floor(new Date(row.created_at).getTime() / 1000),
   };
 }

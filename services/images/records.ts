@@ -7,6 +7,7 @@ import type { Clock } from "../runtime/clock.ts";
 import type { BlobStore } from "../store/blob_store.ts";
 import { deleteVariants } from "./variant_rows.ts";
 import { isRestricted } from "../privacy/password_access.ts";
+import { linkBases } from "../runtime/link_base.ts";
 
 /** A row of the images table. */
 export type ImageRow = Selectable<DB["images"]>;
@@ -49,8 +50,8 @@ export function toImageRecord(config: Config, row: ImageRow) {
   const privacy = (row.privacy ?? "public") as Privacy;
   // A bucket (S3_PUBLIC_URL) can hold a public original, but only the service makes
   // variants, reads transform URLs and decides who sees a non-public image.
-  const service = config.SERVICE_IMAGE_URL;
-  const shown = isRestricted(privacy) ? service : config.IMAGE_HOST_URL;
+  const { base, imageHost, service } = linkBases(config);
+  const shown = isRestricted(privacy) ? service : imageHost;
   const image = fileInfo(shown, keys.original, row.ext);
   const transformUrl = `${service}/${keys.original}`;
   const created = new Date(row.created_at);
@@ -58,7 +59,7 @@ export function toImageRecord(config: Config, row: ImageRow) {
     kind: "image" as const,
     id: row.id,
     title: row.title,
-    url_viewer: `${config.BASE_URL}/i/${row.id}`,
+    url_viewer: `${base}/i/${row.id}`,
     url: image.url,
     display_url: config.IMAGE_NEGOTIATE === "on"
       ? `${transformUrl}?format=auto`
@@ -82,7 +83,7 @@ export function toImageRecord(config: Config, row: ImageRow) {
     description: row.description ?? "",
     album_id: row.album_id ?? null,
     privacy,
-    delete_url: `${config.BASE_URL}/delete/${row.id}/${row.delete_token}`,
+    delete_url: `${base}/delete/${row.id}/${row.delete_token}`,
   };
 }
 

@@ -78,8 +78,10 @@ export class ResumableUploads {
       datastore: deps.backend.datastore,
       namingFunction: () => newUploadId(),
       maxSize: this.#limit.bytes,
-      // Behind a proxy the client's own scheme and host name the upload's URL.
-      respectForwardedHeaders: true,
+      // An upload's URL is a path (tus clients resolve it against their endpoint): right
+      // at whatever address or proxy the client came by, with no Host or X-Forwarded-*
+      // header to trust (issue #52).
+      relativeLocation: true,
       onUploadCreate: (req, upload) => this.#create(req, upload),
       onUploadFinish: (req, upload) => this.#finish(req, upload),
     });

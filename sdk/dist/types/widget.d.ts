@@ -46,6 +46,12 @@ export interface WidgetOptions {
      * guests, whose only handle on an upload it is.
      */
     deleteLinks?: boolean;
+    /**
+     * The widget runs on the image host's own pages with the session: a private or password
+     * image's preview is fetched from this page's origin, where the session cookie goes,
+     * whatever address BASE_URL or IMAGE_HOST_URL give its links.
+     */
+    sameOrigin?: boolean;
 }
 /** The lifetimes the picker offers, in seconds (0: kept for good). */
 export declare const EXPIRATION_CHOICES: [number, string][];

@@ -1,4 +1,4 @@
-import { createTarGzip, type TarFileInput } from "nanotar";
+import { createTar, type TarFileInput } from "nanotar";
 
 /**
  * The SDK as the npm package its package.json describes (`image-uploader-widget`), packed
@@ -37,13 +37,31 @@ export async function packSdk(dir: URL): Promise<NpmPackage> {
   return {
     name: pkg.name,
     version: pkg.version,
-    bytes: await createTarGzip(
+    bytes: await gzip(withEndOfArchive(createTar(
       entries.sort((a, b) => a.name.localeCompare(b.name)).map((e) => ({
         ...e,
         attrs,
       })),
-    ),
+    ))),
   };
+}
+
+/**
+ * The tar with the two zero blocks that end an archive. nanotar rounds its buffer up to a
+ * 10 KiB record and counts on the rounding to leave them; when the entries fill records
+ * exactly (an SDK file of exactly 83 × 512 bytes did), there are none, and npm refuses
+ * the package as truncated (TAR_BAD_ARCHIVE). Zeros past the end are allowed.
+ */
+export function withEndOfArchive(tar: Uint8Array): Uint8Array {
+  const out = new Uint8Array(tar.length + 1024);
+  out.set(tar);
+  return out;
+}
+
+async function gzip(bytes: Uint8Array): Promise<Uint8Array> {
+  const stream = new Blob([bytes as Uint8Array<ArrayBuffer>]).stream()
+    .pipeThrough(new CompressionStream("gzip"));
+  return new Uint8Array(await new Response(stream).arrayBuffer());
 }
 
 /** The files at `path` in `dir` (itself, or every file under it), relative to `dir`. */

@@ -1,12 +1,14 @@
-import { createRoute } from "@hono/zod-openapi";
+import { createRoute, z } from "@hono/zod-openapi";
 import type { App } from "./env.ts";
 import type { AppDeps } from "./deps.ts";
 import {
   AUTH_ERRORS,
   errorResponses,
+  header,
   okBody,
   okResponse,
 } from "../schemas/envelope.ts";
+import { exportAccount } from "../services/accounts/export.ts";
 import { AccountDeletedSchema, AccountSchema } from "../schemas/account.ts";
 import { deleteAccount } from "../services/accounts/self_service.ts";
 import { ApiError } from "../schemas/errors.ts";
@@ -61,7 +63,70 @@ const deleteAccountRoute = createRoute({
   },
 });
 
-/** GET and DELETE /api/1/account. */
+const exportAccountRoute = createRoute({
+  method: "get",
+  path: "/api/1/account/export",
+  operationId: "exportAccount",
+  tags: ["Account"],
+  summary: "Everything the account holds, as one zip",
+  description:
+    "A zip, streamed: every original the account stores under `images/<id>.<ext>` " +
+    "(its bytes as stored: metadata stripped at upload), and `manifest.json` with " +
+    "the account (id, e-mail, role, created_at), its albums' records and every " +
+    "image's record (title, description, privacy, album_id, expires_at, links) with " +
+    "`file`, its path in the zip (null for one whose bytes are gone). Files are " +
+    "stored, not deflated (images are compressed already); Zip64 past 4 GB. One " +
+    "export of an account at a time per instance (170 while one runs). An error " +
+    "after the first byte ends the download short: the zip is then unreadable, " +
+    "never silently incomplete.",
+  security: API_SECURITY,
+  responses: {
+    200: {
+      description: "The zip",
+      headers: {
+        "Content-Disposition": header(
+          'attachment; filename="image-host-export-<date>.zip"',
+        ),
+        "Cache-Control": header("no-store"),
+      },
+      content: {
+        "application/zip": {
+          schema: z.string().openapi({ format: "binary" }),
+        },
+      },
+    },
+    ...errorResponses(...AUTH_ERRORS),
+  },
+});
+
+/** The export's answer: the zip stream as an attachment, never stored by a cache. */
+export async function exportAnswer(
+  deps: AppDeps,
+  userId: string,
+): Promise<Response> {
+  const { stream, filename } = await exportAccount({
+    db: deps.database.db,
+    store: deps.store,
+    config: deps.config,
+    clock: deps.clock,
+    onError: (e) =>
+      deps.log.error({
+        msg: "an account export ended short",
+        user_id: userId,
+        error: String(e),
+      }),
+  }, userId);
+  return new Response(stream, {
+    status: 200,
+    headers: {
+      "content-type": "application/zip",
+      "content-disposition": `attachment; filename="${filename}"`,
+      "cache-control": "no-store",
+    },
+  });
+}
+
+/** GET and DELETE /api/1/account, GET /api/1/account/export. */
 export function registerAccountApi(app: App, deps: AppDeps) {
   const { db } = deps.database;
   app.openapi(deleteAccountRoute, async (c) => {
@@ -73,6 +138,10 @@ export function registerAccountApi(app: App, deps: AppDeps) {
     );
     return c.json(okBody({ deleted: true as const, images }), 200);
   });
+  app.openapi(
+    exportAccountRoute,
+    async (c) => await exportAnswer(deps, c.get("userId")) as never,
+  );
   app.openapi(getAccountRoute, async (c) => {
     const userId = c.get("userId");
     const row = await db.selectFrom("users").select(["id", "email", "role"])

@@ -5,6 +5,7 @@ import type { AppDeps } from "./deps.ts";
 import { Layout } from "./pages/layout.tsx";
 import { authOf } from "./api_auth.ts";
 import { SESSION_COOKIE, type SessionForm } from "./session.ts";
+import { exportAnswer } from "./account_api.ts";
 import {
   changeEmail,
   changePassword,
@@ -15,7 +16,7 @@ import {
 
 /**
  * The account page's sign-in section (issue #52): change the password, change the e-mail,
- * sign out everywhere else, delete the account. Each form asks the password again where
+ * sign out everywhere else, export everything as a zip, delete the account. Each form asks the password again where
  * it matters; a refusal goes back to /account beside its field (form_errors.ts).
  */
 export function SignInSection(props: { csrfToken: string }) {
@@ -85,6 +86,13 @@ export function SignInSection(props: { csrfToken: string }) {
           Sign out everywhere else
         </button>
       </form>
+      <form method="post" action="/account/export" class="toolbar">
+        {csrfField}
+        <button type="submit" class="secondary">Export my data (zip)</button>
+        <span class="muted">
+          Every original with a manifest of its titles, albums and links.
+        </span>
+      </form>
       <details class="edit">
         <summary>Delete your account</summary>
         <form
@@ -130,8 +138,8 @@ const DONE: Record<string, (n: number) => string> = {
 };
 
 /**
- * The section's forms: POST /account/password, /account/email, /account/delete and
- * /account/sessions.
+ * The section's forms: POST /account/password, /account/email, /account/export,
+ * /account/delete and /account/sessions.
  */
 export function registerAccountSecurity(
   app: App,
@@ -191,6 +199,14 @@ export function registerAccountSecurity(
         </p>
       </Layout>,
     );
+  });
+
+  // The same zip as GET /api/1/account/export, from a form (a download link would carry
+  // no CSRF token).
+  app.post("/account/export", async (c) => {
+    const r = await requireSessionForm(c);
+    if (r instanceof Response) return r;
+    return await exportAnswer(deps, r.user.userId);
   });
 
   app.post("/account/sessions", async (c) => {

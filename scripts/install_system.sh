@@ -6,7 +6,8 @@
 #            the service). The Dockerfile and `deno task start`'s first-run installer call this.
 #   test     runtime plus what the suite starts: full Chromium (SDK page tests), PostgreSQL,
 #            nginx (the cluster test's load balancer), iproute2 (network namespaces).
-#            prometheus (a real scrape of /metrics and promtool in the metrics test).
+#            prometheus (a real scrape of /metrics and promtool in the metrics test),
+#            unzip (the account export is checked by another implementation).
 #            .ci/run calls this.
 #   bench    test plus wrk, which the serve benchmark drives nginx and the service with.
 # Installs only what is missing; needs root and apt-get.
@@ -14,7 +15,7 @@ set -euo pipefail
 want=${1:-runtime}
 pkgs=(chromium-headless-shell fonts-noto-core fonts-noto-cjk fonts-noto-color-emoji socat ca-certificates util-linux)
 if [ "$want" = test ] || [ "$want" = bench ]; then
-  pkgs+=(chromium postgresql nginx iproute2 curl openssl prometheus)
+  pkgs+=(chromium postgresql nginx iproute2 curl openssl prometheus unzip)
   [ "$want" = bench ] && pkgs+=(wrk)
 elif [ "$want" != runtime ]; then
   echo "usage: $0 runtime|test|bench" >&2

@@ -1672,6 +1672,65 @@ const MUTATIONS: Mutation[] = [
     to: "      respectForwardedHeaders: true,",
     tests: ["tests/site_origin_test.ts"],
   },
+  {
+    name:
+      "export: an image whose bytes are gone is listed with a file the zip lacks",
+    file: "services/accounts/export.ts",
+    from: "        file: included.has(row.id) ? pathOf(row) : null,",
+    to: "        file: pathOf(row),",
+    tests: ["tests/account_export_test.ts"],
+  },
+  {
+    name: "export: only the first page of images is exported",
+    file: "services/accounts/export.ts",
+    from: "    if (page.length < PAGE) return;",
+    to: "    return;",
+    tests: ["tests/account_export_test.ts"],
+  },
+  {
+    name: "export: two exports of one account run at once",
+    file: "services/accounts/export.ts",
+    from: "  running.add(userId);\n",
+    to: "",
+    tests: ["tests/account_export_test.ts"],
+  },
+  {
+    name:
+      "export: a failed or cancelled download leaves the account exporting for good",
+    file: "services/accounts/export.ts",
+    from: "      running.delete(userId);\n",
+    to: "",
+    tests: ["tests/account_export_test.ts"],
+  },
+  {
+    name: "export: someone else's images go into the zip",
+    file: "services/accounts/export.ts",
+    from: '    .where("user_id", "=", userId).where("id", ">", after)',
+    to: '    .where("id", ">", after)',
+    tests: ["tests/account_export_test.ts"],
+  },
+  {
+    name: "export: deleted images go into the zip",
+    file: "services/accounts/export.ts",
+    from: "  return liveImages(deps.db, deps.clock).selectAll()",
+    to: '  return deps.db.selectFrom("images").selectAll()',
+    tests: ["tests/account_export_test.ts"],
+  },
+  {
+    name: "export: a download that ends short is not logged",
+    file: "services/accounts/export.ts",
+    from: "      if (e !== undefined) deps.onError?.(e);\n",
+    to: "",
+    tests: ["tests/account_export_test.ts"],
+  },
+  {
+    name:
+      "sdk package: a tar whose entries fill a record has no end-of-archive blocks (npm: TAR_BAD_ARCHIVE)",
+    file: "services/sdk/npm_package.ts",
+    from: "  const out = new Uint8Array(tar.length + 1024);",
+    to: "  const out = new Uint8Array(tar.length);",
+    tests: ["tests/npm_package_test.ts"],
+  },
 ];
 
 const root = new URL("..", import.meta.url).pathname.replace(/\/$/, "");

@@ -271,6 +271,45 @@ test("/docs offers this address as the server, and Try it out reaches it (no COR
   assert.equal(status, 200);
 });
 
+test("Export my data on the account page downloads a zip Info-ZIP reads, with every original and the manifest", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "imagehost-download-" });
+  try {
+    const cdp = await page.createCDPSession();
+    await cdp.send("Browser.setDownloadBehavior", {
+      behavior: "allow",
+      downloadPath: dir,
+      browserContextId: page.browserContext().id,
+      eventsEnabled: true,
+    });
+    const finished = new Promise<void>((resolve, reject) => {
+      cdp.on("Browser.downloadProgress", (e: Any) => {
+        if (e.state === "completed") resolve();
+        if (e.state === "canceled") reject(new Error("download cancelled"));
+      });
+    });
+    await page.goto(`${SITE}/account`);
+    await page.click('form[action="/account/export"] button');
+    await finished;
+    const files = [...Deno.readDirSync(dir)].map((f) => f.name);
+    assert.equal(files.length, 1, files.join(" "));
+    assert.match(files[0], /^image-host-export-\d{4}-\d{2}-\d{2}\.zip$/);
+    const listing = await new Deno.Command("unzip", {
+      args: ["-t", `${dir}/${files[0]}`],
+      stdout: "piped",
+    }).output();
+    const text = new TextDecoder().decode(listing.stdout);
+    assert.ok(listing.success, text);
+    for (const rec of [uploaded.priv, uploaded.pub]) {
+      assert.ok(text.includes(`images/${rec.id}.png`), rec.id);
+    }
+    assert.ok(text.includes("manifest.json"));
+    // Still on the account page: the download did not navigate away.
+    assert.equal(page.url(), `${SITE}/account`);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 test("nothing left the two addresses, and no page reported an error", () => {
   assert.deepEqual(outside, []);
   assert.deepEqual(problems, []);

@@ -19,9 +19,14 @@ export function withRequestOrigin<T>(origin: string, fn: () => T): T {
   return requestOrigin.run(origin, fn);
 }
 
-/** The origin set by {@link withRequestOrigin} around the current request, if any. */
-export function currentRequestOrigin(): string | undefined {
-  return requestOrigin.getStore();
+/**
+ * The current request's origin kept for work done after the request's handler returned
+ * (a streamed answer's body is pulled by the server, outside the request's context):
+ * the returned function runs `fn` with the origin this call saw.
+ */
+export function keepRequestOrigin(): <T>(fn: () => T) => T {
+  const origin = requestOrigin.getStore();
+  return (fn) => origin === undefined ? fn() : requestOrigin.run(origin, fn);
 }
 
 /** The three link bases of a record: the site, image links, the service's image links. */

@@ -69,17 +69,23 @@ import {
 } from "./services/runtime/link_base.ts";
 
 import type { App, AppEnv } from "./routes/env.ts";
+import { ScreenshotJobs } from "./services/screenshots/jobs.ts";
+import { registerScreenshotJobRoutes } from "./routes/screenshot_jobs.ts";
 
 const backgroundReady = new WeakMap<App, Promise<void>>();
 
 const makers = new WeakMap<App, VariantMaker>();
 
+/** What stops an app's background workers (the screenshot job queue's). */
+const stoppers = new WeakMap<App, () => Promise<void>>();
+
 /**
  * Resolves once the variants the app has answered are stored (their files and rows are
- * written after the answer): before its dependencies close.
+ * written after the answer) and its job worker has stopped (a running capture finished):
+ * before its dependencies close.
  */
-export function appSettled(app: App): Promise<void> {
-  return makers.get(app)?.settled() ?? Promise.resolve();
+export async function appSettled(app: App): Promise<void> {
+  await Promise.all([makers.get(app)?.settled(), stoppers.get(app)?.()]);
 }
 
 /**
@@ -255,7 +261,25 @@ export function createApp(deps: AppDeps): App {
   registerReportPage(app, deps);
   registerImageListRoutes(app, deps);
   registerAlbumRoutes(app, deps, rowCache);
-  registerScreenshotRoutes(app, deps, new ScreenshotService(deps, pipeline));
+  const shots = new ScreenshotService(deps, pipeline);
+  const jobs = new ScreenshotJobs({
+    db: deps.database.db,
+    kind: deps.database.kind,
+    config: deps.config,
+    clock: deps.clock,
+    log: deps.log,
+    capture: async (userId, req) => (await shots.take(userId, req)).result,
+  });
+  stoppers.set(app, () => jobs.stop());
+  // This instance's worker runs queued captures (its own, a restarted instance's, a dead
+  // one's) from start-up: only with a browser to run them.
+  if (deps.screenshotter) {
+    jobs.start().catch((e) =>
+      deps.log.error({ msg: "job queue did not start", error: String(e) })
+    );
+  }
+  registerScreenshotRoutes(app, deps, shots, jobs);
+  registerScreenshotJobRoutes(app, deps, jobs);
   // Unlock cookies and signed file URLs of password images and albums.
   const access = new PasswordAccess(deps.database.db, deps.clock, {
     url: deps.config.PASSWORD_URL_SECONDS,

@@ -2,6 +2,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import type { App } from "./env.ts";
 import type { AppDeps } from "./deps.ts";
 import {
+  acceptedBody,
   AUTH_ERRORS,
   errorResponses,
   header,
@@ -20,6 +21,12 @@ import type {
 } from "../services/screenshots/screenshot_service.ts";
 import { PRESETS } from "../schemas/presets.ts";
 import { API_SECURITY, API_SECURITY_OR_BODY_KEY } from "./upload.ts";
+import { acceptedJobResponse } from "./screenshot_jobs.ts";
+import {
+  jobRecords,
+  type ScreenshotJobs,
+} from "../services/screenshots/jobs.ts";
+import { ApiError } from "../schemas/errors.ts";
 
 const rawBody = { schema: z.string().openapi({ format: "binary" }) };
 
@@ -119,6 +126,7 @@ export const postScreenshotRoute = createRoute({
       },
       { rateLimited: true },
     ),
+    202: acceptedJobResponse,
     ...errorResponses(...CAPTURE_ERRORS),
   },
 });
@@ -197,8 +205,9 @@ function fileAnswer(c: Context, answer: ScreenshotAnswer): Response {
 /** Registers the screenshot API. */
 export function registerScreenshotRoutes(
   app: App,
-  _deps: AppDeps,
+  deps: AppDeps,
   service: ScreenshotService,
+  jobs: ScreenshotJobs,
 ) {
   app.openapi(postScreenshotFileRoute, async (c) => {
     const { key: _key, ...req } = c.req.valid("json");
@@ -206,6 +215,13 @@ export function registerScreenshotRoutes(
   });
   app.openapi(postScreenshotRoute, async (c) => {
     const { key: _key, ...req } = c.req.valid("json");
+    if (req.async) {
+      // Without a browser nothing would ever run it: refused now, as a capture is.
+      if (!deps.screenshotter) throw new ApiError(240);
+      const row = await jobs.enqueue(c.get("userId"), req);
+      const [job] = await jobRecords(deps.database.db, deps.config, [row]);
+      return c.json(acceptedBody({ job }), 202) as never;
+    }
     const binary = !req.share &&
       (req.response === "binary" || wantsBytes(c.req.header("accept")));
     const answer = await service.take(c.get("userId"), req);

@@ -2,9 +2,12 @@ import { z } from "@hono/zod-openapi";
 import { type ErrorCode, ERRORS } from "./errors.ts";
 
 /** Wraps a payload schema in the success envelope of SPEC.md 2.1. */
-export function envelopeOf<T extends z.ZodTypeAny>(data: T) {
+export function envelopeOf<T extends z.ZodTypeAny>(
+  data: T,
+  status: 200 | 202 = 200,
+) {
   return z.object({
-    status: z.literal(200),
+    status: z.literal(status),
     success: z.literal(true),
     data,
   });
@@ -13,6 +16,11 @@ export function envelopeOf<T extends z.ZodTypeAny>(data: T) {
 /** A success envelope (SPEC.md 2.1) around `data`, as a route answers it. */
 export function okBody<T>(data: T) {
   return { status: 200 as const, success: true as const, data };
+}
+
+/** The envelope of work accepted to be done later (HTTP 202). */
+export function acceptedBody<T>(data: T) {
+  return { status: 202 as const, success: true as const, data };
 }
 
 /** One detail of an error: a failing field path or a failing file. */
@@ -189,8 +197,9 @@ export function okResponse<T extends z.ZodTypeAny>(
   description: string,
   data: T,
   example: unknown,
-  opts: { rateLimited?: boolean } = {},
+  opts: { rateLimited?: boolean; status?: 200 | 202 } = {},
 ) {
+  const status = opts.status ?? 200;
   return {
     description,
     headers: {
@@ -199,8 +208,8 @@ export function okResponse<T extends z.ZodTypeAny>(
     },
     content: {
       "application/json": {
-        schema: envelopeOf(data),
-        example: { status: 200, success: true, data: example },
+        schema: envelopeOf(data, status),
+        example: { status, success: true, data: example },
       },
     },
   };

@@ -183,6 +183,13 @@ const ScreenshotFields = z.object({
   share: z.boolean().default(true).openapi({
     description: "false: return the image inline (or raw) and store nothing",
   }),
+  async: z.boolean().default(false).openapi({
+    description:
+      "true: answer 202 at once with a job (`data.job`) and capture in the background; " +
+      "follow it at `GET /api/1/screenshot/jobs/{id}`. The capture is stored as any " +
+      "shared one (share must be true). A job survives its instance: a killed one's " +
+      "jobs are run by another (or after restart).",
+  }),
 });
 
 type ScreenshotFieldValues = z.output<typeof ScreenshotFields>;
@@ -209,6 +216,9 @@ function screenshotRules(
   }
   if (r.response === "binary" && r.share) {
     bad("response", "binary answers are for share false");
+  }
+  if (r.async && !r.share) {
+    bad("async", "an asynchronous capture is stored: share must be true");
   }
 }
 
@@ -277,10 +287,12 @@ export const PresetSchema = z.object({
 export const ScreenshotFileRequestSchema = ScreenshotFields.omit({
   share: true,
   response: true,
+  async: true,
 }).strict().transform((r) => ({
   ...r,
   share: false as const,
   response: "binary" as const,
+  async: false as const,
 })).superRefine(screenshotRules).openapi("ScreenshotFileRequest", {
   example: { url: "https://example.com", format: "png" },
 });

@@ -1731,6 +1731,61 @@ const MUTATIONS: Mutation[] = [
     to: "  const out = new Uint8Array(tar.length);",
     tests: ["tests/npm_package_test.ts"],
   },
+  {
+    name: "jobs: a cancelled job runs anyway",
+    file: "services/screenshots/jobs.ts",
+    from:
+      '      .where("id", "=", id).where("status", "in", ["queued", "running"])',
+    to: '      .where("id", "=", id)',
+    tests: ["tests/screenshot_jobs_test.ts"],
+  },
+  {
+    name:
+      "jobs: a refused capture is retried until it ends as a busy browser would",
+    file: "services/screenshots/jobs.ts",
+    from: "  return e.status === 503 || e.code === 170;",
+    to: "  return true;",
+    tests: ["tests/screenshot_jobs_test.ts"],
+  },
+  {
+    name: "jobs: someone else's job is readable",
+    file: "services/screenshots/jobs.ts",
+    from:
+      '      .where("id", "=", id).where("user_id", "=", userId).executeTakeFirst();',
+    to: '      .where("id", "=", id).executeTakeFirst();',
+    tests: ["tests/screenshot_jobs_test.ts"],
+  },
+  {
+    name: "jobs: a running job can be cancelled (its capture still stored)",
+    file: "services/screenshots/jobs.ts",
+    from:
+      '      .where("status", "=", "queued").returningAll().executeTakeFirst();',
+    to: "      .returningAll().executeTakeFirst();",
+    tests: ["tests/screenshot_jobs_test.ts"],
+  },
+  {
+    name:
+      "jobs: the worker is not stopped with its app (queued jobs run on a closing instance)",
+    file: "app.ts",
+    from: "  stoppers.set(app, () => jobs.stop());\n",
+    to: "",
+    tests: ["tests/screenshot_jobs_test.ts"],
+  },
+  {
+    name: "jobs: async with share false is accepted",
+    file: "schemas/screenshot.ts",
+    from: "  if (r.async && !r.share) {",
+    to: "  if (false) {",
+    tests: ["tests/screenshot_jobs_test.ts"],
+  },
+  {
+    name:
+      "pglite: a multi-statement script goes to query() (the queue's maintenance fails)",
+    file: "services/db/pglite_dialect.ts",
+    from: "  return q.parameters.length === 0 && /;\\s*\\S/.test(q.sql);",
+    to: "  return false;",
+    tests: ["tests/screenshot_jobs_test.ts"],
+  },
 ];
 
 const root = new URL("..", import.meta.url).pathname.replace(/\/$/, "");

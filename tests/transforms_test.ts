@@ -528,7 +528,9 @@ test("the viewer page offers AVIF and WebP sources over the listed widths below 
       for (const e of entries) {
         const got = await variant(
           t.env,
-          new URL(e.url).pathname + new URL(e.url).search,
+          // A path on the page (issue #52): resolved as the browser would.
+          new URL(e.url, "http://localhost:8080").pathname +
+            new URL(e.url, "http://localhost:8080").search,
         );
         assert.equal(got.res.status, 200, e.url);
         assert.equal(got.res.headers.get("content-type"), type, e.url);

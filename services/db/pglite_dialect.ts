@@ -90,7 +90,9 @@ class PGliteConnection implements DatabaseConnection {
   }
   async executeQuery<R>(q: CompiledQuery): Promise<QueryResult<R>> {
     const deferred = this.wal?.deferred;
-    const r = await this.pg.query<R>(q.sql, q.parameters as unknown[]);
+    const r = isScript(q)
+      ? lastResult<R>(await this.pg.exec(q.sql))
+      : await this.pg.query<R>(q.sql, q.parameters as unknown[]);
     const result = {
       rows: r.rows,
       ...(r.affectedRows !== undefined &&
@@ -112,4 +114,21 @@ class PGliteConnection implements DatabaseConnection {
   async *streamQuery<R>(): AsyncIterableIterator<QueryResult<R>> {
     throw new Error("streaming is not supported on PGlite");
   }
+}
+
+/**
+ * A parameterless text of several statements (the job queue's `BEGIN; …; COMMIT;`
+ * maintenance): PGlite's `query` takes one statement (the extended protocol), `exec` a
+ * script, run whole while this connection holds the engine.
+ */
+function isScript(q: CompiledQuery): boolean {
+  return q.parameters.length === 0 && /;\s*\S/.test(q.sql);
+}
+
+/** A script's answer as one statement's: its last result. */
+function lastResult<R>(
+  results: { rows: unknown[]; affectedRows?: number }[],
+): { rows: R[]; affectedRows?: number } {
+  const last = results[results.length - 1];
+  return { rows: (last?.rows ?? []) as R[], affectedRows: last?.affectedRows };
 }

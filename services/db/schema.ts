@@ -166,6 +166,22 @@ export interface DB {
     address: Generated<string>;
     at: Generated<Date>;
   };
+  /** Asynchronous captures, one row per job; the queue is pg-boss's (013). */
+  screenshot_jobs: {
+    id: string;
+    user_id: string;
+    /** `queued`, `running`, `done`, `failed` or `cancelled`. */
+    status: Generated<string>;
+    request: unknown;
+    result: Generated<unknown | null>;
+    image_id: Generated<string | null>;
+    error_code: Generated<number | null>;
+    error_message: Generated<string | null>;
+    attempts: Generated<number>;
+    created_at: Generated<Date>;
+    started_at: Generated<Date | null>;
+    finished_at: Generated<Date | null>;
+  };
   schema_migrations: {
     name: string;
     applied_at: Generated<Date>;

@@ -1,0 +1,137 @@
+import { createRoute } from "@hono/zod-openapi";
+import type { App } from "./env.ts";
+import type { AppDeps } from "./deps.ts";
+import {
+  AUTH_ERRORS,
+  errorResponses,
+  okBody,
+  okResponse,
+} from "../schemas/envelope.ts";
+import {
+  JobIdParamSchema,
+  ScreenshotJobAcceptedSchema,
+  ScreenshotJobListSchema,
+  ScreenshotJobQuerySchema,
+  ScreenshotJobSchema,
+} from "../schemas/screenshot_jobs.ts";
+import { ApiError } from "../schemas/errors.ts";
+import {
+  jobRecords,
+  type ScreenshotJobs,
+} from "../services/screenshots/jobs.ts";
+import { API_SECURITY } from "./upload.ts";
+
+const EXAMPLE_JOB = {
+  id: "0b6f8a52-3c1e-4f5e-9d5a-2f1c8e7b9a10",
+  status: "queued" as const,
+  status_url:
+    "https://example.com/api/1/screenshot/jobs/0b6f8a52-3c1e-4f5e-9d5a-2f1c8e7b9a10",
+  request: { url: "https://example.com", async: true },
+  attempts: 0,
+  created_at: "2026-11-27T17:00:00.000Z",
+  started_at: null,
+  finished_at: null,
+  result: null,
+  error: null,
+};
+
+/** The 202 of `POST /api/1/screenshot` with `async: true`. */
+export const acceptedJobResponse = okResponse(
+  "Queued (`async: true`): the job, to follow at its status_url",
+  ScreenshotJobAcceptedSchema,
+  { job: EXAMPLE_JOB },
+  { rateLimited: true, status: 202 },
+);
+
+const getJobRoute = createRoute({
+  method: "get",
+  path: "/api/1/screenshot/jobs/{id}",
+  operationId: "getScreenshotJob",
+  tags: ["Screenshots"],
+  summary: "Follow an asynchronous capture",
+  description:
+    "queued → running → done (with `result`, as the synchronous call answers it) or " +
+    "failed (with `error`: the code the synchronous call would have answered). A job " +
+    "met by a busy browser, or whose instance died mid-capture, is tried again " +
+    "(`attempts`). Someone else's job is 404.",
+  security: API_SECURITY,
+  request: { params: JobIdParamSchema },
+  responses: {
+    200: okResponse("The job", ScreenshotJobSchema, EXAMPLE_JOB, {
+      rateLimited: true,
+    }),
+    ...errorResponses(...AUTH_ERRORS, 404),
+  },
+});
+
+const listJobsRoute = createRoute({
+  method: "get",
+  path: "/api/1/screenshot/jobs",
+  operationId: "listScreenshotJobs",
+  tags: ["Screenshots"],
+  summary: "Your asynchronous captures",
+  description: "Newest first, a page at a time; `status` narrows the list.",
+  security: API_SECURITY,
+  request: { query: ScreenshotJobQuerySchema },
+  responses: {
+    200: okResponse("A page of jobs", ScreenshotJobListSchema, {
+      jobs: [EXAMPLE_JOB],
+      page: 1,
+      per_page: 20,
+    }, { rateLimited: true }),
+    ...errorResponses(...AUTH_ERRORS, 160),
+  },
+});
+
+const cancelJobRoute = createRoute({
+  method: "delete",
+  path: "/api/1/screenshot/jobs/{id}",
+  operationId: "cancelScreenshotJob",
+  tags: ["Screenshots"],
+  summary: "Cancel a queued capture",
+  description:
+    "A queued job is cancelled and never runs. A running or finished one cannot be " +
+    "(160); someone else's is 404.",
+  security: API_SECURITY,
+  request: { params: JobIdParamSchema },
+  responses: {
+    200: okResponse("The cancelled job", ScreenshotJobSchema, {
+      ...EXAMPLE_JOB,
+      status: "cancelled" as const,
+      finished_at: "2026-11-27T17:00:01.000Z",
+    }, { rateLimited: true }),
+    ...errorResponses(...AUTH_ERRORS, 160, 404),
+  },
+});
+
+/** GET /api/1/screenshot/jobs[/{id}] and DELETE /api/1/screenshot/jobs/{id}. */
+export function registerScreenshotJobRoutes(
+  app: App,
+  deps: AppDeps,
+  jobs: ScreenshotJobs,
+) {
+  const { db } = deps.database;
+  const one = async (row: Parameters<typeof jobRecords>[2][number]) =>
+    (await jobRecords(db, deps.config, [row]))[0];
+  app.openapi(getJobRoute, async (c) => {
+    const row = await jobs.get(c.get("userId"), c.req.valid("param").id);
+    if (!row) throw new ApiError(404);
+    return c.json(okBody(await one(row)), 200);
+  });
+  app.openapi(listJobsRoute, async (c) => {
+    const q = c.req.valid("query");
+    const rows = await jobs.list(c.get("userId"), q);
+    return c.json(
+      okBody({
+        jobs: await jobRecords(db, deps.config, rows),
+        page: q.page,
+        per_page: q.per_page,
+      }),
+      200,
+    );
+  });
+  app.openapi(cancelJobRoute, async (c) => {
+    const row = await jobs.cancel(c.get("userId"), c.req.valid("param").id);
+    return c.json(okBody(await one(row)), 200);
+  });
+}

@@ -1,0 +1,72 @@
+import { z } from "@hono/zod-openapi";
+import {
+  ScreenshotRequestSchema,
+  ScreenshotResultSchema,
+} from "./screenshot.ts";
+
+/** Where an asynchronous capture is. */
+export const JOB_STATUSES = [
+  "queued",
+  "running",
+  "done",
+  "failed",
+  "cancelled",
+] as const;
+
+/** An asynchronous capture (issue #50). */
+export const ScreenshotJobSchema = z.object({
+  id: z.string().openapi({ example: "0b6f8a52-3c1e-4f5e-9d5a-2f1c8e7b9a10" }),
+  status: z.enum(JOB_STATUSES).openapi({
+    description:
+      "queued (waiting for a browser), running, done (`result` is the capture, as the " +
+      "synchronous call answers it), failed (`error` is the code and message the " +
+      "synchronous call would have answered) or cancelled",
+  }),
+  status_url: z.string().openapi({
+    description: "Where to follow it: GET answers this record",
+    example:
+      "https://example.com/api/1/screenshot/jobs/0b6f8a52-3c1e-4f5e-9d5a-2f1c8e7b9a10",
+  }),
+  request: ScreenshotRequestSchema.openapi({
+    description: "What was asked (without the key)",
+  }),
+  attempts: z.number().int().openapi({
+    description:
+      "Captures tried: more than 1 after a busy browser (250, 240) or an instance that died mid-capture",
+  }),
+  created_at: z.string().openapi({ example: "2026-11-27T17:00:00.000Z" }),
+  started_at: z.string().nullable(),
+  finished_at: z.string().nullable(),
+  result: ScreenshotResultSchema.nullable(),
+  error: z.object({
+    code: z.number().int().openapi({ example: 220 }),
+    message: z.string(),
+  }).nullable(),
+}).openapi("ScreenshotJob");
+
+/** The answer of an asynchronous capture request: its job. */
+export const ScreenshotJobAcceptedSchema = z.object({
+  job: ScreenshotJobSchema,
+}).openapi("ScreenshotJobAccepted");
+
+/** GET /api/1/screenshot/jobs: the account's jobs, newest first, a page at a time. */
+export const ScreenshotJobListSchema = z.object({
+  jobs: z.array(ScreenshotJobSchema),
+  page: z.number().int(),
+  per_page: z.number().int(),
+}).openapi("ScreenshotJobList");
+
+/** The list's query. */
+export const ScreenshotJobQuerySchema = z.object({
+  page: z.coerce.number().int().min(1).max(10_000).default(1),
+  per_page: z.coerce.number().int().min(1).max(100).default(20),
+  status: z.enum(JOB_STATUSES).optional(),
+});
+
+/** A job's id in a path. */
+export const JobIdParamSchema = z.object({
+  id: z.string().uuid().openapi({
+    param: { name: "id", in: "path" },
+    example: "0b6f8a52-3c1e-4f5e-9d5a-2f1c8e7b9a10",
+  }),
+});

@@ -1,0 +1,297 @@
+import type { Kysely, Selectable } from "kysely";
+import type { z } from "@hono/zod-openapi";
+import { fromKysely, type JobWithMetadata, PgBoss } from "pg-boss";
+import type { DB } from "../db/schema.ts";
+import type { Config } from "../../schemas/config.ts";
+import type { Clock } from "../runtime/clock.ts";
+import type { Logger } from "../runtime/logger.ts";
+import { ApiError } from "../../schemas/errors.ts";
+import type {
+  ScreenshotRequest,
+  ScreenshotResult,
+} from "./screenshot_service.ts";
+import type { ScreenshotJobSchema } from "../../schemas/screenshot_jobs.ts";
+import { toImageRecord } from "../images/records.ts";
+import { linkBases } from "../runtime/link_base.ts";
+
+/**
+ * services/screenshots/jobs.ts — asynchronous captures (issue #50) on pg-boss, a
+ * maintained PostgreSQL job queue (chosen over graphile-worker: it runs over any SQL
+ * executor, here the app's own Kysely, so the embedded profile's PGlite carries it with
+ * the same locking and durable commits as every other statement, and PostgreSQL with
+ * the same pool). The account's view of a job is a row of `screenshot_jobs`; pg-boss
+ * holds the queue: fetching with SKIP LOCKED, retries with backoff, and a job whose
+ * instance died mid-capture expiring back to the queue for another.
+ */
+
+/** The queue's name in pg-boss. */
+const QUEUE = "screenshots";
+
+/** pg-boss's own tables live in this schema. */
+const SCHEMA = "pgboss";
+
+/** Tries of a job whose capture met a busy browser or a dead instance. */
+const RETRY_LIMIT = 4;
+
+/** A row of screenshot_jobs. */
+export type JobRow = Selectable<DB["screenshot_jobs"]>;
+
+/** What the job service needs. */
+export interface JobDeps {
+  db: Kysely<DB>;
+  kind: "pglite" | "postgres";
+  config: Config;
+  clock: Clock;
+  log: Logger;
+  /** The capture itself, as the synchronous call makes it (stored and shared). */
+  capture(userId: string, req: ScreenshotRequest): Promise<ScreenshotResult>;
+}
+
+/** Codes worth another try later: a busy or unreachable browser, a busy account. */
+function retryable(e: ApiError): boolean {
+  return e.status === 503 || e.code === 170;
+}
+
+/** Asynchronous captures: enqueue, follow, list, cancel; and the worker that runs them. */
+export class ScreenshotJobs {
+  #boss?: PgBoss;
+  #starting?: Promise<PgBoss>;
+  #stopped = false;
+
+  constructor(private readonly deps: JobDeps) {}
+
+  /**
+   * Starts the queue and this instance's worker (idempotent; a failed start is tried
+   * again at the next call). Jobs queued before a restart, or by an instance that died,
+   * are picked up from here.
+   */
+  start(): Promise<PgBoss> {
+    this.#starting ??= this.#start().catch((e) => {
+      this.#starting = undefined;
+      throw e;
+    });
+    return this.#starting;
+  }
+
+  async #start(): Promise<PgBoss> {
+    const { config } = this.deps;
+    const boss = new PgBoss({
+      db: fromKysely(this.deps.db as never),
+      schema: SCHEMA,
+      backend: this.deps.kind,
+      // Cron and maintenance stay on (expiry of a dead instance's jobs needs the
+      // supervisor); their checks are cheap.
+    });
+    boss.on(
+      "error",
+      (e) => this.deps.log.error({ msg: "job queue", error: String(e) }),
+    );
+    await boss.start();
+    // A capture never takes longer than its timeout; a job still active well past it
+    // belonged to an instance that died, and goes back to the queue.
+    const expire = Math.ceil(config.SCREENSHOT_TIMEOUT_MS / 1000) * 2 + 30;
+    await boss.createQueue(QUEUE, {
+      retryLimit: RETRY_LIMIT,
+      retryDelay: 2,
+      retryBackoff: true,
+      expireInSeconds: expire,
+    });
+    if (this.#stopped) {
+      await boss.stop({ graceful: false, close: false });
+      throw new Error("stopped");
+    }
+    await boss.work(
+      QUEUE,
+      {
+        localConcurrency: config.SCREENSHOT_CONCURRENCY,
+        pollingIntervalSeconds: 0.5,
+        includeMetadata: true,
+      },
+      async ([job]: JobWithMetadata<{ jobId: string }>[]) => {
+        await this.#run(job.id, job.retryCount >= job.retryLimit);
+      },
+    );
+    this.#boss = boss;
+    return boss;
+  }
+
+  /** Stops this instance's worker; running captures finish first (up to their timeout). */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    const boss = await this.#starting?.catch(() => undefined);
+    await boss?.stop({
+      graceful: true,
+      // The database is the app's: it closes it.
+      close: false,
+      timeout: this.deps.config.SCREENSHOT_TIMEOUT_MS + 5_000,
+    });
+  }
+
+  /**
+   * Queues a capture for `userId`. The job's row and its queue entry are written in one
+   * transaction: answered 202, it is on disk and will run.
+   */
+  async enqueue(userId: string, req: ScreenshotRequest): Promise<JobRow> {
+    const boss = await this.start().catch((e) => {
+      throw new ApiError(250, { cause: e });
+    });
+    const id = crypto.randomUUID();
+    return await this.deps.db.transaction().execute(async (tx) => {
+      const row = await tx.insertInto("screenshot_jobs").values({
+        id,
+        user_id: userId,
+        request: JSON.stringify({ ...req, async: true }),
+      }).returningAll().executeTakeFirstOrThrow();
+      await boss.send(QUEUE, { jobId: id }, {
+        id,
+        db: fromKysely(tx as never),
+      });
+      return row;
+    });
+  }
+
+  /** The account's job `id`, or undefined (someone else's is none). */
+  async get(userId: string, id: string): Promise<JobRow | undefined> {
+    return await this.deps.db.selectFrom("screenshot_jobs").selectAll()
+      .where("id", "=", id).where("user_id", "=", userId).executeTakeFirst();
+  }
+
+  /** The account's jobs, newest first. */
+  async list(
+    userId: string,
+    q: { page: number; per_page: number; status?: string },
+  ): Promise<JobRow[]> {
+    let query = this.deps.db.selectFrom("screenshot_jobs").selectAll()
+      .where("user_id", "=", userId);
+    if (q.status) query = query.where("status", "=", q.status);
+    return await query.orderBy("created_at", "desc").orderBy("id", "desc")
+      .limit(q.per_page).offset((q.page - 1) * q.per_page).execute();
+  }
+
+  /**
+   * Cancels a queued job of the account: it will not run. A running or finished one
+   * cannot be (160), someone else's is 404.
+   */
+  async cancel(userId: string, id: string): Promise<JobRow> {
+    const row = await this.deps.db.updateTable("screenshot_jobs")
+      .set({ status: "cancelled", finished_at: this.deps.clock.now() })
+      .where("id", "=", id).where("user_id", "=", userId)
+      .where("status", "=", "queued").returningAll().executeTakeFirst();
+    if (!row) {
+      const existing = await this.get(userId, id);
+      if (!existing) throw new ApiError(404);
+      throw new ApiError(160, {
+        details: [{
+          path: "id",
+          message:
+            `only a queued job can be cancelled; this one is ${existing.status}`,
+        }],
+      });
+    }
+    const boss = await this.start().catch(() => undefined);
+    // The row says cancelled, which the worker checks first; this only spares a fetch.
+    await boss?.cancel(QUEUE, id).catch(() => {});
+    return row;
+  }
+
+  /**
+   * Runs job `id` once: a cancelled or finished one is left as it is (a retried
+   * delivery after a kill), a busy browser is tried again later (pg-boss's backoff)
+   * until `last`, any other refusal ends it failed with the synchronous call's code.
+   */
+  async #run(id: string, last: boolean): Promise<void> {
+    const { db, clock } = this.deps;
+    const row = await db.updateTable("screenshot_jobs")
+      .set((eb) => ({
+        status: "running",
+        attempts: eb("attempts", "+", 1),
+        started_at: clock.now(),
+      }))
+      .where("id", "=", id).where("status", "in", ["queued", "running"])
+      .returningAll().executeTakeFirst();
+    if (!row) return;
+    const req =
+      (typeof row.request === "string"
+        ? JSON.parse(row.request)
+        : row.request) as ScreenshotRequest;
+    try {
+      const result = await this.deps.capture(row.user_id, {
+        ...req,
+        async: false,
+      });
+      await db.updateTable("screenshot_jobs").set({
+        status: "done",
+        result: JSON.stringify(result),
+        image_id: result.id ?? null,
+        finished_at: clock.now(),
+      }).where("id", "=", id).execute();
+    } catch (e) {
+      // Anything but a refusal (a bug, a dropped connection) is tried again too, and
+      // ends as 500 after the last try.
+      const err = e instanceof ApiError ? e : new ApiError(500, { cause: e });
+      if (!last && (retryable(err) || !(e instanceof ApiError))) {
+        await db.updateTable("screenshot_jobs").set({ status: "queued" })
+          .where("id", "=", id).where("status", "=", "running").execute();
+        throw e;
+      }
+      await db.updateTable("screenshot_jobs").set({
+        status: "failed",
+        error_code: err.code,
+        error_message: err.message,
+        finished_at: clock.now(),
+      }).where("id", "=", id).execute();
+    }
+  }
+}
+
+/** A job as the API answers it. */
+export type JobRecord = z.output<typeof ScreenshotJobSchema>;
+
+/**
+ * The API's records of `rows`. A finished capture's links are made again from its image
+ * (at the address this request came to: the worker had none); an image deleted since
+ * keeps the links it had, which answer 404.
+ */
+export async function jobRecords(
+  db: Kysely<DB>,
+  config: Config,
+  rows: JobRow[],
+): Promise<JobRecord[]> {
+  const ids = rows.flatMap((r) => r.image_id ? [r.image_id] : []);
+  const images = ids.length
+    ? await db.selectFrom("images").selectAll().where("id", "in", ids)
+      .where("deleted_at", "is", null).execute()
+    : [];
+  const byId = new Map(images.map((i) => [i.id, toImageRecord(config, i)]));
+  const { base } = linkBases(config);
+  const iso = (d: Date | null) => d ? new Date(d).toISOString() : null;
+  const json = <T>(v: unknown): T =>
+    (typeof v === "string" ? JSON.parse(v) : v) as T;
+  return rows.map((r) => {
+    const { async: _async, ...request } = json<ScreenshotRequest>(r.request);
+    let result = r.result ? json<ScreenshotResult>(r.result) : null;
+    const image = r.image_id ? byId.get(r.image_id) : undefined;
+    if (result && image) {
+      result = {
+        ...result,
+        url_viewer: image.url_viewer,
+        url: image.url,
+        display_url: image.display_url,
+      };
+    }
+    return {
+      id: r.id,
+      status: r.status as JobRecord["status"],
+      status_url: `${base}/api/1/screenshot/jobs/${r.id}`,
+      request: { ...request, async: true },
+      attempts: r.attempts,
+      created_at: iso(r.created_at)!,
+      started_at: iso(r.started_at),
+      finished_at: iso(r.finished_at),
+      result,
+      error: r.error_code === null
+        ? null
+        : { code: r.error_code, message: r.error_message ?? "" },
+    };
+  });
+}

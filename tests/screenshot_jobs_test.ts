@@ -1,0 +1,324 @@
+import assert from "node:assert/strict";
+import sharp from "sharp";
+import {
+  apiCall,
+  databaseKinds,
+  json,
+  test,
+  type TestEnv,
+  testEnv,
+  userWithKey,
+} from "./helpers.ts";
+import { startFixture } from "./fixture_server.ts";
+import { testScreenshotter } from "./browser_service.ts";
+import { createApp } from "../app.ts";
+import { appSettled } from "../app.ts";
+
+/**
+ * Issue #50, first part: asynchronous captures on pg-boss. `async: true` answers 202 with
+ * a job that runs in the background and is followed, listed and cancelled through the
+ * API; it survives its app (a new one over the same database runs what was queued).
+ */
+
+let release = () => {};
+/** Resolves when the held page has been asked for (its capture is under way). */
+let heldAsked = Promise.withResolvers<void>();
+const fixture = startFixture({
+  "/blue":
+    `<!doctype html><style>html,body{margin:0;height:100%;background:#2e86de}</style><body></body>`,
+  // Held until the test lets it go: captures that stay running while others queue.
+  "/held": async () => {
+    const held = new Promise<void>((r) => release = r);
+    heldAsked.resolve();
+    await held;
+    return new Response(
+      `<!doctype html><style>html,body{margin:0;height:100%;background:#27ae60}</style><body></body>`,
+      { headers: { "content-type": "text/html" } },
+    );
+  },
+});
+const ALLOW = `127.0.0.1:${fixture.port}`;
+
+async function env(kind: "pglite" | "postgres"): Promise<TestEnv> {
+  const e = await testEnv({
+    kind,
+    screenshotter: testScreenshotter(ALLOW, { concurrency: 1 }),
+    env: {
+      FETCH_ALLOW_PRIVATE: ALLOW,
+      SCREENSHOT_CONCURRENCY: "1",
+      SCREENSHOT_PER_KEY: "1",
+    },
+  });
+  return {
+    ...e,
+    async close() {
+      await e.close();
+      await e.deps.screenshotter?.close();
+    },
+  };
+}
+
+/** GETs the job until `done(status)` or 30 s; its last record. */
+async function follow(
+  e: TestEnv,
+  key: string,
+  id: string,
+  done: (s: string) => boolean = (s) => s === "done" || s === "failed",
+) {
+  const end = Date.now() + 30_000;
+  for (;;) {
+    const r = await apiCall(e, key, "GET", `/api/1/screenshot/jobs/${id}`);
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    if (done(r.body.data.status)) return r.body.data;
+    if (Date.now() > end) {
+      throw new Error(`job ${id} stayed ${r.body.data.status}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+for (const kind of databaseKinds()) {
+  test(`[${kind}] async: true answers 202 with a queued job at once; it runs in the background and ends done with the capture as the synchronous call answers it, stored and listed`, async () => {
+    const e = await env(kind);
+    try {
+      const { key } = await userWithKey(e);
+      const accepted = await apiCall(e, key, "POST", "/api/1/screenshot", {
+        url: `${fixture.origin}/blue`,
+        viewport: { width: 320, height: 200 },
+        async: true,
+      });
+      assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
+      assert.equal(accepted.body.status, 202);
+      const job = accepted.body.data.job;
+      assert.match(job.id, /^[0-9a-f-]{36}$/);
+      assert.equal(job.status, "queued");
+      assert.equal(
+        job.status_url,
+        `http://localhost:8080/api/1/screenshot/jobs/${job.id}`,
+      );
+      assert.equal(job.request.url, `${fixture.origin}/blue`);
+      assert.equal(job.result, null);
+
+      const done = await follow(e, key, job.id);
+      assert.equal(done.status, "done", JSON.stringify(done));
+      assert.equal(done.attempts, 1);
+      assert.ok(done.started_at && done.finished_at);
+      assert.equal(done.error, null);
+      const r = done.result;
+      assert.equal(r.shared, true);
+      assert.equal(r.width, 320);
+      assert.equal(r.height, 200);
+      assert.equal(r.url_viewer, `http://localhost:8080/i/${r.id}`);
+      // The stored image is the page: blue.
+      const file = await e.app.request(new URL(r.url).pathname);
+      assert.equal(file.status, 200);
+      const { data, info } = await sharp(
+        new Uint8Array(await file.arrayBuffer()),
+      )
+        .raw().toBuffer({ resolveWithObject: true });
+      const at = (info.width * 100 + 160) * info.channels;
+      assert.deepEqual([data[at], data[at + 1], data[at + 2]], [
+        0x2e,
+        0x86,
+        0xde,
+      ]);
+      // Listed with the account's images, and among its jobs.
+      const image = await apiCall(e, key, "GET", `/api/1/images/${r.id}`);
+      assert.equal(image.status, 200);
+      const list = await apiCall(e, key, "GET", "/api/1/screenshot/jobs");
+      assert.deepEqual(list.body.data.jobs.map((j: { id: string }) => j.id), [
+        job.id,
+      ]);
+      const doneOnly = await apiCall(
+        e,
+        key,
+        "GET",
+        "/api/1/screenshot/jobs?status=failed",
+      );
+      assert.deepEqual(doneOnly.body.data.jobs, []);
+    } finally {
+      await e.close();
+    }
+  });
+
+  test(`[${kind}] a job whose capture is refused ends failed with the code the synchronous call answers; someone else's job is 404; async with share false is 160`, async () => {
+    const e = await env(kind);
+    try {
+      const { key } = await userWithKey(e);
+      const other = await userWithKey(e);
+      // Port 9 on loopback is not allowed: the guard refuses it.
+      const target = {
+        url: "http://127.0.0.1:9/",
+        viewport: { width: 200, height: 100 },
+      };
+      const sync = await apiCall(e, key, "POST", "/api/1/screenshot", target);
+      assert.ok(sync.status >= 400);
+      const accepted = await apiCall(e, key, "POST", "/api/1/screenshot", {
+        ...target,
+        async: true,
+      });
+      assert.equal(accepted.status, 202);
+      const failed = await follow(e, key, accepted.body.data.job.id);
+      assert.equal(failed.status, "failed");
+      assert.deepEqual(failed.error, {
+        code: sync.body.error.code,
+        message: sync.body.error.message,
+      });
+      assert.equal(failed.result, null);
+      const theirs = await apiCall(
+        e,
+        other.key,
+        "GET",
+        `/api/1/screenshot/jobs/${accepted.body.data.job.id}`,
+      );
+      assert.equal(theirs.status, 404);
+      const inline = await apiCall(e, key, "POST", "/api/1/screenshot", {
+        url: `${fixture.origin}/blue`,
+        share: false,
+        async: true,
+      });
+      assert.equal(inline.status, 400);
+      assert.equal(inline.body.error.code, 160);
+      assert.equal(inline.body.error.details[0].path, "async");
+    } finally {
+      await e.close();
+    }
+  });
+
+  test(`[${kind}] a queued job can be cancelled and never runs; a running or finished one cannot (160)`, async () => {
+    const e = await env(kind);
+    try {
+      const { key } = await userWithKey(e);
+      const ask = async (path: string) =>
+        (await apiCall(e, key, "POST", "/api/1/screenshot", {
+          url: `${fixture.origin}${path}`,
+          viewport: { width: 200, height: 100 },
+          async: true,
+        })).body.data.job.id as string;
+      // One capture at a time: the held one runs, the next waits in the queue.
+      heldAsked = Promise.withResolvers<void>();
+      const held = await ask("/held");
+      await heldAsked.promise;
+      const waiting = await ask("/blue");
+      // Cancelled while the queue had already handed it out (a race the row settles):
+      // its worker finds the row cancelled and runs nothing.
+      const raced = await ask("/blue");
+      await e.deps.database.db.updateTable("screenshot_jobs")
+        .set({ status: "cancelled" }).where("id", "=", raced).execute();
+      const cancelled = await apiCall(
+        e,
+        key,
+        "DELETE",
+        `/api/1/screenshot/jobs/${waiting}`,
+      );
+      assert.equal(cancelled.status, 200, JSON.stringify(cancelled.body));
+      assert.equal(cancelled.body.data.status, "cancelled");
+      const running = await apiCall(
+        e,
+        key,
+        "DELETE",
+        `/api/1/screenshot/jobs/${held}`,
+      );
+      assert.equal(running.status, 400);
+      assert.equal(running.body.error.code, 160);
+      release();
+      assert.equal((await follow(e, key, held)).status, "done");
+      // A later job runs after it: the cancelled one was passed over, not run.
+      const later = await ask("/blue");
+      assert.equal((await follow(e, key, later)).status, "done");
+      const after = await apiCall(
+        e,
+        key,
+        "GET",
+        `/api/1/screenshot/jobs/${waiting}`,
+      );
+      assert.equal(after.body.data.status, "cancelled");
+      assert.equal(after.body.data.attempts, 0);
+      const racedAfter = await apiCall(
+        e,
+        key,
+        "GET",
+        `/api/1/screenshot/jobs/${raced}`,
+      );
+      assert.equal(racedAfter.body.data.status, "cancelled");
+      assert.equal(racedAfter.body.data.attempts, 0);
+      const images = await apiCall(e, key, "GET", "/api/1/images");
+      assert.equal(images.body.data.total, 2);
+    } finally {
+      release();
+      await e.close();
+    }
+  });
+
+  test(`[${kind}] a job still queued when its app stops (a rolling restart) is run by the next app on the same database; the one running finishes first`, async () => {
+    const first = await env(kind);
+    try {
+      const { key } = await userWithKey(first);
+      const ask = async (path: string) =>
+        (await apiCall(first, key, "POST", "/api/1/screenshot", {
+          url: `${fixture.origin}${path}`,
+          viewport: { width: 200, height: 100 },
+          async: true,
+        })).body.data.job.id as string;
+      heldAsked = Promise.withResolvers<void>();
+      const held = await ask("/held");
+      await heldAsked.promise;
+      const queued = await ask("/blue");
+      // The first app stops: its running capture may finish, nothing new starts.
+      const stopping = appSettled(first.app);
+      await new Promise((r) => setTimeout(r, 300));
+      release();
+      await stopping;
+      assert.equal((await follow(first, key, held)).status, "done");
+      const still = await apiCall(
+        first,
+        key,
+        "GET",
+        `/api/1/screenshot/jobs/${queued}`,
+      );
+      assert.equal(still.body.data.status, "queued");
+      const browser = testScreenshotter(ALLOW, { concurrency: 1 });
+      const second = createApp({ ...first.deps, screenshotter: browser });
+      try {
+        const done = await follow({ ...first, app: second }, key, queued);
+        assert.equal(done.status, "done", JSON.stringify(done));
+        assert.equal(done.attempts, 1);
+      } finally {
+        await appSettled(second);
+        await browser.close();
+      }
+    } finally {
+      release();
+      await first.close();
+    }
+  });
+}
+
+test("without a browser, async: true is refused at once (240) and nothing is queued", async () => {
+  const e = await testEnv();
+  try {
+    const { key } = await userWithKey(e);
+    const r = await json(
+      await e.app.request("/api/1/screenshot", {
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${key}`,
+          "content-type": "application/json",
+        },
+        body: JSON.stringify({ url: "https://example.com", async: true }),
+      }),
+    );
+    assert.equal(r.status, 503);
+    assert.equal(r.body.error.code, 240);
+    const rows = await e.deps.database.db.selectFrom("screenshot_jobs")
+      .selectAll().execute();
+    assert.deepEqual(rows, []);
+  } finally {
+    await e.close();
+  }
+});
+
+test("teardown", async () => {
+  release();
+  await fixture.close();
+});

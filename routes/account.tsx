@@ -1,4 +1,9 @@
 import { linkBases } from "../services/runtime/link_base.ts";
+import {
+  registerAccountWebhooks,
+  WebhookSection,
+} from "./account_webhooks.tsx";
+import { webhookAccount } from "./screenshot_jobs.ts";
 import type { Context } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import type { App, AppEnv } from "./env.ts";
@@ -389,9 +394,10 @@ export function registerAccountRoutes(app: App, deps: AppDeps) {
   const AccountPage = async (
     props: { user: SessionUser; newKey?: string; notice?: string },
   ) => {
-    const [keys, standing] = await Promise.all([
+    const [keys, standing, hooks] = await Promise.all([
       listApiKeys(db, props.user.userId),
       standingOf(db, deps.config, deps.clock, props.user.userId),
+      webhookAccount(deps, props.user.userId),
     ]);
     const { usage, limits } = standing;
     const of = (used: string, limit: number, shown: string) =>
@@ -548,6 +554,7 @@ export function registerAccountRoutes(app: App, deps: AppDeps) {
             </p>
           </form>
         </section>
+        <WebhookSection csrfToken={props.user.csrfToken} account={hooks} />
         <SignInSection csrfToken={props.user.csrfToken} />
         <p>
           Your images are on <a href="/images">My images</a>.
@@ -557,6 +564,7 @@ export function registerAccountRoutes(app: App, deps: AppDeps) {
   };
 
   registerAccountSecurity(app, deps, requireSessionForm, secure);
+  registerAccountWebhooks(app, deps, requireSessionForm);
 
   const noStore = (c: Context) => c.header("Cache-Control", "no-store");
 

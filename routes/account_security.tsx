@@ -131,6 +131,8 @@ const DONE: Record<string, (n: number) => string> = {
       n ? `; ${n} other sign-in${n === 1 ? "" : "s"} ended` : ""
     }.`,
   email: () => "Your e-mail is changed.",
+  webhook: () =>
+    "A new webhook secret is made: calls are signed with it from now on.",
   sessions: (n) =>
     n
       ? `Signed out ${n} other sign-in${n === 1 ? "" : "s"}.`

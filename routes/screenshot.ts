@@ -215,7 +215,7 @@ export function registerScreenshotRoutes(
   });
   app.openapi(postScreenshotRoute, async (c) => {
     const { key: _key, ...req } = c.req.valid("json");
-    if (req.async) {
+    if (req.async || req.webhook_url) {
       // Without a browser nothing would ever run it: refused now, as a capture is.
       if (!deps.screenshotter) throw new ApiError(240);
       const row = await jobs.enqueue(c.get("userId"), req);

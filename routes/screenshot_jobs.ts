@@ -13,7 +13,15 @@ import {
   ScreenshotJobListSchema,
   ScreenshotJobQuerySchema,
   ScreenshotJobSchema,
+  WebhookAccountSchema,
 } from "../schemas/screenshot_jobs.ts";
+import {
+  deliveryRecord,
+  recentDeliveries,
+  rotateWebhookSecret,
+  SIGNATURE_HEADER,
+  webhookSecret,
+} from "../services/screenshots/webhooks.ts";
 import { ApiError } from "../schemas/errors.ts";
 import {
   jobRecords,
@@ -33,6 +41,7 @@ const EXAMPLE_JOB = {
   finished_at: null,
   result: null,
   error: null,
+  webhook: null,
 };
 
 /** The 202 of `POST /api/1/screenshot` with `async: true`. */
@@ -104,6 +113,61 @@ const cancelJobRoute = createRoute({
   },
 });
 
+const getWebhookRoute = createRoute({
+  method: "get",
+  path: "/api/1/account/webhook",
+  operationId: "getWebhookAccount",
+  tags: ["Screenshots"],
+  summary: "Your webhook secret and latest deliveries",
+  description:
+    "The secret your webhooks are signed with (made at first ask) and the latest 20 " +
+    "tries of any of your jobs' webhooks. Verify a call: HMAC-SHA256 of " +
+    '`"<t>.<body>"` under the secret, hex, equals `v1` of X-Webhook-Signature ' +
+    "(`t=<unix seconds>,v1=<hex>`), and `t` is recent.",
+  security: API_SECURITY,
+  responses: {
+    200: okResponse("The secret and the latest tries", WebhookAccountSchema, {
+      secret: "whsec_3q2-8dFzExampleOnly",
+      signature_header: SIGNATURE_HEADER,
+      deliveries: [],
+    }, { rateLimited: true }),
+    ...errorResponses(...AUTH_ERRORS),
+  },
+});
+
+const rotateWebhookRoute = createRoute({
+  method: "post",
+  path: "/api/1/account/webhook/secret",
+  operationId: "rotateWebhookSecret",
+  tags: ["Screenshots"],
+  summary: "Make a new webhook secret",
+  description:
+    "Calls signed from now on use the new secret (tries already queued included).",
+  security: API_SECURITY,
+  responses: {
+    200: okResponse("The new secret", WebhookAccountSchema, {
+      secret: "whsec_9Zk-1aBcExampleOnly",
+      signature_header: SIGNATURE_HEADER,
+      deliveries: [],
+    }, { rateLimited: true }),
+    ...errorResponses(...AUTH_ERRORS),
+  },
+});
+
+/** The account's webhook secret and latest deliveries, as the API answers them. */
+export async function webhookAccount(
+  deps: AppDeps,
+  userId: string,
+  secret?: string,
+) {
+  const db = deps.database.db;
+  return {
+    secret: secret ?? await webhookSecret(db, userId),
+    signature_header: SIGNATURE_HEADER,
+    deliveries: (await recentDeliveries(db, userId)).map(deliveryRecord),
+  };
+}
+
 /** GET /api/1/screenshot/jobs[/{id}] and DELETE /api/1/screenshot/jobs/{id}. */
 export function registerScreenshotJobRoutes(
   app: App,
@@ -129,6 +193,16 @@ export function registerScreenshotJobRoutes(
       }),
       200,
     );
+  });
+  app.openapi(
+    getWebhookRoute,
+    async (c) =>
+      c.json(okBody(await webhookAccount(deps, c.get("userId"))), 200),
+  );
+  app.openapi(rotateWebhookRoute, async (c) => {
+    const userId = c.get("userId");
+    const secret = await rotateWebhookSecret(db, userId);
+    return c.json(okBody(await webhookAccount(deps, userId, secret)), 200);
   });
   app.openapi(cancelJobRoute, async (c) => {
     const row = await jobs.cancel(c.get("userId"), c.req.valid("param").id);

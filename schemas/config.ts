@@ -458,6 +458,11 @@ const SCREENSHOTS = {
       "Captures one account may run at once on a browser; 0: one less than SCREENSHOT_CONCURRENCY, at least one, so one account never holds every slot.",
     unit: "captures",
   }),
+  WEBHOOK_RETRY_S: v(int(10, 1, 3_600), {
+    description:
+      "An asynchronous capture's webhook not answered 2xx is tried again after this long, doubling each time, 6 tries in all; every try is listed with its job.",
+    unit: "s",
+  }),
   SCREENSHOT_MAX_PIXELS: v(int(40_000_000, 1_000_000, 1_000_000_000), {
     description:
       "Device pixels one capture may have (width × height × ratio², viewport or clip; a full page is cut to it); over it 160 before anything is launched.",

@@ -183,6 +183,16 @@ const ScreenshotFields = z.object({
   share: z.boolean().default(true).openapi({
     description: "false: return the image inline (or raw) and store nothing",
   }),
+  webhook_url: z.string().url().max(2048).optional().openapi({
+    description:
+      "Where to POST the job when it ends (implies `async`): `{type, job}` signed with " +
+      "your account's secret in X-Webhook-Signature (`t=<unix>,v1=<hex HMAC-SHA256 of " +
+      '"<t>.<body>">`; the secret is on /account and at GET /api/1/account/webhook). ' +
+      "A public address only, checked now and at each try; redirects are not " +
+      "followed; not answered 2xx, it is tried again with backoff (WEBHOOK_RETRY_S), " +
+      "6 tries in all, each listed in the job's `webhook.deliveries`.",
+    example: "https://example.com/hooks/screenshots",
+  }),
   async: z.boolean().default(false).openapi({
     description:
       "true: answer 202 at once with a job (`data.job`) and capture in the background; " +
@@ -219,6 +229,12 @@ function screenshotRules(
   }
   if (r.async && !r.share) {
     bad("async", "an asynchronous capture is stored: share must be true");
+  }
+  if (r.webhook_url && !r.share) {
+    bad(
+      "webhook_url",
+      "a capture with a webhook is stored: share must be true",
+    );
   }
 }
 
@@ -288,6 +304,7 @@ export const ScreenshotFileRequestSchema = ScreenshotFields.omit({
   share: true,
   response: true,
   async: true,
+  webhook_url: true,
 }).strict().transform((r) => ({
   ...r,
   share: false as const,

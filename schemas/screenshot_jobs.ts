@@ -13,6 +13,27 @@ export const JOB_STATUSES = [
   "cancelled",
 ] as const;
 
+/** One try of a webhook. */
+export const WebhookDeliverySchema = z.object({
+  job_id: z.string(),
+  url: z.string(),
+  attempt: z.number().int().openapi({ example: 1 }),
+  ok: z.boolean().openapi({ description: "Answered 2xx" }),
+  status_code: z.number().int().nullable().openapi({ example: 200 }),
+  error: z.string().nullable().openapi({
+    description:
+      "Why it did not count: HTTP <status>, a refused or unreachable address, no answer in time, a redirect",
+  }),
+  at: z.string(),
+}).openapi("WebhookDelivery");
+
+/** GET /api/1/account/webhook: the signing secret and the latest tries. */
+export const WebhookAccountSchema = z.object({
+  secret: z.string().openapi({ example: "whsec_3q2-8dFz…" }),
+  signature_header: z.string().openapi({ example: "X-Webhook-Signature" }),
+  deliveries: z.array(WebhookDeliverySchema),
+}).openapi("WebhookAccount");
+
 /** An asynchronous capture (issue #50). */
 export const ScreenshotJobSchema = z.object({
   id: z.string().openapi({ example: "0b6f8a52-3c1e-4f5e-9d5a-2f1c8e7b9a10" }),
@@ -42,6 +63,12 @@ export const ScreenshotJobSchema = z.object({
     code: z.number().int().openapi({ example: 220 }),
     message: z.string(),
   }).nullable(),
+  webhook: z.object({
+    url: z.string(),
+    deliveries: z.array(WebhookDeliverySchema),
+  }).nullable().openapi({
+    description: "With `webhook_url`: where it goes and every try so far",
+  }),
 }).openapi("ScreenshotJob");
 
 /** The answer of an asynchronous capture request: its job. */

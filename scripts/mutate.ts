@@ -1786,6 +1786,44 @@ const MUTATIONS: Mutation[] = [
     to: "  return false;",
     tests: ["tests/screenshot_jobs_test.ts"],
   },
+  {
+    name:
+      "webhooks: the signature leaves the timestamp out (a replay signs the same)",
+    file: "services/screenshots/webhooks.ts",
+    from: "      new TextEncoder().encode(`${t}.${body}`),",
+    to: "      new TextEncoder().encode(body),",
+    tests: ["tests/webhooks_test.ts"],
+  },
+  {
+    name: "webhooks: a try answered 500 is not tried again",
+    file: "services/screenshots/jobs.ts",
+    from: "    if (!outcome.ok && !last) {",
+    to: "    if (false) {",
+    tests: ["tests/webhooks_test.ts"],
+  },
+  {
+    name: "webhooks: redirects are followed",
+    file: "services/net/guarded_post.ts",
+    from:
+      '      redirect: "manual",\n      signal: AbortSignal.timeout(opts.timeoutMs),\n      headers: { "content-type": "application/json", ...headers },',
+    to:
+      '      redirect: "follow",\n      signal: AbortSignal.timeout(opts.timeoutMs),\n      headers: { "content-type": "application/json", ...headers },',
+    tests: ["tests/webhooks_test.ts"],
+  },
+  {
+    name: "webhooks: a private webhook_url is accepted at request time",
+    file: "services/screenshots/jobs.ts",
+    from: "    if (req.webhook_url) {\n      // Refused now (210)",
+    to: "    if (false) {\n      // Refused now (210)",
+    tests: ["tests/webhooks_test.ts"],
+  },
+  {
+    name: "webhooks: a job's end is recorded without queueing its webhook",
+    file: "services/screenshots/jobs.ts",
+    from: "      if (req.webhook_url && boss) {",
+    to: "      if (false) {",
+    tests: ["tests/webhooks_test.ts"],
+  },
 ];
 
 const root = new URL("..", import.meta.url).pathname.replace(/\/$/, "");

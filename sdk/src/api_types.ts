@@ -674,6 +674,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/1/account/webhook": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Your webhook secret and latest deliveries
+         * @description The secret your webhooks are signed with (made at first ask) and the latest 20 tries of any of your jobs' webhooks. Verify a call: HMAC-SHA256 of `"<t>.<body>"` under the secret, hex, equals `v1` of X-Webhook-Signature (`t=<unix seconds>,v1=<hex>`), and `t` is recent.
+         */
+        get: operations["getWebhookAccount"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/1/account/webhook/secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Make a new webhook secret
+         * @description Calls signed from now on use the new secret (tries already queued included).
+         */
+        post: operations["rotateWebhookSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/{file}": {
         parameters: {
             query?: never;
@@ -1606,6 +1646,11 @@ export interface components {
                 code: number;
                 message: string;
             } | null;
+            /** @description With `webhook_url`: where it goes and every try so far */
+            webhook: {
+                url: string;
+                deliveries: components["schemas"]["WebhookDelivery"][];
+            } | null;
         };
         /**
          * @description What was asked (without the key)
@@ -1781,10 +1826,29 @@ export interface components {
              */
             share?: boolean;
             /**
+             * Format: uri
+             * @description Where to POST the job when it ends (implies `async`): `{type, job}` signed with your account's secret in X-Webhook-Signature (`t=<unix>,v1=<hex HMAC-SHA256 of "<t>.<body>">`; the secret is on /account and at GET /api/1/account/webhook). A public address only, checked now and at each try; redirects are not followed; not answered 2xx, it is tried again with backoff (WEBHOOK_RETRY_S), 6 tries in all, each listed in the job's `webhook.deliveries`.
+             * @example https://example.com/hooks/screenshots
+             */
+            webhook_url?: string;
+            /**
              * @description true: answer 202 at once with a job (`data.job`) and capture in the background; follow it at `GET /api/1/screenshot/jobs/{id}`. The capture is stored as any shared one (share must be true). A job survives its instance: a killed one's jobs are run by another (or after restart).
              * @default false
              */
             async?: boolean;
+        };
+        WebhookDelivery: {
+            job_id: string;
+            url: string;
+            /** @example 1 */
+            attempt: number;
+            /** @description Answered 2xx */
+            ok: boolean;
+            /** @example 200 */
+            status_code: number | null;
+            /** @description Why it did not count: HTTP <status>, a refused or unreachable address, no answer in time, a redirect */
+            error: string | null;
+            at: string;
         };
         Preset: {
             /** @example iphone-14-pro */
@@ -1802,6 +1866,13 @@ export interface components {
             jobs: components["schemas"]["ScreenshotJob"][];
             page: number;
             per_page: number;
+        };
+        WebhookAccount: {
+            /** @example whsec_3q2-8dFz… */
+            secret: string;
+            /** @example X-Webhook-Signature */
+            signature_header: string;
+            deliveries: components["schemas"]["WebhookDelivery"][];
         };
     };
     responses: never;
@@ -13087,7 +13158,8 @@ export interface operations {
                      *           "started_at": null,
                      *           "finished_at": null,
                      *           "result": null,
-                     *           "error": null
+                     *           "error": null,
+                     *           "webhook": null
                      *         }
                      *       }
                      *     }
@@ -13805,7 +13877,8 @@ export interface operations {
                      *         "started_at": null,
                      *         "finished_at": null,
                      *         "result": null,
-                     *         "error": null
+                     *         "error": null,
+                     *         "webhook": null
                      *       }
                      *     }
                      */
@@ -14080,7 +14153,8 @@ export interface operations {
                      *         "started_at": null,
                      *         "finished_at": "2026-11-27T17:00:01.000Z",
                      *         "result": null,
-                     *         "error": null
+                     *         "error": null,
+                     *         "webhook": null
                      *       }
                      *     }
                      */
@@ -14391,7 +14465,8 @@ export interface operations {
                      *             "started_at": null,
                      *             "finished_at": null,
                      *             "result": null,
-                     *             "error": null
+                     *             "error": null,
+                     *             "webhook": null
                      *           }
                      *         ],
                      *         "page": 1,
@@ -14437,6 +14512,468 @@ export interface operations {
                             message: string;
                             details?: components["schemas"]["ErrorDetail"][];
                         };
+                    };
+                };
+            };
+            /** @description 100 No API key provided; 110 Invalid API key; 120 User not found */
+            401: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 401;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 100: No API key provided; 110: Invalid API key; 120: User not found
+                             * @enum {integer}
+                             */
+                            code: 100 | 110 | 120;
+                            /** @example No API key provided */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 403 Forbidden */
+            403: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 403;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 403: Forbidden
+                             * @enum {integer}
+                             */
+                            code: 403;
+                            /** @example Forbidden */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 405 Method not allowed (another method on this path; Allow lists the ones it has) */
+            405: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 405;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 405: Method not allowed
+                             * @enum {integer}
+                             */
+                            code: 405;
+                            /** @example Method not allowed */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 170 Rate limit exceeded */
+            429: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 429;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 170: Rate limit exceeded
+                             * @enum {integer}
+                             */
+                            code: 170;
+                            /** @example Rate limit exceeded */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 500 Internal error */
+            500: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 500;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 500: Internal error
+                             * @enum {integer}
+                             */
+                            code: 500;
+                            /** @example Internal error */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 250 Service temporarily unavailable */
+            503: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 503;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 250: Service temporarily unavailable
+                             * @enum {integer}
+                             */
+                            code: 250;
+                            /** @example Service temporarily unavailable */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+        };
+    };
+    getWebhookAccount: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The secret and the latest tries */
+            200: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": 200,
+                     *       "success": true,
+                     *       "data": {
+                     *         "secret": "whsec_3q2-8dFzExampleOnly",
+                     *         "signature_header": "X-Webhook-Signature",
+                     *         "deliveries": []
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 200;
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["WebhookAccount"];
+                    };
+                };
+            };
+            /** @description 100 No API key provided; 110 Invalid API key; 120 User not found */
+            401: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 401;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 100: No API key provided; 110: Invalid API key; 120: User not found
+                             * @enum {integer}
+                             */
+                            code: 100 | 110 | 120;
+                            /** @example No API key provided */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 403 Forbidden */
+            403: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 403;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 403: Forbidden
+                             * @enum {integer}
+                             */
+                            code: 403;
+                            /** @example Forbidden */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 405 Method not allowed (another method on this path; Allow lists the ones it has) */
+            405: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 405;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 405: Method not allowed
+                             * @enum {integer}
+                             */
+                            code: 405;
+                            /** @example Method not allowed */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 170 Rate limit exceeded */
+            429: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 429;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 170: Rate limit exceeded
+                             * @enum {integer}
+                             */
+                            code: 170;
+                            /** @example Rate limit exceeded */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 500 Internal error */
+            500: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 500;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 500: Internal error
+                             * @enum {integer}
+                             */
+                            code: 500;
+                            /** @example Internal error */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 250 Service temporarily unavailable */
+            503: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 503;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 250: Service temporarily unavailable
+                             * @enum {integer}
+                             */
+                            code: 250;
+                            /** @example Service temporarily unavailable */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+        };
+    };
+    rotateWebhookSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The new secret */
+            200: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": 200,
+                     *       "success": true,
+                     *       "data": {
+                     *         "secret": "whsec_9Zk-1aBcExampleOnly",
+                     *         "signature_header": "X-Webhook-Signature",
+                     *         "deliveries": []
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 200;
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["WebhookAccount"];
                     };
                 };
             };

@@ -17,6 +17,8 @@ export interface DB {
     quota_storage_mb: Generated<number | null>;
     quota_images: Generated<number | null>;
     quota_screenshots: Generated<number | null>;
+    /** The HMAC key of the account's webhooks, made at first use (014). */
+    webhook_secret: Generated<string | null>;
   };
   api_keys: {
     id: string;
@@ -181,6 +183,18 @@ export interface DB {
     created_at: Generated<Date>;
     started_at: Generated<Date | null>;
     finished_at: Generated<Date | null>;
+  };
+  /** Every attempt to deliver a job's webhook (014). */
+  webhook_deliveries: {
+    id: Generated<string | number>;
+    job_id: string;
+    user_id: string;
+    url: string;
+    attempt: number;
+    ok: boolean;
+    status_code: number | null;
+    error: string | null;
+    at: Generated<Date>;
   };
   schema_migrations: {
     name: string;

@@ -1,4 +1,4 @@
-import type { Kysely, Selectable } from "kysely";
+import type { Kysely, Selectable, Updateable } from "kysely";
 import type { z } from "@hono/zod-openapi";
 import { fromKysely, type JobWithMetadata, PgBoss } from "pg-boss";
 import type { DB } from "../db/schema.ts";
@@ -13,6 +13,9 @@ import type {
 import type { ScreenshotJobSchema } from "../../schemas/screenshot_jobs.ts";
 import { toImageRecord } from "../images/records.ts";
 import { linkBases } from "../runtime/link_base.ts";
+import { type AllowRule, allowRulesOf } from "../../schemas/allow_list.ts";
+import { checkTarget, parseTargetUrl } from "../net/target.ts";
+import { deliverWebhook, deliveryRecord } from "./webhooks.ts";
 
 /**
  * services/screenshots/jobs.ts — asynchronous captures (issue #50) on pg-boss, a
@@ -32,6 +35,15 @@ const SCHEMA = "pgboss";
 
 /** Tries of a job whose capture met a busy browser or a dead instance. */
 const RETRY_LIMIT = 4;
+
+/** The webhooks' queue: one entry per job that ended with a webhook_url. */
+const WEBHOOKS = "webhooks";
+
+/** Retries of a webhook after its first try (6 tries in all). */
+const WEBHOOK_RETRIES = 5;
+
+/** One webhook try's bound. */
+const WEBHOOK_TIMEOUT_MS = 10_000;
 
 /** A row of screenshot_jobs. */
 export type JobRow = Selectable<DB["screenshot_jobs"]>;
@@ -58,7 +70,11 @@ export class ScreenshotJobs {
   #starting?: Promise<PgBoss>;
   #stopped = false;
 
-  constructor(private readonly deps: JobDeps) {}
+  readonly #rules: AllowRule[];
+
+  constructor(private readonly deps: JobDeps) {
+    this.#rules = allowRulesOf(deps.config);
+  }
 
   /**
    * Starts the queue and this instance's worker (idempotent; a failed start is tried
@@ -96,6 +112,12 @@ export class ScreenshotJobs {
       retryBackoff: true,
       expireInSeconds: expire,
     });
+    await boss.createQueue(WEBHOOKS, {
+      retryLimit: WEBHOOK_RETRIES,
+      retryDelay: config.WEBHOOK_RETRY_S,
+      retryBackoff: true,
+      expireInSeconds: Math.ceil(WEBHOOK_TIMEOUT_MS / 1000) * 2 + 30,
+    });
     if (this.#stopped) {
       await boss.stop({ graceful: false, close: false });
       throw new Error("stopped");
@@ -109,6 +131,21 @@ export class ScreenshotJobs {
       },
       async ([job]: JobWithMetadata<{ jobId: string }>[]) => {
         await this.#run(job.id, job.retryCount >= job.retryLimit);
+      },
+    );
+    await boss.work(
+      WEBHOOKS,
+      {
+        localConcurrency: 4,
+        pollingIntervalSeconds: 0.5,
+        includeMetadata: true,
+      },
+      async ([job]: JobWithMetadata<{ jobId: string }>[]) => {
+        await this.#deliver(
+          job.data.jobId,
+          job.retryCount + 1,
+          job.retryCount >= job.retryLimit,
+        );
       },
     );
     this.#boss = boss;
@@ -135,6 +172,15 @@ export class ScreenshotJobs {
     const boss = await this.start().catch((e) => {
       throw new ApiError(250, { cause: e });
     });
+    if (req.webhook_url) {
+      // Refused now (210) rather than at the first try: the guard checks again then.
+      await checkTarget(
+        parseTargetUrl(req.webhook_url, "webhook_url"),
+        this.#rules,
+        "webhook_url",
+        220,
+      );
+    }
     const id = crypto.randomUUID();
     return await this.deps.db.transaction().execute(async (tx) => {
       const row = await tx.insertInto("screenshot_jobs").values({
@@ -219,12 +265,12 @@ export class ScreenshotJobs {
         ...req,
         async: false,
       });
-      await db.updateTable("screenshot_jobs").set({
+      await this.#finish(id, req, {
         status: "done",
         result: JSON.stringify(result),
         image_id: result.id ?? null,
         finished_at: clock.now(),
-      }).where("id", "=", id).execute();
+      });
     } catch (e) {
       // Anything but a refusal (a bug, a dropped connection) is tried again too, and
       // ends as 500 after the last try.
@@ -234,14 +280,67 @@ export class ScreenshotJobs {
           .where("id", "=", id).where("status", "=", "running").execute();
         throw e;
       }
-      await db.updateTable("screenshot_jobs").set({
+      await this.#finish(id, req, {
         status: "failed",
         error_code: err.code,
         error_message: err.message,
         finished_at: clock.now(),
-      }).where("id", "=", id).execute();
+      });
     }
   }
+
+  /**
+   * Records how job `id` ended and, with a webhook_url, queues its webhook in the same
+   * transaction: a job that ended has its call on the way.
+   */
+  async #finish(
+    id: string,
+    req: ScreenshotRequest,
+    end: Updateable<DB["screenshot_jobs"]>,
+  ): Promise<void> {
+    const boss = this.#boss;
+    await this.deps.db.transaction().execute(async (tx) => {
+      await tx.updateTable("screenshot_jobs").set(end).where("id", "=", id)
+        .execute();
+      if (req.webhook_url && boss) {
+        await boss.send(WEBHOOKS, { jobId: id }, {
+          db: fromKysely(tx as never),
+        });
+      }
+    });
+  }
+
+  /**
+   * One try of job `jobId`'s webhook: the job as the API shows it, signed. Not answered
+   * 2xx, it throws so that pg-boss tries again with backoff, unless it was the `last`.
+   */
+  async #deliver(jobId: string, attempt: number, last: boolean) {
+    const { db, config, clock } = this.deps;
+    const row = await db.selectFrom("screenshot_jobs").selectAll()
+      .where("id", "=", jobId).executeTakeFirst();
+    const req = row && json<ScreenshotRequest>(row.request);
+    if (!row || !req?.webhook_url) return;
+    const [job] = await jobRecords(db, config, [row]);
+    const body = JSON.stringify({ type: `screenshot.job.${job.status}`, job });
+    const outcome = await deliverWebhook(db, {
+      jobId,
+      userId: row.user_id,
+      url: req.webhook_url,
+      body,
+      attempt,
+      now: clock.now(),
+      rules: this.#rules,
+      timeoutMs: WEBHOOK_TIMEOUT_MS,
+    });
+    if (!outcome.ok && !last) {
+      throw new Error(`webhook try ${attempt}: ${outcome.error}`);
+    }
+  }
+}
+
+/** A JSON column's value (PGlite answers jsonb parsed, a string when stored as one). */
+function json<T>(v: unknown): T {
+  return (typeof v === "string" ? JSON.parse(v) : v) as T;
 }
 
 /** A job as the API answers it. */
@@ -265,8 +364,13 @@ export async function jobRecords(
   const byId = new Map(images.map((i) => [i.id, toImageRecord(config, i)]));
   const { base } = linkBases(config);
   const iso = (d: Date | null) => d ? new Date(d).toISOString() : null;
-  const json = <T>(v: unknown): T =>
-    (typeof v === "string" ? JSON.parse(v) : v) as T;
+  const hooked = rows.filter((r) =>
+    json<ScreenshotRequest>(r.request).webhook_url
+  ).map((r) => r.id);
+  const deliveries = hooked.length
+    ? await db.selectFrom("webhook_deliveries").selectAll()
+      .where("job_id", "in", hooked).orderBy("id").execute()
+    : [];
   return rows.map((r) => {
     const { async: _async, ...request } = json<ScreenshotRequest>(r.request);
     let result = r.result ? json<ScreenshotResult>(r.result) : null;
@@ -292,6 +396,14 @@ export async function jobRecords(
       error: r.error_code === null
         ? null
         : { code: r.error_code, message: r.error_message ?? "" },
+      webhook: request.webhook_url
+        ? {
+          url: request.webhook_url,
+          deliveries: deliveries.filter((d) => d.job_id === r.id).map(
+            deliveryRecord,
+          ),
+        }
+        : null,
     };
   });
 }

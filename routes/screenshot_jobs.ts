@@ -2,13 +2,17 @@ import { createRoute } from "@hono/zod-openapi";
 import type { App } from "./env.ts";
 import type { AppDeps } from "./deps.ts";
 import {
+  acceptedBody,
   AUTH_ERRORS,
   errorResponses,
   okBody,
   okResponse,
 } from "../schemas/envelope.ts";
+import { linkBases } from "../services/runtime/link_base.ts";
 import {
   JobIdParamSchema,
+  ScreenshotBatchAnswerSchema,
+  ScreenshotBatchRequestSchema,
   ScreenshotJobAcceptedSchema,
   ScreenshotJobListSchema,
   ScreenshotJobQuerySchema,
@@ -25,6 +29,7 @@ import {
 import { ApiError } from "../schemas/errors.ts";
 import {
   jobRecords,
+  type JobRow,
   type ScreenshotJobs,
 } from "../services/screenshots/jobs.ts";
 import { API_SECURITY } from "./upload.ts";
@@ -42,6 +47,15 @@ const EXAMPLE_JOB = {
   result: null,
   error: null,
   webhook: null,
+};
+
+const EXAMPLE_BATCH = {
+  id: "5d0c7e1a-8f3b-4c2e-a6d9-1b2c3d4e5f60",
+  status_url:
+    "https://example.com/api/1/screenshot/batches/5d0c7e1a-8f3b-4c2e-a6d9-1b2c3d4e5f60",
+  total: 1,
+  counts: { queued: 1, running: 0, done: 0, failed: 0, cancelled: 0 },
+  jobs: [EXAMPLE_JOB],
 };
 
 /** The 202 of `POST /api/1/screenshot` with `async: true`. */
@@ -168,6 +182,67 @@ export async function webhookAccount(
   };
 }
 
+const postBatchRoute = createRoute({
+  method: "post",
+  path: "/api/1/screenshot/batch",
+  operationId: "postScreenshotBatch",
+  tags: ["Screenshots"],
+  summary: "Queue many captures at once",
+  description:
+    "Up to SCREENSHOT_BATCH_MAX captures, each as `POST /api/1/screenshot` takes it, " +
+    "queued together (all or none) and answered 202 with one batch id; follow it at " +
+    "`GET /api/1/screenshot/batches/{id}` (progress per item) or each job on its own. " +
+    "Jobs of one account run at most SCREENSHOT_PER_KEY at a time, so a batch never " +
+    "holds back other accounts' captures.",
+  security: API_SECURITY,
+  request: {
+    body: {
+      required: true,
+      content: {
+        "application/json": { schema: ScreenshotBatchRequestSchema },
+      },
+    },
+  },
+  responses: {
+    202: okResponse("Queued", ScreenshotBatchAnswerSchema, {
+      batch: EXAMPLE_BATCH,
+    }, { rateLimited: true, status: 202 }),
+    ...errorResponses(...AUTH_ERRORS, 160, 200, 210, 220, 240),
+  },
+});
+
+const getBatchRoute = createRoute({
+  method: "get",
+  path: "/api/1/screenshot/batches/{id}",
+  operationId: "getScreenshotBatch",
+  tags: ["Screenshots"],
+  summary: "Follow a batch",
+  description:
+    "Its counts by status and every job in the order of the requests.",
+  security: API_SECURITY,
+  request: { params: JobIdParamSchema },
+  responses: {
+    200: okResponse("The batch", ScreenshotBatchAnswerSchema, {
+      batch: EXAMPLE_BATCH,
+    }, { rateLimited: true }),
+    ...errorResponses(...AUTH_ERRORS, 404),
+  },
+});
+
+/** The batch record of its jobs' rows. */
+async function batchRecord(deps: AppDeps, id: string, rows: JobRow[]) {
+  const jobs = await jobRecords(deps.database.db, deps.config, rows);
+  const counts = { queued: 0, running: 0, done: 0, failed: 0, cancelled: 0 };
+  for (const j of jobs) counts[j.status]++;
+  return {
+    id,
+    status_url: `${linkBases(deps.config).base}/api/1/screenshot/batches/${id}`,
+    total: jobs.length,
+    counts,
+    jobs,
+  };
+}
+
 /** GET /api/1/screenshot/jobs[/{id}] and DELETE /api/1/screenshot/jobs/{id}. */
 export function registerScreenshotJobRoutes(
   app: App,
@@ -203,6 +278,37 @@ export function registerScreenshotJobRoutes(
     const userId = c.get("userId");
     const secret = await rotateWebhookSecret(db, userId);
     return c.json(okBody(await webhookAccount(deps, userId, secret)), 200);
+  });
+  app.openapi(postBatchRoute, async (c) => {
+    if (!deps.screenshotter) throw new ApiError(240);
+    const { requests } = c.req.valid("json");
+    const max = deps.config.SCREENSHOT_BATCH_MAX;
+    const bad = (path: string, message: string) =>
+      new ApiError(160, { details: [{ path, message }] });
+    if (requests.length > max) {
+      throw bad(
+        "requests",
+        `at most ${max} in one batch (SCREENSHOT_BATCH_MAX)`,
+      );
+    }
+    const reqs = requests.map(({ key: _key, ...r }, i) => {
+      if (!r.share) {
+        throw bad(`requests.${i}.share`, "a batch's captures are stored");
+      }
+      return { ...r, async: true };
+    });
+    const id = crypto.randomUUID();
+    const rows = await jobs.enqueueMany(c.get("userId"), reqs, id);
+    return c.json(
+      acceptedBody({ batch: await batchRecord(deps, id, rows) }),
+      202,
+    );
+  });
+  app.openapi(getBatchRoute, async (c) => {
+    const id = c.req.valid("param").id;
+    const rows = await jobs.batch(c.get("userId"), id);
+    if (!rows) throw new ApiError(404);
+    return c.json(okBody({ batch: await batchRecord(deps, id, rows) }), 200);
   });
   app.openapi(cancelJobRoute, async (c) => {
     const row = await jobs.cancel(c.get("userId"), c.req.valid("param").id);

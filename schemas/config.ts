@@ -458,6 +458,11 @@ const SCREENSHOTS = {
       "Captures one account may run at once on a browser; 0: one less than SCREENSHOT_CONCURRENCY, at least one, so one account never holds every slot.",
     unit: "captures",
   }),
+  SCREENSHOT_BATCH_MAX: v(int(100, 1, 1_000), {
+    description:
+      "Captures one POST /api/1/screenshot/batch may queue; more is 160.",
+    unit: "captures",
+  }),
   WEBHOOK_RETRY_S: v(int(10, 1, 3_600), {
     description:
       "An asynchronous capture's webhook not answered 2xx is tried again after this long, doubling each time, 6 tries in all; every try is listed with its job.",

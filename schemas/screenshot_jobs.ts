@@ -97,3 +97,41 @@ export const JobIdParamSchema = z.object({
     example: "0b6f8a52-3c1e-4f5e-9d5a-2f1c8e7b9a10",
   }),
 });
+
+/** POST /api/1/screenshot/batch's body. */
+export const ScreenshotBatchRequestSchema = z.object({
+  requests: z.array(ScreenshotRequestSchema).min(1).max(1_000).openapi({
+    description:
+      "Captures to queue, each as POST /api/1/screenshot takes it (all asynchronous and " +
+      "stored; each may have its own webhook_url), at most SCREENSHOT_BATCH_MAX",
+  }),
+}).strict().openapi("ScreenshotBatchRequest", {
+  example: {
+    requests: [
+      { url: "https://example.com" },
+      { url: "https://example.org", preset: "iphone-14-pro" },
+    ],
+  },
+});
+
+/** A batch with its progress. */
+export const ScreenshotBatchSchema = z.object({
+  id: z.string().openapi({ example: "5d0c7e1a-8f3b-4c2e-a6d9-1b2c3d4e5f60" }),
+  status_url: z.string(),
+  total: z.number().int(),
+  counts: z.object({
+    queued: z.number().int(),
+    running: z.number().int(),
+    done: z.number().int(),
+    failed: z.number().int(),
+    cancelled: z.number().int(),
+  }).openapi({ description: "How many of its jobs are where" }),
+  jobs: z.array(ScreenshotJobSchema).openapi({
+    description: "Its jobs, in the order of the requests",
+  }),
+}).openapi("ScreenshotBatch");
+
+/** The answer of a batch: the batch. */
+export const ScreenshotBatchAnswerSchema = z.object({
+  batch: ScreenshotBatchSchema,
+}).openapi("ScreenshotBatchAnswer");

@@ -1813,8 +1813,8 @@ const MUTATIONS: Mutation[] = [
   {
     name: "webhooks: a private webhook_url is accepted at request time",
     file: "services/screenshots/jobs.ts",
-    from: "    if (req.webhook_url) {\n      // Refused now (210)",
-    to: "    if (false) {\n      // Refused now (210)",
+    from: "      if (!req.webhook_url) continue;",
+    to: "      continue;",
     tests: ["tests/webhooks_test.ts"],
   },
   {
@@ -1823,6 +1823,28 @@ const MUTATIONS: Mutation[] = [
     from: "      if (req.webhook_url && boss) {",
     to: "      if (false) {",
     tests: ["tests/webhooks_test.ts"],
+  },
+  {
+    name:
+      "jobs: one account's queued jobs take every free slot (no group limit)",
+    file: "services/screenshots/jobs.ts",
+    from: "        groupConcurrency: config.SCREENSHOT_PER_KEY,\n",
+    to: "",
+    tests: ["tests/screenshot_jobs_test.ts"],
+  },
+  {
+    name: "batches: more than SCREENSHOT_BATCH_MAX are queued",
+    file: "routes/screenshot_jobs.ts",
+    from: "    if (requests.length > max) {",
+    to: "    if (false) {",
+    tests: ["tests/screenshot_jobs_test.ts"],
+  },
+  {
+    name: "batches: jobs come back in no particular order",
+    file: "services/screenshots/jobs.ts",
+    from: '      .orderBy("batch_index").execute();',
+    to: '      .orderBy("id").execute();',
+    tests: ["tests/screenshot_jobs_test.ts"],
   },
 ];
 

@@ -39,14 +39,19 @@ const fixture = startFixture({
 });
 const ALLOW = `127.0.0.1:${fixture.port}`;
 
-async function env(kind: "pglite" | "postgres"): Promise<TestEnv> {
+async function env(
+  kind: "pglite" | "postgres",
+  slots = 1,
+  extra: Record<string, string> = {},
+): Promise<TestEnv> {
   const e = await testEnv({
     kind,
-    screenshotter: testScreenshotter(ALLOW, { concurrency: 1 }),
+    screenshotter: testScreenshotter(ALLOW, { concurrency: slots }),
     env: {
       FETCH_ALLOW_PRIVATE: ALLOW,
-      SCREENSHOT_CONCURRENCY: "1",
+      SCREENSHOT_CONCURRENCY: String(slots),
       SCREENSHOT_PER_KEY: "1",
+      ...extra,
     },
   });
   return {
@@ -293,6 +298,116 @@ for (const kind of databaseKinds()) {
     }
   });
 }
+
+test("a batch queues every request at once (202, one id, its jobs in order), counts them by status as they run, and ends with each done; over SCREENSHOT_BATCH_MAX or an item with share false is 160 and queues nothing", async () => {
+  const e = await env("pglite", 1, { SCREENSHOT_BATCH_MAX: "3" });
+  try {
+    const { key } = await userWithKey(e);
+    const item = (w: number) => ({
+      url: `${fixture.origin}/blue`,
+      viewport: { width: w, height: 100 },
+    });
+    const r = await apiCall(e, key, "POST", "/api/1/screenshot/batch", {
+      requests: [item(200), item(210), item(220)],
+    });
+    assert.equal(r.status, 202, JSON.stringify(r.body));
+    assert.equal(r.body.status, 202);
+    const batch = r.body.data.batch;
+    assert.equal(batch.total, 3);
+    assert.equal(
+      batch.status_url,
+      `http://localhost:8080/api/1/screenshot/batches/${batch.id}`,
+    );
+    assert.deepEqual(
+      batch.jobs.map((j: { request: { viewport: { width: number } } }) =>
+        j.request.viewport.width
+      ),
+      [200, 210, 220],
+    );
+    assert.equal(batch.counts.queued + batch.counts.running, 3);
+    const end = Date.now() + 30_000;
+    let now = batch;
+    while (now.counts.done < 3 && Date.now() < end) {
+      await new Promise((r) => setTimeout(r, 200));
+      now = (await apiCall(
+        e,
+        key,
+        "GET",
+        `/api/1/screenshot/batches/${batch.id}`,
+      )).body.data.batch;
+    }
+    assert.deepEqual(now.counts, {
+      queued: 0,
+      running: 0,
+      done: 3,
+      failed: 0,
+      cancelled: 0,
+    });
+    assert.deepEqual(
+      now.jobs.map((j: { result: { width: number } }) => j.result.width),
+      [200, 210, 220],
+    );
+    const tooMany = await apiCall(e, key, "POST", "/api/1/screenshot/batch", {
+      requests: [item(201), item(202), item(203), item(204)],
+    });
+    assert.equal(tooMany.body.error.code, 160);
+    assert.equal(tooMany.body.error.details[0].path, "requests");
+    const inline = await apiCall(e, key, "POST", "/api/1/screenshot/batch", {
+      requests: [item(200), { ...item(200), share: false }],
+    });
+    assert.equal(inline.body.error.code, 160);
+    assert.equal(inline.body.error.details[0].path, "requests.1.share");
+    const all = await apiCall(e, key, "GET", "/api/1/screenshot/jobs");
+    assert.equal(all.body.data.jobs.length, 3);
+    const other = await userWithKey(e);
+    const theirs = await apiCall(
+      e,
+      other.key,
+      "GET",
+      `/api/1/screenshot/batches/${batch.id}`,
+    );
+    assert.equal(theirs.status, 404);
+  } finally {
+    await e.close();
+  }
+});
+
+test("fair between accounts: while one account's job runs and its others wait (SCREENSHOT_PER_KEY), another account's job takes the free slot at once", async () => {
+  const e = await env("pglite", 2);
+  try {
+    const a = await userWithKey(e);
+    const b = await userWithKey(e);
+    const ask = async (key: string, path: string) =>
+      (await apiCall(e, key, "POST", "/api/1/screenshot", {
+        url: `${fixture.origin}${path}`,
+        viewport: { width: 200, height: 100 },
+        async: true,
+      })).body.data.job.id as string;
+    heldAsked = Promise.withResolvers<void>();
+    const held = await ask(a.key, "/held");
+    await heldAsked.promise;
+    const waiting = [await ask(a.key, "/blue"), await ask(a.key, "/blue")];
+    const theirs = await ask(b.key, "/blue");
+    const done = await follow(e, b.key, theirs);
+    assert.equal(done.status, "done");
+    // A's others still wait for A's share, though a browser slot is free.
+    for (const id of waiting) {
+      const r = await apiCall(e, a.key, "GET", `/api/1/screenshot/jobs/${id}`);
+      assert.equal(r.body.data.status, "queued");
+      // Never handed out to be refused by the browser's per-key slots either.
+      assert.equal(r.body.data.attempts, 0);
+    }
+    release();
+    for (const id of [held, ...waiting]) {
+      const end = await follow(e, a.key, id);
+      assert.equal(end.status, "done");
+      assert.equal(end.attempts, 1);
+    }
+  } finally {
+    release();
+    await e.close();
+  }
+});
 
 test("without a browser, async: true is refused at once (240) and nothing is queued", async () => {
   const e = await testEnv();

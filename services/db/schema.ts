@@ -175,6 +175,9 @@ export interface DB {
     /** `queued`, `running`, `done`, `failed` or `cancelled`. */
     status: Generated<string>;
     request: unknown;
+    /** The batch it came in, if any (015). */
+    batch_id: Generated<string | null>;
+    batch_index: Generated<number | null>;
     result: Generated<unknown | null>;
     image_id: Generated<string | null>;
     error_code: Generated<number | null>;

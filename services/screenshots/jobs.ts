@@ -126,6 +126,10 @@ export class ScreenshotJobs {
       QUEUE,
       {
         localConcurrency: config.SCREENSHOT_CONCURRENCY,
+        // Fair between accounts: at most SCREENSHOT_PER_KEY of one account's jobs run
+        // at once over every instance, so the next free slot goes to the oldest job of
+        // an account below its share, not to the 99 others of a flood.
+        groupConcurrency: config.SCREENSHOT_PER_KEY,
         pollingIntervalSeconds: 0.5,
         includeMetadata: true,
       },
@@ -169,31 +173,62 @@ export class ScreenshotJobs {
    * transaction: answered 202, it is on disk and will run.
    */
   async enqueue(userId: string, req: ScreenshotRequest): Promise<JobRow> {
+    return (await this.enqueueMany(userId, [req]))[0];
+  }
+
+  /**
+   * Queues several captures for `userId`, in one transaction (all or none); with
+   * `batchId` they are one batch. Each webhook_url is checked first (210 names its
+   * index).
+   */
+  async enqueueMany(
+    userId: string,
+    reqs: ScreenshotRequest[],
+    batchId?: string,
+  ): Promise<JobRow[]> {
     const boss = await this.start().catch((e) => {
       throw new ApiError(250, { cause: e });
     });
-    if (req.webhook_url) {
+    for (const [i, req] of reqs.entries()) {
+      if (!req.webhook_url) continue;
       // Refused now (210) rather than at the first try: the guard checks again then.
+      const path = batchId ? `requests.${i}.webhook_url` : "webhook_url";
       await checkTarget(
-        parseTargetUrl(req.webhook_url, "webhook_url"),
+        parseTargetUrl(req.webhook_url, path),
         this.#rules,
-        "webhook_url",
+        path,
         220,
       );
     }
-    const id = crypto.randomUUID();
     return await this.deps.db.transaction().execute(async (tx) => {
-      const row = await tx.insertInto("screenshot_jobs").values({
-        id,
-        user_id: userId,
-        request: JSON.stringify({ ...req, async: true }),
-      }).returningAll().executeTakeFirstOrThrow();
-      await boss.send(QUEUE, { jobId: id }, {
-        id,
-        db: fromKysely(tx as never),
-      });
-      return row;
+      const rows: JobRow[] = [];
+      for (const [i, req] of reqs.entries()) {
+        const id = crypto.randomUUID();
+        rows.push(
+          await tx.insertInto("screenshot_jobs").values({
+            id,
+            user_id: userId,
+            batch_id: batchId ?? null,
+            batch_index: batchId ? i : null,
+            request: JSON.stringify({ ...req, async: true }),
+          }).returningAll().executeTakeFirstOrThrow(),
+        );
+        await boss.send(QUEUE, { jobId: id }, {
+          id,
+          group: { id: userId },
+          db: fromKysely(tx as never),
+        });
+      }
+      return rows;
     });
+  }
+
+  /** The account's batch `batchId`: its jobs in order, or undefined. */
+  async batch(userId: string, batchId: string): Promise<JobRow[] | undefined> {
+    const rows = await this.deps.db.selectFrom("screenshot_jobs").selectAll()
+      .where("batch_id", "=", batchId).where("user_id", "=", userId)
+      .orderBy("batch_index").execute();
+    return rows.length ? rows : undefined;
   }
 
   /** The account's job `id`, or undefined (someone else's is none). */

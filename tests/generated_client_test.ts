@@ -69,6 +69,8 @@ if (gone.error) {
 
 const shot = await postScreenshot({ body: { url: page, share: false, format: "png" } });
 if (!shot.data) throw new Error("screenshot: " + JSON.stringify(shot.error));
+// The operation also answers 202 with a job (async: true): the status tells them apart.
+if (shot.data.status !== 200) throw new Error("screenshot: queued, not taken");
 out.shot = {
   width: shot.data.data.width,
   inline: shot.data.data.display_url.startsWith("data:image/png;base64,"),

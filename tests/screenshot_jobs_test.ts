@@ -13,6 +13,8 @@ import { startFixture } from "./fixture_server.ts";
 import { testScreenshotter } from "./browser_service.ts";
 import { createApp } from "../app.ts";
 import { appSettled } from "../app.ts";
+import { createApiClient } from "../sdk/src/client.ts";
+import type { ServiceError } from "../sdk/src/errors.ts";
 
 /**
  * Issue #50, first part: asynchronous captures on pg-boss. `async: true` answers 202 with
@@ -428,6 +430,51 @@ test("without a browser, async: true is refused at once (240) and nothing is que
     const rows = await e.deps.database.db.selectFrom("screenshot_jobs")
       .selectAll().execute();
     assert.deepEqual(rows, []);
+  } finally {
+    await e.close();
+  }
+});
+
+test("the typed client queues, follows, lists, batches and cancels captures", async () => {
+  const e = await env("pglite");
+  try {
+    const { key } = await userWithKey(e);
+    const client = createApiClient({
+      baseUrl: "http://localhost:8080",
+      apiKey: key,
+      fetch: ((input: RequestInfo | URL, init?: RequestInit) =>
+        Promise.resolve(e.app.request(input, init))) as typeof fetch,
+    });
+    const item = {
+      url: `${fixture.origin}/blue`,
+      viewport: { width: 240, height: 100 },
+    };
+    const accepted = await client.screenshotAsync(item);
+    assert.equal(accepted.status, 202);
+    const job = await client.waitForScreenshotJob(accepted.data.job.id, {
+      intervalMs: 100,
+      timeoutMs: 30_000,
+    });
+    assert.equal(job.status, "done");
+    assert.equal(job.result?.width, 240);
+    const batch = await client.screenshotBatch([item, item]);
+    assert.equal(batch.data.batch.total, 2);
+    const listed = await client.listScreenshotJobs({ perPage: 10 });
+    assert.equal(listed.data.jobs.length, 3);
+    const one = await client.getScreenshotBatch(batch.data.batch.id);
+    assert.equal(one.data.batch.id, batch.data.batch.id);
+    const last = batch.data.batch.jobs[1].id;
+    // Cancelled while queued, or already past it (160): either way the client says so.
+    const cancelled = await client.cancelScreenshotJob(last).then(
+      (r) => r.data.status,
+      (err: ServiceError) => err.code,
+    );
+    assert.ok(
+      cancelled === "cancelled" || cancelled === 160,
+      String(cancelled),
+    );
+    const account = await client.webhookAccount();
+    assert.match(account.data.secret, /^whsec_/);
   } finally {
     await e.close();
   }

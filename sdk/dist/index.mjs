@@ -1365,6 +1365,59 @@ function createApiClient(opts) {
     /** GET /api/1/screenshot/presets. */
     presets() {
       return call("GET", "/api/1/screenshot/presets");
+    },
+    /**
+     * POST /api/1/screenshot with `async: true`: answered at once (202) with the job;
+     * follow it with getScreenshotJob or waitForScreenshotJob.
+     */
+    screenshotAsync(request) {
+      return call("POST", "/api/1/screenshot", JSON.stringify({
+        ...request,
+        async: true
+      }), true);
+    },
+    /** GET /api/1/screenshot/jobs/{id}. */
+    getScreenshotJob(id) {
+      return call("GET", `/api/1/screenshot/jobs/${encodeURIComponent(id)}`);
+    },
+    /** GET /api/1/screenshot/jobs: yours, newest first. */
+    listScreenshotJobs(options = {}) {
+      return call("GET", `/api/1/screenshot/jobs${pageQuery(options.page, options.perPage, {
+        status: options.status
+      })}`);
+    },
+    /** DELETE /api/1/screenshot/jobs/{id}: cancels a queued job. */
+    cancelScreenshotJob(id) {
+      return call("DELETE", `/api/1/screenshot/jobs/${encodeURIComponent(id)}`);
+    },
+    /** POST /api/1/screenshot/batch: many captures queued at once (202). */
+    screenshotBatch(requests) {
+      return call("POST", "/api/1/screenshot/batch", JSON.stringify({
+        requests
+      }), true);
+    },
+    /** GET /api/1/screenshot/batches/{id}: counts by status and every job. */
+    getScreenshotBatch(id) {
+      return call("GET", `/api/1/screenshot/batches/${encodeURIComponent(id)}`);
+    },
+    /**
+     * Polls job `id` until it is done, failed or cancelled (every `intervalMs`, 1 s by
+     * default), and resolves to it; rejects after `timeoutMs` (5 min by default).
+     */
+    async waitForScreenshotJob(id, options = {}) {
+      const end = Date.now() + (options.timeoutMs ?? 3e5);
+      for (; ; ) {
+        const { data } = await call("GET", `/api/1/screenshot/jobs/${encodeURIComponent(id)}`);
+        if (data.status !== "queued" && data.status !== "running") return data;
+        if (Date.now() > end) {
+          throw new ServiceError(`job ${id} is still ${data.status}`, 0, 0);
+        }
+        await new Promise((r) => setTimeout(r, options.intervalMs ?? 1e3));
+      }
+    },
+    /** GET /api/1/account/webhook: your webhook secret and its latest tries. */
+    webhookAccount() {
+      return call("GET", "/api/1/account/webhook");
     }
   };
 }

@@ -5,6 +5,8 @@ type Json<T> = T extends { content: { "application/json": infer B } } ? B
   : never;
 type Ok<Op extends keyof operations> = operations[Op]["responses"] extends
   { 200: infer R } ? Json<R> : never;
+type Accepted<Op extends keyof operations> = operations[Op]["responses"] extends
+  { 202: infer R } ? Json<R> : never;
 
 /** Response envelopes of each operation, as openapi.yaml declares them. */
 export type UploadResult = Ok<"postUpload">;
@@ -21,6 +23,15 @@ export type AlbumCreate = Schemas["AlbumCreate"];
 export type AlbumPatch = Schemas["AlbumPatch"];
 export type ScreenshotResult = Ok<"postScreenshot">;
 export type PresetsResult = Ok<"getPresets">;
+/** An asynchronous capture's 202 (`data.job`). */
+export type ScreenshotJobAccepted = Accepted<"postScreenshot">;
+export type ScreenshotJobResult = Ok<"getScreenshotJob">;
+export type ScreenshotJobListResult = Ok<"listScreenshotJobs">;
+export type ScreenshotBatchAccepted = Accepted<"postScreenshotBatch">;
+export type ScreenshotBatchResult = Ok<"getScreenshotBatch">;
+export type WebhookAccountResult = Ok<"getWebhookAccount">;
+/** One asynchronous capture, as the jobs' routes answer it. */
+export type ScreenshotJob = Schemas["ScreenshotJob"];
 /** Request body of POST /api/1/screenshot. */
 export type ScreenshotRequest = NonNullable<
   operations["postScreenshot"]["requestBody"]
@@ -236,6 +247,82 @@ export function createApiClient(opts: ApiClientOptions) {
     /** GET /api/1/screenshot/presets. */
     presets(): Promise<PresetsResult> {
       return call("GET", "/api/1/screenshot/presets");
+    },
+    /**
+     * POST /api/1/screenshot with `async: true`: answered at once (202) with the job;
+     * follow it with getScreenshotJob or waitForScreenshotJob.
+     */
+    screenshotAsync(
+      request: Omit<ScreenshotRequest, "async">,
+    ): Promise<ScreenshotJobAccepted> {
+      return call(
+        "POST",
+        "/api/1/screenshot",
+        JSON.stringify({ ...request, async: true }),
+        true,
+      );
+    },
+    /** GET /api/1/screenshot/jobs/{id}. */
+    getScreenshotJob(id: string): Promise<ScreenshotJobResult> {
+      return call("GET", `/api/1/screenshot/jobs/${encodeURIComponent(id)}`);
+    },
+    /** GET /api/1/screenshot/jobs: yours, newest first. */
+    listScreenshotJobs(
+      options: { page?: number; perPage?: number; status?: string } = {},
+    ): Promise<ScreenshotJobListResult> {
+      return call(
+        "GET",
+        `/api/1/screenshot/jobs${
+          pageQuery(options.page, options.perPage, { status: options.status })
+        }`,
+      );
+    },
+    /** DELETE /api/1/screenshot/jobs/{id}: cancels a queued job. */
+    cancelScreenshotJob(id: string): Promise<ScreenshotJobResult> {
+      return call("DELETE", `/api/1/screenshot/jobs/${encodeURIComponent(id)}`);
+    },
+    /** POST /api/1/screenshot/batch: many captures queued at once (202). */
+    screenshotBatch(
+      requests: Omit<ScreenshotRequest, "async">[],
+    ): Promise<ScreenshotBatchAccepted> {
+      return call(
+        "POST",
+        "/api/1/screenshot/batch",
+        JSON.stringify({ requests }),
+        true,
+      );
+    },
+    /** GET /api/1/screenshot/batches/{id}: counts by status and every job. */
+    getScreenshotBatch(id: string): Promise<ScreenshotBatchResult> {
+      return call(
+        "GET",
+        `/api/1/screenshot/batches/${encodeURIComponent(id)}`,
+      );
+    },
+    /**
+     * Polls job `id` until it is done, failed or cancelled (every `intervalMs`, 1 s by
+     * default), and resolves to it; rejects after `timeoutMs` (5 min by default).
+     */
+    async waitForScreenshotJob(
+      id: string,
+      options: { intervalMs?: number; timeoutMs?: number } = {},
+    ): Promise<ScreenshotJob> {
+      const end = Date.now() + (options.timeoutMs ?? 300_000);
+      for (;;) {
+        const { data } = await call<ScreenshotJobResult>(
+          "GET",
+          `/api/1/screenshot/jobs/${encodeURIComponent(id)}`,
+        );
+        if (data.status !== "queued" && data.status !== "running") return data;
+        if (Date.now() > end) {
+          throw new ServiceError(`job ${id} is still ${data.status}`, 0, 0);
+        }
+        await new Promise((r) => setTimeout(r, options.intervalMs ?? 1_000));
+      }
+    },
+    /** GET /api/1/account/webhook: your webhook secret and its latest tries. */
+    webhookAccount(): Promise<WebhookAccountResult> {
+      return call("GET", "/api/1/account/webhook");
     },
   };
 }

@@ -7,6 +7,9 @@ type Json<T> = T extends {
 type Ok<Op extends keyof operations> = operations[Op]["responses"] extends {
     200: infer R;
 } ? Json<R> : never;
+type Accepted<Op extends keyof operations> = operations[Op]["responses"] extends {
+    202: infer R;
+} ? Json<R> : never;
 /** Response envelopes of each operation, as openapi.yaml declares them. */
 export type UploadResult = Ok<"postUpload">;
 export type ImageResult = Ok<"getImage">;
@@ -22,6 +25,15 @@ export type AlbumCreate = Schemas["AlbumCreate"];
 export type AlbumPatch = Schemas["AlbumPatch"];
 export type ScreenshotResult = Ok<"postScreenshot">;
 export type PresetsResult = Ok<"getPresets">;
+/** An asynchronous capture's 202 (`data.job`). */
+export type ScreenshotJobAccepted = Accepted<"postScreenshot">;
+export type ScreenshotJobResult = Ok<"getScreenshotJob">;
+export type ScreenshotJobListResult = Ok<"listScreenshotJobs">;
+export type ScreenshotBatchAccepted = Accepted<"postScreenshotBatch">;
+export type ScreenshotBatchResult = Ok<"getScreenshotBatch">;
+export type WebhookAccountResult = Ok<"getWebhookAccount">;
+/** One asynchronous capture, as the jobs' routes answer it. */
+export type ScreenshotJob = Schemas["ScreenshotJob"];
 /** Request body of POST /api/1/screenshot. */
 export type ScreenshotRequest = NonNullable<operations["postScreenshot"]["requestBody"]>["content"]["application/json"];
 /** Schemas of openapi.yaml, e.g. `Schemas["ImageRecord"]`. */
@@ -100,6 +112,35 @@ export declare function createApiClient(opts: ApiClientOptions): {
     screenshotFile(request: Omit<ScreenshotRequest, "share" | "response">): Promise<Blob>;
     /** GET /api/1/screenshot/presets. */
     presets(): Promise<PresetsResult>;
+    /**
+     * POST /api/1/screenshot with `async: true`: answered at once (202) with the job;
+     * follow it with getScreenshotJob or waitForScreenshotJob.
+     */
+    screenshotAsync(request: Omit<ScreenshotRequest, "async">): Promise<ScreenshotJobAccepted>;
+    /** GET /api/1/screenshot/jobs/{id}. */
+    getScreenshotJob(id: string): Promise<ScreenshotJobResult>;
+    /** GET /api/1/screenshot/jobs: yours, newest first. */
+    listScreenshotJobs(options?: {
+        page?: number;
+        perPage?: number;
+        status?: string;
+    }): Promise<ScreenshotJobListResult>;
+    /** DELETE /api/1/screenshot/jobs/{id}: cancels a queued job. */
+    cancelScreenshotJob(id: string): Promise<ScreenshotJobResult>;
+    /** POST /api/1/screenshot/batch: many captures queued at once (202). */
+    screenshotBatch(requests: Omit<ScreenshotRequest, "async">[]): Promise<ScreenshotBatchAccepted>;
+    /** GET /api/1/screenshot/batches/{id}: counts by status and every job. */
+    getScreenshotBatch(id: string): Promise<ScreenshotBatchResult>;
+    /**
+     * Polls job `id` until it is done, failed or cancelled (every `intervalMs`, 1 s by
+     * default), and resolves to it; rejects after `timeoutMs` (5 min by default).
+     */
+    waitForScreenshotJob(id: string, options?: {
+        intervalMs?: number;
+        timeoutMs?: number;
+    }): Promise<ScreenshotJob>;
+    /** GET /api/1/account/webhook: your webhook secret and its latest tries. */
+    webhookAccount(): Promise<WebhookAccountResult>;
 };
 /** The typed client's type. */
 export type ApiClient = ReturnType<typeof createApiClient>;

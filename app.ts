@@ -289,7 +289,7 @@ export function createApp(deps: AppDeps): App {
   registerViewerRoutes(app, deps, rowCache, gate);
   registerAlbumPage(app, deps, gate);
   registerOrganiseRoutes(app, deps, rowCache);
-  registerSiteRoutes(app, deps, rowCache);
+  registerSiteRoutes(app, deps, rowCache, jobs);
   const fixedSeen = new StoredFixed();
   const maker = new VariantMaker(
     deps.database.db,

@@ -2,6 +2,8 @@ import type { App } from "./env.ts";
 import type { AppDeps } from "./deps.ts";
 import { Layout } from "./pages/layout.tsx";
 import { sessionUser } from "./session.ts";
+import { QueueForm, registerQueuePage } from "./screenshot_queue_page.tsx";
+import type { ScreenshotJobs } from "../services/screenshots/jobs.ts";
 import { PRESETS } from "../schemas/presets.ts";
 import {
   MAX_CACHE_S,
@@ -14,8 +16,13 @@ import {
  * The screenshot page (/screenshot): a form over every capture option of the API, which
  * its script posts with the session (ServiceApp.forSession).
  */
-export function registerScreenshotPage(app: App, deps: AppDeps) {
+export function registerScreenshotPage(
+  app: App,
+  deps: AppDeps,
+  jobs: ScreenshotJobs,
+) {
   const { config } = deps;
+  registerQueuePage(app, deps, jobs);
   app.get("/screenshot", async (c) => {
     const user = await sessionUser(c, deps);
     if (!user) return c.redirect("/login", 303);
@@ -27,6 +34,10 @@ export function registerScreenshotPage(app: App, deps: AppDeps) {
         head={<script src="/assets/screenshot.js" defer></script>}
       >
         <ScreenshotForm />
+        <QueueForm
+          csrfToken={user.csrfToken}
+          max={config.SCREENSHOT_BATCH_MAX}
+        />
       </Layout>,
     );
   });

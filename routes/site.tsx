@@ -1,5 +1,6 @@
 import type { App } from "./env.ts";
 import { registerScreenshotPage } from "./screenshot_page.tsx";
+import type { ScreenshotJobs } from "../services/screenshots/jobs.ts";
 import { registerMyImages } from "./my_images.tsx";
 import type { AppDeps } from "./deps.ts";
 import {
@@ -34,9 +35,12 @@ export function registerSiteRoutes(
   app: App,
   deps: AppDeps,
   rowCache: ImageRowCache,
+  jobs: ScreenshotJobs,
 ) {
   const { config } = deps;
-  for (const p of ["/", "/screenshot", "/images", "/images/*"]) {
+  for (
+    const p of ["/", "/screenshot", "/screenshot/*", "/images", "/images/*"]
+  ) {
     app.use(p, pageSecurity(config), formCsrf(config));
   }
   for (const [path, [body, type]] of Object.entries(ASSETS)) {
@@ -167,6 +171,6 @@ export function registerSiteRoutes(
     );
   }
 
-  registerScreenshotPage(app, deps);
+  registerScreenshotPage(app, deps, jobs);
   registerMyImages(app, deps, rowCache);
 }

@@ -4,6 +4,7 @@ import {
   apiCall,
   databaseKinds,
   json,
+  signedInAccount,
   test,
   type TestEnv,
   testEnv,
@@ -475,6 +476,73 @@ test("the typed client queues, follows, lists, batches and cancels captures", as
     );
     const account = await client.webhookAccount();
     assert.match(account.data.secret, /^whsec_/);
+  } finally {
+    await e.close();
+  }
+});
+
+test("the screenshot page queues a list of addresses: its batch page shows each one's progress and result, refreshing itself until all have ended; a bad line goes back to the form naming it", async () => {
+  const e = await env("pglite");
+  try {
+    const { cookie, token } = await signedInAccount(e);
+    const page = await (await e.app.request("/screenshot", {
+      headers: { cookie },
+    })).text();
+    assert.match(page, /action="\/screenshot\/batch"/);
+    const post = (urls: string) =>
+      e.app.request("/screenshot/batch", {
+        method: "POST",
+        headers: {
+          cookie,
+          origin: "http://localhost:8080",
+          referer: "http://localhost:8080/screenshot",
+          accept: "text/html",
+          "content-type": "application/x-www-form-urlencoded",
+        },
+        body: new URLSearchParams({
+          _csrf: token,
+          urls,
+          preset: "desktop-1080p",
+        }),
+      });
+    const queued = await post(
+      `${fixture.origin}/blue\n\n${fixture.origin}/blue?2\n`,
+    );
+    assert.equal(queued.status, 303);
+    const where = queued.headers.get("location")!;
+    assert.match(where, /^\/screenshot\/batches\/[0-9a-f-]{36}$/);
+    const view = async () =>
+      await (await e.app.request(where, { headers: { cookie } })).text();
+    const first = await view();
+    assert.match(first, /of 2 done/);
+    assert.match(first, /http-equiv="refresh"/);
+    const end = Date.now() + 30_000;
+    let html = first;
+    while (!/2 of 2 done\./.test(html) && Date.now() < end) {
+      await new Promise((r) => setTimeout(r, 200));
+      html = await view();
+    }
+    assert.match(html, /2 of 2 done\./);
+    assert.doesNotMatch(html, /http-equiv="refresh"/);
+    assert.equal([...html.matchAll(/Open the image/g)].length, 2);
+    // Someone else's batch page is none.
+    const other = await signedInAccount(e);
+    const theirs = await e.app.request(where, {
+      headers: { cookie: other.cookie },
+    });
+    assert.equal(theirs.status, 404);
+    await theirs.body?.cancel();
+    // A bad line: back to the form, the line named beside the field, nothing queued.
+    const bad = await post(`${fixture.origin}/blue\nnot a url`);
+    assert.equal(bad.status, 303);
+    const back = bad.headers.get("location")!;
+    assert.match(back, /^\/screenshot/);
+    const shown = await (await e.app.request(back, { headers: { cookie } }))
+      .text();
+    assert.match(shown, /line 2 \(not a url\)/);
+    const jobs = await e.deps.database.db.selectFrom("screenshot_jobs")
+      .select("id").execute();
+    assert.equal(jobs.length, 2);
   } finally {
     await e.close();
   }

@@ -190,6 +190,9 @@ export class ScreenshotJobs {
       throw new ApiError(250, { cause: e });
     });
     for (const [i, req] of reqs.entries()) {
+      // A target that is no web address is refused now (200), as the synchronous call
+      // refuses it; whether it resolves is the capture's to find out.
+      parseTargetUrl(req.url, batchId ? `requests.${i}.url` : "url");
       if (!req.webhook_url) continue;
       // Refused now (210) rather than at the first try: the guard checks again then.
       const path = batchId ? `requests.${i}.webhook_url` : "webhook_url";

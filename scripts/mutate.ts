@@ -1828,7 +1828,7 @@ const MUTATIONS: Mutation[] = [
     name:
       "jobs: one account's queued jobs take every free slot (no group limit)",
     file: "services/screenshots/jobs.ts",
-    from: "        groupConcurrency: config.SCREENSHOT_PER_KEY,\n",
+    from: "        localGroupConcurrency: config.SCREENSHOT_PER_KEY,\n",
     to: "",
     tests: ["tests/screenshot_jobs_test.ts"],
   },

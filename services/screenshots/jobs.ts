@@ -95,8 +95,10 @@ export class ScreenshotJobs {
       db: fromKysely(this.deps.db as never),
       schema: SCHEMA,
       backend: this.deps.kind,
-      // Cron and maintenance stay on (expiry of a dead instance's jobs needs the
-      // supervisor); their checks are cheap.
+      // The supervisor hands a dead instance's jobs back (their heartbeat stopped):
+      // checked every 10 s, a cheap query, so a kill costs its jobs ~20 s, not minutes.
+      superviseIntervalSeconds: 10,
+      monitorIntervalSeconds: 10,
     });
     boss.on(
       "error",
@@ -111,6 +113,9 @@ export class ScreenshotJobs {
       retryDelay: 2,
       retryBackoff: true,
       expireInSeconds: expire,
+      // A running job's worker says it is alive every 5 s; 10 s of silence (a killed
+      // instance) puts the job back for another.
+      heartbeatSeconds: 10,
     });
     await boss.createQueue(WEBHOOKS, {
       retryLimit: WEBHOOK_RETRIES,
@@ -127,9 +132,10 @@ export class ScreenshotJobs {
       {
         localConcurrency: config.SCREENSHOT_CONCURRENCY,
         // Fair between accounts: at most SCREENSHOT_PER_KEY of one account's jobs run
-        // at once over every instance, so the next free slot goes to the oldest job of
-        // an account below its share, not to the 99 others of a flood.
-        groupConcurrency: config.SCREENSHOT_PER_KEY,
+        // at once on this instance (as its synchronous captures), so the next free slot
+        // goes to the oldest job of an account below its share, not to the 99 others
+        // of a flood.
+        localGroupConcurrency: config.SCREENSHOT_PER_KEY,
         pollingIntervalSeconds: 0.5,
         includeMetadata: true,
       },

@@ -260,6 +260,31 @@ test("under Deno Deploy's limits (no FFI, no subprocess, no disk writes) the ser
       await (await fetch(shared.body.data.url)).arrayBuffer(),
     );
     assertGreen(await centrePixel(sharedBytes));
+    // Asynchronous (issue #50): the job queue runs on the same PostgreSQL under these
+    // flags, and its capture is the same green page.
+    const queued = await api("/api/1/screenshot", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({
+        url: `${pages.origin}/`,
+        viewport: { width: 640, height: 400 },
+        async: true,
+      }),
+    });
+    assert.equal(queued.status, 202, JSON.stringify(queued.body));
+    let job = queued.body.data.job;
+    const jobEnd = Date.now() + 60_000;
+    while (job.status === "queued" || job.status === "running") {
+      assert.ok(Date.now() < jobEnd, JSON.stringify(job));
+      await new Promise((r) => setTimeout(r, 200));
+      job = (await api(`/api/1/screenshot/jobs/${job.id}`)).body.data;
+    }
+    assert.equal(job.status, "done", JSON.stringify(job));
+    assertGreen(
+      await centrePixel(
+        new Uint8Array(await (await fetch(job.result.url)).arrayBuffer()),
+      ),
+    );
     const inline = await fetch(`${base}/api/1/screenshot`, {
       method: "POST",
       headers: { ...auth, "content-type": "application/json" },
@@ -397,12 +422,13 @@ test("under Deno Deploy's limits (no FFI, no subprocess, no disk writes) the ser
     const metrics = await (await fetch(`${base}/metrics`, {
       headers: { authorization: `Bearer ${METRICS_TOKEN}` },
     })).text();
-    // Shared, inline, four with noAds or noCookie and without, and the one with everything.
-    assert.match(metrics, /^imagehost_captures_total\{result="ok"\} 7$/m);
+    // Shared, asynchronous, inline, four with noAds or noCookie and without, and the one
+    // with everything.
+    assert.match(metrics, /^imagehost_captures_total\{result="ok"\} 8$/m);
     assert.match(metrics, /^imagehost_uploads_total\{source="upload"\} 5$/m);
     assert.match(
       metrics,
-      /^imagehost_uploads_total\{source="screenshot"\} 1$/m,
+      /^imagehost_uploads_total\{source="screenshot"\} 2$/m,
     );
 
     // The site's pages.

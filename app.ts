@@ -71,6 +71,8 @@ import {
 import type { App, AppEnv } from "./routes/env.ts";
 import { ScreenshotJobs } from "./services/screenshots/jobs.ts";
 import { registerScreenshotJobRoutes } from "./routes/screenshot_jobs.ts";
+import { ScreenshotSchedules } from "./services/screenshots/schedules.ts";
+import { registerScheduleRoutes } from "./routes/screenshot_schedules.ts";
 
 const backgroundReady = new WeakMap<App, Promise<void>>();
 
@@ -262,24 +264,33 @@ export function createApp(deps: AppDeps): App {
   registerImageListRoutes(app, deps);
   registerAlbumRoutes(app, deps, rowCache);
   const shots = new ScreenshotService(deps, pipeline);
-  const jobs = new ScreenshotJobs({
+  const jobs: ScreenshotJobs = new ScreenshotJobs({
     db: deps.database.db,
     kind: deps.database.kind,
     config: deps.config,
     clock: deps.clock,
     log: deps.log,
     capture: async (userId, req) => (await shots.take(userId, req)).result,
+    decide: (row, result) => schedules.decide(row, result),
   });
+  const schedules: ScreenshotSchedules = new ScreenshotSchedules({
+    db: deps.database.db,
+    store: deps.store,
+    config: deps.config,
+    clock: deps.clock,
+    log: deps.log,
+  }, jobs);
   stoppers.set(app, () => jobs.stop());
   // This instance's worker runs queued captures (its own, a restarted instance's, a dead
   // one's) from start-up: only with a browser to run them.
   if (deps.screenshotter) {
-    jobs.start().catch((e) =>
+    schedules.start().catch((e) =>
       deps.log.error({ msg: "job queue did not start", error: String(e) })
     );
   }
   registerScreenshotRoutes(app, deps, shots, jobs);
   registerScreenshotJobRoutes(app, deps, jobs);
+  registerScheduleRoutes(app, deps, schedules);
   // Unlock cookies and signed file URLs of password images and albums.
   const access = new PasswordAccess(deps.database.db, deps.clock, {
     url: deps.config.PASSWORD_URL_SECONDS,

@@ -39,7 +39,8 @@ export function QueueForm(props: { csrfToken: string; max: number }) {
         </textarea>
         <label for="q-preset">Device</label>
         <select id="q-preset" name="preset">
-          {PRESETS.map((p) => <option value={p.id}>{p.label}</option>)}
+          {PRESETS.map((p) => <option key={p.id} value={p.id}>{p.label}
+          </option>)}
         </select>
         <label class="check">
           <input type="checkbox" name="fullPage" /> Whole page

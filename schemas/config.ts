@@ -463,6 +463,16 @@ const SCREENSHOTS = {
       "Captures one POST /api/1/screenshot/batch may queue; more is 160.",
     unit: "captures",
   }),
+  SCREENSHOT_SCHEDULE_MIN_MINUTES: v(int(5, 1, 10_080), {
+    description:
+      "The shortest time between two runs of one scheduled capture (its cron expression's closest runs); closer is 160.",
+    unit: "minutes",
+  }),
+  SCREENSHOT_SCHEDULES_MAX: v(int(20, 0, 10_000), {
+    description:
+      "Scheduled captures one account may have; past it 160. 0: none allowed.",
+    unit: "schedules",
+  }),
   WEBHOOK_RETRY_S: v(int(10, 1, 3_600), {
     description:
       "An asynchronous capture's webhook not answered 2xx is tried again after this long, doubling each time, 6 tries in all; every try is listed with its job.",

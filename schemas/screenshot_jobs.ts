@@ -63,6 +63,14 @@ export const ScreenshotJobSchema = z.object({
     code: z.number().int().openapi({ example: 220 }),
     message: z.string(),
   }).nullable(),
+  schedule_id: z.string().nullable().openapi({
+    description: "The schedule whose run it is, if any",
+  }),
+  changed: z.number().nullable().openapi({
+    description:
+      "A scheduled run with notify_on_change: the share of pixels unlike the run before (null for the first)",
+    example: 0.0132,
+  }),
   webhook: z.object({
     url: z.string(),
     deliveries: z.array(WebhookDeliverySchema),
@@ -135,3 +143,64 @@ export const ScreenshotBatchSchema = z.object({
 export const ScreenshotBatchAnswerSchema = z.object({
   batch: ScreenshotBatchSchema,
 }).openapi("ScreenshotBatchAnswer");
+
+/** POST /api/1/screenshot/schedules' body. */
+export const ScheduleCreateSchema = z.object({
+  cron: z.string().min(9).max(200).openapi({
+    description:
+      "When to run, in UTC: a cron expression (minute hour day month weekday), its runs at " +
+      "least SCREENSHOT_SCHEDULE_MIN_MINUTES apart",
+    example: "0 */6 * * *",
+  }),
+  request: ScreenshotRequestSchema.openapi({
+    description:
+      "The capture each run makes, as POST /api/1/screenshot takes it",
+  }),
+  notify_on_change: z.boolean().default(false).openapi({
+    description:
+      "Call the request's webhook_url only when a run's image differs from the previous " +
+      "run's by more than change_threshold of its pixels (pixelmatch); the first run sets " +
+      "the mark",
+  }),
+  change_threshold: z.number().min(0).max(1).default(0.001).openapi({
+    description: "The share of pixels that must differ (0–1)",
+  }),
+}).strict().openapi("ScheduleCreate", {
+  example: {
+    cron: "0 */6 * * *",
+    request: {
+      url: "https://example.com",
+      webhook_url: "https://example.com/hooks/changed",
+    },
+    notify_on_change: true,
+  },
+});
+
+/** PATCH /api/1/screenshot/schedules/{id}'s body. */
+export const SchedulePatchSchema = z.object({
+  paused: z.boolean().openapi({
+    description: "true: no runs until false again",
+  }),
+}).strict().openapi("SchedulePatch");
+
+/** A schedule as the API answers it. */
+export const ScheduleSchema = z.object({
+  id: z.string(),
+  cron: z.string(),
+  request: ScreenshotRequestSchema,
+  paused: z.boolean(),
+  notify_on_change: z.boolean(),
+  change_threshold: z.number(),
+  runs: z.number().int(),
+  last_run_at: z.string().nullable(),
+  next_runs: z.array(z.string()).openapi({
+    description: "Its next three runs (none while paused)",
+  }),
+  last_image_id: z.string().nullable(),
+  created_at: z.string(),
+}).openapi("Schedule");
+
+/** A list of schedules. */
+export const ScheduleListSchema = z.object({
+  schedules: z.array(ScheduleSchema),
+}).openapi("ScheduleList");

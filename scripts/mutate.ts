@@ -1820,7 +1820,7 @@ const MUTATIONS: Mutation[] = [
   {
     name: "webhooks: a job's end is recorded without queueing its webhook",
     file: "services/screenshots/jobs.ts",
-    from: "      if (req.webhook_url && boss) {",
+    from: "      if (req.webhook_url && boss && notify) {",
     to: "      if (false) {",
     tests: ["tests/webhooks_test.ts"],
   },
@@ -1845,6 +1845,45 @@ const MUTATIONS: Mutation[] = [
     from: '      .orderBy("batch_index").execute();',
     to: '      .orderBy("id").execute();',
     tests: ["tests/screenshot_jobs_test.ts"],
+  },
+  {
+    name:
+      "schedules: runs closer than SCREENSHOT_SCHEDULE_MIN_MINUTES are accepted",
+    file: "services/screenshots/schedules.ts",
+    from: "      if (gap < min) {",
+    to: "      if (false) {",
+    tests: ["tests/screenshot_schedules_test.ts"],
+  },
+  {
+    name: "schedules: notify_on_change calls the webhook on an unchanged page",
+    file: "services/screenshots/schedules.ts",
+    from:
+      "    return { notify: changed > schedule.change_threshold, changed };",
+    to: "    return { notify: true, changed };",
+    tests: ["tests/screenshot_schedules_test.ts"],
+  },
+  {
+    name:
+      "schedules: the first run calls the webhook (no mark to compare with)",
+    file: "services/screenshots/schedules.ts",
+    from: "    if (!previous) return { notify: false, changed: null };",
+    to: "    if (!previous) return { notify: true, changed: null };",
+    tests: ["tests/screenshot_schedules_test.ts"],
+  },
+  {
+    name: "schedules: a paused schedule still shows next runs (its timer kept)",
+    file: "routes/screenshot_schedules.ts",
+    from:
+      "    const next = row.paused ? [] : await schedules.preview(row.cron, 3);",
+    to: "    const next = await schedules.preview(row.cron, 3);",
+    tests: ["tests/screenshot_schedules_test.ts"],
+  },
+  {
+    name: "schedules: an account may have any number",
+    file: "services/screenshots/schedules.ts",
+    from: "    if (Number(count.n) >= config.SCREENSHOT_SCHEDULES_MAX) {",
+    to: "    if (false) {",
+    tests: ["tests/screenshot_schedules_test.ts"],
   },
 ];
 

@@ -754,6 +754,69 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/1/screenshot/schedules": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Your scheduled captures */
+        get: operations["listScreenshotSchedules"];
+        put?: never;
+        /**
+         * Capture a page on a schedule
+         * @description Runs `request` at the times of `cron` (UTC), each run a job like any other, its image kept with your images. With `notify_on_change` the request's webhook_url is called only when a run's image differs from the previous run's. At most SCREENSHOT_SCHEDULES_MAX an account, runs at least SCREENSHOT_SCHEDULE_MIN_MINUTES apart (160 otherwise).
+         */
+        post: operations["createScreenshotSchedule"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/1/screenshot/schedules/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One scheduled capture */
+        get: operations["getScreenshotSchedule"];
+        put?: never;
+        post?: never;
+        /**
+         * Remove a scheduled capture
+         * @description No more runs; the images of past runs stay.
+         */
+        delete: operations["deleteScreenshotSchedule"];
+        options?: never;
+        head?: never;
+        /** Pause or resume a scheduled capture */
+        patch: operations["updateScreenshotSchedule"];
+        trace?: never;
+    };
+    "/api/1/screenshot/schedules/{id}/run": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Run a scheduled capture now
+         * @description One run now, as its cron would make it (paused or not): answered 202 with the job.
+         */
+        post: operations["runScreenshotSchedule"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/{file}": {
         parameters: {
             query?: never;
@@ -1686,6 +1749,13 @@ export interface components {
                 code: number;
                 message: string;
             } | null;
+            /** @description The schedule whose run it is, if any */
+            schedule_id: string | null;
+            /**
+             * @description A scheduled run with notify_on_change: the share of pixels unlike the run before (null for the first)
+             * @example 0.0132
+             */
+            changed: number | null;
             /** @description With `webhook_url`: where it goes and every try so far */
             webhook: {
                 url: string;
@@ -1949,6 +2019,55 @@ export interface components {
         ScreenshotBatchRequest: {
             /** @description Captures to queue, each as POST /api/1/screenshot takes it (all asynchronous and stored; each may have its own webhook_url), at most SCREENSHOT_BATCH_MAX */
             requests: components["schemas"]["ScreenshotRequest"][];
+        };
+        Schedule: {
+            id: string;
+            cron: string;
+            request: components["schemas"]["ScreenshotRequest"];
+            paused: boolean;
+            notify_on_change: boolean;
+            change_threshold: number;
+            runs: number;
+            last_run_at: string | null;
+            /** @description Its next three runs (none while paused) */
+            next_runs: string[];
+            last_image_id: string | null;
+            created_at: string;
+        };
+        /**
+         * @example {
+         *       "cron": "0 *\/6 * * *",
+         *       "request": {
+         *         "url": "https://example.com",
+         *         "webhook_url": "https://example.com/hooks/changed"
+         *       },
+         *       "notify_on_change": true
+         *     }
+         */
+        ScheduleCreate: {
+            /**
+             * @description When to run, in UTC: a cron expression (minute hour day month weekday), its runs at least SCREENSHOT_SCHEDULE_MIN_MINUTES apart
+             * @example 0 *\/6 * * *
+             */
+            cron: string;
+            request: components["schemas"]["ScreenshotRequest"] & unknown;
+            /**
+             * @description Call the request's webhook_url only when a run's image differs from the previous run's by more than change_threshold of its pixels (pixelmatch); the first run sets the mark
+             * @default false
+             */
+            notify_on_change?: boolean;
+            /**
+             * @description The share of pixels that must differ (0–1)
+             * @default 0.001
+             */
+            change_threshold?: number;
+        };
+        ScheduleList: {
+            schedules: components["schemas"]["Schedule"][];
+        };
+        SchedulePatch: {
+            /** @description true: no runs until false again */
+            paused: boolean;
         };
     };
     responses: never;
@@ -15636,6 +15755,1674 @@ export interface operations {
                         /** @enum {boolean} */
                         success: true;
                         data: components["schemas"]["ScreenshotBatchAnswer"];
+                    };
+                };
+            };
+            /** @description 100 No API key provided; 110 Invalid API key; 120 User not found */
+            401: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 401;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 100: No API key provided; 110: Invalid API key; 120: User not found
+                             * @enum {integer}
+                             */
+                            code: 100 | 110 | 120;
+                            /** @example No API key provided */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 403 Forbidden */
+            403: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 403;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 403: Forbidden
+                             * @enum {integer}
+                             */
+                            code: 403;
+                            /** @example Forbidden */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 404 Not found */
+            404: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 404;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 404: Not found
+                             * @enum {integer}
+                             */
+                            code: 404;
+                            /** @example Not found */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 405 Method not allowed (another method on this path; Allow lists the ones it has) */
+            405: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 405;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 405: Method not allowed
+                             * @enum {integer}
+                             */
+                            code: 405;
+                            /** @example Method not allowed */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 170 Rate limit exceeded */
+            429: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 429;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 170: Rate limit exceeded
+                             * @enum {integer}
+                             */
+                            code: 170;
+                            /** @example Rate limit exceeded */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 500 Internal error */
+            500: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 500;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 500: Internal error
+                             * @enum {integer}
+                             */
+                            code: 500;
+                            /** @example Internal error */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 250 Service temporarily unavailable */
+            503: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 503;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 250: Service temporarily unavailable
+                             * @enum {integer}
+                             */
+                            code: 250;
+                            /** @example Service temporarily unavailable */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+        };
+    };
+    listScreenshotSchedules: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Newest first */
+            200: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": 200,
+                     *       "success": true,
+                     *       "data": {
+                     *         "schedules": [
+                     *           {
+                     *             "id": "7a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d",
+                     *             "cron": "0 *\/6 * * *",
+                     *             "request": {
+                     *               "url": "https://example.com",
+                     *               "async": true
+                     *             },
+                     *             "paused": false,
+                     *             "notify_on_change": true,
+                     *             "change_threshold": 0.001,
+                     *             "runs": 0,
+                     *             "last_run_at": null,
+                     *             "next_runs": [
+                     *               "2026-11-27T18:00:00.000Z",
+                     *               "2026-11-28T00:00:00.000Z"
+                     *             ],
+                     *             "last_image_id": null,
+                     *             "created_at": "2026-11-27T17:00:00.000Z"
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 200;
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["ScheduleList"];
+                    };
+                };
+            };
+            /** @description 100 No API key provided; 110 Invalid API key; 120 User not found */
+            401: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 401;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 100: No API key provided; 110: Invalid API key; 120: User not found
+                             * @enum {integer}
+                             */
+                            code: 100 | 110 | 120;
+                            /** @example No API key provided */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 403 Forbidden */
+            403: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 403;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 403: Forbidden
+                             * @enum {integer}
+                             */
+                            code: 403;
+                            /** @example Forbidden */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 405 Method not allowed (another method on this path; Allow lists the ones it has) */
+            405: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 405;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 405: Method not allowed
+                             * @enum {integer}
+                             */
+                            code: 405;
+                            /** @example Method not allowed */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 170 Rate limit exceeded */
+            429: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 429;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 170: Rate limit exceeded
+                             * @enum {integer}
+                             */
+                            code: 170;
+                            /** @example Rate limit exceeded */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 500 Internal error */
+            500: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 500;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 500: Internal error
+                             * @enum {integer}
+                             */
+                            code: 500;
+                            /** @example Internal error */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 250 Service temporarily unavailable */
+            503: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 503;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 250: Service temporarily unavailable
+                             * @enum {integer}
+                             */
+                            code: 250;
+                            /** @example Service temporarily unavailable */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+        };
+    };
+    createScreenshotSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ScheduleCreate"];
+            };
+        };
+        responses: {
+            /** @description The schedule */
+            200: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": 200,
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "7a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d",
+                     *         "cron": "0 *\/6 * * *",
+                     *         "request": {
+                     *           "url": "https://example.com",
+                     *           "async": true
+                     *         },
+                     *         "paused": false,
+                     *         "notify_on_change": true,
+                     *         "change_threshold": 0.001,
+                     *         "runs": 0,
+                     *         "last_run_at": null,
+                     *         "next_runs": [
+                     *           "2026-11-27T18:00:00.000Z",
+                     *           "2026-11-28T00:00:00.000Z"
+                     *         ],
+                     *         "last_image_id": null,
+                     *         "created_at": "2026-11-27T17:00:00.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 200;
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["Schedule"];
+                    };
+                };
+            };
+            /** @description 160 Invalid request; 200 Invalid URL */
+            400: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 400;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 160: Invalid request; 200: Invalid URL
+                             * @enum {integer}
+                             */
+                            code: 160 | 200;
+                            /** @example Invalid request */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 100 No API key provided; 110 Invalid API key; 120 User not found */
+            401: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 401;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 100: No API key provided; 110: Invalid API key; 120: User not found
+                             * @enum {integer}
+                             */
+                            code: 100 | 110 | 120;
+                            /** @example No API key provided */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 403 Forbidden; 210 URL not allowed */
+            403: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 403;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 403: Forbidden; 210: URL not allowed
+                             * @enum {integer}
+                             */
+                            code: 403 | 210;
+                            /** @example Forbidden */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 405 Method not allowed (another method on this path; Allow lists the ones it has) */
+            405: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 405;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 405: Method not allowed
+                             * @enum {integer}
+                             */
+                            code: 405;
+                            /** @example Method not allowed */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 170 Rate limit exceeded */
+            429: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 429;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 170: Rate limit exceeded
+                             * @enum {integer}
+                             */
+                            code: 170;
+                            /** @example Rate limit exceeded */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 500 Internal error */
+            500: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 500;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 500: Internal error
+                             * @enum {integer}
+                             */
+                            code: 500;
+                            /** @example Internal error */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 250 Service temporarily unavailable; 240 Screenshot service unavailable */
+            503: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 503;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 250: Service temporarily unavailable; 240: Screenshot service unavailable
+                             * @enum {integer}
+                             */
+                            code: 250 | 240;
+                            /** @example Service temporarily unavailable */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+        };
+    };
+    getScreenshotSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The schedule */
+            200: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": 200,
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "7a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d",
+                     *         "cron": "0 *\/6 * * *",
+                     *         "request": {
+                     *           "url": "https://example.com",
+                     *           "async": true
+                     *         },
+                     *         "paused": false,
+                     *         "notify_on_change": true,
+                     *         "change_threshold": 0.001,
+                     *         "runs": 0,
+                     *         "last_run_at": null,
+                     *         "next_runs": [
+                     *           "2026-11-27T18:00:00.000Z",
+                     *           "2026-11-28T00:00:00.000Z"
+                     *         ],
+                     *         "last_image_id": null,
+                     *         "created_at": "2026-11-27T17:00:00.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 200;
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["Schedule"];
+                    };
+                };
+            };
+            /** @description 100 No API key provided; 110 Invalid API key; 120 User not found */
+            401: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 401;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 100: No API key provided; 110: Invalid API key; 120: User not found
+                             * @enum {integer}
+                             */
+                            code: 100 | 110 | 120;
+                            /** @example No API key provided */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 403 Forbidden */
+            403: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 403;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 403: Forbidden
+                             * @enum {integer}
+                             */
+                            code: 403;
+                            /** @example Forbidden */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 404 Not found */
+            404: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 404;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 404: Not found
+                             * @enum {integer}
+                             */
+                            code: 404;
+                            /** @example Not found */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 405 Method not allowed (another method on this path; Allow lists the ones it has) */
+            405: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 405;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 405: Method not allowed
+                             * @enum {integer}
+                             */
+                            code: 405;
+                            /** @example Method not allowed */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 170 Rate limit exceeded */
+            429: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 429;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 170: Rate limit exceeded
+                             * @enum {integer}
+                             */
+                            code: 170;
+                            /** @example Rate limit exceeded */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 500 Internal error */
+            500: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 500;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 500: Internal error
+                             * @enum {integer}
+                             */
+                            code: 500;
+                            /** @example Internal error */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 250 Service temporarily unavailable */
+            503: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 503;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 250: Service temporarily unavailable
+                             * @enum {integer}
+                             */
+                            code: 250;
+                            /** @example Service temporarily unavailable */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+        };
+    };
+    deleteScreenshotSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed */
+            200: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": 200,
+                     *       "success": true,
+                     *       "data": {
+                     *         "deleted": true
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 200;
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            /** @enum {boolean} */
+                            deleted: true;
+                        };
+                    };
+                };
+            };
+            /** @description 100 No API key provided; 110 Invalid API key; 120 User not found */
+            401: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 401;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 100: No API key provided; 110: Invalid API key; 120: User not found
+                             * @enum {integer}
+                             */
+                            code: 100 | 110 | 120;
+                            /** @example No API key provided */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 403 Forbidden */
+            403: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 403;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 403: Forbidden
+                             * @enum {integer}
+                             */
+                            code: 403;
+                            /** @example Forbidden */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 404 Not found */
+            404: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 404;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 404: Not found
+                             * @enum {integer}
+                             */
+                            code: 404;
+                            /** @example Not found */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 405 Method not allowed (another method on this path; Allow lists the ones it has) */
+            405: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 405;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 405: Method not allowed
+                             * @enum {integer}
+                             */
+                            code: 405;
+                            /** @example Method not allowed */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 170 Rate limit exceeded */
+            429: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 429;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 170: Rate limit exceeded
+                             * @enum {integer}
+                             */
+                            code: 170;
+                            /** @example Rate limit exceeded */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 500 Internal error */
+            500: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 500;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 500: Internal error
+                             * @enum {integer}
+                             */
+                            code: 500;
+                            /** @example Internal error */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 250 Service temporarily unavailable */
+            503: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 503;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 250: Service temporarily unavailable
+                             * @enum {integer}
+                             */
+                            code: 250;
+                            /** @example Service temporarily unavailable */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+        };
+    };
+    updateScreenshotSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SchedulePatch"];
+            };
+        };
+        responses: {
+            /** @description The schedule */
+            200: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": 200,
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "7a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d",
+                     *         "cron": "0 *\/6 * * *",
+                     *         "request": {
+                     *           "url": "https://example.com",
+                     *           "async": true
+                     *         },
+                     *         "paused": false,
+                     *         "notify_on_change": true,
+                     *         "change_threshold": 0.001,
+                     *         "runs": 0,
+                     *         "last_run_at": null,
+                     *         "next_runs": [
+                     *           "2026-11-27T18:00:00.000Z",
+                     *           "2026-11-28T00:00:00.000Z"
+                     *         ],
+                     *         "last_image_id": null,
+                     *         "created_at": "2026-11-27T17:00:00.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 200;
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["Schedule"];
+                    };
+                };
+            };
+            /** @description 160 Invalid request */
+            400: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 400;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 160: Invalid request
+                             * @enum {integer}
+                             */
+                            code: 160;
+                            /** @example Invalid request */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 100 No API key provided; 110 Invalid API key; 120 User not found */
+            401: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 401;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 100: No API key provided; 110: Invalid API key; 120: User not found
+                             * @enum {integer}
+                             */
+                            code: 100 | 110 | 120;
+                            /** @example No API key provided */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 403 Forbidden */
+            403: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 403;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 403: Forbidden
+                             * @enum {integer}
+                             */
+                            code: 403;
+                            /** @example Forbidden */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 404 Not found */
+            404: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 404;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 404: Not found
+                             * @enum {integer}
+                             */
+                            code: 404;
+                            /** @example Not found */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 405 Method not allowed (another method on this path; Allow lists the ones it has) */
+            405: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description The methods this path answers */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 405;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 405: Method not allowed
+                             * @enum {integer}
+                             */
+                            code: 405;
+                            /** @example Method not allowed */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 170 Rate limit exceeded */
+            429: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 429;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 170: Rate limit exceeded
+                             * @enum {integer}
+                             */
+                            code: 170;
+                            /** @example Rate limit exceeded */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 500 Internal error */
+            500: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 500;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 500: Internal error
+                             * @enum {integer}
+                             */
+                            code: 500;
+                            /** @example Internal error */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+            /** @description 250 Service temporarily unavailable */
+            503: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 503;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 250: Service temporarily unavailable
+                             * @enum {integer}
+                             */
+                            code: 250;
+                            /** @example Service temporarily unavailable */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
+        };
+    };
+    runScreenshotSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Queued (`async: true`): the job, to follow at its status_url */
+            202: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": 202,
+                     *       "success": true,
+                     *       "data": {
+                     *         "job": {
+                     *           "id": "0b6f8a52-3c1e-4f5e-9d5a-2f1c8e7b9a10",
+                     *           "status": "queued",
+                     *           "status_url": "https://example.com/api/1/screenshot/jobs/0b6f8a52-3c1e-4f5e-9d5a-2f1c8e7b9a10",
+                     *           "request": {
+                     *             "url": "https://example.com",
+                     *             "async": true
+                     *           },
+                     *           "attempts": 0,
+                     *           "created_at": "2026-11-27T17:00:00.000Z",
+                     *           "started_at": null,
+                     *           "finished_at": null,
+                     *           "result": null,
+                     *           "error": null,
+                     *           "webhook": null
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 202;
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["ScreenshotJobAccepted"];
                     };
                 };
             };

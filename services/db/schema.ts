@@ -178,6 +178,10 @@ export interface DB {
     /** The batch it came in, if any (015). */
     batch_id: Generated<string | null>;
     batch_index: Generated<number | null>;
+    /** The schedule whose run it is, if any (016). */
+    schedule_id: Generated<string | null>;
+    /** A scheduled run's share of pixels unlike the run before (016). */
+    changed: Generated<number | null>;
     result: Generated<unknown | null>;
     image_id: Generated<string | null>;
     error_code: Generated<number | null>;
@@ -186,6 +190,20 @@ export interface DB {
     created_at: Generated<Date>;
     started_at: Generated<Date | null>;
     finished_at: Generated<Date | null>;
+  };
+  /** Captures run on a cron expression (016). */
+  screenshot_schedules: {
+    id: string;
+    user_id: string;
+    cron: string;
+    request: unknown;
+    paused: Generated<boolean>;
+    notify_on_change: Generated<boolean>;
+    change_threshold: Generated<number>;
+    last_image_id: Generated<string | null>;
+    runs: Generated<number>;
+    last_run_at: Generated<Date | null>;
+    created_at: Generated<Date>;
   };
   /** Every attempt to deliver a job's webhook (014). */
   webhook_deliveries: {

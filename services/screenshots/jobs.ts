@@ -57,6 +57,14 @@ export interface JobDeps {
   log: Logger;
   /** The capture itself, as the synchronous call makes it (stored and shared). */
   capture(userId: string, req: ScreenshotRequest): Promise<ScreenshotResult>;
+  /**
+   * Whether a finished job's webhook is called, and how much its image changed (a
+   * scheduled run with notify_on_change); absent: always called.
+   */
+  decide?(
+    row: JobRow,
+    result: ScreenshotResult,
+  ): Promise<{ notify: boolean; changed: number | null }>;
 }
 
 /** Codes worth another try later: a busy or unreachable browser, a busy account. */
@@ -206,6 +214,7 @@ export class ScreenshotJobs {
     userId: string,
     reqs: ScreenshotRequest[],
     batchId?: string,
+    scheduleId?: string,
   ): Promise<JobRow[]> {
     const boss = await this.start().catch((e) => {
       throw new ApiError(250, { cause: e });
@@ -234,6 +243,7 @@ export class ScreenshotJobs {
             user_id: userId,
             batch_id: batchId ?? null,
             batch_index: batchId ? i : null,
+            schedule_id: scheduleId ?? null,
             request: JSON.stringify({ ...req, async: true }),
           }).returningAll().executeTakeFirstOrThrow(),
         );
@@ -324,12 +334,15 @@ export class ScreenshotJobs {
         ...req,
         async: false,
       });
+      const decided = await this.deps.decide?.(row, result) ??
+        { notify: true, changed: null };
       await this.#finish(id, req, {
         status: "done",
         result: JSON.stringify(result),
         image_id: result.id ?? null,
+        changed: decided.changed,
         finished_at: clock.now(),
-      });
+      }, decided.notify);
     } catch (e) {
       // Anything but a refusal (a bug, a dropped connection) is tried again too, and
       // ends as 500 after the last try.
@@ -356,12 +369,13 @@ export class ScreenshotJobs {
     id: string,
     req: ScreenshotRequest,
     end: Updateable<DB["screenshot_jobs"]>,
+    notify = true,
   ): Promise<void> {
     const boss = this.#boss;
     await this.deps.db.transaction().execute(async (tx) => {
       await tx.updateTable("screenshot_jobs").set(end).where("id", "=", id)
         .execute();
-      if (req.webhook_url && boss) {
+      if (req.webhook_url && boss && notify) {
         await boss.send(WEBHOOKS, { jobId: id }, {
           db: fromKysely(tx as never),
         });
@@ -455,6 +469,8 @@ export async function jobRecords(
       error: r.error_code === null
         ? null
         : { code: r.error_code, message: r.error_message ?? "" },
+      schedule_id: r.schedule_id,
+      changed: r.changed,
       webhook: request.webhook_url
         ? {
           url: request.webhook_url,

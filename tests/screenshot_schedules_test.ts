@@ -1,0 +1,198 @@
+import assert from "node:assert/strict";
+import {
+  apiCall,
+  test,
+  type TestEnv,
+  testEnv,
+  userWithKey,
+} from "./helpers.ts";
+import { startFixture } from "./fixture_server.ts";
+import { testScreenshotter } from "./browser_service.ts";
+
+/**
+ * Issue #50: scheduled captures. The timer is pg-boss's (one per deployment); what is
+ * ours is tested here: the rules a schedule must meet, pause and removal, and a run with
+ * notify_on_change, which calls the webhook only when the page's pixels changed.
+ */
+
+let colour = "#2e86de";
+/** A 20 × 10 px box's colour: 1 % of a 200 × 100 capture. */
+let box = "#ffffff";
+const page = startFixture({
+  "/changing": () =>
+    new Response(
+      `<!doctype html><style>html,body{margin:0;height:100%;background:${colour}}</style><body><div style="width:20px;height:10px;background:${box}"></div></body>`,
+      { headers: { "content-type": "text/html" } },
+    ),
+});
+const got: string[] = [];
+const receiver: Deno.HttpServer<Deno.NetAddr> = Deno.serve(
+  { port: 0, hostname: "127.0.0.1", onListen: () => {} },
+  async (req): Promise<Response> => {
+    got.push(await req.text());
+    return new Response("");
+  },
+);
+const ALLOW = `127.0.0.1:${page.port},127.0.0.1:${receiver.addr.port}`;
+
+async function env(extra: Record<string, string> = {}): Promise<TestEnv> {
+  const e = await testEnv({
+    screenshotter: testScreenshotter(ALLOW, { concurrency: 1 }),
+    env: { FETCH_ALLOW_PRIVATE: ALLOW, ...extra },
+  });
+  return {
+    ...e,
+    async close() {
+      await e.close();
+      await e.deps.screenshotter?.close();
+    },
+  };
+}
+
+test("a schedule is made with its next runs, refused when its runs come too close, its cron is no cron, its capture is not stored or the account has its maximum; paused it has no next run; removed it is 404; someone else's is 404", async () => {
+  const e = await env({ SCREENSHOT_SCHEDULES_MAX: "2" });
+  try {
+    const { key } = await userWithKey(e);
+    const other = await userWithKey(e);
+    const make = (body: Record<string, unknown>) =>
+      apiCall(e, key, "POST", "/api/1/screenshot/schedules", {
+        request: { url: `${page.origin}/changing` },
+        ...body,
+      });
+    const made = await make({ cron: "*/5 * * * *" });
+    assert.equal(made.status, 200, JSON.stringify(made.body));
+    const s = made.body.data;
+    assert.equal(s.cron, "*/5 * * * *");
+    assert.equal(s.paused, false);
+    assert.equal(s.runs, 0);
+    assert.equal(s.next_runs.length, 3);
+    const gaps = s.next_runs.slice(1).map((t: string, i: number) =>
+      Date.parse(t) - Date.parse(s.next_runs[i])
+    );
+    assert.deepEqual(gaps, [300_000, 300_000]);
+
+    const close = await make({ cron: "* * * * *" });
+    assert.equal(close.body.error.code, 160);
+    assert.match(close.body.error.details[0].message, /at least 5/);
+    const nonsense = await make({ cron: "every tuesday" });
+    assert.equal(nonsense.body.error.code, 160);
+    assert.equal(nonsense.body.error.details[0].path, "cron");
+    const inline = await make({
+      cron: "0 * * * *",
+      request: { url: `${page.origin}/changing`, share: false },
+    });
+    assert.equal(inline.body.error.code, 160);
+    assert.equal((await make({ cron: "0 * * * *" })).status, 200);
+    const third = await make({ cron: "0 0 * * *" });
+    assert.equal(third.body.error.code, 160);
+    assert.match(third.body.error.details[0].message, /at most 2/);
+
+    const listed = await apiCall(e, key, "GET", "/api/1/screenshot/schedules");
+    assert.equal(listed.body.data.schedules.length, 2);
+    const path = `/api/1/screenshot/schedules/${s.id}`;
+    const paused = await apiCall(e, key, "PATCH", path, { paused: true });
+    assert.equal(paused.body.data.paused, true);
+    assert.deepEqual(paused.body.data.next_runs, []);
+    const resumed = await apiCall(e, key, "PATCH", path, { paused: false });
+    assert.equal(resumed.body.data.next_runs.length, 3);
+    assert.equal((await apiCall(e, other.key, "GET", path)).status, 404);
+    assert.equal((await apiCall(e, other.key, "DELETE", path)).status, 404);
+    assert.equal((await apiCall(e, key, "DELETE", path)).status, 200);
+    assert.equal((await apiCall(e, key, "GET", path)).status, 404);
+  } finally {
+    await e.close();
+  }
+});
+
+/** Runs the schedule now and waits for the run's job to end; the job. */
+async function runOnce(e: TestEnv, key: string, id: string) {
+  const run = await apiCall(
+    e,
+    key,
+    "POST",
+    `/api/1/screenshot/schedules/${id}/run`,
+  );
+  assert.equal(run.status, 202, JSON.stringify(run.body));
+  const jobId = run.body.data.job.id;
+  const end = Date.now() + 30_000;
+  for (;;) {
+    const j = (await apiCall(e, key, "GET", `/api/1/screenshot/jobs/${jobId}`))
+      .body.data;
+    if (j.status === "done" || j.status === "failed") return j;
+    assert.ok(Date.now() < end, JSON.stringify(j));
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+test("with notify_on_change the first run sets the mark, an unchanged page calls nobody, and a changed one calls the webhook with how much changed; each run's image is kept", async () => {
+  const e = await env({ WEBHOOK_RETRY_S: "1" });
+  got.length = 0;
+  colour = "#2e86de";
+  box = "#ffffff";
+  try {
+    const { key } = await userWithKey(e);
+    const made = await apiCall(e, key, "POST", "/api/1/screenshot/schedules", {
+      cron: "0 */6 * * *",
+      request: {
+        url: `${page.origin}/changing`,
+        viewport: { width: 200, height: 100 },
+        webhook_url: `http://127.0.0.1:${receiver.addr.port}/changed`,
+      },
+      notify_on_change: true,
+      change_threshold: 0.05,
+    });
+    assert.equal(made.status, 200, JSON.stringify(made.body));
+    const id = made.body.data.id;
+
+    const first = await runOnce(e, key, id);
+    assert.equal(first.status, "done");
+    assert.equal(first.schedule_id, id);
+    assert.equal(first.changed, null);
+    const same = await runOnce(e, key, id);
+    assert.equal(same.changed, 0);
+    assert.equal(same.result.id, first.result.id, "the same bytes, one image");
+    // A change under the threshold (1 % of the pixels, 5 % asked): a new image, no call.
+    box = "#000000";
+    const small = await runOnce(e, key, id);
+    assert.ok(
+      small.changed > 0.005 && small.changed < 0.02,
+      String(small.changed),
+    );
+    assert.notEqual(small.result.id, first.result.id);
+    colour = "#c0392b";
+    const changed = await runOnce(e, key, id);
+    assert.ok(changed.changed > 0.9, String(changed.changed));
+    assert.notEqual(changed.result.id, first.result.id);
+    // Only the changed run called: one delivery, naming it.
+    const end = Date.now() + 10_000;
+    while (got.length < 1 && Date.now() < end) {
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    await new Promise((r) => setTimeout(r, 500));
+    assert.equal(got.length, 1);
+    const body = JSON.parse(got[0]);
+    assert.equal(body.job.id, changed.id);
+    assert.ok(body.job.changed > 0.9);
+    for (const j of [first, same, small]) {
+      const r = await apiCall(e, key, "GET", `/api/1/screenshot/jobs/${j.id}`);
+      assert.deepEqual(r.body.data.webhook.deliveries, []);
+    }
+    const schedule = await apiCall(
+      e,
+      key,
+      "GET",
+      `/api/1/screenshot/schedules/${id}`,
+    );
+    assert.equal(schedule.body.data.runs, 4);
+    assert.equal(schedule.body.data.last_image_id, changed.result.id);
+    const images = await apiCall(e, key, "GET", "/api/1/images");
+    assert.equal(images.body.data.total, 3);
+  } finally {
+    await e.close();
+  }
+});
+
+test("teardown", async () => {
+  await receiver.shutdown();
+  await page.close();
+});

@@ -46,6 +46,8 @@ const EXAMPLE_JOB = {
   finished_at: null,
   result: null,
   error: null,
+  schedule_id: null,
+  changed: null,
   webhook: null,
 };
 

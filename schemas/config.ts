@@ -488,6 +488,15 @@ const SCREENSHOTS = {
       "Pages a full-page PDF capture prints at most; the rest is left out.",
     unit: "pages",
   }),
+  SCREENSHOT_HEAVY_LANE: v(z.enum(["on", "off"]).default("on"), {
+    description:
+      "on: with a local Chromium, heavy captures (a full page, a PDF, or more than SCREENSHOT_HEAVY_PIXELS device pixels) run in a second Chromium of their own, one at a time, so a flood of them never slows anyone's light captures (one browser: 9–17× at p95). Costs the second browser's memory.",
+  }),
+  SCREENSHOT_HEAVY_PIXELS: v(int(4_000_000, 100_000, 1_000_000_000), {
+    description:
+      "Device pixels (viewport or clip × ratio²) past which a capture is heavy (see SCREENSHOT_HEAVY_LANE).",
+    unit: "pixels",
+  }),
   SCREENSHOT_QUEUE: v(int(32, 0, 10_000), {
     description:
       "Captures that may wait for a browser slot; past it 240 (HTTP 503) at once.",

@@ -58,7 +58,10 @@ export const ScreenshotJobSchema = z.object({
   created_at: z.string().openapi({ example: "2026-11-27T17:00:00.000Z" }),
   started_at: z.string().nullable(),
   finished_at: z.string().nullable(),
-  result: ScreenshotResultSchema.nullable(),
+  // A union, not .nullable(): that writes allOf [$ref, object|null], which no null meets.
+  result: z.union([ScreenshotResultSchema, z.null()]).openapi({
+    description: "done: the capture, as the synchronous call answers it",
+  }),
   error: z.object({
     code: z.number().int().openapi({ example: 220 }),
     message: z.string(),

@@ -6,6 +6,7 @@
  * what every layer may use (clock, logger, scratch, work slots, timeouts) is
  * services/runtime/.
  */
+import { LaneScreenshotter } from "../services/screenshots/lanes.ts";
 import { join, resolve } from "node:path";
 import type { Config } from "../schemas/config.ts";
 import { migrate, openDatabase } from "../services/db/database.ts";
@@ -100,12 +101,12 @@ export async function openScreenshotter(
   const endpoints = config.BROWSER_ENDPOINTS.length
     ? config.BROWSER_ENDPOINTS
     : [undefined];
-  const pools = endpoints.map((wsEndpoint) =>
+  const pool = (wsEndpoint: string | undefined, concurrency: number) =>
     new ChromiumScreenshotter({
       executablePath,
       wsEndpoint,
       browserToken: config.BROWSER_TOKEN,
-      concurrency: config.SCREENSHOT_CONCURRENCY,
+      concurrency,
       perOwner: config.SCREENSHOT_PER_KEY,
       queueMax: config.SCREENSHOT_QUEUE,
       maxPdfPages: config.SCREENSHOT_PDF_MAX_PAGES,
@@ -122,12 +123,19 @@ export async function openScreenshotter(
       filterEngines,
       home: resolve(config.DATA_DIR),
       log,
-    })
-  );
-  const shooter = pools.length === 1
-    ? pools[0]
-    : new (await import("../services/screenshots/spread.ts"))
-      .SpreadScreenshotter(pools);
+    });
+  const pools = endpoints.map((e) => pool(e, config.SCREENSHOT_CONCURRENCY));
+  const shooter = pools.length > 1
+    ? new (await import("../services/screenshots/spread.ts"))
+      .SpreadScreenshotter(pools)
+    : config.SCREENSHOT_HEAVY_LANE === "on" && !config.BROWSER_ENDPOINTS.length
+    // A local browser: heavy captures in a second one, one at a time (lanes.ts).
+    ? new LaneScreenshotter(
+      pools[0],
+      pool(undefined, 1),
+      config.SCREENSHOT_HEAVY_PIXELS,
+    )
+    : pools[0];
   // Started, not awaited here: a first capture waits for this same launch. A failed start
   // is logged, not fatal: the next capture tries again.
   warming.set(shooter, shooter.start().catch(() => {}));

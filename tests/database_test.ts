@@ -33,6 +33,10 @@ for (const kind of databaseKinds()) {
         "010_passwords.sql",
         "011_guests.sql",
         "012_operator.sql",
+        "013_screenshot_jobs.sql",
+        "014_webhooks.sql",
+        "015_screenshot_batches.sql",
+        "016_screenshot_schedules.sql",
       ]);
       assert.deepEqual(await migrate(database.db), []);
       assert.deepEqual(

@@ -1743,7 +1743,8 @@ export interface components {
             created_at: string;
             started_at: string | null;
             finished_at: string | null;
-            result: components["schemas"]["ScreenshotResult"] & (Record<string, never> | null);
+            /** @description done: the capture, as the synchronous call answers it */
+            result: components["schemas"]["ScreenshotResult"] | null;
             error: {
                 /** @example 220 */
                 code: number;
@@ -13354,6 +13355,8 @@ export interface operations {
                      *           "finished_at": null,
                      *           "result": null,
                      *           "error": null,
+                     *           "schedule_id": null,
+                     *           "changed": null,
                      *           "webhook": null
                      *         }
                      *       }
@@ -14073,6 +14076,8 @@ export interface operations {
                      *         "finished_at": null,
                      *         "result": null,
                      *         "error": null,
+                     *         "schedule_id": null,
+                     *         "changed": null,
                      *         "webhook": null
                      *       }
                      *     }
@@ -14349,6 +14354,8 @@ export interface operations {
                      *         "finished_at": "2026-11-27T17:00:01.000Z",
                      *         "result": null,
                      *         "error": null,
+                     *         "schedule_id": null,
+                     *         "changed": null,
                      *         "webhook": null
                      *       }
                      *     }
@@ -14661,6 +14668,8 @@ export interface operations {
                      *             "finished_at": null,
                      *             "result": null,
                      *             "error": null,
+                     *             "schedule_id": null,
+                     *             "changed": null,
                      *             "webhook": null
                      *           }
                      *         ],
@@ -15418,6 +15427,8 @@ export interface operations {
                      *               "finished_at": null,
                      *               "result": null,
                      *               "error": null,
+                     *               "schedule_id": null,
+                     *               "changed": null,
                      *               "webhook": null
                      *             }
                      *           ]
@@ -15742,6 +15753,8 @@ export interface operations {
                      *               "finished_at": null,
                      *               "result": null,
                      *               "error": null,
+                     *               "schedule_id": null,
+                     *               "changed": null,
                      *               "webhook": null
                      *             }
                      *           ]
@@ -17412,6 +17425,8 @@ export interface operations {
                      *           "finished_at": null,
                      *           "result": null,
                      *           "error": null,
+                     *           "schedule_id": null,
+                     *           "changed": null,
                      *           "webhook": null
                      *         }
                      *       }

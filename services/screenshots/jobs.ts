@@ -160,8 +160,9 @@ export class ScreenshotJobs {
     await boss.work(
       WEBHOOKS,
       {
-        localConcurrency: 4,
-        pollingIntervalSeconds: 0.5,
+        // Idle, every worker polls: two, every 2 s, are enough for calls that may wait.
+        localConcurrency: 2,
+        pollingIntervalSeconds: 2,
         includeMetadata: true,
       },
       async ([job]: JobWithMetadata<{ jobId: string }>[]) => {

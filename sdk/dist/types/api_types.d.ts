@@ -1740,7 +1740,8 @@ export interface components {
             created_at: string;
             started_at: string | null;
             finished_at: string | null;
-            result: components["schemas"]["ScreenshotResult"] & (Record<string, never> | null);
+            /** @description done: the capture, as the synchronous call answers it */
+            result: components["schemas"]["ScreenshotResult"] | null;
             error: {
                 /** @example 220 */
                 code: number;
@@ -13351,6 +13352,8 @@ export interface operations {
                      *           "finished_at": null,
                      *           "result": null,
                      *           "error": null,
+                     *           "schedule_id": null,
+                     *           "changed": null,
                      *           "webhook": null
                      *         }
                      *       }
@@ -14070,6 +14073,8 @@ export interface operations {
                      *         "finished_at": null,
                      *         "result": null,
                      *         "error": null,
+                     *         "schedule_id": null,
+                     *         "changed": null,
                      *         "webhook": null
                      *       }
                      *     }
@@ -14346,6 +14351,8 @@ export interface operations {
                      *         "finished_at": "2026-11-27T17:00:01.000Z",
                      *         "result": null,
                      *         "error": null,
+                     *         "schedule_id": null,
+                     *         "changed": null,
                      *         "webhook": null
                      *       }
                      *     }
@@ -14658,6 +14665,8 @@ export interface operations {
                      *             "finished_at": null,
                      *             "result": null,
                      *             "error": null,
+                     *             "schedule_id": null,
+                     *             "changed": null,
                      *             "webhook": null
                      *           }
                      *         ],
@@ -15415,6 +15424,8 @@ export interface operations {
                      *               "finished_at": null,
                      *               "result": null,
                      *               "error": null,
+                     *               "schedule_id": null,
+                     *               "changed": null,
                      *               "webhook": null
                      *             }
                      *           ]
@@ -15739,6 +15750,8 @@ export interface operations {
                      *               "finished_at": null,
                      *               "result": null,
                      *               "error": null,
+                     *               "schedule_id": null,
+                     *               "changed": null,
                      *               "webhook": null
                      *             }
                      *           ]
@@ -17409,6 +17422,8 @@ export interface operations {
                      *           "finished_at": null,
                      *           "result": null,
                      *           "error": null,
+                     *           "schedule_id": null,
+                     *           "changed": null,
                      *           "webhook": null
                      *         }
                      *       }

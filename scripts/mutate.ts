@@ -1885,6 +1885,21 @@ const MUTATIONS: Mutation[] = [
     to: "    if (false) {",
     tests: ["tests/screenshot_schedules_test.ts"],
   },
+  {
+    name:
+      "lanes: a full page is light (it shares the browser with everyone's light captures)",
+    file: "services/screenshots/lanes.ts",
+    from: '  if (opts.fullPage || opts.format === "pdf") return true;',
+    to: '  if (opts.format === "pdf") return true;',
+    tests: ["tests/lanes_test.ts"],
+  },
+  {
+    name: "lanes: the heavy lane is off by default",
+    file: "schemas/config.ts",
+    from: '  SCREENSHOT_HEAVY_LANE: v(z.enum(["on", "off"]).default("on"), {',
+    to: '  SCREENSHOT_HEAVY_LANE: v(z.enum(["on", "off"]).default("off"), {',
+    tests: ["tests/browser_life_test.ts"],
+  },
 ];
 
 const root = new URL("..", import.meta.url).pathname.replace(/\/$/, "");

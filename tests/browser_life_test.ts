@@ -62,9 +62,18 @@ test("a kill -9 of the service takes its Chromium and every helper process with 
     await waitUntil(() => groupMembers(browser).length > 1, 10_000);
     const helpers = groupMembers(browser).length;
     assert.ok(helpers > 1, `browser and helpers: ${helpers}`);
+    // The heavy lane's browser (SCREENSHOT_HEAVY_LANE, on by default) is a second one.
+    await waitUntil(() => markedBy(svc.proc.pid).length === 2, 30_000);
+    const browsers = markedBy(svc.proc.pid);
+    assert.equal(browsers.length, 2, "the light and the heavy lane's browsers");
     await svc.kill();
-    await waitUntil(() => groupMembers(browser).length === 0, 10_000);
-    assert.deepEqual(groupMembers(browser), [], "nothing of it is left");
+    await waitUntil(
+      () => browsers.every((b) => groupMembers(b).length === 0),
+      10_000,
+    );
+    for (const b of browsers) {
+      assert.deepEqual(groupMembers(b), [], "nothing of either is left");
+    }
   } finally {
     await svc.close();
   }

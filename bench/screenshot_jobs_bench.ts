@@ -1,6 +1,6 @@
 /**
  * Asynchronous captures against synchronous ones (issue #50). Two instances of the
- * service (one PostgreSQL, one bucket, a Chromium each, SCREENSHOT_CONCURRENCY 2) take
+ * service (one PostgreSQL, one bucket, a browser service each, SCREENSHOT_CONCURRENCY 2) take
  * 200 captures of small local pages twice: once as synchronous POST /api/1/screenshot
  * calls from 4 clients (the instances' 4 browser slots, two clients on each), once as one
  * batch of 200 jobs posted to one instance and run by both. Reported: captures per second
@@ -13,6 +13,8 @@ import { startS3 } from "../tests/s3_server.ts";
 import { startFixture } from "../tests/fixture_server.ts";
 import { keyBeforeStart, startService } from "../tests/service_process.ts";
 import { benchChromium } from "./screenshot_lib.ts";
+import { startDevtoolsBrowser } from "../tests/browser_service.ts";
+import { freePort } from "../tests/pg_cluster.ts";
 
 watchdog(10 * 60_000);
 const N = Deno.args.includes("--quick") ? 40 : 200;
@@ -35,18 +37,29 @@ const key = await keyBeforeStart(
   "bench@example.com",
   "a long enough password",
 );
+// Two browser services as deployments run them (scripts/browser.sh), one an instance.
+const browsers = await Promise.all(
+  [freePort(), freePort()].map((p) =>
+    startDevtoolsBrowser("127.0.0.1", p, undefined, benchChromium())
+  ),
+);
 const env = {
   DATABASE_URL: pg.url,
   ...s3.env,
   SCREENSHOTS: "on",
-  CHROMIUM_PATH: benchChromium(),
   FETCH_ALLOW_PRIVATE: `127.0.0.1:${fixture.port}`,
   SCREENSHOT_CONCURRENCY: "2",
   SCREENSHOT_PER_KEY: "2",
   SCREENSHOT_BATCH_MAX: String(N),
 };
-const a = await startService(env);
-const b = await startService(env);
+const a = await startService({
+  ...env,
+  BROWSER_WS_ENDPOINT: browsers[0].endpoint,
+});
+const b = await startService({
+  ...env,
+  BROWSER_WS_ENDPOINT: browsers[1].endpoint,
+});
 const auth = { authorization: `Bearer ${key}` };
 const request = (n: number) => ({
   url: `${fixture.origin}/p?n=${n}`,
@@ -158,6 +171,7 @@ try {
 } finally {
   await a.close();
   await b.close();
+  await Promise.all(browsers.map((x) => x.kill()));
   await s3.close();
   await pg.destroy();
   await fixture.close();

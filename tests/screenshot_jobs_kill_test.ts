@@ -4,11 +4,12 @@ import { startPgCluster } from "./pg_cluster.ts";
 import { startS3 } from "./s3_server.ts";
 import { startFixture } from "./fixture_server.ts";
 import { keyBeforeStart, startService } from "./service_process.ts";
-import { requireChromium } from "./browser_service.ts";
+import { startDevtoolsBrowser } from "./browser_service.ts";
+import { freePort } from "./pg_cluster.ts";
 
 /**
  * Issue #50's durability: 100 asynchronous captures over two instances (one PostgreSQL,
- * one bucket, a Chromium each) while one instance is killed -9 mid-run. Every job must
+ * one bucket, a browser service each) while one instance is killed -9 mid-run. Every job must
  * end done exactly once: one stored image each, none lost, none doubled. A page's bytes
  * are its own (its number in colour and text), so a capture run again after the kill
  * stores the same bytes, which the account already has: the same image.
@@ -40,17 +41,26 @@ test("100 jobs over two instances, one killed -9 mid-run: every job ends done ex
     "jobs@example.com",
     "a long enough password",
   );
+  // Two browser services as deployments run them (scripts/browser.sh), one each.
+  const browsers = await Promise.all(
+    [freePort(), freePort()].map((p) => startDevtoolsBrowser("127.0.0.1", p)),
+  );
   const env = {
     DATABASE_URL: pg.url,
     ...s3.env,
     SCREENSHOTS: "on",
-    CHROMIUM_PATH: requireChromium(),
     FETCH_ALLOW_PRIVATE: `127.0.0.1:${fixture.port}`,
     SCREENSHOT_CONCURRENCY: "2",
     SCREENSHOT_PER_KEY: "2",
   };
-  const a = await startService(env);
-  const b = await startService(env);
+  const a = await startService({
+    ...env,
+    BROWSER_WS_ENDPOINT: browsers[0].endpoint,
+  });
+  const b = await startService({
+    ...env,
+    BROWSER_WS_ENDPOINT: browsers[1].endpoint,
+  });
   const auth = { authorization: `Bearer ${key}` };
   try {
     const queued = await fetch(`${a.base}/api/1/screenshot/batch`, {
@@ -114,6 +124,7 @@ test("100 jobs over two instances, one killed -9 mid-run: every job ends done ex
   } finally {
     await a.close();
     await b.close();
+    await Promise.all(browsers.map((x) => x.kill()));
     await s3.close();
     await pg.destroy();
   }

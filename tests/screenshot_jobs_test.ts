@@ -436,7 +436,7 @@ test("without a browser, async: true is refused at once (240) and nothing is que
   }
 });
 
-test("the typed client queues, follows, lists, batches and cancels captures", async () => {
+test("the typed client queues, follows, lists, batches and cancels captures, and makes, pauses, runs and removes a schedule", async () => {
   const e = await env("pglite");
   try {
     const { key } = await userWithKey(e);
@@ -476,6 +476,23 @@ test("the typed client queues, follows, lists, batches and cancels captures", as
     );
     const account = await client.webhookAccount();
     assert.match(account.data.secret, /^whsec_/);
+    const schedule = await client.createSchedule({
+      cron: "0 3 * * *",
+      request: item,
+    });
+    assert.equal(schedule.data.next_runs.length, 3);
+    const paused = await client.pauseSchedule(schedule.data.id);
+    assert.equal(paused.data.paused, true);
+    assert.equal((await client.listSchedules()).data.schedules.length, 1);
+    const run = await client.runSchedule(schedule.data.id);
+    assert.equal(run.status, 202);
+    const ran = await client.waitForScreenshotJob(run.data.job.id, {
+      intervalMs: 100,
+      timeoutMs: 30_000,
+    });
+    assert.equal(ran.schedule_id, schedule.data.id);
+    await client.deleteSchedule(schedule.data.id);
+    assert.equal((await client.listSchedules()).data.schedules.length, 0);
   } finally {
     await e.close();
   }

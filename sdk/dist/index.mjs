@@ -1415,6 +1415,28 @@ function createApiClient(opts) {
         await new Promise((r) => setTimeout(r, options.intervalMs ?? 1e3));
       }
     },
+    /** POST /api/1/screenshot/schedules: a capture run on a cron expression. */
+    createSchedule(schedule) {
+      return call("POST", "/api/1/screenshot/schedules", JSON.stringify(schedule), true);
+    },
+    /** GET /api/1/screenshot/schedules: yours, with their next runs. */
+    listSchedules() {
+      return call("GET", "/api/1/screenshot/schedules");
+    },
+    /** PATCH /api/1/screenshot/schedules/{id}: pause (true) or resume (false). */
+    pauseSchedule(id, paused = true) {
+      return call("PATCH", `/api/1/screenshot/schedules/${encodeURIComponent(id)}`, JSON.stringify({
+        paused
+      }), true);
+    },
+    /** DELETE /api/1/screenshot/schedules/{id}: no more runs (their images stay). */
+    deleteSchedule(id) {
+      return call("DELETE", `/api/1/screenshot/schedules/${encodeURIComponent(id)}`);
+    },
+    /** POST /api/1/screenshot/schedules/{id}/run: one run now (202, its job). */
+    runSchedule(id) {
+      return call("POST", `/api/1/screenshot/schedules/${encodeURIComponent(id)}/run`);
+    },
     /** GET /api/1/account/webhook: your webhook secret and its latest tries. */
     webhookAccount() {
       return call("GET", "/api/1/account/webhook");

@@ -30,6 +30,10 @@ export type ScreenshotJobListResult = Ok<"listScreenshotJobs">;
 export type ScreenshotBatchAccepted = Accepted<"postScreenshotBatch">;
 export type ScreenshotBatchResult = Ok<"getScreenshotBatch">;
 export type WebhookAccountResult = Ok<"getWebhookAccount">;
+export type ScheduleResult = Ok<"getScreenshotSchedule">;
+export type ScheduleListResult = Ok<"listScreenshotSchedules">;
+/** Request body of POST /api/1/screenshot/schedules. */
+export type ScheduleCreate = Schemas["ScheduleCreate"];
 /** One asynchronous capture, as the jobs' routes answer it. */
 export type ScreenshotJob = Schemas["ScreenshotJob"];
 /** Request body of POST /api/1/screenshot. */
@@ -319,6 +323,42 @@ export function createApiClient(opts: ApiClientOptions) {
         }
         await new Promise((r) => setTimeout(r, options.intervalMs ?? 1_000));
       }
+    },
+    /** POST /api/1/screenshot/schedules: a capture run on a cron expression. */
+    createSchedule(schedule: ScheduleCreate): Promise<ScheduleResult> {
+      return call(
+        "POST",
+        "/api/1/screenshot/schedules",
+        JSON.stringify(schedule),
+        true,
+      );
+    },
+    /** GET /api/1/screenshot/schedules: yours, with their next runs. */
+    listSchedules(): Promise<ScheduleListResult> {
+      return call("GET", "/api/1/screenshot/schedules");
+    },
+    /** PATCH /api/1/screenshot/schedules/{id}: pause (true) or resume (false). */
+    pauseSchedule(id: string, paused = true): Promise<ScheduleResult> {
+      return call(
+        "PATCH",
+        `/api/1/screenshot/schedules/${encodeURIComponent(id)}`,
+        JSON.stringify({ paused }),
+        true,
+      );
+    },
+    /** DELETE /api/1/screenshot/schedules/{id}: no more runs (their images stay). */
+    deleteSchedule(id: string): Promise<{ status: 200; success: true }> {
+      return call(
+        "DELETE",
+        `/api/1/screenshot/schedules/${encodeURIComponent(id)}`,
+      );
+    },
+    /** POST /api/1/screenshot/schedules/{id}/run: one run now (202, its job). */
+    runSchedule(id: string): Promise<ScreenshotJobAccepted> {
+      return call(
+        "POST",
+        `/api/1/screenshot/schedules/${encodeURIComponent(id)}/run`,
+      );
     },
     /** GET /api/1/account/webhook: your webhook secret and its latest tries. */
     webhookAccount(): Promise<WebhookAccountResult> {

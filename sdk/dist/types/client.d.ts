@@ -32,6 +32,10 @@ export type ScreenshotJobListResult = Ok<"listScreenshotJobs">;
 export type ScreenshotBatchAccepted = Accepted<"postScreenshotBatch">;
 export type ScreenshotBatchResult = Ok<"getScreenshotBatch">;
 export type WebhookAccountResult = Ok<"getWebhookAccount">;
+export type ScheduleResult = Ok<"getScreenshotSchedule">;
+export type ScheduleListResult = Ok<"listScreenshotSchedules">;
+/** Request body of POST /api/1/screenshot/schedules. */
+export type ScheduleCreate = Schemas["ScheduleCreate"];
 /** One asynchronous capture, as the jobs' routes answer it. */
 export type ScreenshotJob = Schemas["ScreenshotJob"];
 /** Request body of POST /api/1/screenshot. */
@@ -139,6 +143,19 @@ export declare function createApiClient(opts: ApiClientOptions): {
         intervalMs?: number;
         timeoutMs?: number;
     }): Promise<ScreenshotJob>;
+    /** POST /api/1/screenshot/schedules: a capture run on a cron expression. */
+    createSchedule(schedule: ScheduleCreate): Promise<ScheduleResult>;
+    /** GET /api/1/screenshot/schedules: yours, with their next runs. */
+    listSchedules(): Promise<ScheduleListResult>;
+    /** PATCH /api/1/screenshot/schedules/{id}: pause (true) or resume (false). */
+    pauseSchedule(id: string, paused?: boolean): Promise<ScheduleResult>;
+    /** DELETE /api/1/screenshot/schedules/{id}: no more runs (their images stay). */
+    deleteSchedule(id: string): Promise<{
+        status: 200;
+        success: true;
+    }>;
+    /** POST /api/1/screenshot/schedules/{id}/run: one run now (202, its job). */
+    runSchedule(id: string): Promise<ScreenshotJobAccepted>;
     /** GET /api/1/account/webhook: your webhook secret and its latest tries. */
     webhookAccount(): Promise<WebhookAccountResult>;
 };

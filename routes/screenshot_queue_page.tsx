@@ -39,8 +39,9 @@ export function QueueForm(props: { csrfToken: string; max: number }) {
         </textarea>
         <label for="q-preset">Device</label>
         <select id="q-preset" name="preset">
-          {PRESETS.map((p) => <option key={p.id} value={p.id}>{p.label}
-          </option>)}
+          {PRESETS.map((p) => [p.id, p.label]).map(([id, label]) => (
+            <option value={id}>{label}</option>
+          ))}
         </select>
         <label class="check">
           <input type="checkbox" name="fullPage" /> Whole page

@@ -8,6 +8,8 @@ import {
 } from "./helpers.ts";
 import { startFixture } from "./fixture_server.ts";
 import { testScreenshotter } from "./browser_service.ts";
+import { sql } from "kysely";
+import { fromKysely, PgBoss } from "pg-boss";
 
 /**
  * Issue #50: scheduled captures. The timer is pg-boss's (one per deployment); what is
@@ -87,17 +89,29 @@ test("a schedule is made with its next runs, refused when its runs come too clos
     assert.equal(third.body.error.code, 160);
     assert.match(third.body.error.details[0].message, /at most 2/);
 
+    // Registered with pg-boss's scheduler (its timer is pg-boss's), under its id.
+    const timers = async () =>
+      (await sql<{ key: string; cron: string }>`
+        select key, cron from pgboss.schedule
+        where name = 'screenshot-schedules'`.execute(e.deps.database.db)).rows;
+    assert.deepEqual(
+      (await timers()).find((t) => t.key === s.id)?.cron,
+      "*/5 * * * *",
+    );
     const listed = await apiCall(e, key, "GET", "/api/1/screenshot/schedules");
     assert.equal(listed.body.data.schedules.length, 2);
     const path = `/api/1/screenshot/schedules/${s.id}`;
     const paused = await apiCall(e, key, "PATCH", path, { paused: true });
     assert.equal(paused.body.data.paused, true);
     assert.deepEqual(paused.body.data.next_runs, []);
+    assert.ok(!(await timers()).some((t) => t.key === s.id), "no timer paused");
     const resumed = await apiCall(e, key, "PATCH", path, { paused: false });
     assert.equal(resumed.body.data.next_runs.length, 3);
     assert.equal((await apiCall(e, other.key, "GET", path)).status, 404);
     assert.equal((await apiCall(e, other.key, "DELETE", path)).status, 404);
+    assert.ok((await timers()).some((t) => t.key === s.id), "resumed, a timer");
     assert.equal((await apiCall(e, key, "DELETE", path)).status, 200);
+    assert.ok(!(await timers()).some((t) => t.key === s.id), "removed, none");
     assert.equal((await apiCall(e, key, "GET", path)).status, 404);
   } finally {
     await e.close();
@@ -187,6 +201,60 @@ test("with notify_on_change the first run sets the mark, an unchanged page calls
     assert.equal(schedule.body.data.last_image_id, changed.result.id);
     const images = await apiCall(e, key, "GET", "/api/1/images");
     assert.equal(images.body.data.total, 3);
+  } finally {
+    await e.close();
+  }
+});
+
+test("what the timer sends (a message on the schedules' queue, as pg-boss's cron sends it) runs the schedule as a job of its account; a paused one's message runs nothing", async () => {
+  const e = await env();
+  try {
+    const { key } = await userWithKey(e);
+    const made = await apiCall(e, key, "POST", "/api/1/screenshot/schedules", {
+      cron: "0 4 * * *",
+      request: {
+        url: `${page.origin}/changing`,
+        viewport: { width: 210, height: 100 },
+      },
+    });
+    const id = made.body.data.id;
+    // A second pg-boss on the same database plays the timer.
+    const timer = new PgBoss({
+      db: fromKysely(e.deps.database.db as never),
+      schema: "pgboss",
+      supervise: false,
+      schedule: false,
+    });
+    await timer.start();
+    try {
+      await timer.send("screenshot-schedules", { scheduleId: id });
+      const jobs = async () =>
+        (await apiCall(e, key, "GET", "/api/1/screenshot/jobs")).body.data.jobs;
+      const end = Date.now() + 30_000;
+      while (
+        !(await jobs()).some((j: { status: string }) => j.status === "done") &&
+        Date.now() < end
+      ) await new Promise((r) => setTimeout(r, 200));
+      const [job] = await jobs();
+      assert.equal(job.status, "done");
+      assert.equal(job.schedule_id, id);
+      assert.equal(job.result.width, 210);
+      await apiCall(e, key, "PATCH", `/api/1/screenshot/schedules/${id}`, {
+        paused: true,
+      });
+      await timer.send("screenshot-schedules", { scheduleId: id });
+      await new Promise((r) => setTimeout(r, 4_000));
+      assert.equal((await jobs()).length, 1, "a paused schedule's message ran");
+      const schedule = await apiCall(
+        e,
+        key,
+        "GET",
+        `/api/1/screenshot/schedules/${id}`,
+      );
+      assert.equal(schedule.body.data.runs, 1);
+    } finally {
+      await timer.stop({ graceful: false, close: false });
+    }
   } finally {
     await e.close();
   }

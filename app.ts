@@ -159,7 +159,12 @@ export function createApp(deps: AppDeps): App {
   if (!deps.config.BASE_URL_SET) {
     app.use((c, next) =>
       withRequestOrigin(
-        originOfRequest(c.req.url, c.req.raw.headers, deps.config.TRUST_PROXY),
+        () =>
+          originOfRequest(
+            c.req.url,
+            c.req.raw.headers,
+            deps.config.TRUST_PROXY,
+          ),
         next,
       )
     );

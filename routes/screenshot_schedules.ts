@@ -24,6 +24,7 @@ import type {
 } from "../services/screenshots/schedules.ts";
 import type { ScreenshotRequest } from "../services/screenshots/screenshot_service.ts";
 import { API_SECURITY } from "./upload.ts";
+import { jsonValue } from "../services/db/json_value.ts";
 
 const EXAMPLE = {
   id: "7a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d",
@@ -159,10 +160,9 @@ export function registerScheduleRoutes(
   schedules: ScreenshotSchedules,
 ) {
   const record = async (row: ScheduleRow) => {
-    const { async: _async, ...request } =
-      (typeof row.request === "string"
-        ? JSON.parse(row.request)
-        : row.request) as ScreenshotRequest;
+    const { async: _async, ...request } = jsonValue<ScreenshotRequest>(
+      row.request,
+    );
     const next = row.paused ? [] : await schedules.preview(row.cron, 3);
     const iso = (d: Date | null) => d ? new Date(d).toISOString() : null;
     return {

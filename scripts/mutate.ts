@@ -1606,7 +1606,7 @@ const MUTATIONS: Mutation[] = [
       "origin: with BASE_URL unset, links are localhost's again whatever address was used",
     file: "services/runtime/link_base.ts",
     from:
-      "  const origin = config.BASE_URL_SET ? undefined : requestOrigin.getStore();",
+      "  const origin = config.BASE_URL_SET ? undefined : requestOrigin.getStore()?.();",
     to: "  const origin = config.BASE_URL_SET ? undefined : undefined;",
     tests: ["tests/site_origin_test.ts"],
   },

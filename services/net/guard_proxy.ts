@@ -243,3 +243,42 @@ export async function startGuardProxy(
     },
   };
 }
+
+/** A fetch client whose connections all go through a guard of its own. */
+export interface GuardedClient {
+  client: Deno.HttpClient;
+  guard: GuardProxy;
+  /** Closes the client, then its guard. */
+  close(): Promise<void>;
+}
+
+/**
+ * A one-use fetch client behind a fresh guard (URL imports, webhooks): random proxy
+ * credentials, so nothing else may use the guard, and no pooled connection, so each
+ * request gets its own, checked and pinned by the guard.
+ */
+export async function guardedClient(
+  rules: AllowRule[],
+  opts: { connectTimeoutMs: number; username: string },
+): Promise<GuardedClient> {
+  const credentials = {
+    username: opts.username,
+    password: crypto.randomUUID(),
+  };
+  const guard = await startGuardProxy(rules, {
+    connectTimeoutMs: opts.connectTimeoutMs,
+    credentials,
+  });
+  const client = Deno.createHttpClient({
+    proxy: { url: guard.url, basicAuth: credentials },
+    poolMaxIdlePerHost: 0,
+  });
+  return {
+    client,
+    guard,
+    async close() {
+      client.close();
+      await guard.close();
+    },
+  };
+}

@@ -1,6 +1,6 @@
 import type { AllowRule } from "../../schemas/allow_list.ts";
 import { ApiError } from "../../schemas/errors.ts";
-import { startGuardProxy } from "./guard_proxy.ts";
+import { guardedClient } from "./guard_proxy.ts";
 import { checkTarget, notAllowed, parseTargetUrl } from "./target.ts";
 
 /** How a guarded POST went: the answer's status, or why there was none. */
@@ -32,15 +32,11 @@ export async function guardedPost(
   } catch (e) {
     return { ok: false, error: e instanceof ApiError ? reason(e) : String(e) };
   }
-  const credentials = { username: "webhook", password: crypto.randomUUID() };
-  const guard = await startGuardProxy(opts.rules, {
+  const guarded = await guardedClient(opts.rules, {
     connectTimeoutMs: Math.min(5_000, opts.timeoutMs),
-    credentials,
+    username: "webhook",
   });
-  const client = Deno.createHttpClient({
-    proxy: { url: guard.url, basicAuth: credentials },
-    poolMaxIdlePerHost: 0,
-  });
+  const { client, guard } = guarded;
   try {
     const res = await fetch(url, {
       method: "POST",
@@ -80,8 +76,7 @@ export async function guardedPost(
         : `cannot connect to ${url.host}`,
     };
   } finally {
-    client.close();
-    await guard.close();
+    await guarded.close();
   }
 }
 

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { ApiError } from "../../schemas/errors.ts";
 import type { AllowRule } from "../../schemas/allow_list.ts";
 import { writeAll } from "../runtime/file_io.ts";
-import { startGuardProxy } from "./guard_proxy.ts";
+import { guardedClient } from "./guard_proxy.ts";
 import { checkTarget, notAllowed, parseTargetUrl } from "./target.ts";
 import { openScratch } from "../runtime/scratch_files.ts";
 
@@ -46,20 +46,12 @@ export async function importUrl(
 ): Promise<ImportedFile> {
   const { field } = limits;
   let url = parseTargetUrl(raw.trim(), field);
-  const credentials = {
-    username: "import",
-    password: crypto.randomUUID(),
-  };
   const deadline = AbortSignal.timeout(limits.timeoutMs);
-  const guard = await startGuardProxy(limits.rules, {
+  const guarded = await guardedClient(limits.rules, {
     connectTimeoutMs: Math.min(5_000, limits.timeoutMs),
-    credentials,
+    username: "import",
   });
-  // No pooled connections: each request gets its own, checked and pinned by the guard.
-  const client = Deno.createHttpClient({
-    proxy: { url: guard.url, basicAuth: credentials },
-    poolMaxIdlePerHost: 0,
-  });
+  const { client, guard } = guarded;
   const fail = (message: string, code: 221 | 231 = 221) =>
     new ApiError(code, { details: [{ path: field, message }] });
   try {
@@ -124,8 +116,7 @@ export async function importUrl(
       return { ...got, filename: nameOf(url) };
     }
   } finally {
-    client.close();
-    await guard.close();
+    await guarded.close();
   }
 }
 

@@ -12,11 +12,20 @@ import type { Config } from "../../schemas/config.ts";
  * app's first middleware, instead of a parameter threaded through every service. It holds
  * a string, never the request.
  */
-const requestOrigin = new AsyncLocalStorage<string>();
+const requestOrigin = new AsyncLocalStorage<() => string>();
 
-/** Runs `fn` with `origin` as the origin that unset link bases follow. */
-export function withRequestOrigin<T>(origin: string, fn: () => T): T {
-  return requestOrigin.run(origin, fn);
+/**
+ * Runs `fn` with `origin` as the origin that unset link bases follow. Given as a function,
+ * it is worked out once, by the first link made: most requests (a file, a 304) make none,
+ * and pay nothing for it.
+ */
+export function withRequestOrigin<T>(
+  origin: string | (() => string),
+  fn: () => T,
+): T {
+  if (typeof origin === "string") return requestOrigin.run(() => origin, fn);
+  let known: string | undefined;
+  return requestOrigin.run(() => known ??= origin(), fn);
 }
 
 /**
@@ -54,7 +63,7 @@ type LinkConfig = Pick<
  * (a sweep, a start-up line) the configured defaults.
  */
 export function linkBases(config: LinkConfig): LinkBases {
-  const origin = config.BASE_URL_SET ? undefined : requestOrigin.getStore();
+  const origin = config.BASE_URL_SET ? undefined : requestOrigin.getStore()?.();
   if (!origin) {
     return {
       base: config.BASE_URL,

@@ -13,6 +13,7 @@ import type {
 import type { ScreenshotJobSchema } from "../../schemas/screenshot_jobs.ts";
 import { toImageRecord } from "../images/records.ts";
 import { linkBases } from "../runtime/link_base.ts";
+import { jsonValue } from "../db/json_value.ts";
 import { type AllowRule, allowRulesOf } from "../../schemas/allow_list.ts";
 import { checkTarget, parseTargetUrl } from "../net/target.ts";
 import { deliverWebhook, deliveryRecord } from "./webhooks.ts";
@@ -326,10 +327,7 @@ export class ScreenshotJobs {
       .where("id", "=", id).where("status", "in", ["queued", "running"])
       .returningAll().executeTakeFirst();
     if (!row) return;
-    const req =
-      (typeof row.request === "string"
-        ? JSON.parse(row.request)
-        : row.request) as ScreenshotRequest;
+    const req = jsonValue<ScreenshotRequest>(row.request);
     try {
       const result = await this.deps.capture(row.user_id, {
         ...req,
@@ -392,7 +390,7 @@ export class ScreenshotJobs {
     const { db, config, clock } = this.deps;
     const row = await db.selectFrom("screenshot_jobs").selectAll()
       .where("id", "=", jobId).executeTakeFirst();
-    const req = row && json<ScreenshotRequest>(row.request);
+    const req = row && jsonValue<ScreenshotRequest>(row.request);
     if (!row || !req?.webhook_url) return;
     const [job] = await jobRecords(db, config, [row]);
     const body = JSON.stringify({ type: `screenshot.job.${job.status}`, job });
@@ -410,11 +408,6 @@ export class ScreenshotJobs {
       throw new Error(`webhook try ${attempt}: ${outcome.error}`);
     }
   }
-}
-
-/** A JSON column's value (PGlite answers jsonb parsed, a string when stored as one). */
-function json<T>(v: unknown): T {
-  return (typeof v === "string" ? JSON.parse(v) : v) as T;
 }
 
 /** A job as the API answers it. */
@@ -438,16 +431,18 @@ export async function jobRecords(
   const byId = new Map(images.map((i) => [i.id, toImageRecord(config, i)]));
   const { base } = linkBases(config);
   const iso = (d: Date | null) => d ? new Date(d).toISOString() : null;
-  const hooked = rows.filter((r) =>
-    json<ScreenshotRequest>(r.request).webhook_url
-  ).map((r) => r.id);
+  // Each row's request, read once.
+  const requests = rows.map((r) => jsonValue<ScreenshotRequest>(r.request));
+  const hooked = rows.filter((_, i) => requests[i].webhook_url).map((r) =>
+    r.id
+  );
   const deliveries = hooked.length
     ? await db.selectFrom("webhook_deliveries").selectAll()
       .where("job_id", "in", hooked).orderBy("id").execute()
     : [];
-  return rows.map((r) => {
-    const { async: _async, ...request } = json<ScreenshotRequest>(r.request);
-    let result = r.result ? json<ScreenshotResult>(r.result) : null;
+  return rows.map((r, i) => {
+    const { async: _async, ...request } = requests[i];
+    let result = r.result ? jsonValue<ScreenshotResult>(r.result) : null;
     const image = r.image_id ? byId.get(r.image_id) : undefined;
     if (result && image) {
       result = {

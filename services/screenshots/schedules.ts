@@ -9,6 +9,8 @@ import type { Logger } from "../runtime/logger.ts";
 import type { BlobStore } from "../store/blob_store.ts";
 import { ApiError } from "../../schemas/errors.ts";
 import { blobKeys } from "../images/records.ts";
+import { jsonValue } from "../db/json_value.ts";
+import { wholeBody } from "../runtime/file_io.ts";
 import type {
   ScreenshotRequest,
   ScreenshotResult,
@@ -213,7 +215,7 @@ export class ScreenshotSchedules {
       .where((eb) => asked ? eb.val(true) : eb("paused", "=", false))
       .returningAll().executeTakeFirst();
     if (!row) return undefined;
-    const req = json<ScreenshotRequest>(row.request);
+    const req = jsonValue<ScreenshotRequest>(row.request);
     const [job] = await this.jobs.enqueueMany(
       row.user_id,
       [req],
@@ -267,9 +269,7 @@ export class ScreenshotSchedules {
     if (!row) return undefined;
     const blob = await this.deps.store.get(blobKeys(row).original);
     if (!blob) return undefined;
-    const bytes = blob.body instanceof Uint8Array
-      ? blob.body
-      : new Uint8Array(await new Response(blob.body).arrayBuffer());
+    const bytes = await wholeBody(blob.body, blob.size);
     const { data, info } = await sharp(bytes).ensureAlpha().raw()
       .toBuffer({ resolveWithObject: true });
     return {
@@ -282,8 +282,4 @@ export class ScreenshotSchedules {
 
 function bad(path: string, message: string) {
   return new ApiError(160, { details: [{ path, message }] });
-}
-
-function json<T>(v: unknown): T {
-  return (typeof v === "string" ? JSON.parse(v) : v) as T;
 }

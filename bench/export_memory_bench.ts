@@ -8,25 +8,21 @@
  * growth as a share of the bytes sent (target < 5 %). PostgreSQL from
  * BENCH_DATABASE_URL or TEST_DATABASE_URL (a throwaway database, dropped after).
  */
-import { sql } from "kysely";
-import { rss, startService, table, watchdog } from "./lib.ts";
+import {
+  rss,
+  startService,
+  table,
+  throwawayDatabase,
+  watchdog,
+} from "./lib.ts";
 import { openDatabase } from "../services/db/database.ts";
 
 watchdog(10 * 60_000);
 const FILE = 4 * 1024 * 1024;
-const base = Deno.env.get("BENCH_DATABASE_URL") ??
-  Deno.env.get("TEST_DATABASE_URL");
-if (!base) {
-  console.error("export bench: set BENCH_DATABASE_URL or TEST_DATABASE_URL");
-  Deno.exit(2);
-}
-const name = `bench_export_${crypto.randomUUID().slice(0, 8)}`;
-const admin = await openDatabase({ url: base });
-await sql.raw(`create database ${name}`).execute(admin.db);
-const url = new URL(base);
-url.pathname = `/${name}`;
-const svc = await startService({ DATABASE_URL: url.toString() });
-const db = await openDatabase({ url: url.toString() });
+const database = await throwawayDatabase("export");
+const url = database.url;
+const svc = await startService({ DATABASE_URL: url });
+const db = await openDatabase({ url });
 
 /** Gives the bench user `n` images of FILE random bytes each, ids prefixed `prefix`. */
 async function fill(userId: string, prefix: string, n: number) {
@@ -98,7 +94,7 @@ try {
       `small-${crypto.randomUUID().slice(0, 8)}@example.com`,
       "bench password 123",
     ],
-    env: { DATABASE_URL: url.toString() },
+    env: { DATABASE_URL: url },
     stdout: "piped",
     stderr: "piped",
   }).output();
@@ -146,6 +142,5 @@ try {
 } finally {
   await svc.stop();
   await db.close();
-  await sql.raw(`drop database ${name} with (force)`).execute(admin.db);
-  await admin.close();
+  await database.drop();
 }

@@ -468,3 +468,34 @@ export async function photoJpeg(i: number): Promise<Uint8Array> {
     }]).jpeg({ quality: 90 }).toBuffer(),
   );
 }
+
+/**
+ * A throwaway PostgreSQL database for a bench, made on BENCH_DATABASE_URL or
+ * TEST_DATABASE_URL (exits with a message when neither is set): its URL, and `drop`.
+ */
+export async function throwawayDatabase(
+  bench: string,
+): Promise<{ url: string; drop(): Promise<void> }> {
+  const base = Deno.env.get("BENCH_DATABASE_URL") ??
+    Deno.env.get("TEST_DATABASE_URL");
+  if (!base) {
+    console.error(
+      `${bench} bench: set BENCH_DATABASE_URL or TEST_DATABASE_URL`,
+    );
+    Deno.exit(2);
+  }
+  const { sql } = await import("kysely");
+  const { openDatabase } = await import("../services/db/database.ts");
+  const name = `bench_${bench}_${crypto.randomUUID().slice(0, 8)}`;
+  const admin = await openDatabase({ url: base });
+  await sql.raw(`create database ${name}`).execute(admin.db);
+  const url = new URL(base);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    async drop() {
+      await sql.raw(`drop database ${name} with (force)`).execute(admin.db);
+      await admin.close();
+    },
+  };
+}

@@ -6,24 +6,21 @@
  * BENCH_DATABASE_URL or TEST_DATABASE_URL (a throwaway database is made on it and dropped).
  */
 import { sql } from "kysely";
-import { pct, startService, table, watchdog } from "./lib.ts";
+import {
+  pct,
+  startService,
+  table,
+  throwawayDatabase,
+  watchdog,
+} from "./lib.ts";
 import { openDatabase } from "../services/db/database.ts";
 
 watchdog(10 * 60_000);
 const N = Deno.args.includes("--quick") ? 20_000 : 100_000;
-const base = Deno.env.get("BENCH_DATABASE_URL") ??
-  Deno.env.get("TEST_DATABASE_URL");
-if (!base) {
-  console.error("list bench: set BENCH_DATABASE_URL or TEST_DATABASE_URL");
-  Deno.exit(2);
-}
-const name = `bench_list_${crypto.randomUUID().slice(0, 8)}`;
-const admin = await openDatabase({ url: base });
-await sql.raw(`create database ${name}`).execute(admin.db);
-const url = new URL(base);
-url.pathname = `/${name}`;
-const svc = await startService({ DATABASE_URL: url.toString() });
-const db = await openDatabase({ url: url.toString() });
+const database = await throwawayDatabase("list");
+const url = database.url;
+const svc = await startService({ DATABASE_URL: url });
+const db = await openDatabase({ url });
 try {
   const { id: userId } = await db.db.selectFrom("users").select("id")
     .executeTakeFirstOrThrow();
@@ -93,6 +90,5 @@ try {
 } finally {
   await db.close();
   await svc.stop();
-  await sql.raw(`drop database ${name} with (force)`).execute(admin.db);
-  await admin.close();
+  await database.drop();
 }

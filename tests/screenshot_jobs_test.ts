@@ -66,6 +66,17 @@ async function env(
   };
 }
 
+/** Queues a 200 × 100 capture of the fixture's `path` with `key`; the job's id. */
+async function askJob(e: TestEnv, key: string, path: string): Promise<string> {
+  const r = await apiCall(e, key, "POST", "/api/1/screenshot", {
+    url: `${fixture.origin}${path}`,
+    viewport: { width: 200, height: 100 },
+    async: true,
+  });
+  assert.equal(r.status, 202, JSON.stringify(r.body));
+  return r.body.data.job.id;
+}
+
 /** GETs the job until `done(status)` or 30 s; its last record. */
 async function follow(
   e: TestEnv,
@@ -197,12 +208,7 @@ for (const kind of databaseKinds()) {
     const e = await env(kind);
     try {
       const { key } = await userWithKey(e);
-      const ask = async (path: string) =>
-        (await apiCall(e, key, "POST", "/api/1/screenshot", {
-          url: `${fixture.origin}${path}`,
-          viewport: { width: 200, height: 100 },
-          async: true,
-        })).body.data.job.id as string;
+      const ask = (path: string) => askJob(e, key, path);
       // One capture at a time: the held one runs, the next waits in the queue.
       heldAsked = Promise.withResolvers<void>();
       const held = await ask("/held");
@@ -262,12 +268,7 @@ for (const kind of databaseKinds()) {
     const first = await env(kind);
     try {
       const { key } = await userWithKey(first);
-      const ask = async (path: string) =>
-        (await apiCall(first, key, "POST", "/api/1/screenshot", {
-          url: `${fixture.origin}${path}`,
-          viewport: { width: 200, height: 100 },
-          async: true,
-        })).body.data.job.id as string;
+      const ask = (path: string) => askJob(first, key, path);
       heldAsked = Promise.withResolvers<void>();
       const held = await ask("/held");
       await heldAsked.promise;
@@ -380,12 +381,7 @@ test("fair between accounts: while one account's job runs and its others wait (S
   try {
     const a = await userWithKey(e);
     const b = await userWithKey(e);
-    const ask = async (key: string, path: string) =>
-      (await apiCall(e, key, "POST", "/api/1/screenshot", {
-        url: `${fixture.origin}${path}`,
-        viewport: { width: 200, height: 100 },
-        async: true,
-      })).body.data.job.id as string;
+    const ask = (key: string, path: string) => askJob(e, key, path);
     heldAsked = Promise.withResolvers<void>();
     const held = await ask(a.key, "/held");
     await heldAsked.promise;

@@ -80,9 +80,19 @@ export class ScreenshotJobs {
   #stopped = false;
 
   readonly #rules: AllowRule[];
+  /** Other workers on the same queue engine (the schedules'), registered at its start. */
+  readonly #more: ((boss: PgBoss) => Promise<void>)[] = [];
 
   constructor(private readonly deps: JobDeps) {
     this.#rules = allowRulesOf(deps.config);
+  }
+
+  /**
+   * Has `register` run at start, before the engine counts as started: a stop can then
+   * never come between the engine's start and a worker it would miss (and leave polling).
+   */
+  alsoWork(register: (boss: PgBoss) => Promise<void>): void {
+    this.#more.push(register);
   }
 
   /**
@@ -132,6 +142,7 @@ export class ScreenshotJobs {
       retryBackoff: true,
       expireInSeconds: Math.ceil(WEBHOOK_TIMEOUT_MS / 1000) * 2 + 30,
     });
+    for (const register of this.#more) await register(boss);
     if (this.#stopped) {
       await boss.stop({ graceful: false, close: false });
       throw new Error("stopped");

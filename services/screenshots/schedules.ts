@@ -51,16 +51,12 @@ export interface ScheduleInput {
 
 /** Scheduled captures: made, listed, paused, removed, run. */
 export class ScreenshotSchedules {
-  #started?: Promise<PgBoss>;
-
   constructor(
     private readonly deps: ScheduleDeps,
     private readonly jobs: ScreenshotJobs,
-  ) {}
-
-  /** Registers this instance's worker of scheduled runs (idempotent). */
-  start(): Promise<PgBoss> {
-    this.#started ??= this.jobs.start().then(async (boss) => {
+  ) {
+    // This instance's worker of scheduled runs, started and stopped with the queue's.
+    jobs.alsoWork(async (boss) => {
       await boss.createQueue(SCHEDULES, { retryLimit: 2, retryDelay: 5 });
       await boss.work(
         SCHEDULES,
@@ -69,12 +65,12 @@ export class ScreenshotSchedules {
           await this.#run(job.data.scheduleId);
         },
       );
-      return boss;
-    }).catch((e) => {
-      this.#started = undefined;
-      throw e;
     });
-    return this.#started;
+  }
+
+  /** Starts the queue with this instance's workers (idempotent: the queue's start). */
+  start(): Promise<PgBoss> {
+    return this.jobs.start();
   }
 
   /** The boss, started, or 250 when the queue cannot be reached. */

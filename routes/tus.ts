@@ -51,7 +51,7 @@ export function registerTusRoutes(
             ),
           ingest: async (userId, file, opts) => {
             // The pipeline's scratch folder, made at an upload's first request.
-            (await pipeline.requestScratch()).release();
+            await pipeline.prepareScratch();
             return await pipeline.ingest(userId, file, opts);
           },
           fits: async (userId, bytes) =>

@@ -251,6 +251,12 @@ const BODIES = {
     unit: "MB",
     profile: "sandbox",
   }),
+  MEMORY_INFLIGHT_MB: v(int(12, 1, 1_048_576), {
+    description:
+      "With memory scratch: the request bodies admitted at once, counted by their declared size (one of unknown size as MEMORY_REQUEST_MB); later ones wait their turn before their body is read, up to IMAGE_QUEUE of them for at most IMAGE_TIMEOUT_MS, then 250 (HTTP 503) with Retry-After. An upload costs a few times its body while it is stored, and the process keeps that peak as RSS: with 12 MB (two 5 MB photos at once), eight sent at once peaked at 341 MB, not 475.",
+    unit: "MB",
+    profile: "sandbox",
+  }),
   MEMORY_REQUEST_MB: v(int(32, 1, 1_048_576), {
     description:
       "With memory scratch: what one request's images may hold together (each file's limit is the smaller of this and MAX_FILE_BYTES), and the largest resumable upload; past it 130 (HTTP 413). The wasm engine takes ~5× a file's size while it stores it: 32 MB keeps a Deno Deploy instance (512 MB) near 360 MB.",

@@ -1900,6 +1900,29 @@ const MUTATIONS: Mutation[] = [
     to: '  SCREENSHOT_HEAVY_LANE: v(z.enum(["on", "off"]).default("off"), {',
     tests: ["tests/browser_life_test.ts"],
   },
+  {
+    name: "memory admission: a body is read before its bytes are admitted",
+    file: "services/images/pipeline.ts",
+    from: "      declaredBytes ?? budget,\n      config.IMAGE_TIMEOUT_MS,",
+    to: "      0,\n      config.IMAGE_TIMEOUT_MS,",
+    tests: ["tests/memory_admission_test.ts"],
+  },
+  {
+    name: "memory admission: a small waiter overtakes a large one",
+    file: "services/runtime/byte_gate.ts",
+    from:
+      "    if (this.#line.length === 0 && this.#held + n <= this.capacity) {",
+    to: "    if (this.#held + n <= this.capacity) {",
+    tests: ["tests/memory_admission_test.ts"],
+  },
+  {
+    name: "memory admission: a refused head keeps the line waiting",
+    file: "services/runtime/byte_gate.ts",
+    from:
+      "          // The head leaving may let the next ones in.\n          this.#admit();",
+    to: "          // The head leaving may let the next ones in.",
+    tests: ["tests/memory_admission_test.ts"],
+  },
 ];
 
 const root = new URL("..", import.meta.url).pathname.replace(/\/$/, "");

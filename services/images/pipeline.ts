@@ -32,6 +32,7 @@ import {
 } from "./formats/bmp.ts";
 import { claimScratchDir, processTag } from "../runtime/scratch_dir.ts";
 import { WorkSlots } from "../runtime/work_slots.ts";
+import { ByteGate } from "../runtime/byte_gate.ts";
 import { type QuotaHold, Quotas } from "../accounts/quotas.ts";
 import { isBlockedContent } from "../db/errors.ts";
 import { hasMedium, variantExt } from "./fixed_variants.ts";
@@ -121,6 +122,8 @@ export class ImagePipeline {
   readonly tmpDir: string;
   readonly #stripBuffers = new StripBuffers();
   readonly #slots: WorkSlots;
+  /** With memory scratch, the request bodies received and worked on at once, by bytes. */
+  readonly #admission: ByteGate;
   /** The scratch disk the BMP rewrites of this process may hold (see #reserveBmpScratch). */
   readonly #bmpScratch: ScratchBudget;
   /** Scratch files live in memory (SCRATCH=memory), so libvips reads and writes bytes. */
@@ -151,6 +154,10 @@ export class ImagePipeline {
     sharp.concurrency(engineThreads(imageEngine(), deps.config.IMAGE_THREADS));
     this.#slots = new WorkSlots(
       deps.config.IMAGE_WORKERS,
+      deps.config.IMAGE_QUEUE,
+    );
+    this.#admission = new ByteGate(
+      deps.config.MEMORY_INFLIGHT_MB * 1024 * 1024,
       deps.config.IMAGE_QUEUE,
     );
     this.quotas = new Quotas(deps.database.db, deps.clock, deps.config);
@@ -193,6 +200,12 @@ export class ImagePipeline {
     }
     const dir = join(this.tmpDir, `req-${crypto.randomUUID()}`);
     const budget = config.MEMORY_REQUEST_MB * 1024 * 1024;
+    // The body is not read before its bytes are admitted (byte_gate.ts): one of unknown
+    // length counts as the most a request may hold.
+    const leave = await this.#admission.enter(
+      declaredBytes ?? budget,
+      config.IMAGE_TIMEOUT_MS,
+    );
     // Its first file made one part of the body's declared length: a one-image body is
     // then never gathered from parts into one buffer before libvips reads it.
     limitFolder(dir, budget, declaredBytes);
@@ -200,8 +213,21 @@ export class ImagePipeline {
       dir,
       importDir: dir,
       maxFileBytes: Math.min(config.MAX_FILE_BYTES, budget),
-      release: () => releaseFolder(dir),
+      release: () => {
+        releaseFolder(dir);
+        leave();
+      },
     };
+  }
+
+  /**
+   * Makes this process's scratch folder (on disk, at the first upload), for work whose
+   * files are already received (a finished resumable upload): no body is admitted.
+   */
+  async prepareScratch(): Promise<void> {
+    if (this.#memory || this.#tmpMade) return;
+    await Deno.mkdir(this.tmpDir, { recursive: true });
+    this.#tmpMade = true;
   }
 
   /** Creates the temp dir and removes what dead processes (a crash) left beside it. */

@@ -34,3 +34,17 @@ Deno.test("the full collection this runtime gives frees dropped ArrayBuffers' me
   const after = Deno.memoryUsage().external - before;
   assert.ok(after < 8 << 20, `${after >> 20} MB left after the collection`);
 });
+
+Deno.test("a collection asked for now runs at once and counts the dropped bytes from zero again (after start-up, with memory scratch)", async () => {
+  let runs = 0;
+  const c = new Collector(100, () => runs++);
+  c.dropped(90);
+  c.collectNow();
+  assert.equal(runs, 1);
+  c.dropped(90);
+  await tick();
+  assert.equal(runs, 1, "the 90 before it no longer count");
+  c.dropped(10);
+  await tick();
+  assert.equal(runs, 2);
+});

@@ -19,6 +19,12 @@ export class Collector {
     private readonly collect: () => void,
   ) {}
 
+  /** Collects now, and counts from zero again. */
+  collectNow(): void {
+    this.#since = 0;
+    this.collect();
+  }
+
   /**
    * `bytes` of buffers were dropped: past `everyBytes` since the last collection, one is
    * run at the next turn of the event loop (not inside the caller's work), once however
@@ -67,4 +73,9 @@ export function collectEvery(everyMb: number): boolean {
 /** Notes `bytes` of buffers just dropped (a no-op unless collectEvery was called). */
 export function dropped(bytes: number): void {
   current?.dropped(bytes);
+}
+
+/** A full collection now, where one was set up by collectEvery (else nothing). */
+export function collectNow(): void {
+  current?.collectNow();
 }

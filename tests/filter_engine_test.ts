@@ -2,14 +2,18 @@ import assert from "node:assert/strict";
 import { FiltersEngine } from "@ghostery/adblocker";
 import { test } from "./helpers.ts";
 import { Worker as NodeWorker } from "node:worker_threads";
+import { Buffer } from "node:buffer";
 import {
   blocks,
+  buildEngineBytes,
   buildInWorker,
   cosmeticCss,
+  engineFileName,
   engineText,
   FilterEngines,
   OWN_AD_RULES,
   readList,
+  SHIPPED_ENGINES,
 } from "../services/screenshots/filter_engine.ts";
 import { withTimeout } from "../services/runtime/timeout.ts";
 
@@ -31,10 +35,46 @@ test("the ads list is AdGuard Base as the npm package ships it, fed to the engin
   );
 });
 
+test("the engines shipped with the code are the locked lists' engines byte for byte, and a start reads them without building (deno task filters makes them)", async () => {
+  const names = new Set<string>();
+  for (const list of ["ads", "cookies"] as const) {
+    const name = await engineFileName(list);
+    names.add(name);
+    const shipped = await Deno.readFile(new URL(name, SHIPPED_ENGINES));
+    assert.ok(
+      Buffer.from(shipped).equals(Buffer.from(await buildEngineBytes(list))),
+      `${name} is not what the lists build now: run deno task filters`,
+    );
+  }
+  assert.deepEqual(
+    new Set([...Deno.readDirSync(SHIPPED_ENGINES)].map((e) => e.name)),
+    names,
+    "no stale engine is shipped",
+  );
+  // No cache folder (the sandbox profile) and a build that must not be called.
+  let builds = 0;
+  const engines = new FilterEngines(undefined, {
+    build: () => {
+      builds++;
+      return Promise.reject(new Error("built"));
+    },
+  });
+  assert.ok(blocks(await engines.get("ads"), GPT, PAGE, "script"));
+  assert.match(
+    cosmeticCss(await engines.get("cookies"), PAGE, {
+      classes: [],
+      ids: [],
+      hrefs: [],
+    }),
+    /#cookie-policy/,
+  );
+  assert.equal(builds, 0);
+});
+
 test("the ad engine is built once (in a worker), kept in the cache folder, and the next start reads it from there; an unreadable cache is rebuilt", async () => {
   const dir = await Deno.makeTempDir({ prefix: "imagehost-filters-" });
   try {
-    const first = new FilterEngines(dir);
+    const first = new FilterEngines(dir, { shipped: false });
     const engine = await first.get("ads");
     assert.equal(await first.get("ads"), engine, "one engine per process");
     assert.ok(blocks(engine, GPT, PAGE, "script"));
@@ -46,14 +86,16 @@ test("the ad engine is built once (in a worker), kept in the cache folder, and t
     // The next start takes what the folder holds: here a one-rule engine put in its place.
     const marker = FiltersEngine.parse("/only-this-rule.").serialize();
     await Deno.writeFile(`${dir}/${name}`, marker);
-    const cached = await new FilterEngines(dir).get("ads");
+    const cached = await new FilterEngines(dir, { shipped: false }).get("ads");
     assert.ok(
       blocks(cached, "https://a.example/only-this-rule.png", PAGE, "image"),
     );
     assert.ok(!blocks(cached, GPT, PAGE, "script"));
     // Garbage in the folder: built again and written over.
     await Deno.writeFile(`${dir}/${name}`, new Uint8Array(64).fill(7));
-    const rebuilt = await new FilterEngines(dir).get("ads");
+    const rebuilt = await new FilterEngines(dir, { shipped: false }).get(
+      "ads",
+    );
     assert.ok(blocks(rebuilt, GPT, PAGE, "script"));
     assert.ok(Deno.statSync(`${dir}/${name}`).size > 1_000_000);
     assert.deepEqual(
@@ -74,7 +116,7 @@ test("the engines are built where sharp's WebAssembly build has replaced the glo
   (globalThis as { Worker: unknown }).Worker = NodeWorker;
   try {
     const cookies = await withTimeout(
-      new FilterEngines().get("cookies"),
+      new FilterEngines(undefined, { shipped: false }).get("cookies"),
       60_000,
       "the cookie engine was never built",
     );

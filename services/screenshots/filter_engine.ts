@@ -170,16 +170,44 @@ export function buildInWorker(
 const BUILD_TIMEOUT_MS = 60_000;
 
 /**
- * One engine per list, built once per process: read from `cacheDir` when an engine of this
- * list version, engine version and revision is there (~10 ms), else built in a worker and
- * written there (atomically) for the next start.
+ * Engines built ahead from the locked lists (`deno task filters`) and shipped with the
+ * code, so no start builds one: a build takes ~1 s and ~290 MB of RSS that the process then
+ * keeps (an idle sandbox instance with screenshots held 384 MB, 214 without; issue #49),
+ * where reading one takes ~10 ms and ~11 MB for both. A test keeps them equal to a fresh
+ * build, byte for byte.
+ */
+export const SHIPPED_ENGINES = new URL("./filter_engines/", import.meta.url);
+
+/**
+ * An engine file's name: the list's own version and checksum, the engine's format version
+ * and our revision, so an upgrade of any of them is never read as the old one.
+ */
+export async function engineFileName(list: FilterListName): Promise<string> {
+  return `adblock-${list}-${await listStamp(
+    list,
+  )}-e${ENGINE_VERSION}-r${OUR_REVISION}.bin`;
+}
+
+/**
+ * One engine per list, made once per process: read from `cacheDir` when an engine of this
+ * list version, engine version and revision is there, else from the engines shipped with
+ * the code (`shipped`), else built in a worker and written to `cacheDir` (atomically) for
+ * the next start.
  */
 export class FilterEngines {
   #engines = new Map<FilterListName, Promise<FiltersEngine>>();
 
-  constructor(private readonly cacheDir?: string) {}
+  constructor(
+    private readonly cacheDir?: string,
+    private readonly opts: {
+      /** Where the prebuilt engines are; false: none (the build is tested so). */
+      shipped?: URL | false;
+      /** Builds an engine's bytes (in a worker). */
+      build?: (list: FilterListName) => Promise<Uint8Array>;
+    } = {},
+  ) {}
 
-  /** The engine of a list (built or loaded on first use). */
+  /** The engine of a list (read or built on first use). */
   get(list: FilterListName): Promise<FiltersEngine> {
     let engine = this.#engines.get(list);
     if (!engine) {
@@ -192,18 +220,16 @@ export class FilterEngines {
   }
 
   async #load(list: FilterListName): Promise<FiltersEngine> {
-    const file = this.cacheDir && join(
-      this.cacheDir,
-      `adblock-${list}-${await listStamp(
-        list,
-      )}-e${ENGINE_VERSION}-r${OUR_REVISION}.bin`,
-    );
-    if (file) {
+    const name = await engineFileName(list);
+    const file = this.cacheDir && join(this.cacheDir, name);
+    const shipped = this.opts.shipped ?? SHIPPED_ENGINES;
+    for (const at of [file, shipped && new URL(name, shipped)]) {
+      if (!at) continue;
       try {
-        return FiltersEngine.deserialize(await Deno.readFile(file));
-      } catch { /* none yet, or unreadable: build it */ }
+        return FiltersEngine.deserialize(await Deno.readFile(at));
+      } catch { /* none, or unreadable: the next place, or a build */ }
     }
-    const bytes = await buildInWorker(list);
+    const bytes = await (this.opts.build ?? buildInWorker)(list);
     const engine = FiltersEngine.deserialize(bytes);
     if (file) {
       const tmp = `${file}.${crypto.randomUUID()}.tmp`;

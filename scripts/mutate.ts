@@ -1923,6 +1923,27 @@ const MUTATIONS: Mutation[] = [
     to: "          // The head leaving may let the next ones in.",
     tests: ["tests/memory_admission_test.ts"],
   },
+  {
+    name: "big buffers: a memory scratch file is gathered into a plain buffer",
+    file: "services/runtime/scratch_files.ts",
+    from: "  const whole = bigBuffer(e.size);",
+    to: "  const whole = new Uint8Array(e.size);",
+    tests: ["tests/big_buffer_test.ts"],
+  },
+  {
+    name: "big buffers: a big buffer is a plain one",
+    file: "services/runtime/big_buffer.ts",
+    from: "  if (size < BIG_BUFFER_BYTES) return new Uint8Array(size);",
+    to: "  if (size >= 0) return new Uint8Array(size);",
+    tests: ["tests/big_buffer_test.ts"],
+  },
+  {
+    name: "filter engines: the shipped engines are not read",
+    file: "services/screenshots/filter_engine.ts",
+    from: "    const shipped = this.opts.shipped ?? SHIPPED_ENGINES;",
+    to: "    const shipped = this.opts.shipped ?? false;",
+    tests: ["tests/filter_engine_test.ts"],
+  },
 ];
 
 const root = new URL("..", import.meta.url).pathname.replace(/\/$/, "");

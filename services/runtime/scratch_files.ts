@@ -1,4 +1,5 @@
 import { ApiError, OUTAGE_RETRY_AFTER_S } from "../../schemas/errors.ts";
+import { bigBuffer } from "./big_buffer.ts";
 import { dropped } from "./collector.ts";
 
 /**
@@ -178,7 +179,7 @@ function wholeOf(e: MemoryEntry): Uint8Array {
   }
   // The copy is counted before the parts are given back: both are held meanwhile.
   memory.take(e.size, e.folder);
-  const whole = new Uint8Array(e.size);
+  const whole = bigBuffer(e.size);
   let at = 0;
   for (const p of e.parts) {
     const n = Math.min(p.length, e.size - at);
@@ -284,7 +285,7 @@ class MemoryFile implements ScratchFile {
         Math.min(PART_MAX, Math.max(PART_MIN, 2 * last)),
       );
       memory.take(want, e.folder);
-      e.parts.push(new Uint8Array(want));
+      e.parts.push(bigBuffer(want));
     }
     this.#each(this.#pos, p.length, (part, at, len, off) => {
       part.set(p.subarray(off, off + len), at);
@@ -387,7 +388,7 @@ export async function openScratch(
     const folder = folderOf(path);
     entry = { parts: [], size: 0, folder, slack: 0 };
     const first = firstPart(folder, expect);
-    if (first > 0) entry.parts.push(new Uint8Array(first));
+    if (first > 0) entry.parts.push(bigBuffer(first));
     memory.files.set(path, entry);
   } else if (opts.truncate) {
     memory.give(capacityOf(entry), entry.folder);

@@ -7,6 +7,7 @@ import {
   type ByteRange,
 } from "./blob_store.ts";
 import { readFull } from "../runtime/file_io.ts";
+import { bigBuffer } from "../runtime/big_buffer.ts";
 import { unavailable } from "../../schemas/errors.ts";
 import {
   isMemoryPath,
@@ -184,7 +185,7 @@ export class S3Store implements BlobStore {
     try {
       const { size } = await f.stat();
       if (size <= this.#partSize) {
-        const bytes = new Uint8Array(size);
+        const bytes = bigBuffer(size);
         if (await readFull(f, bytes) < size) {
           throw new Error("file ended early");
         }
@@ -216,7 +217,7 @@ export class S3Store implements BlobStore {
     }
     const id = encodeURIComponent(uploadId);
     try {
-      const buf = new Uint8Array(this.#partSize);
+      const buf = bigBuffer(this.#partSize);
       const etags: string[] = [];
       for (let off = 0, n = 1; off < size; off += this.#partSize, n++) {
         const part = buf.subarray(0, Math.min(this.#partSize, size - off));

@@ -4,6 +4,7 @@ import type { BlobStore } from "../store/blob_store.ts";
 import { streamInto, wholeBody } from "../runtime/file_io.ts";
 import { TUS_ID_PREFIX } from "./tus_path.ts";
 import { dropped } from "../runtime/collector.ts";
+import { bigBuffer } from "../runtime/big_buffer.ts";
 
 /** An upload's info as kept beside its parts: `<id>.info`. */
 interface Info {
@@ -116,7 +117,7 @@ export class BucketStore extends DataStore {
       let c = chunk as Uint8Array;
       while (c.length) {
         const take = Math.min(c.length, this.partBytes - held);
-        part ??= new Uint8Array(this.partBytes);
+        part ??= bigBuffer(this.partBytes);
         part.set(c.subarray(0, take), held);
         held += take;
         c = c.subarray(take);
@@ -196,6 +197,8 @@ export class BucketStore extends DataStore {
       }
       if (blob.body instanceof Uint8Array) into.set(blob.body, at);
       else await streamInto(blob.body, into.subarray(at, at + blob.size));
+      // The response's chunks, copied into `into`, are garbage now.
+      dropped(blob.size);
       at += blob.size;
     }
     return at;

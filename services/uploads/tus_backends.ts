@@ -9,6 +9,7 @@ import {
   writeScratch,
 } from "../runtime/scratch_files.ts";
 import { writeAll } from "../runtime/file_io.ts";
+import { bigBuffer } from "../runtime/big_buffer.ts";
 import { BucketStore } from "./bucket_store.ts";
 import { TUS_ID_PREFIX } from "./tus_path.ts";
 
@@ -96,7 +97,7 @@ export function bucketBackend(
           // Into one buffer of the file's size: the pipeline reads it whole, and a file
           // gathered in parts would be copied into one first (issue #49: every copy of
           // it is RSS the process keeps).
-          const whole = new Uint8Array(upload.size ?? 0);
+          const whole = bigBuffer(upload.size ?? 0);
           const got = await datastore.readInto(upload.id, whole);
           await writeScratch(path, whole.subarray(0, got));
           return { path, release };

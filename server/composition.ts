@@ -9,7 +9,11 @@
 import { LaneScreenshotter } from "../services/screenshots/lanes.ts";
 import { join, resolve } from "node:path";
 import type { Config } from "../schemas/config.ts";
-import { migrate, openDatabase } from "../services/db/database.ts";
+import {
+  type Database,
+  migrate,
+  openDatabase,
+} from "../services/db/database.ts";
 import type { AppDeps } from "../routes/deps.ts";
 import type { Logger } from "../services/runtime/logger.ts";
 import type { BlobStore } from "../services/store/blob_store.ts";
@@ -203,14 +207,15 @@ async function firstOf(p: Promise<unknown>, ms: number): Promise<void> {
   clearTimeout(timer);
 }
 
-async function buildRest(
+/**
+ * The database, migrated. PostgreSQL may come up after us (a compose start, a restart of
+ * both): it is waited for rather than died of, saying so every few seconds.
+ */
+async function openMigrated(
   config: Config,
   log: Logger,
   opts: { pgliteDir: string },
-  shooting: Promise<Screenshotter | undefined>,
-): Promise<{ deps: Omit<AppDeps, "clock">; close(): Promise<void> }> {
-  // Beside the database's start, not after it: the engine's own start runs on its threads.
-  const warming = warmEngine();
+): Promise<Database> {
   const database = await openDatabase(
     config.DATABASE_URL
       ? {
@@ -220,8 +225,6 @@ async function buildRest(
       }
       : { dataDir: opts.pgliteDir },
   );
-  // PostgreSQL may come up after us (a compose start, a restart of both): wait for it
-  // rather than die, saying so every few seconds.
   for (let attempt = 1;; attempt++) {
     try {
       const applied = await migrate(database.db);
@@ -232,7 +235,7 @@ async function buildRest(
         kind: database.kind,
         migrations_applied: applied,
       });
-      break;
+      return database;
     } catch (e) {
       if (!(e instanceof ApiError && e.code === 250) || attempt >= 150) {
         await database.close();
@@ -242,7 +245,30 @@ async function buildRest(
       await new Promise((r) => setTimeout(r, 2000));
     }
   }
-  const store = await openStore(config);
+}
+
+async function buildRest(
+  config: Config,
+  log: Logger,
+  opts: { pgliteDir: string },
+  shooting: Promise<Screenshotter | undefined>,
+): Promise<{ deps: Omit<AppDeps, "clock">; close(): Promise<void> }> {
+  // Beside the database's start, not after it: the engine's own start runs on its threads,
+  // and the store's first request (an S3 bucket's check) waits on the network.
+  const warming = warmEngine();
+  const storing = openStore(config);
+  let database: Database;
+  try {
+    database = await openMigrated(config, log, opts);
+  } catch (e) {
+    // The store opened meanwhile is closed too: nothing of a failed start is left open.
+    await (await storing.catch(() => undefined))?.close?.();
+    throw e;
+  }
+  const store = await storing.catch(async (e) => {
+    await database.close();
+    throw e;
+  });
   await new ImagePipeline({ config, database, store, clock: systemClock })
     .init();
   // Which libvips runs (native, or WebAssembly where native code is refused) and how

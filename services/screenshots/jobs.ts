@@ -1,6 +1,7 @@
 import type { Kysely, Selectable, Updateable } from "kysely";
 import type { z } from "@hono/zod-openapi";
-import { fromKysely, type JobWithMetadata, PgBoss } from "pg-boss";
+import type { JobWithMetadata, PgBoss } from "pg-boss";
+import { loadPgBoss, queueDb } from "./pg_boss.ts";
 import type { DB } from "../db/schema.ts";
 import type { Config } from "../../schemas/config.ts";
 import type { Clock } from "../runtime/clock.ts";
@@ -110,8 +111,9 @@ export class ScreenshotJobs {
 
   async #start(): Promise<PgBoss> {
     const { config } = this.deps;
+    const { PgBoss } = await loadPgBoss();
     const boss = new PgBoss({
-      db: fromKysely(this.deps.db as never),
+      db: queueDb(this.deps.db),
       schema: SCHEMA,
       backend: this.deps.kind,
       // The supervisor hands a dead instance's jobs back (their heartbeat stopped):
@@ -263,7 +265,7 @@ export class ScreenshotJobs {
         await boss.send(QUEUE, { jobId: id }, {
           id,
           group: { id: userId },
-          db: fromKysely(tx as never),
+          db: queueDb(tx),
         });
       }
       return rows;
@@ -387,7 +389,7 @@ export class ScreenshotJobs {
         .execute();
       if (req.webhook_url && boss && notify) {
         await boss.send(WEBHOOKS, { jobId: id }, {
-          db: fromKysely(tx as never),
+          db: queueDb(tx),
         });
       }
     });

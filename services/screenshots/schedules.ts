@@ -1,7 +1,8 @@
 import type { Kysely, Selectable } from "kysely";
 import sharp from "sharp";
 import pixelmatch from "pixelmatch";
-import { fromKysely, type JobWithMetadata, type PgBoss } from "pg-boss";
+import type { JobWithMetadata, PgBoss } from "pg-boss";
+import { queueDb } from "./pg_boss.ts";
 import type { DB } from "../db/schema.ts";
 import type { Config } from "../../schemas/config.ts";
 import type { Clock } from "../runtime/clock.ts";
@@ -137,7 +138,7 @@ export class ScreenshotSchedules {
     await boss.schedule(SCHEDULES, row.cron, { scheduleId: row.id }, {
       key: row.id,
       tz: "UTC",
-      ...(tx ? { db: fromKysely(tx as never) } : {}),
+      ...(tx ? { db: queueDb(tx) } : {}),
     });
   }
 

@@ -3,8 +3,11 @@
  * the first answered upload, with `deno task start:sandbox`'s flags (no FFI, no subprocess,
  * no disk writes) on PostgreSQL and an S3 bucket (s3rver), against a bare `Deno.serve`
  * started with the same flags that connects to the same PostgreSQL (`SELECT 1`) before it
- * answers. Screenshots off (a browser service is another host's start). Reported, no
- * target: `deno run -A bench/cold_start_bench.ts [--runs N]`.
+ * answers; and against the same with sharp's WebAssembly engine, which answers the upload
+ * with the image's size once sharp has read it: what any image service on this engine
+ * pays before its first answer (issue #49 measured it at ~4× the bare one alone).
+ * Screenshots off (a browser service is another host's start).
+ * `deno run -A bench/cold_start_bench.ts [--runs N]`.
  */
 import { startPgCluster } from "../tests/pg_cluster.ts";
 import { startS3 } from "../tests/s3_server.ts";
@@ -30,6 +33,21 @@ Deno.serve({ port: Number(Deno.env.get("PORT")), hostname: "127.0.0.1", onListen
   async () => {
     await client.query("SELECT 1");
     return Response.json({ success: true });
+  });
+`;
+
+/** The bare one, and sharp (WebAssembly under the flags) reading the uploaded image. */
+const BARE_SHARP = `import pg from "pg";
+import sharp from "sharp";
+const client = new pg.Client({ connectionString: Deno.env.get("DATABASE_URL") });
+await client.connect();
+await client.query("SELECT 1");
+Deno.serve({ port: Number(Deno.env.get("PORT")), hostname: "127.0.0.1", onListen() {} },
+  async (req) => {
+    const file = (await req.formData()).get("image") as File;
+    const meta = await sharp(new Uint8Array(await file.arrayBuffer())).metadata();
+    await client.query("SELECT 1");
+    return Response.json({ success: true, width: meta.width });
   });
 `;
 
@@ -90,8 +108,13 @@ async function firstAnswer(
 const pg = await startPgCluster();
 const s3 = await startS3();
 const bare = await Deno.makeTempFile({ dir: `${ROOT}bench`, suffix: ".ts" });
+const bareSharp = await Deno.makeTempFile({
+  dir: `${ROOT}bench`,
+  suffix: ".ts",
+});
 try {
   await Deno.writeTextFile(bare, BARE);
+  await Deno.writeTextFile(bareSharp, BARE_SHARP);
   const key = await keyBeforeStart(
     { url: pg.url },
     "cold@example.com",
@@ -107,6 +130,7 @@ try {
   };
   const service: number[] = [];
   const reference: number[] = [];
+  const withSharp: number[] = [];
   const ready: number[] = [];
   const listening: number[] = [];
   for (let i = 0; i < RUNS; i++) {
@@ -115,7 +139,7 @@ try {
     );
     // The same bytes each run: after the first, a duplicate, which still makes the whole
     // pipeline's work (decode, variants, strip) before the row's insert finds it.
-    const run = await firstAnswer(`${ROOT}main.ts`, env, (b) => {
+    const send = (b: string) => {
       const fd = new FormData();
       fd.append("image", new File([png as BlobPart], `cold${i}.png`));
       return fetch(`${b}/api/1/upload`, {
@@ -123,7 +147,9 @@ try {
         headers: { authorization: `Bearer ${key}` },
         body: fd,
       });
-    });
+    };
+    withSharp.push((await firstAnswer(bareSharp, env, send)).ms);
+    const run = await firstAnswer(`${ROOT}main.ts`, env, send);
     service.push(run.ms);
     ready.push(run.steps["database ready"] ?? NaN);
     listening.push(run.steps["listening"] ?? NaN);
@@ -136,6 +162,7 @@ try {
   });
   table([
     row("bare Deno.serve + PostgreSQL (first 200)", reference),
+    row("the same + sharp (wasm) reading the upload", withSharp),
     row("service: database ready (its uptime)", ready),
     row("service: listening (its uptime)", listening),
     row("service, first upload answered", service),
@@ -143,11 +170,15 @@ try {
   console.log(
     `service ÷ bare (p50): ${
       (pct(service, 50) / pct(reference, 50)).toFixed(2)
-    }×; ` +
-      `runs: ${RUNS}; flags: ${FLAGS.join(" ")}`,
+    }×; service ÷ bare with sharp: ${
+      (pct(service, 50) / pct(withSharp, 50)).toFixed(2)
+    }×; bare with sharp ÷ bare: ${
+      (pct(withSharp, 50) / pct(reference, 50)).toFixed(2)
+    }×; runs: ${RUNS}; flags: ${FLAGS.join(" ")}`,
   );
 } finally {
   await Deno.remove(bare).catch(() => {});
+  await Deno.remove(bareSharp).catch(() => {});
   await s3.close();
   await pg.destroy();
 }

@@ -1,10 +1,11 @@
 /**
  * Memory in the sandbox profile (issue #49): main.ts with `deno task start:sandbox`'s flags
  * (no FFI, so sharp's WebAssembly engine; no disk, so uploads are received in memory) on
- * PostgreSQL and an S3 bucket (s3rver), as Deno Deploy runs it, without the runtime knobs
- * Deploy cannot set. Peak RSS (polled every 20 ms) under: 8 concurrent 5 MB uploads, 4
- * concurrent requests of 8 such files, 4 concurrent first AVIF variants of large images,
- * then after 10 s of quiet. Target: every peak ≤ 400 MB (Deploy's limit is 512 MB), with
+ * PostgreSQL, an S3 bucket (s3rver) and a browser service (`deno task browser`, on
+ * loopback), as Deno Deploy runs it, without the runtime knobs Deploy cannot set. Peak RSS
+ * (polled every 20 ms) under: 8 concurrent 5 MB uploads, 4 concurrent requests of 8 such
+ * files, 4 concurrent first AVIF variants of large images, 4 concurrent full-page
+ * captures, then after 10 s of quiet. Target: every peak ≤ 400 MB (Deploy's limit is 512 MB), with
  * excess work answered 503/250 and Retry-After, never a kill.
  * `deno run -A bench/sandbox_memory_bench.ts [--env KEY=VALUE …]`.
  */
@@ -13,7 +14,10 @@ import * as tus from "tus-js-client";
 import { startPgCluster } from "../tests/pg_cluster.ts";
 import { startS3 } from "../tests/s3_server.ts";
 import { keyBeforeStart, startService } from "../tests/service_process.ts";
+import { startBrowserService } from "../tests/browser_service.ts";
+import { startFixture } from "../tests/fixture_server.ts";
 import {
+  freePort,
   multipartBody,
   noiseJpeg,
   ROOT,
@@ -43,9 +47,32 @@ const key = await keyBeforeStart(
   "memory@example.com",
   "a long enough password",
 );
+// A long page with pictures, for full-page captures of ~1280 × 4000 px.
+const pages = startFixture({
+  "/": `<!doctype html><body style="margin:0">${
+    Array.from(
+      { length: 40 },
+      (_, i) =>
+        `<div style="height:100px;background:linear-gradient(90deg,hsl(${
+          i * 9
+        },80%,50%),hsl(${i * 9 + 120},80%,50%))">Row ${i}</div>`,
+    ).join("")
+  }</body>`,
+});
+const TOKEN = "bench-browser-token-1234567890";
+const browser = await startBrowserService({
+  address: "127.0.0.1",
+  port: freePort(),
+  token: TOKEN,
+  allow: `127.0.0.1:${pages.port}`,
+});
 const svc = await startService({
   DATABASE_URL: pg.url,
   ...s3.env,
+  SCREENSHOTS: "on",
+  BROWSER_WS_ENDPOINT: browser.endpoint,
+  BROWSER_TOKEN: TOKEN,
+  FETCH_ALLOW_PRIVATE: `127.0.0.1:${pages.port}`,
   DATA_DIR: "/nonexistent-imagehost-data",
   METRICS_TOKEN: "bench-metrics-token-1234",
   ...extra,
@@ -208,6 +235,24 @@ rows.push(
     firsts("w=2048&format=auto", { accept: "image/avif,image/webp,*/*" }),
   ),
 );
+rows.push(
+  await phase(
+    "4 concurrent full-page captures",
+    () =>
+      Promise.all(Array.from({ length: 4 }, async (_, i) => {
+        const r = await fetch(`${svc.base}/api/1/screenshot`, {
+          method: "POST",
+          headers: { ...auth, "content-type": "application/json" },
+          body: JSON.stringify({
+            url: `${pages.origin}/?n=${i}`,
+            fullPage: true,
+          }),
+        });
+        await r.body?.cancel();
+        return r.status;
+      })),
+  ),
+);
 await new Promise((r) => setTimeout(r, 10_000));
 rows.push(
   await phase("after 10 s quiet", async () => {
@@ -235,6 +280,8 @@ const worst = Math.max(...rows.map((r) => Number(r["peak MB"])));
 console.log(`peak RSS ${worst.toFixed(0)} MB (target <= 400)`);
 console.log(`process alive: ${(await svc.exitWithin(10)) === "running"}`);
 await svc.close();
+await browser.stop();
+await pages.close();
 await s3.close();
 await pg.stop();
 Deno.exit(0);

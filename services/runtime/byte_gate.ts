@@ -77,7 +77,10 @@ export class ByteGate {
       if (this.#held + head.bytes > this.capacity) return;
       this.#line.shift();
       this.#held += head.bytes;
-      head.wake();
+      // At the next turn of the event loop, not now: the collection that the buffers just
+      // dropped asked for (collector.ts) runs first, so the next body is not read on top
+      // of the last one's garbage (four refused 40 MB bodies in a row peaked 15 MB lower).
+      setTimeout(head.wake, 0);
     }
   }
 

@@ -176,3 +176,19 @@ test("with SCRATCH=memory an upload whose bytes are not admitted (MEMORY_INFLIGH
     await env.close();
   }
 });
+
+test("a waiter admitted in the same turn as its wait ends keeps its bytes and its place: the wait's end cannot take another waiter out of the line", async () => {
+  const gate = new ByteGate(10, 8);
+  const first = await gate.enter(10, 1000);
+  // Both timers are due at once; the release's was set first, so it runs first.
+  setTimeout(() => first(), 30);
+  const close = gate.enter(10, 30);
+  const behind = gate.enter(5, 1000);
+  const release = await close;
+  await new Promise((r) => setTimeout(r, 10));
+  assert.equal(gate.held, 10);
+  assert.equal(gate.waiting, 1, "the one behind is still in line");
+  release();
+  (await behind)();
+  assert.equal(gate.held, 0);
+});

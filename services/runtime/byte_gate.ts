@@ -49,11 +49,17 @@ export class ByteGate {
           bytes: n,
           wake: () => {
             clearTimeout(timer);
-            resolve();
+            // At the next turn of the event loop, not now: the collection that the
+            // buffers just dropped asked for (collector.ts) runs first, so this body is
+            // not read on top of the last one's garbage (four refused 40 MB bodies in a
+            // row peaked ~15 MB lower).
+            setTimeout(resolve, 0);
           },
         };
         const timer = setTimeout(() => {
-          this.#line.splice(this.#line.indexOf(entry), 1);
+          const at = this.#line.indexOf(entry);
+          if (at < 0) return; // admitted meanwhile
+          this.#line.splice(at, 1);
           // The head leaving may let the next ones in.
           this.#admit();
           reject(this.#busy());
@@ -77,10 +83,7 @@ export class ByteGate {
       if (this.#held + head.bytes > this.capacity) return;
       this.#line.shift();
       this.#held += head.bytes;
-      // At the next turn of the event loop, not now: the collection that the buffers just
-      // dropped asked for (collector.ts) runs first, so the next body is not read on top
-      // of the last one's garbage (four refused 40 MB bodies in a row peaked 15 MB lower).
-      setTimeout(head.wake, 0);
+      head.wake();
     }
   }
 

@@ -6,7 +6,7 @@
  * effort 4 ran 18.8 s past a 2 s timeout). Run: `deno task bench:encoders` (native, then
  * the WebAssembly engine in a child under --deny-ffi).
  */
-import sharp from "sharp";
+import sharp, { type Sharp } from "sharp";
 import {
   ENCODER_SETTINGS,
   type EncoderSetting,
@@ -25,7 +25,7 @@ async function noisePng(): Promise<Uint8Array> {
   );
 }
 
-function encode(img: sharp.Sharp, s: EncoderSetting): sharp.Sharp {
+function encode(img: Sharp, s: EncoderSetting): Sharp {
   switch (s.format) {
     case "avif":
       return img.avif({ quality: s.quality, effort: s.effort });

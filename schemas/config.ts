@@ -253,7 +253,7 @@ const BODIES = {
   }),
   MEMORY_INFLIGHT_MB: v(int(12, 1, 1_048_576), {
     description:
-      "With memory scratch: the request bodies admitted at once, counted by their declared size (one of unknown size as MEMORY_REQUEST_MB); later ones wait their turn before their body is read, up to IMAGE_QUEUE of them for at most IMAGE_TIMEOUT_MS, then 250 (HTTP 503) with Retry-After. An upload costs a few times its body while it is stored, and the process keeps that peak as RSS: with 12 MB (two 5 MB photos at once), eight sent at once peaked at 341 MB, not 475.",
+      "With memory scratch: the request bodies admitted at once, counted by their declared size (one of unknown size, which browsers never send, as 1 MB); later ones wait their turn before their body is read, up to IMAGE_QUEUE of them for at most IMAGE_TIMEOUT_MS, then 250 (HTTP 503) with Retry-After. An upload costs a few times its body while it is stored, and the process keeps that peak as RSS: with 12 MB (two 5 MB photos at once), eight sent at once peaked at 341 MB, not 475.",
     unit: "MB",
     profile: "sandbox",
   }),

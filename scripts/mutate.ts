@@ -1903,7 +1903,8 @@ const MUTATIONS: Mutation[] = [
   {
     name: "memory admission: a body is read before its bytes are admitted",
     file: "services/images/pipeline.ts",
-    from: "      declaredBytes ?? budget,\n      config.IMAGE_TIMEOUT_MS,",
+    from:
+      "      declaredBytes ?? SMALL_BODY_BYTES,\n      config.IMAGE_TIMEOUT_MS,",
     to: "      0,\n      config.IMAGE_TIMEOUT_MS,",
     tests: ["tests/memory_admission_test.ts"],
   },

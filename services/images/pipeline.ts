@@ -200,10 +200,11 @@ export class ImagePipeline {
     }
     const dir = join(this.tmpDir, `req-${crypto.randomUUID()}`);
     const budget = config.MEMORY_REQUEST_MB * 1024 * 1024;
-    // The body is not read before its bytes are admitted (byte_gate.ts): one of unknown
-    // length counts as the most a request may hold.
+    // The body is not read before its bytes are admitted (byte_gate.ts). One of unknown
+    // length (chunked: browsers always say it) counts as a small one, so it never holds
+    // the gate alone; MEMORY_REQUEST_MB and MEMORY_BODY_MB still bound what it may hold.
     const leave = await this.#admission.enter(
-      declaredBytes ?? budget,
+      declaredBytes ?? SMALL_BODY_BYTES,
       config.IMAGE_TIMEOUT_MS,
     );
     // Its first file made one part of the body's declared length: a one-image body is

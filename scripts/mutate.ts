@@ -1945,6 +1945,21 @@ const MUTATIONS: Mutation[] = [
     to: "    const shipped = this.opts.shipped ?? false;",
     tests: ["tests/filter_engine_test.ts"],
   },
+  {
+    name: "jpeg keep: a JPEG with nothing to strip is copied anyway",
+    file: "services/images/pipeline_stages.ts",
+    from:
+      "      if (source instanceof Uint8Array && jpegKeepsAll(source, orientation)) {",
+    to: "      if (source instanceof Uint8Array && false) {",
+    tests: ["tests/jpeg_keep_test.ts"],
+  },
+  {
+    name: "jpeg keep: a comment is kept",
+    file: "services/images/formats/metadata_strip.ts",
+    from: "    if ((isApp && !KEEP_APP.has(m)) || m === 0xfe) return false;",
+    to: "    if (isApp && !KEEP_APP.has(m)) return false;",
+    tests: ["tests/jpeg_keep_test.ts"],
+  },
 ];
 
 const root = new URL("..", import.meta.url).pathname.replace(/\/$/, "");

@@ -8,6 +8,7 @@ import sharp from "sharp";
 import { fileTypeFromBuffer, fileTypeFromFile } from "file-type";
 import { ApiError, noSpace } from "../../schemas/errors.ts";
 import {
+  jpegKeepsAll,
   MalformedImage,
   type StripBuffers,
   stripGif,
@@ -287,6 +288,10 @@ export async function strip(
         buffers,
       );
     } else if (ext === "jpg") {
+      // Nothing to take out: the received file is kept as it is, not copied.
+      if (source instanceof Uint8Array && jpegKeepsAll(source, orientation)) {
+        return file.path;
+      }
       await stripJpeg(file.path, out, orientation, buffers);
     } else if (ext === "png") {
       await stripPng(file.path, out, buffers);

@@ -271,6 +271,33 @@ export async function stripJpeg(
   });
 }
 
+/**
+ * Whether stripJpeg would write these bytes back unchanged: a well-formed JPEG whose
+ * segments before its scan are all kept (no EXIF, XMP, IPTC, other APP segment, comment
+ * or fill byte), with no orientation to write. Such a file is stored as it came, without
+ * a copy (issue #49: a copy is as large as the upload, in memory on Deno Deploy).
+ * Anything this does not recognise answers false, and the strip runs as before.
+ */
+export function jpegKeepsAll(bytes: Uint8Array, orientation: number): boolean {
+  if (orientation > 1 || bytes[0] !== 0xff || bytes[1] !== 0xd8) return false;
+  let at = 2;
+  while (at + 1 < bytes.length) {
+    if (bytes[at] !== 0xff) return false;
+    const m = bytes[at + 1];
+    if (m === 0xda) return true; // the scan: the rest is image data, copied as it is
+    if (m === 0xff || m === 0xd9) return false; // a fill byte is dropped; no image
+    if (m === 0x01 || (m >= 0xd0 && m <= 0xd7)) {
+      at += 2;
+      continue;
+    }
+    if (at + 3 >= bytes.length) return false;
+    const isApp = m >= 0xe0 && m <= 0xef;
+    if ((isApp && !KEEP_APP.has(m)) || m === 0xfe) return false;
+    at += 2 + ((bytes[at + 2] << 8) | bytes[at + 3]);
+  }
+  return false;
+}
+
 const DROP_PNG = new Set(["eXIf", "tEXt", "zTXt", "iTXt", "tIME"]);
 
 /** Copies a PNG without its EXIF, text and time chunks. */

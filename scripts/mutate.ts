@@ -779,7 +779,7 @@ const MUTATIONS: Mutation[] = [
   {
     name: "metadata strip: JPEG APP1/APP13/COM segments kept",
     file: "services/images/formats/metadata_strip.ts",
-    from: `if ((isApp && !KEEP_APP.has(m)) || m === 0xfe) {`,
+    from: `      if (dropsSegment(m)) {`,
     to: `if (false) {`,
     tests: ["tests/metadata_test.ts"],
   },
@@ -1956,9 +1956,9 @@ const MUTATIONS: Mutation[] = [
   {
     name: "jpeg keep: a comment is kept",
     file: "services/images/formats/metadata_strip.ts",
-    from: "    if ((isApp && !KEEP_APP.has(m)) || m === 0xfe) return false;",
-    to: "    if (isApp && !KEEP_APP.has(m)) return false;",
-    tests: ["tests/jpeg_keep_test.ts"],
+    from: "  return (isApp && !KEEP_APP.has(marker)) || marker === 0xfe;",
+    to: "  return isApp && !KEEP_APP.has(marker);",
+    tests: ["tests/jpeg_keep_test.ts", "tests/metadata_test.ts"],
   },
 ];
 

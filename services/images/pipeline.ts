@@ -181,10 +181,7 @@ export class ImagePipeline {
   async requestScratch(declaredBytes?: number): Promise<RequestScratch> {
     const { config } = this.deps;
     if (!this.#memory) {
-      if (!this.#tmpMade) {
-        await Deno.mkdir(this.tmpDir, { recursive: true });
-        this.#tmpMade = true;
-      }
+      await this.prepareScratch();
       const disk = {
         dir: this.tmpDir,
         importDir: this.tmpDir,
@@ -222,8 +219,9 @@ export class ImagePipeline {
   }
 
   /**
-   * Makes this process's scratch folder (on disk, at the first upload), for work whose
-   * files are already received (a finished resumable upload): no body is admitted.
+   * Makes this process's scratch folder on disk, once (at the first upload). Alone, for
+   * work whose files are already received (a finished resumable upload): no body is
+   * admitted.
    */
   async prepareScratch(): Promise<void> {
     if (this.#memory || this.#tmpMade) return;

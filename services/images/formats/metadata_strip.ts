@@ -216,6 +216,12 @@ export function orientationApp1(orientation: number): Uint8Array {
 // Kept APP segments: APP0 (JFIF), APP2 (ICC profile), APP14 (Adobe colour transform).
 const KEEP_APP = new Set([0xe0, 0xe2, 0xee]);
 
+/** A segment the strip leaves out: an APP segment it does not keep, or a comment. */
+function dropsSegment(marker: number): boolean {
+  const isApp = marker >= 0xe0 && marker <= 0xef;
+  return (isApp && !KEEP_APP.has(marker)) || marker === 0xfe;
+}
+
 /**
  * Copies a JPEG without APP1 (EXIF/XMP), APP13 (IPTC), other vendor APP segments and
  * comments; when the image had an orientation other than 1, a minimal EXIF carrying only
@@ -259,8 +265,7 @@ export async function stripJpeg(
       }
       if (h.length < 4) throw new MalformedImage("truncated JPEG");
       const len = (h[2] << 8) | h[3];
-      const isApp = m >= 0xe0 && m <= 0xef;
-      if ((isApp && !KEEP_APP.has(m)) || m === 0xfe) {
+      if (dropsSegment(m)) {
         await r.take(2 + len);
         continue;
       }
@@ -291,8 +296,7 @@ export function jpegKeepsAll(bytes: Uint8Array, orientation: number): boolean {
       continue;
     }
     if (at + 3 >= bytes.length) return false;
-    const isApp = m >= 0xe0 && m <= 0xef;
-    if ((isApp && !KEEP_APP.has(m)) || m === 0xfe) return false;
+    if (dropsSegment(m)) return false;
     at += 2 + ((bytes[at + 2] << 8) | bytes[at + 3]);
   }
   return false;

@@ -62,21 +62,23 @@ export async function makeJpegWithGps(): Promise<Uint8Array> {
   );
 }
 
-/** A random-noise JPEG of roughly `bytes` bytes (noise defeats compression). */
+/**
+ * A random-noise JPEG of `width`×`height` (noise defeats compression, so it is large);
+ * with `exif`, carrying an EXIF segment (a copyright).
+ */
 export async function makeNoiseJpeg(
   width: number,
   height: number,
+  opts: { exif?: boolean } = {},
 ): Promise<Uint8Array> {
   const raw = new Uint8Array(width * height * 3);
   crypto.getRandomValues(raw.subarray(0, Math.min(raw.length, 65536)));
   for (let i = 65536; i < raw.length; i += 65536) {
     raw.copyWithin(i, (i * 7919) % 65536, Math.min(raw.length, i + 65536));
   }
-  return new Uint8Array(
-    await sharp(raw, { raw: { width, height, channels: 3 } }).jpeg({
-      quality: 95,
-    }).toBuffer(),
-  );
+  let img = sharp(raw, { raw: { width, height, channels: 3 } });
+  if (opts.exif) img = img.withExif({ IFD0: { Copyright: "someone" } });
+  return new Uint8Array(await img.jpeg({ quality: 95 }).toBuffer());
 }
 
 /** Builds multipart form data from named files. */

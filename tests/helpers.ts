@@ -331,6 +331,30 @@ export async function upload(
   );
 }
 
+/**
+ * As upload, but the form sent as bytes with its Content-Length, as browsers and curl
+ * send it: the body's declared size then decides where it is received (requestScratch).
+ */
+export async function uploadDeclared(
+  env: TestEnv,
+  key: string,
+  fd: FormData,
+) {
+  const form = new Response(fd);
+  const body = new Uint8Array(await form.arrayBuffer());
+  return await json(
+    await env.app.request("/api/1/upload", {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${key}`,
+        "content-type": form.headers.get("content-type")!,
+        "content-length": String(body.length),
+      },
+      body,
+    }),
+  );
+}
+
 /** A request to the app with its body read as bytes. */
 export async function fetchBytes(
   env: TestEnv,

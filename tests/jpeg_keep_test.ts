@@ -1,6 +1,5 @@
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
-import sharp from "sharp";
 import {
   jpegKeepsAll,
   stripJpeg,
@@ -10,20 +9,10 @@ import {
   storedKeys,
   test,
   testEnv,
+  uploadDeclared,
   userWithKey,
 } from "./helpers.ts";
-import { formWith } from "./fixtures.ts";
-
-/** A noise JPEG of about `side`² pixels: noise does not compress, so it is large. */
-async function noiseJpeg(side: number, exif = false): Promise<Uint8Array> {
-  const raw = new Uint8Array(side * side * 3);
-  for (let i = 0; i < raw.length; i += 65536) {
-    crypto.getRandomValues(raw.subarray(i, Math.min(raw.length, i + 65536)));
-  }
-  let img = sharp(raw, { raw: { width: side, height: side, channels: 3 } });
-  if (exif) img = img.withExif({ IFD0: { Copyright: "someone" } });
-  return new Uint8Array(await img.jpeg({ quality: 95 }).toBuffer());
-}
+import { formWith, makeNoiseJpeg } from "./fixtures.ts";
 
 /** stripJpeg's output for `bytes`, through real scratch files. */
 async function stripped(bytes: Uint8Array, orientation = 1) {
@@ -53,10 +42,10 @@ function withSegment(jpeg: Uint8Array, marker: number, payload: number[]) {
 }
 
 test("a JPEG is kept as it came exactly when the strip would write it back unchanged: not with EXIF, XMP, a comment, a vendor APP segment, a fill byte or an orientation to write", async () => {
-  const plain = await noiseJpeg(64);
+  const plain = await makeNoiseJpeg(64, 64);
   const cases: [string, Uint8Array, number][] = [
     ["plain", plain, 1],
-    ["with EXIF", await noiseJpeg(64, true), 1],
+    ["with EXIF", await makeNoiseJpeg(64, 64, { exif: true }), 1],
     ["with a comment", withSegment(plain, 0xfe, [0x68, 0x69]), 1],
     ["with APP13 (IPTC)", withSegment(plain, 0xed, [1, 2, 3]), 1],
     ["with APP2 (ICC, kept)", withSegment(plain, 0xe2, [1, 2, 3]), 1],
@@ -93,32 +82,26 @@ test("with SCRATCH=memory a JPEG with nothing to strip is stored as it came with
   });
   try {
     const { key } = await userWithKey(env);
-    // As a browser sends it: with its length, so the body is received into one buffer.
-    const send = async (bytes: Uint8Array, name: string) => {
-      const form = new Response(formWith([{ name, bytes }]));
-      const body = new Uint8Array(await form.arrayBuffer());
-      const res = await env.app.request("/api/1/upload", {
-        method: "POST",
-        headers: {
-          authorization: `Bearer ${key}`,
-          "content-type": form.headers.get("content-type")!,
-          "content-length": String(body.length),
-        },
-        body,
-      });
-      return { status: res.status, body: await res.json() };
-    };
-    const plain = await noiseJpeg(3050);
+    const plain = await makeNoiseJpeg(3050, 3050);
     assert.ok(plain.length > 8.5e6 && plain.length < 11e6, `${plain.length}`);
-    const kept = await send(plain, "plain.jpg");
+    // As a browser sends it, with its length: the body is received into one buffer.
+    const kept = await uploadDeclared(
+      env,
+      key,
+      formWith([{ name: "plain.jpg", bytes: plain }]),
+    );
     assert.equal(kept.status, 200, JSON.stringify(kept.body));
     const served = await fetchBytes(
       env,
       new URL(kept.body.data.url).pathname,
     );
     assert.ok(Buffer.from(served.bytes).equals(Buffer.from(plain)));
-    const withExif = await noiseJpeg(3050, true);
-    const refused = await send(withExif, "exif.jpg");
+    const withExif = await makeNoiseJpeg(3050, 3050, { exif: true });
+    const refused = await uploadDeclared(
+      env,
+      key,
+      formWith([{ name: "exif.jpg", bytes: withExif }]),
+    );
     assert.deepEqual(
       [refused.status, refused.body.error.code],
       [503, 250],

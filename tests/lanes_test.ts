@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "./helpers.ts";
+import { desktopShot } from "./browser_service.ts";
 import { isHeavy, LaneScreenshotter } from "../services/screenshots/lanes.ts";
 import type {
   CaptureOptions,
@@ -36,20 +37,7 @@ class Recorder implements Screenshotter {
 }
 
 const base = (over: Partial<CaptureOptions>): CaptureOptions => ({
-  url: "http://example.test/",
-  viewport: {
-    width: 1280,
-    height: 720,
-    deviceScaleFactor: 1,
-    isMobile: false,
-    hasTouch: false,
-  },
-  format: "png",
-  fullPage: false,
-  noAds: false,
-  noCookie: false,
-  colorScheme: "default",
-  zoom: 1,
+  ...desktopShot("http://example.test/"),
   ...over,
 });
 

@@ -7,6 +7,7 @@ import {
   type TestEnv,
   testEnv,
   upload,
+  uploadDeclared,
   userWithKey,
 } from "./helpers.ts";
 import {
@@ -1222,18 +1223,12 @@ test("a small TIFF of 3000 pages sharing one strip is stored on the disk profile
     const tiff = manyPageTiff(3000);
     // Declared by Content-Length, as curl sends it: a body under 1 MB is received into
     // memory (routes' requestScratch).
-    const form = new Response(formWith([{ name: "p.tiff", bytes: tiff }]));
-    const body = new Uint8Array(await form.arrayBuffer());
-    const r = await env.app.request("/api/1/upload", {
-      method: "POST",
-      headers: {
-        authorization: `Bearer ${key}`,
-        "content-type": form.headers.get("content-type")!,
-        "content-length": String(body.length),
-      },
-      body,
-    });
-    const answer = await r.json();
+    const r = await uploadDeclared(
+      env,
+      key,
+      formWith([{ name: "p.tiff", bytes: tiff }]),
+    );
+    const answer = r.body;
     assert.equal(r.status, 200, JSON.stringify(answer));
     const stored = (await fetchBytes(env, new URL(answer.data.url).pathname))
       .bytes;

@@ -57,16 +57,25 @@ export interface UploadResult {
   sentAt: number;
   /** Sent a second time because its kept-alive connection closed before any answer. */
   resent?: boolean;
+  /** For a resent upload: the first try's error. */
+  firstError?: string;
 }
 
 /**
- * The error of a request whose connection closed before any byte of the answer came
- * (hyper's IncompleteMessage, as Deno's fetch words it). Behind nginx it is what a
- * reload does to a client's idle kept-alive connection the client has just reused: the
- * old worker closes it as it exits, and never read the request.
+ * The error of a request whose connection died before any byte of the answer came. Behind
+ * nginx it is what a reload does to a client's idle kept-alive connection the client has
+ * just reused: the old worker closes it as it exits, and never read the request. Deno's
+ * fetch words it two ways: hyper's IncompleteMessage ("connection closed before message
+ * completed") when the close came before the request, or "Connection reset by peer" when
+ * the request's bytes reached a socket nginx had closed (the kernel answers unread data
+ * with a reset; issue 39's second face, 1 run in 40 of the rolling-restart step). A write
+ * into the closed socket ("Broken pipe") is the same race caught earlier. Chromium resends
+ * on all three when the connection was a reused one (ERR_CONNECTION_CLOSED, _RESET,
+ * _ABORTED), as does curl.
  */
 export function closedBeforeAnswer(error: string | undefined): boolean {
-  return /connection closed before message completed/.test(error ?? "");
+  return /connection closed before message completed|Connection reset by peer|Broken pipe/
+    .test(error ?? "");
 }
 
 async function uploadOnce(
@@ -119,7 +128,11 @@ export async function uploadTo(
   });
   const first = await uploadOnce(base, png, seed, key);
   if (opts.resend === false || !closedBeforeAnswer(first.error)) return first;
-  return { ...await uploadOnce(base, png, seed, key), resent: true };
+  return {
+    ...await uploadOnce(base, png, seed, key),
+    resent: true,
+    firstError: first.error,
+  };
 }
 
 /**

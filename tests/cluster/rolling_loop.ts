@@ -87,6 +87,8 @@ const summary = {
   lost: 0,
   resent: 0,
   errors: {} as Record<string, number>,
+  /** What the first try of each resent upload got. */
+  resent_after: {} as Record<string, number>,
 };
 try {
   services.push(await startService(env), await startService(env));
@@ -149,6 +151,11 @@ try {
     summary.uploads += r.tally.total;
     summary.lost += r.lost;
     summary.resent += r.resent.length;
+    for (const f of r.resent) {
+      // Ports differ from one upload to the next; the kind of error is what counts.
+      const key = (f.firstError ?? "").replace(/127\.0\.0\.1:\d+/g, "…");
+      summary.resent_after[key] = (summary.resent_after[key] ?? 0) + 1;
+    }
     const bad = r.failures;
     const line = {
       run,

@@ -203,6 +203,13 @@ rows.push(
     () => Promise.all(Array.from({ length: 4 }, () => uploadFiles(8))),
   ),
 );
+// Bodies longer than 32 MB of images could come to (as base64, ~48 MB): 413 unread.
+rows.push(
+  await phase(
+    "4 concurrent requests of 12 x 5 MB",
+    () => Promise.all(Array.from({ length: 4 }, () => uploadFiles(12))),
+  ),
+);
 // Four large originals, then their first AVIF at full size at once.
 const big: string[] = [];
 for (let i = 0; i < 4; i++) {

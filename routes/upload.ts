@@ -22,7 +22,8 @@ import {
 import type { ImagePipeline } from "../services/images/pipeline.ts";
 import { albumForImages } from "../services/albums/albums.ts";
 import type { ImageRowCache } from "../services/images/image_cache.ts";
-import { authenticateDeferred, headerKey, isMultipart } from "./api_auth.ts";
+import { authenticateDeferred, headerKey } from "./api_auth.ts";
+import { bodyCap, bodyKindOf } from "../services/bodies/budgets.ts";
 import {
   deleteImage,
   findLiveImage,
@@ -117,12 +118,13 @@ export function registerUploadRoutes(
     scratch: RequestScratch,
   ): Promise<ReceivedForm> => {
     const type = c.req.header("content-type") ?? "";
-    const receive = isMultipart(c)
+    const kind = bodyKindOf(type);
+    const receive = kind === "multipart"
       ? (body: ReadableStream<Uint8Array>, o: BodyOptions) =>
         receiveMultipart(body, type, o)
-      : /^application\/x-www-form-urlencoded/i.test(type)
+      : kind === "urlencoded"
       ? receiveUrlencoded
-      : /^application\/json/i.test(type)
+      : kind === "json"
       ? receiveJson
       : undefined;
     if (!receive || !c.req.raw.body) {
@@ -151,8 +153,9 @@ export function registerUploadRoutes(
     const address = clientAddress(c, deps.config.TRUST_PROXY) ?? "unknown";
     return await receive(c.req.raw.body, {
       tmpDir: scratch.dir,
-      maxFileBytes: fileLimit(c, scratch),
+      maxFileBytes: fileLimit(c, scratch.maxFileBytes),
       maxFiles: deps.config.MAX_FILES,
+      requestBytes: scratch.requestBytes,
       maxFields: deps.config.BODY_MAX_FIELDS,
       maxToken: deps.config.BODY_MAX_TOKEN,
       admit: (fields) => authenticateDeferred(c, deps, fields.key),
@@ -226,15 +229,41 @@ export function registerUploadRoutes(
   };
 
   /** The largest file this request may store: a guest's is GUEST_MAX_FILE_BYTES. */
-  const fileLimit = (c: Context<AppEnv>, scratch: RequestScratch) =>
+  const fileLimit = (c: Context<AppEnv>, maxFileBytes: number) =>
     c.get("guest")
-      ? Math.min(scratch.maxFileBytes, deps.config.GUEST_MAX_FILE_BYTES)
-      : scratch.maxFileBytes;
+      ? Math.min(maxFileBytes, deps.config.GUEST_MAX_FILE_BYTES)
+      : maxFileBytes;
+
+  /**
+   * 413 for a body whose declared length is past the most its images could come to
+   * (bodyCap), before it is admitted or read: a 60 MB body in the sandbox (memory
+   * scratch, 32 MB of images a request) was read up to 32 MB first, and on disk one
+   * declaring a gigabyte was read up to the 15 files' 644 MB.
+   */
+  const refuseOversize = async (c: Context<AppEnv>, declared?: number) => {
+    const kind = bodyKindOf(c.req.header("content-type") ?? "");
+    if (!declared || !kind) return;
+    const limits = pipeline.bodyLimits();
+    const cap = bodyCap(kind, {
+      maxFiles: deps.config.MAX_FILES,
+      maxFileBytes: fileLimit(c, limits.maxFileBytes),
+      requestBytes: limits.requestBytes,
+    });
+    if (declared <= cap) return;
+    await c.req.raw.body?.cancel().catch(() => {});
+    throw new ApiError(413, {
+      details: [{
+        message:
+          `a body of ${declared} bytes is longer than this request's images ` +
+          `could come to (at most ${cap} bytes)`,
+      }],
+    });
+  };
 
   const handleUpload = async (c: Context<AppEnv>) => {
-    const scratch = await pipeline.requestScratch(
-      Number(c.req.header("content-length")) || undefined,
-    );
+    const declared = Number(c.req.header("content-length")) || undefined;
+    await refuseOversize(c, declared);
+    const scratch = await pipeline.requestScratch(declared);
     try {
       return await uploadWith(c, scratch);
     } finally {
@@ -272,7 +301,11 @@ export function registerUploadRoutes(
       const images: ImageRecord[] = [];
       const errors: UploadFailure[] = [];
       const errorsThrown: ApiError[] = [];
-      const fetched = materializeAll(files, scratch, fileLimit(c, scratch));
+      const fetched = materializeAll(
+        files,
+        scratch,
+        fileLimit(c, scratch.maxFileBytes),
+      );
       // Each import's failure is read in its turn below, never left unhandled.
       for (const f of fetched) f.catch(() => {});
       for (const [i, received] of files.entries()) {

@@ -253,9 +253,8 @@ const MUTATIONS: Mutation[] = [
   {
     name: "guests: a guest may send files as large as a keyed user",
     file: "routes/upload.ts",
-    from:
-      `      ? Math.min(scratch.maxFileBytes, deps.config.GUEST_MAX_FILE_BYTES)`,
-    to: `      ? scratch.maxFileBytes`,
+    from: `      ? Math.min(maxFileBytes, deps.config.GUEST_MAX_FILE_BYTES)`,
+    to: `      ? maxFileBytes`,
     tests: ["tests/guests_test.ts"],
   },
   {
@@ -1959,6 +1958,20 @@ const MUTATIONS: Mutation[] = [
     from: "  return (isApp && !KEEP_APP.has(marker)) || marker === 0xfe;",
     to: "  return isApp && !KEEP_APP.has(marker);",
     tests: ["tests/jpeg_keep_test.ts", "tests/metadata_test.ts"],
+  },
+  {
+    name: "body cap: a body declared past the cap is read anyway",
+    file: "routes/upload.ts",
+    from: "    if (declared <= cap) return;",
+    to: "    if (declared > 0) return;",
+    tests: ["tests/body_cap_test.ts"],
+  },
+  {
+    name: "body cap: the request's budget does not bound the body",
+    file: "services/bodies/budgets.ts",
+    from: "  const together = limits.requestBytes === undefined ? Infinity : (",
+    to: "  const together = limits.requestBytes !== 0 ? Infinity : (",
+    tests: ["tests/body_cap_test.ts"],
   },
 ];
 

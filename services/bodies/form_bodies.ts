@@ -8,6 +8,7 @@ import {
   type ReceivedForm,
 } from "./received.ts";
 import {
+  bodyCap,
   DEFAULT_MAX_FIELDS,
   DEFAULT_MAX_TOKEN,
   tooManyFields,
@@ -152,8 +153,7 @@ export async function receiveUrlencoded(
   body: ReadableStream<Uint8Array>,
   opts: BodyOptions,
 ): Promise<ReceivedForm> {
-  const maxTotal = opts.maxFiles * Math.ceil(opts.maxFileBytes * 4 / 3) * 3 +
-    4 * 1024 * 1024;
+  const maxTotal = bodyCap("urlencoded", opts);
   const form = new TextForm(opts, () => reader.cancel().catch(() => {}));
   // Parser state: the current name, or the current value (plain text or an image).
   let name = "";
@@ -293,8 +293,7 @@ export async function receiveJson(
   body: ReadableStream<Uint8Array>,
   opts: BodyOptions,
 ): Promise<ReceivedForm> {
-  const maxTotal = opts.maxFiles * Math.ceil(opts.maxFileBytes * 4 / 3) * 2 +
-    4 * 1024 * 1024;
+  const maxTotal = bodyCap("json", opts);
   const form = new TextForm(opts, () => reader.cancel().catch(() => {}));
   const { fields, images } = form;
   const malformed = (why: string) =>

@@ -11,7 +11,12 @@ import {
   type ReceivedFile,
   type ReceivedForm,
 } from "./received.ts";
-import { DEFAULT_MAX_FIELDS, tooManyFields } from "./budgets.ts";
+import {
+  base64Length,
+  bodyCap,
+  DEFAULT_MAX_FIELDS,
+  tooManyFields,
+} from "./budgets.ts";
 import { TextPartMarker } from "./multipart_text_parts.ts";
 import { Admission } from "./admission.ts";
 import { BufferPool } from "./buffer_pool.ts";
@@ -146,15 +151,6 @@ class FileSink {
 }
 
 /**
- * Bytes of base64 text that carry `bytes` bytes, with room for MIME line breaks (a CRLF
- * every 76 characters) and a data: URI prefix.
- */
-export function base64Length(bytes: number): number {
-  const chars = Math.ceil(bytes / 3) * 4;
-  return chars + Math.ceil(chars / 76) * 2 + 1024;
-}
-
-/**
  * The sink of a text part (base64 or a URL) of an image field: the text goes to a
  * {@link Base64File} as it arrives. A bad character fails the request (141), as a bad
  * form field does; a value cut by a limit is 130, not a base64 error.
@@ -232,10 +228,9 @@ async function receiveInto(
   opts: BodyOptions,
   slots: ArrayBuffer[],
 ): Promise<ReceivedForm> {
-  // Whole-body cap: every allowed file at its limit plus room for fields and boundaries.
   // Base64 text parts are a third larger than the bytes they carry (plus line breaks).
   const maxPartBytes = base64Length(opts.maxFileBytes);
-  const maxTotal = opts.maxFiles * maxPartBytes + 4 * 1024 * 1024;
+  const maxTotal = bodyCap("multipart", opts);
   const boundary = contentType.match(/boundary=(?:"([^"]+)"|([^;\s]+))/i);
   const marker = boundary
     ? new TextPartMarker(

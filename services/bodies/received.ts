@@ -46,6 +46,11 @@ export interface BodyOptions {
   tmpDir: string;
   maxFileBytes: number;
   maxFiles: number;
+  /**
+   * What the request's images may hold together, where that is less than `maxFiles` at
+   * `maxFileBytes` (memory scratch: MEMORY_REQUEST_MB); it bounds the whole body too.
+   */
+  requestBytes?: number;
   /** Plain fields or members at most (BODY_MAX_FIELDS; 100 when unset): past it, 160. */
   maxFields?: number;
   /** Longest JSON literal, in characters (BODY_MAX_TOKEN; 256 when unset). */

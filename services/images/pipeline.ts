@@ -108,6 +108,8 @@ export interface RequestScratch {
   /** Where URL imports go (on disk unless the process has none). */
   importDir: string;
   maxFileBytes: number;
+  /** What its files may hold together, where less than the files' own limits allow. */
+  requestBytes?: number;
   /** Ends the folder's own budget (after the request's files are gone). */
   release(): void;
 }
@@ -180,12 +182,13 @@ export class ImagePipeline {
    */
   async requestScratch(declaredBytes?: number): Promise<RequestScratch> {
     const { config } = this.deps;
+    const limits = this.bodyLimits();
     if (!this.#memory) {
       await this.prepareScratch();
       const disk = {
         dir: this.tmpDir,
         importDir: this.tmpDir,
-        maxFileBytes: config.MAX_FILE_BYTES,
+        ...limits,
         release: () => {},
       };
       if (!declaredBytes || declaredBytes > SMALL_BODY_BYTES) return disk;
@@ -196,7 +199,7 @@ export class ImagePipeline {
       return { ...disk, dir, release: () => releaseFolder(dir) };
     }
     const dir = join(this.tmpDir, `req-${crypto.randomUUID()}`);
-    const budget = config.MEMORY_REQUEST_MB * 1024 * 1024;
+    const budget = limits.requestBytes!;
     // The body is not read before its bytes are admitted (byte_gate.ts). One of unknown
     // length (chunked: browsers always say it) counts as a small one, so it never holds
     // the gate alone; MEMORY_REQUEST_MB and MEMORY_BODY_MB still bound what it may hold.
@@ -210,11 +213,27 @@ export class ImagePipeline {
     return {
       dir,
       importDir: dir,
-      maxFileBytes: Math.min(config.MAX_FILE_BYTES, budget),
+      ...limits,
       release: () => {
         releaseFolder(dir);
         leave();
       },
+    };
+  }
+
+  /**
+   * What one request's files may be, known before any is received: each file's limit
+   * (MAX_FILE_BYTES) and, with memory scratch, what they may hold together
+   * (MEMORY_REQUEST_MB, then each file's limit too if smaller). The upload route refuses a
+   * body whose declared length is past what these allow before it waits for admission.
+   */
+  bodyLimits(): { maxFileBytes: number; requestBytes?: number } {
+    const { config } = this.deps;
+    if (!this.#memory) return { maxFileBytes: config.MAX_FILE_BYTES };
+    const budget = config.MEMORY_REQUEST_MB * 1024 * 1024;
+    return {
+      maxFileBytes: Math.min(config.MAX_FILE_BYTES, budget),
+      requestBytes: budget,
     };
   }
 

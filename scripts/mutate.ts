@@ -1973,6 +1973,21 @@ const MUTATIONS: Mutation[] = [
     to: "  const together = limits.requestBytes !== 0 ? Infinity : (",
     tests: ["tests/body_cap_test.ts"],
   },
+  {
+    name: "page load: a load cut by a network change is not tried again",
+    file: "services/screenshots/page_load.ts",
+    from: "    if (!networkChanged(e) || Date.now() >= deadline) throw e;",
+    to: "    if (networkChanged(e) || true) throw e;",
+    tests: ["tests/page_load_test.ts"],
+  },
+  {
+    name: "page load: any failure is tried again",
+    file: "services/screenshots/page_load.ts",
+    from:
+      "    (e.details ?? []).some((d) => /ERR_NETWORK_CHANGED/.test(d.message));",
+    to: "    true;",
+    tests: ["tests/page_load_test.ts"],
+  },
 ];
 
 const root = new URL("..", import.meta.url).pathname.replace(/\/$/, "");

@@ -1,4 +1,5 @@
 import { imageEngine } from "../services/images/engine.ts";
+import { ImagePipeline } from "../services/images/pipeline.ts";
 import assert from "node:assert/strict";
 import exifr from "exifr";
 import sharp from "sharp";
@@ -823,7 +824,10 @@ test("libvips gets the cores shared among IMAGE_WORKERS as threads per image (at
   const before = sharp.concurrency();
   const env = await testEnv({ env: { IMAGE_THREADS: "3" } });
   try {
-    // Natively as configured; the WebAssembly engine (the --deny-ffi pass) runs one.
+    // Natively as configured; the WebAssembly engine (the --deny-ffi pass) runs one. Read
+    // as the pipeline is made, not after testEnv's awaits: libvips' setting is the
+    // process's, and test files running beside this one set it as they make their apps.
+    new ImagePipeline(env.deps);
     assert.equal(sharp.concurrency(), imageEngine() === "wasm" ? 1 : 3);
     const { key } = await userWithKey(env);
     const r = await upload(

@@ -1988,6 +1988,14 @@ const MUTATIONS: Mutation[] = [
     to: "    true;",
     tests: ["tests/page_load_test.ts"],
   },
+  {
+    name:
+      "work slots and memory admission: a waiter past the line is not refused",
+    file: "services/runtime/byte_gate.ts",
+    from: "      if (this.#line.length >= this.queue) throw this.#busy();",
+    to: "",
+    tests: ["tests/abuse_test.ts", "tests/memory_admission_test.ts"],
+  },
 ];
 
 const root = new URL("..", import.meta.url).pathname.replace(/\/$/, "");

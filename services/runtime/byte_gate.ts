@@ -1,8 +1,8 @@
 import { ApiError, OUTAGE_RETRY_AFTER_S } from "../../schemas/errors.ts";
 
 /**
- * Admission by bytes: at most `capacity` bytes of work in at once, the rest waiting their
- * turn in arrival order. Where request bodies live in memory (Deno Deploy), what an upload
+ * Admission by weight: at most `capacity` (bytes, or slots: WorkSlots counts each job as
+ * one) of work in at once, the rest waiting their turn in arrival order. Where request bodies live in memory (Deno Deploy), what an upload
  * costs the process is several times its body (the body, its stripped copy, the store's
  * request, the engine's copies), and glibc keeps the high-water mark as RSS long after:
  * eight 5 MB uploads received at once grew the heap by ~230 MB and it stayed there, where
@@ -16,12 +16,14 @@ export class ByteGate {
 
   /**
    * `capacity` bytes at once; at most `queue` waiters. `what` names the work in the
-   * refusal's detail (its `path`).
+   * refusal's detail (its `path`), `refusal` says why (its message). A waiter let in
+   * starts at the next turn of the event loop unless `nextTurn` is false (see enter).
    */
   constructor(
     readonly capacity: number,
     readonly queue: number,
     readonly what = "memory",
+    private readonly opts: { refusal?: string; nextTurn?: boolean } = {},
   ) {}
 
   /** Bytes admitted now. */
@@ -53,7 +55,8 @@ export class ByteGate {
             // buffers just dropped asked for (collector.ts) runs first, so this body is
             // not read on top of the last one's garbage (four refused 40 MB bodies in a
             // row peaked ~15 MB lower).
-            setTimeout(resolve, 0);
+            if (this.opts.nextTurn === false) resolve();
+            else setTimeout(resolve, 0);
           },
         };
         const timer = setTimeout(() => {
@@ -92,7 +95,7 @@ export class ByteGate {
       headers: { "Retry-After": String(OUTAGE_RETRY_AFTER_S) },
       details: [{
         path: this.what,
-        message:
+        message: this.opts.refusal ??
           "other uploads are being received into this instance's memory; try again shortly",
       }],
     });

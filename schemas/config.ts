@@ -259,7 +259,7 @@ const BODIES = {
   }),
   MEMORY_REQUEST_MB: v(int(32, 1, 1_048_576), {
     description:
-      "With memory scratch: what one request's images may hold together (each file's limit is the smaller of this and MAX_FILE_BYTES), and the largest resumable upload; past it 130 (HTTP 413). A Deno Deploy instance (512 MB) peaked at 385–403 MB while it took a 28 MB one (docs/deploy.md).",
+      "With memory scratch: what one request's images may hold together (each file's limit is the smaller of this and MAX_FILE_BYTES), and the largest resumable upload; past it 130 (HTTP 413). A Deno Deploy instance (512 MB) peaked at 356–368 MB while it took a 28 MB one, 385–403 MB when that one was a camera's JPEG whose EXIF it strips (docs/deploy.md).",
     unit: "MB",
     profile: "sandbox",
   }),

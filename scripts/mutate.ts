@@ -1697,8 +1697,8 @@ const MUTATIONS: Mutation[] = [
     name:
       "export: a failed or cancelled download leaves the account exporting for good",
     file: "services/accounts/export.ts",
-    from: "      running.delete(userId);\n",
-    to: "",
+    from: "      release();\n      if (e !== undefined)",
+    to: "      if (e !== undefined)",
     tests: ["tests/account_export_test.ts"],
   },
   {
@@ -1995,6 +1995,21 @@ const MUTATIONS: Mutation[] = [
     from: "      if (this.#line.length >= this.queue) throw this.#busy();",
     to: "",
     tests: ["tests/abuse_test.ts", "tests/memory_admission_test.ts"],
+  },
+  {
+    name:
+      "account export: one at a time taken after an await (two sent at once both ran)",
+    file: "services/accounts/export.ts",
+    from: `  running.add(userId);
+  const release = () => running.delete(userId);
+  try {
+    return await zipOf(deps, userId, release);`,
+    to: `  const release = () => running.delete(userId);
+  try {
+    await deps.db.selectFrom("users").select("id").execute();
+    running.add(userId);
+    return await zipOf(deps, userId, release);`,
+    tests: ["tests/account_export_test.ts"],
   },
 ];
 

@@ -311,6 +311,30 @@ test("one export of an account at a time: a second while the first is being read
   }
 });
 
+test("two exports of an account sent at the same moment: one is the zip, the other 429/170", async () => {
+  const env = await testEnv();
+  try {
+    const { key } = await signedInAccount(env);
+    await uploadOne(env, key, 140);
+    const ask = () =>
+      env.app.request("/api/1/account/export", {
+        headers: { authorization: `Bearer ${key}` },
+      });
+    const answers = await Promise.all([ask(), ask()]);
+    assert.deepEqual(answers.map((r) => r.status).sort(), [200, 429]);
+    for (const r of answers) {
+      if (r.status === 429) {
+        assert.equal((await r.json()).error.code, 170);
+      } else {
+        const zip = new Uint8Array(await r.arrayBuffer());
+        assert.match(await unzip(zip, "-l"), /manifest\.json/);
+      }
+    }
+  } finally {
+    await env.close();
+  }
+});
+
 test("the account page's Export my data form downloads the same zip with the session; without its CSRF token it is refused", async () => {
   const env = await testEnv();
   try {

@@ -87,6 +87,27 @@ export async function exportAccount(
       }],
     });
   }
+  // Taken before the first await: two requests at the same moment both passed the check
+  // when it was taken once the zip was ready.
+  running.add(userId);
+  const release = () => running.delete(userId);
+  try {
+    return await zipOf(deps, userId, release);
+  } catch (e) {
+    release();
+    throw e;
+  }
+}
+
+/**
+ * The account's zip, streamed; `release` is called once the stream ends, is cancelled or
+ * fails.
+ */
+async function zipOf(
+  deps: ExportDeps,
+  userId: string,
+  release: () => void,
+): Promise<{ stream: ReadableStream<Uint8Array>; filename: string }> {
   const account = await deps.db.selectFrom("users")
     .select(["id", "email", "role", "created_at"])
     .where("id", "=", userId).executeTakeFirst();
@@ -151,11 +172,10 @@ export async function exportAccount(
     yield `${n ? "\n  " : ""}]\n}\n`;
   }
 
-  running.add(userId);
   const zip = makeZip(files(), { buffersAreUTF8: true });
   return {
     stream: releasing(zip, (e) => {
-      running.delete(userId);
+      release();
       if (e !== undefined) deps.onError?.(e);
     }),
     filename: `image-host-export-${now.toISOString().slice(0, 10)}.zip`,

@@ -2011,6 +2011,23 @@ const MUTATIONS: Mutation[] = [
     return await zipOf(deps, userId, release);`,
     tests: ["tests/account_export_test.ts"],
   },
+  {
+    name:
+      "resumable: an account's creations checked side by side (ten at once past a bound of three all opened)",
+    file: "services/runtime/keyed_line.ts",
+    from: `      await before;\n`,
+    to: ``,
+    tests: ["tests/keyed_line_test.ts", "tests/tus_test.ts"],
+  },
+  {
+    name:
+      "resumable: a creation that passed its check is not counted until tus has written it",
+    file: "services/uploads/resumable.ts",
+    from:
+      `    for (const r of reserved) if (!written.has(r.id)) open.push(r);\n`,
+    to: ``,
+    tests: ["tests/tus_test.ts", "tests/tus_s3_test.ts"],
+  },
 ];
 
 const root = new URL("..", import.meta.url).pathname.replace(/\/$/, "");

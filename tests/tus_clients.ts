@@ -1,6 +1,7 @@
 import { Buffer } from "node:buffer";
 import * as tus from "tus-js-client";
-import type { TestEnv } from "./helpers.ts";
+import assert from "node:assert/strict";
+import { type TestEnv, userWithKey } from "./helpers.ts";
 
 /**
  * What the resumable-upload tests share: the app on loopback, a TCP proxy that cuts a
@@ -123,4 +124,45 @@ export function tusUpload(
     });
     up.start();
   });
+}
+
+/**
+ * Creations sent at the same moment, with TUS_UPLOADS_AT_ONCE=3 and TUS_PENDING_MB=1:
+ * ten small ones by one account open three (seven 429/170), six of 400 KB by another open
+ * two (four 413/130).
+ */
+export async function creationsAtOnce(env: TestEnv, origin: string) {
+  const { key } = await userWithKey(env);
+  const other = await userWithKey(env, "other@example.com");
+  const create = (length: number, k: string) =>
+    fetch(`${origin}/api/1/tus/`, {
+      method: "POST",
+      headers: {
+        "tus-resumable": "1.0.0",
+        "upload-length": String(length),
+        authorization: `Bearer ${k}`,
+      },
+    });
+  /** `n` creations at once: their statuses (and codes), sorted. */
+  const statuses = async (n: number, length: number, k: string) => {
+    const answers = await Promise.all(
+      Array.from({ length: n }, () => create(length, k)),
+    );
+    const out = await Promise.all(answers.map(async (r) => {
+      if (r.status === 201) {
+        await r.body?.cancel();
+        return "201";
+      }
+      return `${r.status}/${(await r.json()).error.code}`;
+    }));
+    return out.sort();
+  };
+  assert.deepEqual(
+    await statuses(10, 100, key),
+    ["201", "201", "201", ...Array(7).fill("429/170")],
+  );
+  assert.deepEqual(
+    await statuses(6, 400 * 1024, other.key),
+    ["201", "201", ...Array(4).fill("413/130")],
+  );
 }

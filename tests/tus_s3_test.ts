@@ -10,7 +10,12 @@ import {
 } from "./helpers.ts";
 import { makeNoiseJpeg } from "./fixtures.ts";
 import { startS3 } from "./s3_server.ts";
-import { cuttingProxy, serve, tusUpload as upload } from "./tus_clients.ts";
+import {
+  creationsAtOnce,
+  cuttingProxy,
+  serve,
+  tusUpload as upload,
+} from "./tus_clients.ts";
 import { startNginx } from "./nginx.ts";
 import { Readable } from "node:stream";
 import { Upload } from "@tus/utils";
@@ -145,6 +150,27 @@ test("with STORE=s3 and memory scratch a resumable upload is kept in the bucket,
     env.clock.advance(Date.now() - env.clock.now().getTime() + 86_400_000);
     await sweepOrphans(env.deps.database.db, env.deps.store, env.clock, 0);
     assert.equal((await tusKeys(env)).length, 2, "the orphan sweep kept them");
+  } finally {
+    await http.close();
+    await env.close();
+    await s3.close();
+  }
+});
+
+test("with the uploads in the bucket too, creations sent at the same moment keep an account within TUS_UPLOADS_AT_ONCE and TUS_PENDING_MB", async () => {
+  const s3 = await startS3();
+  const env = await testEnv({
+    store: s3.store,
+    env: {
+      ...s3.env,
+      SCRATCH: "memory",
+      TUS_UPLOADS_AT_ONCE: "3",
+      TUS_PENDING_MB: "1",
+    },
+  });
+  const http = serve(env);
+  try {
+    await creationsAtOnce(env, http.origin);
   } finally {
     await http.close();
     await env.close();

@@ -10,7 +10,12 @@ import {
 import { formWith, makeNoiseJpeg } from "./fixtures.ts";
 import { sweepResumable } from "../routes/tus.ts";
 import { appSettled } from "../app.ts";
-import { cuttingProxy, serve, tusUpload } from "./tus_clients.ts";
+import {
+  creationsAtOnce,
+  cuttingProxy,
+  serve,
+  tusUpload,
+} from "./tus_clients.ts";
 
 /**
  * Resumable uploads (tus 1.0, issue #53) with tus-js-client, the reference client, against
@@ -331,6 +336,19 @@ test("an OPTIONS without Access-Control-Request-Method is tus's discovery, answe
       /Upload-Length/,
     );
   } finally {
+    await env.close();
+  }
+});
+
+test("creations sent at the same moment keep an account within TUS_UPLOADS_AT_ONCE and TUS_PENDING_MB: the ones past it are 429/170 and 413/130", async () => {
+  const env = await testEnv({
+    env: { TUS_UPLOADS_AT_ONCE: "3", TUS_PENDING_MB: "1" },
+  });
+  const http = serve(env);
+  try {
+    await creationsAtOnce(env, http.origin);
+  } finally {
+    await http.close();
     await env.close();
   }
 });

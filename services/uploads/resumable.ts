@@ -7,12 +7,19 @@ import type { Config } from "../../schemas/config.ts";
 import type { ImageRecord } from "../images/records.ts";
 import type { IncomingImage } from "../images/pipeline_stages.ts";
 import { resumableLimit, TUS_PATH } from "./tus_path.ts";
+import { KeyedLine } from "../runtime/keyed_line.ts";
 
 /**
  * The header the route sets on the request it hands to tus: the caller's account. A
  * client's own value is dropped first (the route builds a fresh request).
  */
 const OWNER_HEADER = "x-imagehost-owner";
+
+/**
+ * The header the route sets on a creation it hands to tus: that request's reservation
+ * (see ResumableUploads#reserved). A client's own value is dropped too.
+ */
+const CREATION_HEADER = "x-imagehost-creation";
 
 /** What a finished upload is handed to: the upload pipeline (ImagePipeline#ingest). */
 export type Ingest = (
@@ -70,6 +77,18 @@ export interface ResumableDeps {
 export class ResumableUploads {
   readonly server: Server;
   readonly #limit: { bytes: number; setting: string };
+  /** An account's creations are checked one after another (see #create). */
+  readonly #line = new KeyedLine();
+  /**
+   * Uploads that passed their creation's check, by the creation's token, until its
+   * request ends: by then tus has written the upload's info, where the next check counts
+   * it. Counted with the written ones (once each), so a creation never waits on tus's
+   * write to see the one before it.
+   */
+  readonly #reserved = new Map<
+    string,
+    { owner: string; id: string; size: number }
+  >();
 
   constructor(private readonly deps: ResumableDeps) {
     this.#limit = resumableLimit(deps.config);
@@ -115,19 +134,26 @@ export class ResumableUploads {
     }
     const headers = new Headers(req.headers);
     headers.set(OWNER_HEADER, userId);
-    return await this.#enveloped(
-      await this.server.handleWeb(
-        // Built afresh, not from `req`: copying a request reads its signal, which Deno
-        // warns about (legacy abort); a cut body already ends the write.
-        new Request(req.url, {
-          method: req.method,
-          headers,
-          body: req.body,
-          // @ts-ignore: fetch's streaming body option, which Deno's types lack here.
-          duplex: "half",
-        }),
-      ),
-    );
+    headers.delete(CREATION_HEADER);
+    const creation = req.method === "POST" ? crypto.randomUUID() : undefined;
+    if (creation) headers.set(CREATION_HEADER, creation);
+    try {
+      return await this.#enveloped(
+        await this.server.handleWeb(
+          // Built afresh, not from `req`: copying a request reads its signal, which Deno
+          // warns about (legacy abort); a cut body already ends the write.
+          new Request(req.url, {
+            method: req.method,
+            headers,
+            body: req.body,
+            // @ts-ignore: fetch's streaming body option, which Deno's types lack here.
+            duplex: "half",
+          }),
+        ),
+      );
+    } finally {
+      if (creation) this.#reserved.delete(creation);
+    }
   }
 
   /**
@@ -203,10 +229,28 @@ export class ResumableUploads {
 
   /**
    * A creation: the account's bounds (TUS_UPLOADS_AT_ONCE, TUS_PENDING_MB), a known
-   * length, and the owner written into the upload's info.
+   * length, and the owner written into the upload's info. An account's creations are
+   * checked one at a time, each counting those that passed before it: sent at the same
+   * moment, ten creations against a bound of three were all opened when each read the
+   * count before any was written. (Across instances, each still checks alone: a burst
+   * split over several can pass by a creation per instance while the others' are being
+   * written.)
    */
   async #create(req: Request, upload: Upload) {
     const owner = req.headers.get(OWNER_HEADER)!;
+    const creation = req.headers.get(CREATION_HEADER)!;
+    return await this.#line.run(owner, async () => {
+      const made = await this.#checkCreation(owner, upload);
+      this.#reserved.set(creation, {
+        owner,
+        id: upload.id,
+        size: upload.size!,
+      });
+      return made;
+    });
+  }
+
+  async #checkCreation(owner: string, upload: Upload) {
     if (upload.sizeIsDeferred || upload.size === undefined) {
       throw tusError(
         new ApiError(160, {
@@ -217,7 +261,14 @@ export class ResumableUploads {
         }),
       );
     }
+    // The reservations before the listing: one gone by the time it is read had its
+    // request end, so its info was written before the listing began.
+    const reserved = [...this.#reserved.values()].filter((r) =>
+      r.owner === owner
+    );
     const open = await this.#unfinishedOf(owner);
+    const written = new Set(open.map((u) => u.id));
+    for (const r of reserved) if (!written.has(r.id)) open.push(r);
     if (open.length >= this.deps.config.TUS_UPLOADS_AT_ONCE) {
       throw tusError(
         new ApiError(170, {
@@ -253,8 +304,10 @@ export class ResumableUploads {
   }
 
   /** The account's unfinished uploads. */
-  async #unfinishedOf(owner: string): Promise<Upload[]> {
-    const out: Upload[] = [];
+  async #unfinishedOf(
+    owner: string,
+  ): Promise<{ id: string; size?: number }[]> {
+    const out: { id: string; size?: number }[] = [];
     const ids: string[] = [];
     for await (const id of this.deps.backend.ids()) ids.push(id);
     for (const id of ids) {

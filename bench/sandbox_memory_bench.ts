@@ -6,11 +6,13 @@
  * (polled every 20 ms) under: 8 concurrent 5 MB uploads, 4 concurrent requests of 8 such
  * files, 4 concurrent first AVIF variants of large images, 4 concurrent full-page
  * captures, then after 10 s of quiet. Target: every peak ≤ 400 MB (Deploy's limit is 512 MB), with
- * excess work answered 503/250 and Retry-After, never a kill.
- * `deno run -A bench/sandbox_memory_bench.ts [--env KEY=VALUE …]`.
+ * excess work answered 503/250 and Retry-After, never a kill. `--rounds N` runs the load N
+ * times, each with new bytes, to show whether what stays after the quiet grows.
+ * `deno run -A bench/sandbox_memory_bench.ts [--rounds N] [--env KEY=VALUE …]`.
  */
 import { Buffer } from "node:buffer";
 import * as tus from "tus-js-client";
+import { loadConfig } from "../schemas/config.ts";
 import { startPgCluster } from "../tests/pg_cluster.ts";
 import { startS3 } from "../tests/s3_server.ts";
 import { keyBeforeStart, startService } from "../tests/service_process.ts";
@@ -28,11 +30,12 @@ import {
 
 watchdog(15 * 60_000);
 const extra: Record<string, string> = {};
+let ROUNDS = 1;
 for (let i = 0; i < Deno.args.length; i++) {
   if (Deno.args[i] === "--env") {
     const [k, ...v] = Deno.args[++i].split("=");
     extra[k] = v.join("=");
-  }
+  } else if (Deno.args[i] === "--rounds") ROUNDS = Number(Deno.args[++i]);
 }
 
 const tasks = JSON.parse(await Deno.readTextFile(`${ROOT}deno.json`)).tasks;
@@ -161,6 +164,46 @@ function tusUpload(bytes: Uint8Array): Promise<number> {
   });
 }
 
+/**
+ * With SMAPS set, prints where the service's resident memory is after `when`: glibc's
+ * main heap ("[heap]"), other anonymous mappings (the WebAssembly engine's memory is one
+ * of them, which grows to its high-water mark and stays there; thread arenas; V8's heap)
+ * and files (the deno binary's code).
+ */
+async function printMappings(when: string): Promise<void> {
+  if (!Deno.env.get("SMAPS")) return;
+  const smaps = await Deno.readTextFile(`/proc/${pid}/smaps`);
+  const maps: { name: string; size: number; rss: number }[] = [];
+  let cur = "";
+  let size = 0;
+  for (const line of smaps.split("\n")) {
+    const range = line.match(/^([0-9a-f]+)-([0-9a-f]+) /);
+    if (range) {
+      cur = line;
+      size = (parseInt(range[2], 16) - parseInt(range[1], 16)) / 2 ** 20;
+    }
+    const m = line.match(/^Rss:\s+(\d+) kB/);
+    if (m) maps.push({ name: cur, size, rss: Number(m[1]) / 1024 });
+  }
+  maps.sort((a, b) => b.rss - a.rss);
+  const sum = (f: (m: typeof maps[0]) => boolean) =>
+    maps.filter(f).reduce((t, m) => t + m.rss, 0).toFixed(0);
+  const anon = (m: typeof maps[0]) => / 0 *$/.test(m.name);
+  console.log(
+    `resident by kind, ${when}: [heap] ${
+      sum((m) => m.name.endsWith("[heap]"))
+    } MB, other anonymous ${sum(anon)} MB, files ${
+      sum((m) => !anon(m) && !m.name.endsWith("[heap]"))
+    } MB`,
+  );
+  console.log(`largest mappings, ${when}:`);
+  for (const m of maps.slice(0, 6)) {
+    console.log(
+      `  ${m.rss.toFixed(0)} MB resident of ${m.size.toFixed(0)} MB  ${m.name}`,
+    );
+  }
+}
+
 const rows: Record<string, string | number>[] = [];
 await uploadFiles(1); // the engine's start, the first connections
 await new Promise((r) => setTimeout(r, 2000));
@@ -170,120 +213,137 @@ rows.push(
     return [];
   }),
 );
-// A resumable upload as large as the sandbox takes (MEMORY_REQUEST_MB, 32 MB by default:
-// a finished upload is read into the request's memory), in 8 MB chunks; and a 200 MB one,
-// refused at its creation.
-const resumableMb = Number(extra.MEMORY_REQUEST_MB ?? 32) - 4;
-const large = await noiseJpeg(resumableMb * 1024 * 1024);
-rows.push(
-  await phase(
-    `a ${(large.length / 2 ** 20).toFixed(0)} MB resumable upload`,
-    async () => [await tusUpload(large)],
-  ),
+const requestMb = Number(
+  extra.MEMORY_REQUEST_MB ?? loadConfig({}).MEMORY_REQUEST_MB,
 );
-const refused = await fetch(`${svc.base}/api/1/tus/`, {
-  method: "POST",
-  headers: {
-    ...auth,
-    "tus-resumable": "1.0.0",
-    "upload-length": String(200 * 1024 * 1024),
-  },
-});
-await refused.body?.cancel();
-console.log(`a 200 MB resumable upload's creation: ${refused.status}`);
-rows.push(
-  await phase(
-    "8 concurrent 5 MB uploads",
-    () => Promise.all(Array.from({ length: 8 }, () => uploadFiles(1))),
-  ),
-);
-rows.push(
-  await phase(
-    "4 concurrent requests of 8 x 5 MB",
-    () => Promise.all(Array.from({ length: 4 }, () => uploadFiles(8))),
-  ),
-);
-// Bodies longer than 32 MB of images could come to (as base64, ~48 MB): 413 unread.
-rows.push(
-  await phase(
-    "4 concurrent requests of 12 x 5 MB",
-    () => Promise.all(Array.from({ length: 4 }, () => uploadFiles(12))),
-  ),
-);
-// Four large originals, then their first AVIF at full size at once.
-const big: string[] = [];
-for (let i = 0; i < 4; i++) {
-  const { body, contentType } = multipartBody(uniqueJpeg(five), "big.jpg");
-  const r = await fetch(`${svc.base}/api/1/upload`, {
+const resumableMb = requestMb - 4;
+const largeJpeg = await noiseJpeg(resumableMb * 1024 * 1024);
+/**
+ * One round of the load: every phase, then 10 s of quiet. Later rounds send new bytes
+ * (new originals, so their variants are first ones again) and name their phases "(round n)".
+ */
+async function round(n: number): Promise<void> {
+  const name = (phase: string) => ROUNDS > 1 ? `${phase} (round ${n})` : phase;
+  // A resumable upload as large as the sandbox takes (MEMORY_REQUEST_MB less 4 MB: a
+  // finished upload is read into the request's memory), in 8 MB chunks; and a 200 MB one,
+  // refused at its creation.
+  const large = uniqueJpeg(largeJpeg);
+  rows.push(
+    await phase(
+      name(`a ${(large.length / 2 ** 20).toFixed(0)} MB resumable upload`),
+      async () => [await tusUpload(large)],
+    ),
+  );
+  const refused = await fetch(`${svc.base}/api/1/tus/`, {
     method: "POST",
-    headers: { ...auth, "content-type": contentType },
-    body,
+    headers: {
+      ...auth,
+      "tus-resumable": "1.0.0",
+      "upload-length": String(200 * 1024 * 1024),
+    },
   });
-  big.push(new URL((await r.json()).data.url).pathname);
+  await refused.body?.cancel();
+  console.log(`a 200 MB resumable upload's creation: ${refused.status}`);
+  rows.push(
+    await phase(
+      name("8 concurrent 5 MB uploads"),
+      () => Promise.all(Array.from({ length: 8 }, () => uploadFiles(1))),
+    ),
+  );
+  rows.push(
+    await phase(
+      name("4 concurrent requests of 8 x 5 MB"),
+      () => Promise.all(Array.from({ length: 4 }, () => uploadFiles(8))),
+    ),
+  );
+  // Bodies longer than MEMORY_REQUEST_MB of images could come to (as base64): 413 unread
+  // (with 24 MB, the 8 × 5 MB ones above too).
+  rows.push(
+    await phase(
+      name("4 concurrent requests of 12 x 5 MB"),
+      () => Promise.all(Array.from({ length: 4 }, () => uploadFiles(12))),
+    ),
+  );
+  // Four large originals, then their first AVIF at full size at once.
+  const big: string[] = [];
+  for (let i = 0; i < 4; i++) {
+    const { body, contentType } = multipartBody(uniqueJpeg(five), "big.jpg");
+    const r = await fetch(`${svc.base}/api/1/upload`, {
+      method: "POST",
+      headers: { ...auth, "content-type": contentType },
+      body,
+    });
+    big.push(new URL((await r.json()).data.url).pathname);
+  }
+  /** Four first variants at once, one of each large original: their statuses. */
+  const firsts = (query: string, headers: Record<string, string> = {}) => () =>
+    Promise.all(big.map(async (p) => {
+      const r = await fetch(`${svc.base}${p}?${query}`, { headers });
+      await r.body?.cancel();
+      return r.status;
+    }));
+  rows.push(
+    await phase(
+      name("4 concurrent first AVIFs (1024 px)"),
+      firsts("w=1024&format=avif"),
+    ),
+  );
+  // As a browser asks for a large one: AVIF where its encode fits IMAGE_ENCODE_MB (64 MB
+  // in wasm, about 1.1 MP), WebP past it (a 2048 px AVIF grew the wasm heap by 135 MB).
+  rows.push(
+    await phase(
+      name("4 concurrent format=auto (2048 px)"),
+      firsts("w=2048&format=auto", { accept: "image/avif,image/webp,*/*" }),
+    ),
+  );
+  rows.push(
+    await phase(
+      name("4 concurrent full-page captures"),
+      () =>
+        Promise.all(Array.from({ length: 4 }, async (_, i) => {
+          const r = await fetch(`${svc.base}/api/1/screenshot`, {
+            method: "POST",
+            headers: { ...auth, "content-type": "application/json" },
+            body: JSON.stringify({
+              url: `${pages.origin}/?n=${i}&round=${n}`,
+              fullPage: true,
+            }),
+          });
+          await r.body?.cancel();
+          return r.status;
+        })),
+    ),
+  );
+  await new Promise((r) => setTimeout(r, 10_000));
+  rows.push(
+    await phase(name("after 10 s quiet"), async () => {
+      await new Promise((r) => setTimeout(r, 1000));
+      return [];
+    }),
+  );
 }
-/** Four first variants at once, one of each large original: their statuses. */
-const firsts = (query: string, headers: Record<string, string> = {}) => () =>
-  Promise.all(big.map(async (p) => {
-    const r = await fetch(`${svc.base}${p}?${query}`, { headers });
-    await r.body?.cancel();
-    return r.status;
-  }));
-rows.push(
-  await phase(
-    "4 concurrent first AVIFs (1024 px)",
-    firsts("w=1024&format=avif"),
-  ),
-);
-// As a browser asks for a large one: AVIF where its encode fits IMAGE_ENCODE_MB (64 MB
-// in wasm, about 1.1 MP), WebP past it (a 2048 px AVIF grew the wasm heap by 135 MB).
-rows.push(
-  await phase(
-    "4 concurrent format=auto (2048 px)",
-    firsts("w=2048&format=auto", { accept: "image/avif,image/webp,*/*" }),
-  ),
-);
-rows.push(
-  await phase(
-    "4 concurrent full-page captures",
-    () =>
-      Promise.all(Array.from({ length: 4 }, async (_, i) => {
-        const r = await fetch(`${svc.base}/api/1/screenshot`, {
-          method: "POST",
-          headers: { ...auth, "content-type": "application/json" },
-          body: JSON.stringify({
-            url: `${pages.origin}/?n=${i}`,
-            fullPage: true,
-          }),
-        });
-        await r.body?.cancel();
-        return r.status;
-      })),
-  ),
-);
-await new Promise((r) => setTimeout(r, 10_000));
-rows.push(
-  await phase("after 10 s quiet", async () => {
-    await new Promise((r) => setTimeout(r, 1000));
-    return [];
-  }),
-);
+
+await printMappings("idle");
+for (let n = 1; n <= ROUNDS; n++) {
+  await round(n);
+  await printMappings(`the quiet after round ${n}`);
+}
 table(rows);
-if (Deno.env.get("SMAPS")) {
-  // The largest resident mappings: the wasm engine's memory is one large anonymous one.
-  const smaps = await Deno.readTextFile(`/proc/${pid}/smaps`);
-  const maps: { name: string; rss: number }[] = [];
-  let cur = "";
-  for (const line of smaps.split("\n")) {
-    if (/^[0-9a-f]+-[0-9a-f]+ /.test(line)) cur = line;
-    const m = line.match(/^Rss:\s+(\d+) kB/);
-    if (m) maps.push({ name: cur, rss: Number(m[1]) / 1024 });
-  }
-  maps.sort((a, b) => b.rss - a.rss);
-  for (const m of maps.slice(0, 8)) {
-    console.log(`${m.rss.toFixed(0)} MB  ${m.name}`);
-  }
-}
 const worst = Math.max(...rows.map((r) => Number(r["peak MB"])));
+if (ROUNDS > 1) {
+  // Whether a warmed instance keeps more: each round's worst peak and what stayed.
+  const of = (n: number) =>
+    rows.filter((r) => String(r.phase).endsWith(`(round ${n})`));
+  const rounds = Array.from({ length: ROUNDS }, (_, i) => of(i + 1));
+  console.log(
+    `peak by round: ${
+      rounds.map((r) => Math.max(...r.map((x) => Number(x["peak MB"]))))
+        .join(", ")
+    } MB; after each quiet: ${
+      rounds.map((r) => r[r.length - 1]["peak MB"]).join(", ")
+    } MB`,
+  );
+}
 console.log(`peak RSS ${worst.toFixed(0)} MB (target <= 400)`);
 console.log(`process alive: ${(await svc.exitWithin(10)) === "running"}`);
 await svc.close();

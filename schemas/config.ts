@@ -257,9 +257,9 @@ const BODIES = {
     unit: "MB",
     profile: "sandbox",
   }),
-  MEMORY_REQUEST_MB: v(int(32, 1, 1_048_576), {
+  MEMORY_REQUEST_MB: v(int(24, 1, 1_048_576), {
     description:
-      "With memory scratch: what one request's images may hold together (each file's limit is the smaller of this and MAX_FILE_BYTES), and the largest resumable upload; past it 130 (HTTP 413). A Deno Deploy instance (512 MB) peaked at 356–368 MB while it took a 28 MB one, 385–403 MB when that one was a camera's JPEG whose EXIF it strips (docs/deploy.md).",
+      "With memory scratch: what one request's images may hold together (each file's limit is the smaller of this and MAX_FILE_BYTES), and the largest resumable upload; past it 130 (HTTP 413). A large one costs about three times its size at its peak, on top of what a warmed instance keeps: over six rounds of the sandbox bench an instance peaked at 445 MB with 24, at 474–491 MB with 32 (Deno Deploy allows 512), at 434 with 16 (docs/deploy.md).",
     unit: "MB",
     profile: "sandbox",
   }),

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import {
   apiCall,
+  databaseKinds,
   test,
   type TestEnv,
   testEnv,
@@ -37,8 +38,12 @@ const receiver: Deno.HttpServer<Deno.NetAddr> = Deno.serve(
 );
 const ALLOW = `127.0.0.1:${page.port},127.0.0.1:${receiver.addr.port}`;
 
-async function env(extra: Record<string, string> = {}): Promise<TestEnv> {
+async function env(
+  extra: Record<string, string> = {},
+  kind: "pglite" | "postgres" = "pglite",
+): Promise<TestEnv> {
   const e = await testEnv({
+    kind,
     screenshotter: testScreenshotter(ALLOW, { concurrency: 1 }),
     env: { FETCH_ALLOW_PRIVATE: ALLOW, ...extra },
   });
@@ -136,6 +141,42 @@ async function runOnce(e: TestEnv, key: string, id: string) {
     assert.ok(Date.now() < end, JSON.stringify(j));
     await new Promise((r) => setTimeout(r, 100));
   }
+}
+
+for (const kind of databaseKinds()) {
+  test(`[${kind}] schedules asked for at the same moment keep an account within SCREENSHOT_SCHEDULES_MAX: of six, two are made and four refused 400/160`, async () => {
+    const e = await env({ SCREENSHOT_SCHEDULES_MAX: "2" }, kind);
+    try {
+      const { key } = await userWithKey(e);
+      const answers = await Promise.all(
+        Array.from(
+          { length: 6 },
+          (_, i) =>
+            apiCall(e, key, "POST", "/api/1/screenshot/schedules", {
+              request: { url: `${page.origin}/changing?n=${i}` },
+              cron: `${i} * * * *`,
+            }),
+        ),
+      );
+      assert.deepEqual(
+        answers.map((a) => a.status).sort(),
+        [200, 200, 400, 400, 400, 400],
+      );
+      for (const a of answers.filter((a) => a.status === 400)) {
+        assert.equal(a.body.error.code, 160);
+        assert.match(a.body.error.details[0].message, /at most 2/);
+      }
+      const listed = await apiCall(
+        e,
+        key,
+        "GET",
+        "/api/1/screenshot/schedules",
+      );
+      assert.equal(listed.body.data.schedules.length, 2);
+    } finally {
+      await e.close();
+    }
+  });
 }
 
 test("with notify_on_change the first run sets the mark, an unchanged page calls nobody, and a changed one calls the webhook with how much changed; each run's image is kept", async () => {

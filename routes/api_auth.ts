@@ -20,6 +20,7 @@ import { safeEqual } from "../services/accounts/crypto.ts";
 import { SESSION_TOKEN_HEADER, sessionUser } from "./session.ts";
 import { ownOrigin } from "./pages/layout.tsx";
 import { STREAMED_BODY_PATHS } from "./body_limit.ts";
+import { bodyKindOf } from "../services/bodies/budgets.ts";
 import { getCookie, setCookie } from "hono/cookie";
 import { createGuest, findGuest } from "../services/accounts/guests.ts";
 
@@ -47,22 +48,16 @@ function presentKey(v: unknown): string | undefined {
   return typeof v === "string" && v !== "" ? v : undefined;
 }
 
-/** True when the route reads a multipart body itself and authenticates afterwards. */
-export function isMultipart(c: Context): boolean {
-  return /^multipart\/form-data/i.test(c.req.header("content-type") ?? "");
-}
-
 /**
  * True for a request whose route streams its own body and authenticates from it (an
  * upload, in any of its body types): the middleware must not read the body first.
  */
 function streamsOwnBody(c: Context): boolean {
   if (c.req.method !== "POST") return false;
-  if (isMultipart(c)) return true;
-  return STREAMED_BODY_PATHS.has(c.req.path) &&
-    /^application\/(x-www-form-urlencoded|json)/i.test(
-      c.req.header("content-type") ?? "",
-    );
+  const kind = bodyKindOf(c.req.header("content-type") ?? "");
+  // A multipart body on any path; a form or JSON only where the route streams it.
+  return kind === "multipart" ||
+    (kind !== undefined && STREAMED_BODY_PATHS.has(c.req.path));
 }
 
 /**
@@ -95,12 +90,12 @@ export function apiAuth(
     }
     if (key === undefined) {
       if (streamsOwnBody(c)) return await next();
-      const ct = c.req.header("content-type") ?? "";
-      if (/^application\/json/i.test(ct)) {
+      const kind = bodyKindOf(c.req.header("content-type") ?? "");
+      if (kind === "json") {
         // Parsed once: Hono caches the body, so the route's validator reads the same one.
         const body = await c.req.json().catch(() => undefined);
         if (body && typeof body === "object") key = presentKey(body.key);
-      } else if (/^application\/x-www-form-urlencoded/i.test(ct)) {
+      } else if (kind === "urlencoded") {
         const body: Record<string, unknown> = await c.req.parseBody().catch(
           () => ({}),
         );

@@ -2,13 +2,14 @@ import { ApiError, OUTAGE_RETRY_AFTER_S } from "../../schemas/errors.ts";
 
 /**
  * Admission by weight: at most `capacity` (bytes, or slots: WorkSlots counts each job as
- * one) of work in at once, the rest waiting their turn in arrival order. Where request bodies live in memory (Deno Deploy), what an upload
- * costs the process is several times its body (the body, its stripped copy, the store's
- * request, the engine's copies), and glibc keeps the high-water mark as RSS long after:
- * eight 5 MB uploads received at once grew the heap by ~230 MB and it stayed there, where
- * three at a time stayed ~60 MB over idle (issue #49). So the body is not read until its
- * bytes are admitted. A waiter past the line's length, or past its wait, is refused with
- * 250 / HTTP 503 and Retry-After, never left hanging.
+ * one) of work in at once, the rest waiting their turn in arrival order. Where request
+ * bodies live in memory (Deno Deploy), what an upload costs the process is several times
+ * its body (the body, its stripped copy, the store's request, the engine's copies), and
+ * glibc keeps the high-water mark as RSS long after: eight 5 MB uploads received at once
+ * grew the heap by ~230 MB and it stayed there, where three at a time stayed ~60 MB over
+ * idle (issue #49). So the body is not read until its bytes are admitted. A waiter past
+ * the line's length, or past its wait, is refused with 250 / HTTP 503 and Retry-After,
+ * never left hanging.
  */
 export class ByteGate {
   #held = 0;

@@ -237,7 +237,7 @@ export function registerUploadRoutes(
   /**
    * 413 for a body whose declared length is past the most its images could come to
    * (bodyCap), before it is admitted or read: a 60 MB body in the sandbox (memory
-   * scratch, 32 MB of images a request) was read up to 32 MB first, and on disk one
+   * scratch, then 32 MB of images a request) was read up to 32 MB first, and on disk one
    * declaring a gigabyte was read up to the 15 files' 644 MB.
    */
   const refuseOversize = async (c: Context<AppEnv>, declared?: number) => {

@@ -1,7 +1,7 @@
 /**
  * Cold start under Deno Deploy's limits (issue 33): the time from spawning the process to
  * the first answered upload, with `deno task start:sandbox`'s flags (no FFI, no subprocess,
- * no disk writes) on PostgreSQL and an S3 bucket (s3rver), against a bare `Deno.serve`
+ * no disk writes) and environment on PostgreSQL and an S3 bucket (s3rver), against a bare `Deno.serve`
  * started with the same flags that connects to the same PostgreSQL (`SELECT 1`) before it
  * answers; and against the same with sharp's WebAssembly engine, which answers the upload
  * with the image's size once sharp has read it: what any image service on this engine
@@ -13,16 +13,14 @@ import { startPgCluster } from "../tests/pg_cluster.ts";
 import { startS3 } from "../tests/s3_server.ts";
 import { keyBeforeStart } from "../tests/service_process.ts";
 import { makeImage } from "../tests/fixtures.ts";
+import { SANDBOX_ENV, taskFlags } from "../tests/start_task.ts";
 import { freePort, pct, ROOT, table, watchdog } from "./lib.ts";
 
 watchdog(10 * 60_000);
 const runsArg = Deno.args.indexOf("--runs");
 const RUNS = runsArg >= 0 ? Number(Deno.args[runsArg + 1]) : 5;
 
-const tasks = JSON.parse(await Deno.readTextFile(`${ROOT}deno.json`)).tasks;
-const FLAGS = (tasks["start:sandbox"] as string).split(/\s+/).filter((a) =>
-  a.startsWith("--")
-);
+const FLAGS = taskFlags("start:sandbox");
 
 /** The reference: Deno.serve that has one PostgreSQL answer before it listens. */
 const BARE = `import pg from "pg";
@@ -121,7 +119,9 @@ try {
     "cold start password",
   );
   const png = await makeImage("png", { width: 400, height: 300 });
+  // The task's environment for all three, as `deno task start:sandbox` would give it.
   const env = {
+    ...SANDBOX_ENV,
     DATABASE_URL: pg.url,
     ...s3.env,
     SCREENSHOTS: "off",

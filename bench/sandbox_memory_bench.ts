@@ -1,14 +1,17 @@
 /**
- * Memory in the sandbox profile (issue #49): main.ts with `deno task start:sandbox`'s flags
- * (no FFI, so sharp's WebAssembly engine; no disk, so uploads are received in memory) on
- * PostgreSQL, an S3 bucket (s3rver) and a browser service (`deno task browser`, on
- * loopback), as Deno Deploy runs it, without the runtime knobs Deploy cannot set. Peak RSS
- * (polled every 20 ms) under: 8 concurrent 5 MB uploads, 4 concurrent requests of 8 such
- * files, 4 concurrent first AVIF variants of large images, 4 concurrent full-page
- * captures, then after 10 s of quiet. Target: every peak ≤ 400 MB (Deploy's limit is 512 MB), with
- * excess work answered 503/250 and Retry-After, never a kill. `--rounds N` runs the load N
- * times, each with new bytes, to show whether what stays after the quiet grows.
- * `deno run -A bench/sandbox_memory_bench.ts [--rounds N] [--env KEY=VALUE …]`.
+ * Memory in the sandbox profile (issue #49): main.ts as `deno task start:sandbox` runs it
+ * (its flags: no FFI, so sharp's WebAssembly engine; no disk, so uploads are received in
+ * memory; and its environment: glibc's allocator told to map buffers of 256 KB or more on
+ * their own) on PostgreSQL, an S3 bucket (s3rver) and a browser service (`deno task
+ * browser`, on loopback), without the V8 flags Deploy cannot set. `--no-task-env` drops the
+ * task's environment, as a platform that starts the process without it would (Deno Deploy
+ * may: it is not visible from here). Peak RSS (polled every 20 ms) under: 8 concurrent 5 MB
+ * uploads, 4 concurrent requests of 8 such files, 4 concurrent first AVIF variants of large
+ * images, 4 concurrent full-page captures, then after 10 s of quiet. Target: every peak ≤
+ * 400 MB (Deploy's limit is 512 MB), with excess work answered 503/250 and Retry-After,
+ * never a kill. `--rounds N` runs the load N times, each with new bytes, to show whether
+ * what stays after the quiet grows.
+ * `deno run -A bench/sandbox_memory_bench.ts [--rounds N] [--no-task-env] [--env KEY=VALUE …]`.
  */
 import { Buffer } from "node:buffer";
 import * as tus from "tus-js-client";
@@ -18,11 +21,11 @@ import { startS3 } from "../tests/s3_server.ts";
 import { keyBeforeStart, startService } from "../tests/service_process.ts";
 import { startBrowserService } from "../tests/browser_service.ts";
 import { startFixture } from "../tests/fixture_server.ts";
+import { SANDBOX_ENV, taskFlags } from "../tests/start_task.ts";
 import {
   freePort,
   multipartBody,
   noiseJpeg,
-  ROOT,
   table,
   uniqueJpeg,
   watchdog,
@@ -31,16 +34,19 @@ import {
 watchdog(15 * 60_000);
 const extra: Record<string, string> = {};
 let ROUNDS = 1;
+let taskEnvOn = true;
 for (let i = 0; i < Deno.args.length; i++) {
   if (Deno.args[i] === "--env") {
     const [k, ...v] = Deno.args[++i].split("=");
     extra[k] = v.join("=");
   } else if (Deno.args[i] === "--rounds") ROUNDS = Number(Deno.args[++i]);
+  else if (Deno.args[i] === "--no-task-env") taskEnvOn = false;
 }
 
-const tasks = JSON.parse(await Deno.readTextFile(`${ROOT}deno.json`)).tasks;
-const FLAGS = (tasks["start:sandbox"] as string).split(/\s+/).filter((a) =>
-  a.startsWith("--")
+const FLAGS = taskFlags("start:sandbox");
+const TASK_ENV = taskEnvOn ? SANDBOX_ENV : {};
+console.log(
+  `the service's environment from the task: ${JSON.stringify(TASK_ENV)}`,
 );
 
 const pg = await startPgCluster();
@@ -70,6 +76,7 @@ const browser = await startBrowserService({
   allow: `127.0.0.1:${pages.port}`,
 });
 const svc = await startService({
+  ...TASK_ENV,
   DATABASE_URL: pg.url,
   ...s3.env,
   SCREENSHOTS: "on",

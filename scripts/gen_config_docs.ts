@@ -107,6 +107,8 @@ export function configurationReference(): string {
     "",
     "`deno task start` and the Dockerfile also set two knobs of the runtime itself (a test checks that both agree); set them yourself when you run `main.ts` another way: `MALLOC_ARENA_MAX=1` (one glibc arena, so libvips' buffers are reused) and `--v8-flags=--max-semi-space-size=1,--heap-growing-percent=50` (a small young generation, and an old one collected once it has grown by half). Together they keep a 15 × 32 MB upload within ~32–55 MB of extra memory ([benchmarks.md](benchmarks.md)).",
     "",
+    "`deno task start:sandbox` sets one instead: `GLIBC_TUNABLES=glibc.malloc.mmap_threshold=262144:glibc.malloc.arena_max=1` (buffers of 256 KB or more mapped on their own and given back when freed, however large the ones freed before; one arena). Without it glibc keeps what the runtime's and the image engine's buffers grew its heap to, and a warmed sandbox instance holds ~50 MB more ([deploy.md](deploy.md#deno-deploy)). Set it yourself when you start the sandbox profile another way; glibc reads it only at the process's start.",
+    "",
   );
   return parts.join("\n");
 }

@@ -2038,6 +2038,31 @@ const MUTATIONS: Mutation[] = [
     return await db.transaction().execute(async (tx) => {`,
     tests: ["tests/screenshot_schedules_test.ts"],
   },
+  {
+    name:
+      "sandbox memory: start:sandbox without glibc's fixed mapping threshold (freed buffers kept in a heap that never shrinks)",
+    file: "deno.json",
+    from:
+      `"start:sandbox": "GLIBC_TUNABLES=glibc.malloc.mmap_threshold=262144:glibc.malloc.arena_max=1 deno run`,
+    to: `"start:sandbox": "deno run`,
+    tests: ["tests/big_buffer_test.ts"],
+  },
+  {
+    name:
+      "sandbox memory: a tunable glibc does not know (it ignores it silently, and keeps the heap)",
+    file: "deno.json",
+    from: `GLIBC_TUNABLES=glibc.malloc.mmap_threshold=262144:`,
+    to: `GLIBC_TUNABLES=glibc.malloc.mmap_treshold=262144:`,
+    tests: ["tests/big_buffer_test.ts"],
+  },
+  {
+    name:
+      "S3 store: a memory file's parts sent from its start each time (a corrupt original)",
+    file: "services/store/s3_store.ts",
+    from: `(off, len) => Promise.resolve(bytes.subarray(off, off + len)),`,
+    to: `(_off, len) => Promise.resolve(bytes.subarray(0, len)),`,
+    tests: ["tests/store_test.ts"],
+  },
 ];
 
 const root = new URL("..", import.meta.url).pathname.replace(/\/$/, "");

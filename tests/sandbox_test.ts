@@ -11,6 +11,7 @@ import { test, waitUntilAsync } from "./helpers.ts";
 import { startPgCluster } from "./pg_cluster.ts";
 import { startS3 } from "./s3_server.ts";
 import { startService } from "./service_process.ts";
+import { SANDBOX_ENV, taskFlags } from "./start_task.ts";
 import { startBrowserService } from "./browser_service.ts";
 import { linkedNamespace } from "./netns.ts";
 import { countingListener, startFixture } from "./fixture_server.ts";
@@ -21,13 +22,8 @@ const GREEN =
   `<!doctype html><style>html,body{margin:0;height:100%;background:#00ff00}</style><body></body>`;
 
 /** The flags of `deno task start:sandbox`, read from deno.json so the two cannot differ. */
-async function sandboxFlags(): Promise<string[]> {
-  const tasks = JSON.parse(
-    await Deno.readTextFile(new URL("../deno.json", import.meta.url)),
-  ).tasks as Record<string, string>;
-  const flags = tasks["start:sandbox"].split(/\s+/).filter((a) =>
-    a.startsWith("--")
-  );
+function sandboxFlags(): string[] {
+  const flags = taskFlags("start:sandbox");
   for (
     const f of ["--deny-ffi", "--deny-run", "--deny-write", "--allow-net"]
   ) assert.ok(flags.includes(f), f);
@@ -55,7 +51,7 @@ async function listeningPorts(pid: number): Promise<number[]> {
 const METRICS_TOKEN = "sandbox-metrics-token-0123";
 
 test("under Deno Deploy's limits (no FFI, no subprocess, no disk writes) the service does its whole job on PostgreSQL, S3 and a browser service: accounts, every upload body, variants, viewer, list, delete, expiry, screenshots, the site, and the operator's quota, takedown and metrics", async () => {
-  const flags = await sandboxFlags();
+  const flags = sandboxFlags();
   const pg = await startPgCluster();
   const s3 = await startS3();
   const net = await linkedNamespace();
@@ -96,6 +92,7 @@ test("under Deno Deploy's limits (no FFI, no subprocess, no disk writes) the ser
       netns: net.ns,
     });
     svc = await startService({
+      ...SANDBOX_ENV,
       DATABASE_URL: pg.url,
       ...s3.env,
       SCREENSHOTS: "on",

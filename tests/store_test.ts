@@ -1,6 +1,13 @@
 import assert from "node:assert/strict";
 import { hostname } from "node:os";
 import { processTag } from "../services/runtime/scratch_dir.ts";
+import {
+  MEMORY_ROOT,
+  removeScratch,
+  setMemoryBudget,
+  statScratch,
+  writeScratch,
+} from "../services/runtime/scratch_files.ts";
 import { FsStore } from "../services/store/fs_store.ts";
 import type { BlobStore } from "../services/store/blob_store.ts";
 import { ImagePipeline } from "../services/images/pipeline.ts";
@@ -148,41 +155,56 @@ test("the S3 store keeps the same contract against a local S3 server", async () 
   }
 });
 
-test("a file larger than one part goes to S3 as a multipart upload and comes back whole", async () => {
-  const s3 = await startS3({ partSize: 5 * 1024 * 1024 });
-  const local = await Deno.makeTempFile();
-  try {
-    const bytes = new Uint8Array(12 * 1024 * 1024 + 123).map((_, i) =>
-      (i * 7) % 251
-    );
-    await Deno.writeFile(local, bytes);
-    const seen: string[] = [];
-    await recordS3Requests(
-      seen,
-      () =>
-        s3.store.putFile("multipart1.jpg", local, {
-          contentType: "image/jpeg",
-        }),
-    );
-    assert.deepEqual(seen, [
-      "POST ?uploads",
-      "PUT ?partNumber&uploadId",
-      "PUT ?partNumber&uploadId",
-      "PUT ?partNumber&uploadId",
-      "POST ?uploadId",
-    ]);
-    await assert.rejects(Deno.stat(local), Deno.errors.NotFound);
-    const got = await s3.store.get("multipart1.jpg");
-    assert.equal(got!.size, bytes.length);
-    assert.deepEqual(
-      new Uint8Array(await new Response(got!.body as BodyInit).arrayBuffer()),
-      bytes,
-    );
-  } finally {
-    await Deno.remove(local).catch(() => {});
-    await s3.close();
-  }
-});
+for (const where of ["disk", "memory"] as const) {
+  test(
+    `a file ${
+      where === "disk"
+        ? "on disk"
+        : "in memory (the sandbox's, sent as views of its own bytes)"
+    } larger than one part goes to S3 as a multipart upload and comes back whole, and is removed`,
+    async () => {
+      const s3 = await startS3({ partSize: 5 * 1024 * 1024 });
+      setMemoryBudget(64);
+      const local = where === "disk"
+        ? await Deno.makeTempFile()
+        : `${MEMORY_ROOT}/store-test/multipart1.jpg`;
+      try {
+        const bytes = new Uint8Array(12 * 1024 * 1024 + 123).map((_, i) =>
+          (i * 7) % 251
+        );
+        await writeScratch(local, bytes);
+        const seen: string[] = [];
+        await recordS3Requests(
+          seen,
+          () =>
+            s3.store.putFile("multipart1.jpg", local, {
+              contentType: "image/jpeg",
+            }),
+        );
+        assert.deepEqual(seen, [
+          "POST ?uploads",
+          "PUT ?partNumber&uploadId",
+          "PUT ?partNumber&uploadId",
+          "PUT ?partNumber&uploadId",
+          "POST ?uploadId",
+        ]);
+        await assert.rejects(statScratch(local), Deno.errors.NotFound);
+        const got = await s3.store.get("multipart1.jpg");
+        assert.equal(got!.size, bytes.length);
+        assert.deepEqual(
+          new Uint8Array(
+            await new Response(got!.body as BodyInit).arrayBuffer(),
+          ),
+          bytes,
+        );
+      } finally {
+        await removeScratch(local).catch(() => {});
+        setMemoryBudget(256);
+        await s3.close();
+      }
+    },
+  );
+}
 
 test("a multipart upload whose part is refused fails whole: aborted, nothing stored", async () => {
   const s3 = await startS3({ partSize: 5 * 1024 * 1024 });

@@ -14,8 +14,6 @@ import {
   openScratch,
   readScratch,
   removeScratch,
-  type ScratchFile,
-  statScratch,
 } from "../runtime/scratch_files.ts";
 
 /**
@@ -162,22 +160,29 @@ export class S3Store implements BlobStore {
 
   /**
    * PUTs a small file in one request; a larger one as a multipart upload of `partSize`
-   * pieces read into one reused buffer, so memory per upload stays at one part whatever
-   * the file's size (Deno's fetch sends stream bodies chunked, which S3 refuses for a PUT).
-   * The file is removed once stored.
+   * pieces: from disk read into one reused buffer, so memory per upload stays at one part
+   * whatever the file's size (Deno's fetch sends stream bodies chunked, which S3 refuses
+   * for a PUT); from memory as views of the file's bytes. The file is removed once stored.
    */
   async putFile(
     key: string,
     path: string,
     meta: { contentType: string },
   ): Promise<void> {
-    if (
-      isMemoryPath(path) && (await statScratch(path)).size <= this.#partSize
-    ) {
-      // A memory file's own bytes, not a copy of them (issue #49: every copy of a body
-      // is RSS the process keeps). A larger one goes up part by part, as from disk.
+    if (isMemoryPath(path)) {
+      // A memory file's own bytes, and its parts views of them, not copies (issue #49:
+      // every copy of a body is RSS at the upload's peak; a part buffer was 8 MB of it).
       const bytes = await readScratch(path);
-      await this.put(key, bytes, { ...meta, size: bytes.length });
+      if (bytes.length <= this.#partSize) {
+        await this.put(key, bytes, { ...meta, size: bytes.length });
+      } else {
+        await this.#multipart(
+          key,
+          bytes.length,
+          meta.contentType,
+          (off, len) => Promise.resolve(bytes.subarray(off, off + len)),
+        );
+      }
       await removeScratch(path).catch(() => {});
       return;
     }
@@ -191,7 +196,15 @@ export class S3Store implements BlobStore {
         }
         await this.put(key, bytes, { ...meta, size });
       } else {
-        await this.#multipart(key, f, size, meta.contentType);
+        // Parts read in turn into one reused buffer: one part's memory per upload.
+        const buf = bigBuffer(this.#partSize);
+        await this.#multipart(key, size, meta.contentType, async (_, len) => {
+          const part = buf.subarray(0, len);
+          if (await readFull(f, part) < len) {
+            throw new Error("file ended early");
+          }
+          return part;
+        });
       }
     } finally {
       f.close();
@@ -199,11 +212,15 @@ export class S3Store implements BlobStore {
     await removeScratch(path).catch(() => {});
   }
 
+  /**
+   * A multipart upload of `size` bytes in `partSize` pieces, each asked of `part` (its
+   * offset and length) just before it is sent; aborted on any failure.
+   */
   async #multipart(
     key: string,
-    f: ScratchFile,
     size: number,
     contentType: string,
+    part: (offset: number, length: number) => Promise<Uint8Array>,
   ) {
     const url = this.#url(key);
     const init = await this.#fetch(`${url}?uploads`, {
@@ -217,17 +234,13 @@ export class S3Store implements BlobStore {
     }
     const id = encodeURIComponent(uploadId);
     try {
-      const buf = bigBuffer(this.#partSize);
       const etags: string[] = [];
       for (let off = 0, n = 1; off < size; off += this.#partSize, n++) {
-        const part = buf.subarray(0, Math.min(this.#partSize, size - off));
-        if (await readFull(f, part) < part.length) {
-          throw new Error("file ended early");
-        }
+        const bytes = await part(off, Math.min(this.#partSize, size - off));
         const res = await this.#fetch(`${url}?partNumber=${n}&uploadId=${id}`, {
           method: "PUT",
-          body: part as Uint8Array<ArrayBuffer>,
-          headers: { "content-length": String(part.length), ...UNSIGNED },
+          body: bytes as Uint8Array<ArrayBuffer>,
+          headers: { "content-length": String(bytes.length), ...UNSIGNED },
         });
         await res.body?.cancel();
         const etag = res.headers.get("etag");

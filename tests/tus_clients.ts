@@ -127,11 +127,20 @@ export function tusUpload(
 }
 
 /**
- * Creations sent at the same moment, with TUS_UPLOADS_AT_ONCE=3 and TUS_PENDING_MB=1:
- * ten small ones by one account open three (seven 429/170), six of 400 KB by another open
- * two (four 413/130).
+ * Creations sent at the same moment to `env`'s app on loopback, with TUS_UPLOADS_AT_ONCE=3
+ * and TUS_PENDING_MB=1: ten small ones by one account open three (seven 429/170), six of
+ * 400 KB by another open two (four 413/130).
  */
-export async function creationsAtOnce(env: TestEnv, origin: string) {
+export async function creationsAtOnce(env: TestEnv) {
+  const http = serve(env);
+  try {
+    await creationsAgainst(env, http.origin);
+  } finally {
+    await http.close();
+  }
+}
+
+async function creationsAgainst(env: TestEnv, origin: string) {
   const { key } = await userWithKey(env);
   const other = await userWithKey(env, "other@example.com");
   const create = (length: number, k: string) =>

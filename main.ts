@@ -17,6 +17,7 @@ import {
 import { collectNow } from "./services/runtime/collector.ts";
 import { withTimeout } from "./services/runtime/timeout.ts";
 import { Metrics } from "./services/metrics/metrics.ts";
+import { warmEngine } from "./services/images/engine.ts";
 import { listenAddress, metricsOnlyHandler } from "./routes/metrics_route.ts";
 
 /** Reads the environment once, builds the dependencies and serves the app. */
@@ -70,6 +71,11 @@ async function main() {
           : "the request's origin",
         uptime_ms: Math.round(performance.now()),
       });
+      // The image engine starts once a first request has had its chance to start it
+      // itself. Started beside the database, its threads' start (~200 ms in wasm, ~60 of
+      // them holding this thread) held up the database's first answer and made the first
+      // upload of a cold start ~60 ms later (issue #49); in an idle process it is free.
+      Deno.unrefTimer(setTimeout(warmEngine, 500));
       // With memory scratch (Deno Deploy), start-up's garbage (the module graph's, the
       // migrations'; ~35 MB of RSS) is collected once, soon after, not at V8's leisure.
       if (config.SCRATCH === "memory") {

@@ -23,11 +23,7 @@ import { allowRulesOf } from "../schemas/allow_list.ts";
 import type { Screenshotter } from "../services/screenshots/screenshotter.ts";
 import { installChromium } from "../services/screenshots/install.ts";
 import { ImagePipeline } from "../services/images/pipeline.ts";
-import {
-  engineThreads,
-  imageEngine,
-  warmEngine,
-} from "../services/images/engine.ts";
+import { engineThreads, imageEngine } from "../services/images/engine.ts";
 import { sweepExpired } from "../services/images/records.ts";
 import { sweepRateLimits } from "../services/accounts/rate_limit.ts";
 import { sweepGuests } from "../services/accounts/guests.ts";
@@ -253,9 +249,8 @@ async function buildRest(
   opts: { pgliteDir: string },
   shooting: Promise<Screenshotter | undefined>,
 ): Promise<{ deps: Omit<AppDeps, "clock">; close(): Promise<void> }> {
-  // Beside the database's start, not after it: the engine's own start runs on its threads,
-  // and the store's first request (an S3 bucket's check) waits on the network.
-  const warming = warmEngine();
+  // Beside the database's start, not after it: the store's first request (an S3 bucket's
+  // check) waits on the network. The image engine is not started here (see warmWhenIdle).
   const storing = openStore(config);
   let database: Database;
   try {
@@ -274,7 +269,6 @@ async function buildRest(
   // Which libvips runs (native, or WebAssembly where native code is refused) and how
   // image work is spread over it: the first thing to read when uploads are slow.
   const engine = imageEngine();
-  await warming;
   log.info({
     msg: "image engine",
     engine,

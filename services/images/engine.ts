@@ -44,8 +44,10 @@ export function webpEffort(engine: ImageEngine): number {
 
 /**
  * Does one tiny image's work, so the first upload does not pay for the engine's start: in
- * wasm that is its thread pool (~145 ms here, then ~3 ms an operation), natively a few
- * ms. Never fails: a broken engine shows on the first upload, with its error.
+ * wasm that is its threads' start (~200 ms here, ~60 of them on the calling thread; then
+ * ~4 ms an operation), natively a few ms. main.ts calls it once the service listens and
+ * has been idle a moment, never beside the database's start (issue #49). Never fails: a
+ * broken engine shows on the first upload, with its error.
  */
 export async function warmEngine(): Promise<void> {
   await sharp({

@@ -2063,6 +2063,47 @@ const MUTATIONS: Mutation[] = [
     to: `(_off, len) => Promise.resolve(bytes.subarray(0, len)),`,
     tests: ["tests/store_test.ts"],
   },
+  {
+    name:
+      "strip in place: a range moved forward over bytes still to be read (a corrupt original)",
+    file: "services/images/formats/strip_in_place.ts",
+    from: `      if (out > p.from) return null;`,
+    to: `      // the range check left out`,
+    tests: ["tests/strip_in_place_test.ts"],
+  },
+  {
+    name:
+      "strip in place: a plan longer than the bytes (a GIF given its trailer) written past their end",
+    file: "services/images/formats/strip_in_place.ts",
+    from: `return out > bytes.length ? null : out;`,
+    to: `return out;`,
+    tests: ["tests/strip_in_place_test.ts"],
+  },
+  {
+    name:
+      "strip in place: the sizes written after (a WebP's RIFF and frame sizes) left as they were",
+    file: "services/images/formats/strip_in_place.ts",
+    from:
+      `  for (const { offset, bytes: b } of plan.patches) bytes.set(b, offset);`,
+    to: ``,
+    tests: ["tests/strip_in_place_test.ts"],
+  },
+  {
+    name:
+      "strip in place: the memory file not shortened (the dropped metadata's length of old bytes stored after the image)",
+    file: "services/images/pipeline_stages.ts",
+    from: `  shrinkScratch(file.path, length);`,
+    to: ``,
+    tests: ["tests/jpeg_keep_test.ts"],
+  },
+  {
+    name:
+      "strip in place: large memory uploads stripped into a copy again (a 9 MB one with EXIF refused under MEMORY_BODY_MB=16)",
+    file: "services/images/pipeline_stages.ts",
+    from: `    source.length >= STRIP_IN_PLACE_MIN &&`,
+    to: `    source.length >= Infinity &&`,
+    tests: ["tests/jpeg_keep_test.ts"],
+  },
 ];
 
 const root = new URL("..", import.meta.url).pathname.replace(/\/$/, "");

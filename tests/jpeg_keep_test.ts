@@ -2,10 +2,12 @@ import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import {
   jpegKeepsAll,
+  orientationApp1,
   stripJpeg,
 } from "../services/images/formats/metadata_strip.ts";
 import {
   fetchBytes,
+  scratchFiles,
   storedKeys,
   test,
   testEnv,
@@ -15,7 +17,7 @@ import {
 import { formWith, makeNoiseJpeg } from "./fixtures.ts";
 
 /** stripJpeg's output for `bytes`, through real scratch files. */
-async function stripped(bytes: Uint8Array, orientation = 1) {
+async function strippedOf(bytes: Uint8Array, orientation = 1) {
   const dir = await Deno.makeTempDir();
   try {
     await Deno.writeFile(`${dir}/in.jpg`, bytes);
@@ -58,7 +60,7 @@ test("a JPEG is kept as it came exactly when the strip would write it back uncha
     ["plain, orientation 6", plain, 6],
   ];
   for (const [name, bytes, orientation] of cases) {
-    const same = Buffer.from(await stripped(bytes, orientation)).equals(
+    const same = Buffer.from(await strippedOf(bytes, orientation)).equals(
       Buffer.from(bytes),
     );
     assert.equal(jpegKeepsAll(bytes, orientation), same, name);
@@ -76,7 +78,7 @@ test("a JPEG is kept as it came exactly when the strip would write it back uncha
   }
 });
 
-test("with SCRATCH=memory a JPEG with nothing to strip is stored as it came without a copy: 9 MB fits MEMORY_BODY_MB=16 where the same with EXIF, which needs its copy, does not", async () => {
+test("with SCRATCH=memory a 9 MB JPEG is stored without a copy within MEMORY_BODY_MB=16: as it came with nothing to strip, stripped within its own bytes with EXIF; one whose orientation must be written back before anything is dropped needs its copy and is refused", async () => {
   const env = await testEnv({
     env: { SCRATCH: "memory", MEMORY_BODY_MB: "16", MEMORY_REQUEST_MB: "12" },
   });
@@ -85,31 +87,55 @@ test("with SCRATCH=memory a JPEG with nothing to strip is stored as it came with
     const plain = await makeNoiseJpeg(3050, 3050);
     assert.ok(plain.length > 8.5e6 && plain.length < 11e6, `${plain.length}`);
     // As a browser sends it, with its length: the body is received into one buffer.
-    const kept = await uploadDeclared(
+    const storedAs = async (name: string, bytes: Uint8Array) => {
+      const res = await uploadDeclared(
+        env,
+        key,
+        formWith([{ name, bytes }]),
+      );
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      return (await fetchBytes(env, new URL(res.body.data.url).pathname))
+        .bytes;
+    };
+    const kept = await storedAs("plain.jpg", plain);
+    assert.ok(Buffer.from(kept).equals(Buffer.from(plain)));
+    const withExif = await makeNoiseJpeg(3050, 3050, { exif: true });
+    const stripped = await storedAs("exif.jpg", withExif);
+    assert.ok(
+      Buffer.from(stripped).equals(Buffer.from(await strippedOf(withExif))),
+    );
+    assert.ok(stripped.length < withExif.length);
+    // Cut short, it fails its check, which comes first: nothing stored, nothing moved.
+    const cut = await uploadDeclared(
       env,
       key,
-      formWith([{ name: "plain.jpg", bytes: plain }]),
+      formWith([{ name: "cut.jpg", bytes: withExif.subarray(0, 6e6) }]),
     );
-    assert.equal(kept.status, 200, JSON.stringify(kept.body));
-    const served = await fetchBytes(
-      env,
-      new URL(kept.body.data.url).pathname,
-    );
-    assert.ok(Buffer.from(served.bytes).equals(Buffer.from(plain)));
-    const withExif = await makeNoiseJpeg(3050, 3050, { exif: true });
+    assert.deepEqual([cut.status, cut.body.error.code], [415, 141]);
+    // EXIF with orientation 6 after the first table: the strip writes the orientation
+    // back at that table, before the EXIF is dropped, so it cannot fit within the bytes.
+    const dqt = plain.indexOf(0xdb, 2) - 1;
+    const dqtEnd = dqt + 2 + ((plain[dqt + 2] << 8) | plain[dqt + 3]);
+    const late = new Uint8Array([
+      ...plain.subarray(0, dqtEnd),
+      ...orientationApp1(6),
+      ...plain.subarray(dqtEnd),
+    ]);
     const refused = await uploadDeclared(
       env,
       key,
-      formWith([{ name: "exif.jpg", bytes: withExif }]),
+      formWith([{ name: "late.jpg", bytes: late }]),
     );
     assert.deepEqual(
       [refused.status, refused.body.error.code],
       [503, 250],
     );
+    assert.match(JSON.stringify(refused.body.error), /MEMORY_BODY_MB/);
     assert.equal(
       (await storedKeys(env)).filter((k) => /\.jpg$/.test(k)).length,
-      1,
+      2,
     );
+    assert.deepEqual(scratchFiles(env), []);
   } finally {
     await env.close();
   }

@@ -69,6 +69,8 @@ import {
   sniffType,
   type Source,
   strip,
+  stripsInPlace,
+  stripWithin,
 } from "./pipeline_stages.ts";
 
 export type { IncomingImage } from "./pipeline_stages.ts";
@@ -452,32 +454,46 @@ export class ImagePipeline {
     const { tmp, beside, keep, unkeep } = stages;
     const timeout = this.deps.config.IMAGE_TIMEOUT_MS;
     let deadline = Infinity;
-    // The received file itself (kept as it is) waits for the check: libvips may still
-    // have to open it by its path.
-    const stored = strip(
-      file,
-      source,
-      ext,
-      shape.orientation,
-      beside,
-      this.#stripBuffers,
-    )
-      .then(async (kept) => {
-        if (typeof kept !== "string" || kept === file.path) return kept;
-        await keep(kept);
-        return STORED;
-      });
-    const checked = this.#slots.run(() => {
-      deadline = Date.now() + timeout;
-      return check(
+    // A large file held in memory is stripped within its own bytes (stripWithin: a copy
+    // would double it at the upload's peak), before the check reads them: the check
+    // decodes what is stored, and the store's write still runs beside the decode.
+    const within = stripsInPlace(file, source, ext, shape.orientation)
+      ? stripWithin(
+        file,
         source,
-        shape,
-        tmp,
-        deadline,
-        this.deps.config.MAX_IMAGE_PIXELS,
+        ext,
+        shape.orientation,
+        beside,
         this.#stripBuffers,
-      );
-    }, timeout);
+      )
+      : undefined;
+    const stripped = within?.then((w) => w.kept) ??
+      strip(file, source, ext, shape.orientation, beside, this.#stripBuffers);
+    // The received file itself, kept as it came, waits for the check where libvips may
+    // still open it by its path; rewritten within its bytes, it is read by them.
+    const stored = stripped.then(async (kept) => {
+      if (typeof kept !== "string" || (kept === file.path && !within)) {
+        return kept;
+      }
+      await keep(kept);
+      return STORED;
+    });
+    const checkOf = (decodable: Source) =>
+      this.#slots.run(() => {
+        deadline = Date.now() + timeout;
+        return check(
+          decodable,
+          shape,
+          tmp,
+          deadline,
+          this.deps.config.MAX_IMAGE_PIXELS,
+          this.#stripBuffers,
+        );
+      }, timeout);
+    // A strip that failed moved nothing: the check then decodes the bytes as they came.
+    const checked = within
+      ? within.then((w) => w.decode, () => source).then(checkOf)
+      : checkOf(source);
     // Both settle before anything is judged, so no write is still running when the temp
     // files are removed; a decode failure (141) outranks whatever the strip ran into.
     const [decoded, original] = await Promise.allSettled([checked, stored]);

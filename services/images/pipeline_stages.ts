@@ -29,10 +29,12 @@ import {
 import { rewriteTiff, tiffHasOtherTags } from "./formats/tiff_tags.ts";
 import { withReader } from "./formats/positioned_read.ts";
 import { rewriteAvif } from "./formats/avif_strip.ts";
+import { inPlacePass, stripInPlace } from "./formats/strip_in_place.ts";
 import { isLibvipsTimeout } from "./engine.ts";
 import {
   isMemoryPath,
   readScratch,
+  shrinkScratch,
   writeScratch,
 } from "../runtime/scratch_files.ts";
 
@@ -303,6 +305,62 @@ export async function strip(
     throw damaged(e.message);
   }
   return out;
+}
+
+/**
+ * Received files held in memory from this size on are stripped within their own bytes
+ * (stripWithin). Smaller ones keep the copy made beside the check: its store overlaps
+ * the decode, and a copy of under 1 MB is no weight at the process's peak.
+ */
+export const STRIP_IN_PLACE_MIN = 1024 * 1024;
+
+/**
+ * Whether the upload's strip is to wait for its check and then rewrite the received bytes
+ * themselves (stripWithin): a large file held in memory (Deno Deploy) of a format whose
+ * strip only drops and rewrites segments. The check's decode reads those bytes, so the
+ * strip comes after it, not beside it.
+ */
+export function stripsInPlace(
+  file: IncomingImage,
+  source: Source,
+  ext: string,
+  orientation: number,
+): boolean {
+  return source instanceof Uint8Array && isMemoryPath(file.path) &&
+    source.length >= STRIP_IN_PLACE_MIN &&
+    inPlacePass(ext, orientation) !== undefined;
+}
+
+/**
+ * `strip` for stripsInPlace's files: the received file itself, rewritten and shortened
+ * (issue #49: a 20 MB upload's copy was 20 MB more at the sandbox's peak), or, where the
+ * rewrite does not fit within its bytes (an orientation to write back before anything
+ * was dropped), a copy as `strip` makes, the bytes untouched. `decode`: what the check
+ * is to decode, the stripped bytes (what is stored) or the source as it came.
+ */
+export async function stripWithin(
+  file: IncomingImage,
+  source: Source,
+  ext: string,
+  orientation: number,
+  tmp: (name: string) => string,
+  buffers: StripBuffers,
+): Promise<{ kept: Original; decode: Source }> {
+  let length: number | null = null;
+  try {
+    if (source instanceof Uint8Array) {
+      length = await stripInPlace(source, ext, orientation);
+    }
+  } catch (e) {
+    if (!(e instanceof MalformedImage)) throw e;
+    throw damaged(e.message);
+  }
+  if (length === null || !(source instanceof Uint8Array)) {
+    const kept = await strip(file, source, ext, orientation, tmp, buffers);
+    return { kept, decode: source };
+  }
+  shrinkScratch(file.path, length);
+  return { kept: file.path, decode: source.subarray(0, length) };
 }
 
 /**

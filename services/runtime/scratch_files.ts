@@ -432,6 +432,22 @@ export async function readScratch(path: string): Promise<Uint8Array> {
   return wholeOf(e);
 }
 
+/**
+ * Ends a memory file of one part (read whole) at `size` bytes, after its bytes were
+ * rewritten shorter within themselves (strip_in_place.ts). The room past it stays in
+ * its buffer, counted, until the file goes: nothing is copied to give it back.
+ */
+export function shrinkScratch(path: string, size: number): void {
+  const e = memory.files.get(path);
+  if (!e) throw new Deno.errors.NotFound(`no scratch file ${path}`);
+  if (e.parts.length !== 1 || size > e.size) {
+    throw new RangeError(`cannot shrink ${path} to ${size} bytes`);
+  }
+  e.slack += e.parts[0].length - size;
+  e.parts[0] = e.parts[0].subarray(0, size);
+  e.size = size;
+}
+
 /** Writes a whole scratch file at once (libvips' output, made in memory). */
 export async function writeScratch(
   path: string,

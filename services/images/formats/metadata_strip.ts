@@ -97,8 +97,24 @@ export class SeqReader {
   }
 }
 
+/**
+ * Where a strip pass writes: a file through a buffer (BufWriter), or a plan of the
+ * original's own bytes for a rewrite in place (strip_in_place.ts).
+ */
+export interface StripWriter {
+  /** Bytes written so far (the next write's offset). */
+  readonly pos: number;
+  /** Appends `b`; a pass hands over views of what it read, or bytes of its own. */
+  write: (b: Uint8Array) => Promise<void>;
+  /** Overwrites bytes already written at `offset`. */
+  patch(offset: number, b: Uint8Array): Promise<void>;
+}
+
+/** A format's strip: one front-to-back pass from the reader to the writer. */
+export type StripPass = (r: SeqReader, w: StripWriter) => Promise<void>;
+
 /** Buffered writer: small pieces are gathered into 1 MiB writes. */
-export class BufWriter {
+export class BufWriter implements StripWriter {
   #len = 0;
   #flushed = 0; // bytes already in the file
   constructor(
@@ -144,7 +160,7 @@ async function transform(
   src: string,
   dst: string,
   buffers: StripBuffers,
-  body: (r: SeqReader, w: BufWriter) => Promise<void>,
+  body: StripPass,
 ) {
   const f = await openScratch(src, { read: true });
   const rbuf = buffers.take();
@@ -233,7 +249,12 @@ export async function stripJpeg(
   orientation: number,
   buffers: StripBuffers = new StripBuffers(),
 ): Promise<void> {
-  await transform(src, dst, buffers, async (r, w) => {
+  await transform(src, dst, buffers, jpegPass(orientation));
+}
+
+/** stripJpeg's pass. */
+export function jpegPass(orientation: number): StripPass {
+  return async (r, w) => {
     const soi = await r.peek(2);
     if (soi[0] !== 0xff || soi[1] !== 0xd8) {
       throw new MalformedImage("not a JPEG");
@@ -273,7 +294,7 @@ export async function stripJpeg(
       await r.take(2 + len, w.write);
     }
     throw new MalformedImage("JPEG without image data");
-  });
+  };
 }
 
 /**
@@ -310,22 +331,25 @@ export async function stripPng(
   dst: string,
   buffers: StripBuffers = new StripBuffers(),
 ): Promise<void> {
-  await transform(src, dst, buffers, async (r, w) => {
-    await r.take(8, w.write);
-    while (r.pos + 12 <= r.size) {
-      const h = await r.peek(8);
-      const len = new DataView(h.buffer, h.byteOffset, 8).getUint32(0);
-      const type = String.fromCharCode(h[4], h[5], h[6], h[7]);
-      const total = 12 + len;
-      if (r.pos + total > r.size) {
-        throw new MalformedImage("truncated PNG chunk");
-      }
-      await r.take(total, DROP_PNG.has(type) ? undefined : w.write);
-      if (type === "IEND") return;
-    }
-    throw new MalformedImage("PNG without IEND");
-  });
+  await transform(src, dst, buffers, pngPass);
 }
+
+/** stripPng's pass. */
+export const pngPass: StripPass = async (r, w) => {
+  await r.take(8, w.write);
+  while (r.pos + 12 <= r.size) {
+    const h = await r.peek(8);
+    const len = new DataView(h.buffer, h.byteOffset, 8).getUint32(0);
+    const type = String.fromCharCode(h[4], h[5], h[6], h[7]);
+    const total = 12 + len;
+    if (r.pos + total > r.size) {
+      throw new MalformedImage("truncated PNG chunk");
+    }
+    await r.take(total, DROP_PNG.has(type) ? undefined : w.write);
+    if (type === "IEND") return;
+  }
+  throw new MalformedImage("PNG without IEND");
+};
 
 /**
  * Application extensions that change how a GIF shows: the loop count (Netscape's and its
@@ -345,37 +369,40 @@ export async function stripGif(
   dst: string,
   buffers: StripBuffers = new StripBuffers(),
 ): Promise<void> {
-  await transform(src, dst, buffers, async (r, w) => {
-    const head = await r.peek(13);
-    const sig = String.fromCharCode(...head.subarray(0, 6));
-    if (head.length < 13 || (sig !== "GIF87a" && sig !== "GIF89a")) {
-      throw new MalformedImage("not a GIF");
-    }
-    await r.take(13 + colourTable(head[10]), w.write);
-    for (;;) {
-      const b = await r.peek(1);
-      if (b.length === 0 || b[0] === 0x3b) { // the trailer; anything after it is dropped
-        await w.write(new Uint8Array([0x3b]));
-        return;
-      }
-      if (b[0] === 0x2c) { // an image: descriptor, local colours, LZW code size, data
-        const d = await r.peek(10);
-        if (d.length < 10) throw new MalformedImage("truncated GIF image");
-        await r.take(10 + colourTable(d[9]) + 1, w.write);
-        await gifSubBlocks(r, w.write);
-      } else if (b[0] === 0x21) {
-        const e = await r.peek(14);
-        if (e.length < 2) throw new MalformedImage("truncated GIF extension");
-        const keep = e[1] === 0xf9 || // graphic control: frame delay, transparency
-          (e[1] === 0xff && e.length === 14 && e[2] === 11 &&
-            KEEP_GIF_APP.has(String.fromCharCode(...e.subarray(3, 14))));
-        const sink = keep ? w.write : undefined;
-        await r.take(2, sink);
-        await gifSubBlocks(r, sink);
-      } else throw new MalformedImage("unknown GIF block");
-    }
-  });
+  await transform(src, dst, buffers, gifPass);
 }
+
+/** stripGif's pass. */
+export const gifPass: StripPass = async (r, w) => {
+  const head = await r.peek(13);
+  const sig = String.fromCharCode(...head.subarray(0, 6));
+  if (head.length < 13 || (sig !== "GIF87a" && sig !== "GIF89a")) {
+    throw new MalformedImage("not a GIF");
+  }
+  await r.take(13 + colourTable(head[10]), w.write);
+  for (;;) {
+    const b = await r.peek(1);
+    if (b.length === 0 || b[0] === 0x3b) { // the trailer; anything after it is dropped
+      await w.write(new Uint8Array([0x3b]));
+      return;
+    }
+    if (b[0] === 0x2c) { // an image: descriptor, local colours, LZW code size, data
+      const d = await r.peek(10);
+      if (d.length < 10) throw new MalformedImage("truncated GIF image");
+      await r.take(10 + colourTable(d[9]) + 1, w.write);
+      await gifSubBlocks(r, w.write);
+    } else if (b[0] === 0x21) {
+      const e = await r.peek(14);
+      if (e.length < 2) throw new MalformedImage("truncated GIF extension");
+      const keep = e[1] === 0xf9 || // graphic control: frame delay, transparency
+        (e[1] === 0xff && e.length === 14 && e[2] === 11 &&
+          KEEP_GIF_APP.has(String.fromCharCode(...e.subarray(3, 14))));
+      const sink = keep ? w.write : undefined;
+      await r.take(2, sink);
+      await gifSubBlocks(r, sink);
+    } else throw new MalformedImage("unknown GIF block");
+  }
+};
 
 /** Bytes of the colour table a GIF's packed field announces (0 without one). */
 function colourTable(packed: number): number {
@@ -422,53 +449,56 @@ export async function stripWebp(
   dst: string,
   buffers: StripBuffers = new StripBuffers(),
 ): Promise<void> {
-  await transform(src, dst, buffers, async (r, w) => {
-    const head = await r.peek(12);
-    if (!isWebpHead(head)) throw new MalformedImage("not a WebP");
-    const end = 8 + le32(head, 4);
-    if (end > r.size) throw new MalformedImage("truncated WebP");
-    await r.take(12, w.write);
-    let pictures = 0;
-    while (r.pos + 8 <= end) {
-      const c = await r.peek(8);
-      const type = fourcc(c, 0), size = le32(c, 4);
-      if (!KEEP_WEBP.has(type)) await webpChunk(r, end, undefined);
-      else if (type === "ANMF") {
-        if (size < 16) throw new MalformedImage("WebP frame too short");
-        const at = w.pos;
-        await r.take(8 + 16, w.write);
-        const frameEnd = r.pos - 16 + size;
-        if (frameEnd > end) throw new MalformedImage("truncated WebP frame");
-        while (r.pos + 8 <= frameEnd) {
-          const t = fourcc(await r.peek(4), 0);
-          await webpChunk(
-            r,
-            frameEnd,
-            KEEP_WEBP_FRAME.has(t) ? w.write : undefined,
-          );
-        }
-        await r.take(frameEnd - r.pos);
-        if (size & 1 && r.pos < end) await r.take(1);
-        // The frame's chunks are all even-sized as written, so it needs no pad of its own.
-        await w.patch(at + 4, u32le(w.pos - at - 8));
-        pictures++;
-      } else if (type === "VP8X") {
-        // 10 bytes by the format; the bound also keeps the peek inside one window.
-        if (size < 10 || size > 64) throw new MalformedImage("bad WebP VP8X");
-        const x = (await r.peek(8 + size)).slice();
-        if (x.length < 8 + size) throw new MalformedImage("truncated WebP");
-        x[8] &= ~VP8X_METADATA;
-        await w.write(x);
-        await webpChunk(r, end, undefined);
-      } else {
-        if (type !== "ALPH" && type !== "ANIM" && type !== "ICCP") pictures++;
-        await webpChunk(r, end, w.write);
-      }
-    }
-    if (pictures === 0) throw new MalformedImage("WebP without image data");
-    await w.patch(4, u32le(w.pos - 8));
-  });
+  await transform(src, dst, buffers, webpPass);
 }
+
+/** stripWebp's pass. */
+export const webpPass: StripPass = async (r, w) => {
+  const head = await r.peek(12);
+  if (!isWebpHead(head)) throw new MalformedImage("not a WebP");
+  const end = 8 + le32(head, 4);
+  if (end > r.size) throw new MalformedImage("truncated WebP");
+  await r.take(12, w.write);
+  let pictures = 0;
+  while (r.pos + 8 <= end) {
+    const c = await r.peek(8);
+    const type = fourcc(c, 0), size = le32(c, 4);
+    if (!KEEP_WEBP.has(type)) await webpChunk(r, end, undefined);
+    else if (type === "ANMF") {
+      if (size < 16) throw new MalformedImage("WebP frame too short");
+      const at = w.pos;
+      await r.take(8 + 16, w.write);
+      const frameEnd = r.pos - 16 + size;
+      if (frameEnd > end) throw new MalformedImage("truncated WebP frame");
+      while (r.pos + 8 <= frameEnd) {
+        const t = fourcc(await r.peek(4), 0);
+        await webpChunk(
+          r,
+          frameEnd,
+          KEEP_WEBP_FRAME.has(t) ? w.write : undefined,
+        );
+      }
+      await r.take(frameEnd - r.pos);
+      if (size & 1 && r.pos < end) await r.take(1);
+      // The frame's chunks are all even-sized as written, so it needs no pad of its own.
+      await w.patch(at + 4, u32le(w.pos - at - 8));
+      pictures++;
+    } else if (type === "VP8X") {
+      // 10 bytes by the format; the bound also keeps the peek inside one window.
+      if (size < 10 || size > 64) throw new MalformedImage("bad WebP VP8X");
+      const x = (await r.peek(8 + size)).slice();
+      if (x.length < 8 + size) throw new MalformedImage("truncated WebP");
+      x[8] &= ~VP8X_METADATA;
+      await w.write(x);
+      await webpChunk(r, end, undefined);
+    } else {
+      if (type !== "ALPH" && type !== "ANIM" && type !== "ICCP") pictures++;
+      await webpChunk(r, end, w.write);
+    }
+  }
+  if (pictures === 0) throw new MalformedImage("WebP without image data");
+  await w.patch(4, u32le(w.pos - 8));
+};
 
 /** Whether a file's first 12 bytes are a WebP's RIFF header. */
 function isWebpHead(head: Uint8Array): boolean {

@@ -250,7 +250,7 @@ async function buildRest(
   shooting: Promise<Screenshotter | undefined>,
 ): Promise<{ deps: Omit<AppDeps, "clock">; close(): Promise<void> }> {
   // Beside the database's start, not after it: the store's first request (an S3 bucket's
-  // check) waits on the network. The image engine is not started here (see warmWhenIdle).
+  // check) waits on the network. The image engine starts after listening (main.ts).
   const storing = openStore(config);
   let database: Database;
   try {

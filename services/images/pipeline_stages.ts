@@ -309,16 +309,16 @@ export async function strip(
 
 /**
  * Received files held in memory from this size on are stripped within their own bytes
- * (stripWithin). Smaller ones keep the copy made beside the check: its store overlaps
- * the decode, and a copy of under 1 MB is no weight at the process's peak.
+ * (stripWithin). Smaller ones keep the copy made beside the check, whose decode then
+ * need not wait for the strip: a copy of under 1 MB is no weight at the process's peak.
  */
 export const STRIP_IN_PLACE_MIN = 1024 * 1024;
 
 /**
- * Whether the upload's strip is to wait for its check and then rewrite the received bytes
- * themselves (stripWithin): a large file held in memory (Deno Deploy) of a format whose
- * strip only drops and rewrites segments. The check's decode reads those bytes, so the
- * strip comes after it, not beside it.
+ * Whether the upload's strip rewrites the received bytes themselves (stripWithin): a
+ * large file held in memory (Deno Deploy) of a format whose strip only drops and
+ * rewrites segments. The check decodes those bytes, so it waits for the strip instead of
+ * running beside it.
  */
 export function stripsInPlace(
   file: IncomingImage,

@@ -14,6 +14,7 @@ import {
   createUser,
   deleteSession,
   hasNoAdmin,
+  NotFirstAdmin,
   type SessionUser,
   verifyLogin,
 } from "../services/accounts/accounts.ts";
@@ -316,13 +317,25 @@ export function registerAccountRoutes(app: App, deps: AppDeps) {
     let inviteTaken = false;
     try {
       await attempts.count(clientAddress(c, deps.config.TRUST_PROXY));
-      const gate = await signupGate(invite);
+      let gate = await signupGate(invite);
       if ("refused" in gate) return refuseSignup(c, gate.refused);
+      let user;
+      if (gate.firstAdmin && deps.config.SIGNUP !== "open") {
+        // Let in only as the instance's first account: one that lost the race to be it
+        // is judged again, as a late sign-up (refused where SIGNUP=closed).
+        try {
+          user = await createUser(db, email, password, "first-admin-only");
+        } catch (e) {
+          if (!(e instanceof NotFirstAdmin)) throw e;
+          gate = await signupGate(invite);
+          if ("refused" in gate) return refuseSignup(c, gate.refused);
+        }
+      }
       if (gate.invite) {
         await useInvite(db, deps.clock, gate.invite);
         inviteTaken = true;
       }
-      const user = await createUser(db, email, password, "first-admin");
+      user ??= await createUser(db, email, password, "first-admin");
       startSession(c, await createSession(db, user.id, deps.clock));
       await claimGuest(c, user.id);
       // To the uploader: what people came to do (keys are one click away, on /account).

@@ -2104,6 +2104,15 @@ const MUTATIONS: Mutation[] = [
     to: `    source.length >= Infinity &&`,
     tests: ["tests/jpeg_keep_test.ts"],
   },
+  {
+    name:
+      "operator: a sign-up that lost the race to be an empty instance's admin is made a user although SIGNUP=closed",
+    file: "services/accounts/accounts.ts",
+    from:
+      `      else if (role === "first-admin-only") throw new NotFirstAdmin();`,
+    to: ``,
+    tests: ["tests/signup_control_test.ts"],
+  },
 ];
 
 const root = new URL("..", import.meta.url).pathname.replace(/\/$/, "");

@@ -108,6 +108,32 @@ test("SIGNUP=closed refuses sign-up with a page that says why (403) and 181 to n
   }
 });
 
+test("with SIGNUP=closed or invite, sign-ups racing on an empty instance make its admin and nobody else: the others are refused 181 as any late one is", async () => {
+  for (const mode of ["closed", "invite"]) {
+    const env = await testEnv({
+      env: { SIGNUP: mode, ACCOUNT_ATTEMPTS_PER_MINUTE: "0" },
+    });
+    try {
+      const answers = await Promise.all(
+        Array.from({ length: 6 }, (_, i) => signUp(env, `r${i}@example.com`)),
+      );
+      const users = await env.deps.database.db.selectFrom("users")
+        .select("role").execute();
+      assert.deepEqual(users.map((u) => u.role), ["admin"], mode);
+      assert.deepEqual(
+        answers.map((a) => a.status).sort(),
+        [303, 403, 403, 403, 403, 403],
+        mode,
+      );
+      for (const a of answers.filter((a) => a.status === 403)) {
+        assert.match(a.text, /data-code="181"/);
+      }
+    } finally {
+      await env.close();
+    }
+  }
+});
+
 test("SIGNUP=invite takes only an admin's invitation: its uses are counted (a failed sign-up gives its use back), and a used, expired or revoked link is refused with the reason", async () => {
   const env = await testEnv({ env: { SIGNUP: "invite" } });
   try {

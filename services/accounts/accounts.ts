@@ -36,10 +36,20 @@ const DUMMY_HASH =
 
 /**
  * Who a new account is: an `admin`, a `user`, or (`first-admin`, sign-up's) an admin when
- * the instance has no admin yet, else a user. The first-admin rule is decided under a
+ * the instance has no admin yet, else a user; `first-admin-only` (sign-up where only the
+ * first account may sign up: SIGNUP=closed or invite, without an invitation) makes the
+ * admin or no one (NotFirstAdmin). The first-admin rule is decided under a
  * transaction-wide advisory lock, so two sign-ups racing on an empty instance make one.
  */
-export type NewRole = "admin" | "user" | "first-admin";
+export type NewRole = "admin" | "user" | "first-admin" | "first-admin-only";
+
+/**
+ * A `first-admin-only` sign-up found an admin already there (another sign-up made it
+ * first): no account is made, and the sign-up is judged again as a late one.
+ */
+export class NotFirstAdmin extends Error {
+  override name = "NotFirstAdmin";
+}
 
 /** The advisory lock under which a first-admin sign-up decides its role. */
 const FIRST_ADMIN_LOCK = 4_700_047;
@@ -76,9 +86,10 @@ export async function createUser(
   const password_hash = await hashPassword(password);
   return await db.transaction().execute(async (tx) => {
     let made: "admin" | "user" = role === "admin" ? "admin" : "user";
-    if (role === "first-admin") {
+    if (role === "first-admin" || role === "first-admin-only") {
       await sql`select pg_advisory_xact_lock(${FIRST_ADMIN_LOCK})`.execute(tx);
       if (await hasNoAdmin(tx)) made = "admin";
+      else if (role === "first-admin-only") throw new NotFirstAdmin();
     }
     await tx.insertInto("users").values({
       id,

@@ -203,7 +203,9 @@ export function documentPublicRoutes(app: App) {
           "browser unlocks it (then its file URLs carry `access`); a `private` or " +
           "`password` one opens to its owner's key or session",
       ),
-      ...errorResponses(404),
+      // A key sent to a private or password image's page is checked, and an address
+      // past its failed-key allowance is answered as the API answers it.
+      ...errorResponses(404, 170),
     },
   });
   const gateBody = {

@@ -7,8 +7,6 @@ import type { ImagePipeline } from "../services/images/pipeline.ts";
 import type { ResumableUploads } from "../services/uploads/resumable.ts";
 import { TUS_PATH } from "../services/uploads/tus_path.ts";
 import { albumForImages } from "../services/albums/albums.ts";
-import { editImage, toImageRecord } from "../services/images/records.ts";
-import { passwordEdit } from "../services/privacy/password_access.ts";
 import { ApiError, errorBody } from "../schemas/errors.ts";
 import {
   AUTH_ERRORS,
@@ -56,18 +54,6 @@ export function registerTusRoutes(
           },
           fits: async (userId, bytes) =>
             await (await pipeline.quotas.hold(userId, bytes))?.release(),
-          setPrivacy: async (imageId, privacy, password) => {
-            const row = await editImage(
-              deps.database.db,
-              imageId,
-              await passwordEdit(
-                { privacy: "public", password_hash: null },
-                privacy,
-                password,
-              ),
-            );
-            return toImageRecord(deps.config, row);
-          },
           onError: (e) =>
             deps.log.error({
               msg: "a finished resumable upload failed",
@@ -185,8 +171,9 @@ function documentTus(app: App) {
       "tus 1.0 creation: `Upload-Length` (at most TUS_MAX_FILE_BYTES, or with memory " +
       "scratch MEMORY_REQUEST_MB when smaller: OPTIONS' Tus-Max-Size) and " +
       "`Upload-Metadata` (base64 values: `filename` or `title` names the image, " +
-      "`album` an album of yours, `expiration` seconds, `privacy` public, private or " +
-      "password with `password`; a bad value is 160 here, before any byte). The answer's `Location` is " +
+      "`album` an album of yours, `expiration` seconds, `privacy` public, unlisted, " +
+      "private or password with `password`, the image stored so from its first moment; " +
+      "a bad value is 160 here, before any byte). The answer's `Location` is " +
       "the upload's URL as a path (resolved against this endpoint), to PATCH chunks to and HEAD for the offset after a cut. Per " +
       "account at most TUS_UPLOADS_AT_ONCE unfinished uploads (170) holding at most " +
       "TUS_PENDING_MB (130); a file that would not fit the account's quota now is " +

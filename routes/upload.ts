@@ -21,6 +21,7 @@ import {
 } from "../services/bodies/form_bodies.ts";
 import type { ImagePipeline } from "../services/images/pipeline.ts";
 import { albumForImages } from "../services/albums/albums.ts";
+import { uploadAccess } from "../services/privacy/password_access.ts";
 import type { ImageRowCache } from "../services/images/image_cache.ts";
 import { authenticateDeferred, headerKey } from "./api_auth.ts";
 import { bodyCap, bodyKindOf } from "../services/bodies/budgets.ts";
@@ -298,6 +299,12 @@ export function registerUploadRoutes(
       const albumId = album
         ? (await albumForImages(db, userId, album)).id
         : undefined;
+      // Who may see the images, from their first moment; the password only in the body
+      // (a query string ends up in logs).
+      const access = await uploadAccess(
+        form.fields.privacy || c.req.query("privacy"),
+        form.fields.password,
+      );
       const images: ImageRecord[] = [];
       const errors: UploadFailure[] = [];
       const errorsThrown: ApiError[] = [];
@@ -317,7 +324,7 @@ export function registerUploadRoutes(
             await pipeline.ingest(
               userId,
               title ? { ...file, filename: title } : file,
-              { expiration, albumId },
+              { expiration, albumId, access },
             ),
           );
         } catch (e) {

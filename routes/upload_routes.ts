@@ -22,6 +22,7 @@ import {
   ImageIdParamSchema,
   ImageRecordSchema,
   MultiUploadSchema,
+  PRIVACY,
 } from "../schemas/image.ts";
 import type { ErrorCode } from "../schemas/errors.ts";
 import { CHEVERETO_FIELDS } from "../schemas/chevereto.ts";
@@ -72,6 +73,12 @@ export const UPLOAD_FORMATS = ["json", "txt", "redirect"] as const;
 /** Allowed range of `expiration`, seconds (one minute to 180 days, as ImgBB). */
 export { EXPIRATION_MAX, EXPIRATION_MIN };
 
+/** What `privacy` on an upload does, for the query and the bodies alike. */
+const PRIVACY_FIELD =
+  "Who may see the images, from their first moment (as PATCH sets it: public, " +
+  "unlisted, private, or password with `password`); sending the same bytes again " +
+  "gives the stored image this privacy and album";
+
 /** Query parameters of an upload (all optional; body fields take precedence). */
 const UploadQuerySchema = z.object({
   source: z.union([z.string(), z.array(z.string())]).optional().openapi({
@@ -105,6 +112,10 @@ const UploadQuerySchema = z.object({
   album_id: z.string().max(64).optional().openapi({
     description:
       "One of your albums to put the images in (Chevereto's name; body fields win)",
+  }),
+  privacy: z.enum(PRIVACY).optional().openapi({
+    description: PRIVACY_FIELD +
+      " (body fields win; `password` only in the body)",
   }),
 });
 
@@ -161,6 +172,23 @@ function bodyFields(form: boolean) {
         "One of your albums to put the images in (Chevereto's name; `album` is taken " +
           "too); someone else's or none is 160",
         64,
+      ),
+      privacy: form
+        ? {
+          type: "string" as const,
+          pattern: `^(${PRIVACY.join("|")})?$`,
+          description: PRIVACY_FIELD + "; empty or absent: public",
+          example: "",
+        }
+        : {
+          type: "string" as const,
+          enum: [...PRIVACY],
+          description: PRIVACY_FIELD + "; absent: public",
+        },
+      password: text(
+        'The password of `privacy: "password"` (4–128 characters): required with it, ' +
+          "allowed only with it; stored as a hash",
+        128,
       ),
     },
   };

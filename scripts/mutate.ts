@@ -1326,8 +1326,10 @@ const MUTATIONS: Mutation[] = [
   {
     name: "resumable: the privacy the metadata asks for is ignored",
     file: "services/uploads/resumable.ts",
-    from: '      if (meta.privacy && meta.privacy !== "public") {',
-    to: "      if (false) {",
+    from:
+      "          meta.privacy ?? undefined,\n          meta.password ?? undefined,\n        ),\n        maxBytes",
+    to:
+      "          undefined,\n          undefined,\n        ),\n        maxBytes",
     tests: ["tests/tus_test.ts"],
   },
   {
@@ -2112,6 +2114,41 @@ const MUTATIONS: Mutation[] = [
       `      else if (role === "first-admin-only") throw new NotFirstAdmin();`,
     to: ``,
     tests: ["tests/signup_control_test.ts"],
+  },
+  {
+    name:
+      "upload privacy: the row inserted public whatever the upload asked (a private image public until an edit)",
+    file: "services/images/pipeline.ts",
+    from: `      privacy: opts.access?.privacy ?? "public",`,
+    to: `      privacy: "public",`,
+    tests: ["tests/upload_privacy_test.ts"],
+  },
+  {
+    name:
+      "upload privacy: a duplicate keeps its old privacy and album whatever the new upload names",
+    file: "services/images/pipeline.ts",
+    from: `    const edit: ImageEdit = { ...opts.access };
+    if (opts.albumId) edit.album_id = opts.albumId;`,
+    to: `    const edit: ImageEdit = {};`,
+    tests: ["tests/upload_privacy_test.ts"],
+  },
+  {
+    name:
+      "upload privacy: a resumable upload's privacy metadata not given to the pipeline",
+    file: "services/uploads/resumable.ts",
+    from: `        access: await uploadAccess(`,
+    to: `        _access: await uploadAccess(`,
+    tests: ["tests/upload_privacy_test.ts"],
+  },
+  {
+    name:
+      "upload privacy: a password taken from the query string (logs keep it)",
+    file: "routes/upload.ts",
+    from: `        form.fields.password,
+      );`,
+    to: `        form.fields.password ?? c.req.query("password"),
+      );`,
+    tests: ["tests/upload_privacy_test.ts"],
   },
 ];
 

@@ -1133,6 +1133,8 @@ var ServiceApp = class _ServiceApp {
       file,
       expiration: options.expiration,
       album: options.album,
+      privacy: options.privacy,
+      password: options.password,
       onProgress: (p) => {
         options.onProgress?.(Math.round(p));
         options.onFileProgress?.(0, Math.round(p));
@@ -1166,6 +1168,8 @@ var ServiceApp = class _ServiceApp {
       form.append("expiration", String(options.expiration));
     }
     if (options.album) form.append("album_id", options.album);
+    if (options.privacy) form.append("privacy", options.privacy);
+    if (options.password) form.append("password", options.password);
     for (const f of files) {
       form.append("images", f, f.name || "image");
     }
@@ -1278,6 +1282,8 @@ function createApiClient(opts) {
         form.append("expiration", String(options.expiration));
       }
       if (options.albumId) form.append("album_id", options.albumId);
+      if (options.privacy) form.append("privacy", options.privacy);
+      if (options.password) form.append("password", options.password);
       return call("POST", "/api/1/upload", form, false, true);
     },
     /**

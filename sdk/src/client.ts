@@ -112,7 +112,14 @@ export function createApiClient(opts: ApiClientOptions) {
      */
     upload(
       files: Blob[] | Blob,
-      options: { expiration?: number; albumId?: string } = {},
+      options: {
+        expiration?: number;
+        albumId?: string;
+        /** Who may see them from their first moment (public without). */
+        privacy?: "public" | "unlisted" | "private" | "password";
+        /** With privacy "password": its password (4–128 characters). */
+        password?: string;
+      } = {},
     ): Promise<UploadResult> {
       const form = new FormData();
       for (const file of Array.isArray(files) ? files : [files]) {
@@ -122,6 +129,8 @@ export function createApiClient(opts: ApiClientOptions) {
         form.append("expiration", String(options.expiration));
       }
       if (options.albumId) form.append("album_id", options.albumId);
+      if (options.privacy) form.append("privacy", options.privacy);
+      if (options.password) form.append("password", options.password);
       return call("POST", "/api/1/upload", form, false, true);
     },
     /**

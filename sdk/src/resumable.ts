@@ -16,6 +16,8 @@ export interface ResumableSend {
   file: Blob;
   expiration?: number;
   album?: string;
+  privacy?: string;
+  password?: string;
   onProgress(percent: number): void;
   onResumable?: (controls: ResumableControls) => void;
   signal?: AbortSignal;
@@ -36,6 +38,8 @@ export function sendResumable(
     };
     if (s.expiration) metadata.expiration = String(s.expiration);
     if (s.album) metadata.album = s.album;
+    if (s.privacy) metadata.privacy = s.privacy;
+    if (s.password) metadata.password = s.password;
     const upload = new Upload(s.file, {
       endpoint: s.endpoint,
       headers: { [s.auth[0]]: s.auth[1] },

@@ -148,6 +148,8 @@ export class ServiceApp implements Uploader {
         file,
         expiration: options.expiration,
         album: options.album,
+        privacy: options.privacy,
+        password: options.password,
         onProgress: (p) => {
           options.onProgress?.(Math.round(p));
           options.onFileProgress?.(0, Math.round(p));
@@ -186,6 +188,8 @@ export class ServiceApp implements Uploader {
       form.append("expiration", String(options.expiration));
     }
     if (options.album) form.append("album_id", options.album);
+    if (options.privacy) form.append("privacy", options.privacy);
+    if (options.password) form.append("password", options.password);
     for (const f of files) {
       form.append("images", f, (f as File).name || "image");
     }

@@ -18,11 +18,13 @@ import { randomToken } from "../accounts/crypto.ts";
 import {
   blobKeys,
   deleteImage,
+  editImage,
+  type ImageEdit,
   type ImageRecord,
   MIME_BY_EXT,
-  setImageExpiry,
   toImageRecord,
 } from "./records.ts";
+import type { UploadAccess } from "../privacy/password_access.ts";
 import { StripBuffers } from "./formats/metadata_strip.ts";
 import {
   BMP_HEAD_BYTES,
@@ -289,24 +291,27 @@ export class ImagePipeline {
 
   /**
    * The same bytes sent again: the latest upload decides how long the image lives (its
-   * `expiration` from now, or for good without one), as it would for a new image. The
-   * record's `expiration` stays "seconds after `time`", so it reports the new end.
+   * `expiration` from now, or for good without one), as it would for a new image, and
+   * the album and privacy it names, if any (left out of the album it was sent to, a
+   * duplicate was missing from it). The record's `expiration` stays "seconds after
+   * `time`", so it reports the new end.
    */
   async #renew(
     rec: ImageRecord & { duplicate?: boolean },
-    expiration: number | undefined,
+    opts: { expiration?: number; albumId?: string; access?: UploadAccess },
   ): Promise<ImageRecord & { duplicate?: boolean }> {
-    const { database, clock } = this.deps;
+    const { config, database, clock } = this.deps;
     const now = clock.now().getTime();
-    const expiresAt = expiration ? new Date(now + expiration * 1000) : null;
-    if (!expiresAt && !rec.expiration) return rec;
-    await setImageExpiry(database.db, rec.id, expiresAt);
-    return {
-      ...rec,
-      expiration: expiresAt
-        ? Math.round((expiresAt.getTime() - rec.time * 1000) / 1000)
-        : 0,
-    };
+    const edit: ImageEdit = { ...opts.access };
+    if (opts.albumId) edit.album_id = opts.albumId;
+    if (opts.expiration || rec.expiration) {
+      edit.expires_at = opts.expiration
+        ? new Date(now + opts.expiration * 1000)
+        : null;
+    }
+    if (Object.keys(edit).length === 0) return rec;
+    const row = await editImage(database.db, rec.id, edit);
+    return { ...toImageRecord(config, row), duplicate: true };
   }
 
   /**
@@ -328,6 +333,8 @@ export class ImagePipeline {
       expiration?: number;
       source?: string;
       albumId?: string;
+      /** Who may see it (uploadAccess); public without. */
+      access?: UploadAccess;
       /** The file's limit, when not MAX_FILE_BYTES (a resumable upload's). */
       maxBytes?: number;
     } = {},
@@ -578,6 +585,7 @@ export class ImagePipeline {
       source?: string;
       /** The caller's album to put the image in (checked by the caller). */
       albumId?: string;
+      access?: UploadAccess;
       /** Removes the stored original (a duplicate, or a failure before the row). */
       drop: () => Promise<void>;
     },
@@ -608,8 +616,9 @@ export class ImagePipeline {
       deleted_at: null,
       album_id: opts.albumId ?? null,
       description: "",
-      privacy: "public",
-      password_hash: null,
+      // Inserted as asked, never public first and edited after (uploadAccess).
+      privacy: opts.access?.privacy ?? "public",
+      password_hash: opts.access?.password_hash ?? null,
       taken_down_at: null,
     };
     const dropFiles = opts.drop;
@@ -631,7 +640,7 @@ export class ImagePipeline {
         const dup = await this.#duplicateOf(userId, file.sha256);
         if (dup) {
           await dropFiles();
-          return await this.#renew(dup, opts.expiration);
+          return await this.#renew(dup, opts);
         }
         if (tries > 1) {
           // Three conflicts and no live row each time: uploads of these bytes racing

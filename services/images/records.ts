@@ -221,20 +221,6 @@ export async function pageUserImages(
   return { rows, total: Number(count.n) };
 }
 
-/**
- * Gives a live image a new end of life (null: kept for good), and tells every instance to
- * drop its cached row (the deletion channel: a cached row is re-read when next asked for).
- */
-export async function setImageExpiry(
-  db: Kysely<DB>,
-  id: string,
-  expiresAt: Date | null,
-): Promise<void> {
-  await db.updateTable("images").set({ expires_at: expiresAt })
-    .where("id", "=", id).where("deleted_at", "is", null).execute();
-  await announceImageChange(db, id);
-}
-
 /** What the owner may change of an image after its upload (PATCH /api/1/images/{id}). */
 export interface ImageEdit {
   title?: string;

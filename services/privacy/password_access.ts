@@ -9,7 +9,7 @@ import {
   safeEqual,
 } from "../accounts/crypto.ts";
 import { ApiError } from "../../schemas/errors.ts";
-import type { Privacy } from "../../schemas/image.ts";
+import { PasswordSchema, PRIVACY, type Privacy } from "../../schemas/image.ts";
 
 /**
  * services/privacy/ — password-protected images and albums (issue #37). The page of a
@@ -140,4 +140,57 @@ export async function passwordEdit(
     });
   }
   return { privacy: "password", password_hash: await hashPassword(password) };
+}
+
+/** Who may see a new image, as its row stores it (see uploadAccess). */
+export interface UploadAccess {
+  privacy: Privacy;
+  password_hash: string | null;
+}
+
+/**
+ * What is wrong with the privacy an upload asks for (160 naming the field), checked as
+ * PATCH checks it: `privacy` one of PRIVACY; `password` (4–128 characters) required with
+ * `password` and allowed only with it. Synchronous, for a resumable upload's creation.
+ */
+export function accessProblem(
+  privacy: string | undefined,
+  password: string | undefined,
+): ApiError | undefined {
+  const bad = (path: string, message: string) =>
+    new ApiError(160, { details: [{ path, message }] });
+  if (privacy && !(PRIVACY as readonly string[]).includes(privacy)) {
+    return bad("privacy", `one of ${PRIVACY.join(", ")}`);
+  }
+  if (privacy !== "password") {
+    return password === undefined
+      ? undefined
+      : bad("password", 'only with privacy "password"');
+  }
+  if (password === undefined) {
+    return bad("password", 'required to make it privacy "password"');
+  }
+  const checked = PasswordSchema.safeParse(password);
+  return checked.success
+    ? undefined
+    : bad("password", checked.error.issues[0].message);
+}
+
+/**
+ * The privacy an upload asks for (a field or `?privacy=`, and `password` with
+ * `password`), or undefined when it names none; 160 as accessProblem says. The row is
+ * inserted with it, so an image asked private is never public, not even between its
+ * insert and an edit after.
+ */
+export async function uploadAccess(
+  privacy: string | undefined,
+  password: string | undefined,
+): Promise<UploadAccess | undefined> {
+  if (!privacy && password === undefined) return undefined;
+  const bad = accessProblem(privacy, password);
+  if (bad) throw bad;
+  return {
+    privacy: (privacy || "public") as Privacy,
+    password_hash: password === undefined ? null : await hashPassword(password),
+  };
 }

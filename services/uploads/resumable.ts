@@ -8,6 +8,11 @@ import type { ImageRecord } from "../images/records.ts";
 import type { IncomingImage } from "../images/pipeline_stages.ts";
 import { resumableLimit, TUS_PATH } from "./tus_path.ts";
 import { KeyedLine } from "../runtime/keyed_line.ts";
+import {
+  accessProblem,
+  type UploadAccess,
+  uploadAccess,
+} from "../privacy/password_access.ts";
 
 /**
  * The header the route sets on the request it hands to tus: the caller's account. A
@@ -25,7 +30,12 @@ const CREATION_HEADER = "x-imagehost-creation";
 export type Ingest = (
   userId: string,
   file: IncomingImage,
-  opts: { expiration?: number; albumId?: string; maxBytes: number },
+  opts: {
+    expiration?: number;
+    albumId?: string;
+    access?: UploadAccess;
+    maxBytes: number;
+  },
 ) => Promise<ImageRecord & { duplicate?: boolean }>;
 
 /** What the resumable uploads need. */
@@ -47,15 +57,6 @@ export interface ResumableDeps {
    * (checked at creation, so a file that cannot be kept is not sent first).
    */
   fits: (userId: string, bytes: number) => Promise<void>;
-  /**
-   * Gives a stored image the `privacy` (and `password`) its upload's metadata asked for;
-   * its record as it is then.
-   */
-  setPrivacy: (
-    imageId: string,
-    privacy: "public" | "private" | "password",
-    password: string | undefined,
-  ) => Promise<ImageRecord>;
   /** An album id of the user's (the upload's `album` metadata), or 404/160. */
   albumOf: (userId: string, album: string) => Promise<string>;
   /** The envelope a finished or refused upload answers with. */
@@ -338,7 +339,7 @@ export class ResumableUploads {
         : undefined;
       file = await this.deps.backend.finished(upload);
       const path = file.path;
-      let record = await this.deps.ingest(owner, {
+      const record = await this.deps.ingest(owner, {
         path,
         filename: (meta.title || meta.filename || "image").slice(0, 255),
         size: upload.size!,
@@ -346,15 +347,13 @@ export class ResumableUploads {
       }, {
         expiration: expiration || undefined,
         albumId,
+        // Stored with its privacy from the start (it was public until an edit after).
+        access: await uploadAccess(
+          meta.privacy ?? undefined,
+          meta.password ?? undefined,
+        ),
         maxBytes: this.#limit.bytes,
       });
-      if (meta.privacy && meta.privacy !== "public") {
-        record = await this.deps.setPrivacy(
-          record.id,
-          meta.privacy as "private" | "password",
-          meta.password ?? undefined,
-        );
-      }
       return {
         status_code: 200,
         headers: { "Content-Type": "application/json" },
@@ -378,25 +377,19 @@ export class ResumableUploads {
 
 /**
  * What is wrong with an upload's metadata, checked at its creation (before any byte is
- * sent) and again at its end: `privacy` one of public, private, password; `password` (4–128
- * characters) with `password` only; `expiration` whole seconds.
+ * sent) and again at its end: `privacy` and `password` as an upload's fields
+ * (accessProblem); `expiration` whole seconds.
  */
 function metadataProblem(
   meta: Record<string, string | null>,
 ): ApiError | undefined {
   const bad = (path: string, message: string) =>
     new ApiError(160, { details: [{ path, message }] });
-  if (
-    meta.privacy && !["public", "private", "password"].includes(meta.privacy)
-  ) {
-    return bad("privacy", "one of public, private, password");
-  }
-  if (meta.privacy === "password") {
-    const n = meta.password?.length ?? 0;
-    if (n < 4 || n > 128) return bad("password", "4 to 128 characters");
-  } else if (meta.password) {
-    return bad("password", 'only with privacy "password"');
-  }
+  const access = accessProblem(
+    meta.privacy ?? undefined,
+    meta.password ?? undefined,
+  );
+  if (access) return access;
   if (meta.expiration && !/^\d+$/.test(meta.expiration)) {
     return bad("expiration", "seconds, an integer");
   }

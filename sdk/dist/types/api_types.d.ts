@@ -126,7 +126,7 @@ export interface paths {
         put?: never;
         /**
          * Start a resumable upload (tus creation, with or without a first chunk)
-         * @description tus 1.0 creation: `Upload-Length` (at most TUS_MAX_FILE_BYTES, or with memory scratch MEMORY_REQUEST_MB when smaller: OPTIONS' Tus-Max-Size) and `Upload-Metadata` (base64 values: `filename` or `title` names the image, `album` an album of yours, `expiration` seconds, `privacy` public, private or password with `password`; a bad value is 160 here, before any byte). The answer's `Location` is the upload's URL as a path (resolved against this endpoint), to PATCH chunks to and HEAD for the offset after a cut. Per account at most TUS_UPLOADS_AT_ONCE unfinished uploads (170) holding at most TUS_PENDING_MB (130); a file that would not fit the account's quota now is 180 before it is sent. With a first chunk (creation-with-upload) that finishes the file, the answer is the image record, as for the last PATCH. Clients: tus-js-client, @uppy/tus.
+         * @description tus 1.0 creation: `Upload-Length` (at most TUS_MAX_FILE_BYTES, or with memory scratch MEMORY_REQUEST_MB when smaller: OPTIONS' Tus-Max-Size) and `Upload-Metadata` (base64 values: `filename` or `title` names the image, `album` an album of yours, `expiration` seconds, `privacy` public, unlisted, private or password with `password`, the image stored so from its first moment; a bad value is 160 here, before any byte). The answer's `Location` is the upload's URL as a path (resolved against this endpoint), to PATCH chunks to and HEAD for the offset after a cut. Per account at most TUS_UPLOADS_AT_ONCE unfinished uploads (170) holding at most TUS_PENDING_MB (130); a file that would not fit the account's quota now is 180 before it is sent. With a first chunk (creation-with-upload) that finishes the file, the answer is the image record, as for the last PATCH. Clients: tus-js-client, @uppy/tus.
          */
         post: operations["tusCreate"];
         delete?: never;
@@ -2300,6 +2300,8 @@ export interface operations {
                 title?: string;
                 /** @description One of your albums to put the images in (Chevereto's name; body fields win) */
                 album_id?: string;
+                /** @description Who may see the images, from their first moment (as PATCH sets it: public, unlisted, private, or password with `password`); sending the same bytes again gives the stored image this privacy and album (body fields win; `password` only in the body) */
+                privacy?: "public" | "unlisted" | "private" | "password";
             };
             header?: never;
             path?: never;
@@ -2750,6 +2752,8 @@ export interface operations {
                 title?: string;
                 /** @description One of your albums to put the images in (Chevereto's name; body fields win) */
                 album_id?: string;
+                /** @description Who may see the images, from their first moment (as PATCH sets it: public, unlisted, private, or password with `password`); sending the same bytes again gives the stored image this privacy and album (body fields win; `password` only in the body) */
+                privacy?: "public" | "unlisted" | "private" | "password";
             };
             header?: never;
             path?: never;
@@ -2796,6 +2800,16 @@ export interface operations {
                      * @example
                      */
                     album_id?: string;
+                    /**
+                     * @description Who may see the images, from their first moment (as PATCH sets it: public, unlisted, private, or password with `password`); sending the same bytes again gives the stored image this privacy and album; empty or absent: public
+                     * @example
+                     */
+                    privacy?: string;
+                    /**
+                     * @description The password of `privacy: "password"` (4–128 characters): required with it, allowed only with it; stored as a hash
+                     * @example
+                     */
+                    password?: string;
                 };
             };
         };
@@ -3243,6 +3257,8 @@ export interface operations {
                 title?: string;
                 /** @description One of your albums to put the images in (Chevereto's name; body fields win) */
                 album_id?: string;
+                /** @description Who may see the images, from their first moment (as PATCH sets it: public, unlisted, private, or password with `password`); sending the same bytes again gives the stored image this privacy and album (body fields win; `password` only in the body) */
+                privacy?: "public" | "unlisted" | "private" | "password";
             };
             header?: never;
             path?: never;
@@ -3289,6 +3305,16 @@ export interface operations {
                      * @example
                      */
                     album_id?: string;
+                    /**
+                     * @description Who may see the images, from their first moment (as PATCH sets it: public, unlisted, private, or password with `password`); sending the same bytes again gives the stored image this privacy and album; empty or absent: public
+                     * @example
+                     */
+                    privacy?: string;
+                    /**
+                     * @description The password of `privacy: "password"` (4–128 characters): required with it, allowed only with it; stored as a hash
+                     * @example
+                     */
+                    password?: string;
                 };
                 /**
                  * @example {
@@ -3313,6 +3339,13 @@ export interface operations {
                     title?: string;
                     /** @description One of your albums to put the images in (Chevereto's name; `album` is taken too); someone else's or none is 160 */
                     album_id?: string;
+                    /**
+                     * @description Who may see the images, from their first moment (as PATCH sets it: public, unlisted, private, or password with `password`); sending the same bytes again gives the stored image this privacy and album; absent: public
+                     * @enum {string}
+                     */
+                    privacy?: "public" | "unlisted" | "private" | "password";
+                    /** @description The password of `privacy: "password"` (4–128 characters): required with it, allowed only with it; stored as a hash */
+                    password?: string;
                 };
             };
         };
@@ -18424,6 +18457,12 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -18473,11 +18512,51 @@ export interface operations {
                     };
                 };
             };
+            /** @description 170 Rate limit exceeded */
+            429: {
+                headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        status: 429;
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /**
+                             * @description 170: Rate limit exceeded
+                             * @enum {integer}
+                             */
+                            code: 170;
+                            /** @example Rate limit exceeded */
+                            message: string;
+                            details?: components["schemas"]["ErrorDetail"][];
+                        };
+                    };
+                };
+            };
             /** @description 500 Internal error */
             500: {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {

@@ -61,6 +61,10 @@ export declare function createApiClient(opts: ApiClientOptions): {
     upload(files: Blob[] | Blob, options?: {
         expiration?: number;
         albumId?: string;
+        /** Who may see them from their first moment (public without). */
+        privacy?: "public" | "unlisted" | "private" | "password";
+        /** With privacy "password": its password (4–128 characters). */
+        password?: string;
     }): Promise<UploadResult>;
     /**
      * POST /api/1/upload with image addresses: the service downloads each one (public

@@ -12,6 +12,8 @@ export interface ResumableSend {
     file: Blob;
     expiration?: number;
     album?: string;
+    privacy?: string;
+    password?: string;
     onProgress(percent: number): void;
     onResumable?: (controls: ResumableControls) => void;
     signal?: AbortSignal;

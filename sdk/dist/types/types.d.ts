@@ -82,6 +82,13 @@ export interface UploadOptions {
     /** The id of one of your albums to put the images in. */
     album?: string;
     /**
+     * Who may see the images, from their first moment: public (default), unlisted,
+     * private, or password with `password`.
+     */
+    privacy?: "public" | "unlisted" | "private" | "password";
+    /** The password of `privacy: "password"` (4–128 characters). */
+    password?: string;
+    /**
      * Files larger than this many MB go resumable (tus, /api/1/tus/): a cut connection
      * goes on from what arrived, and the same file picked again after a reload too.
      * Default 8; 0 sends every file in one request.

@@ -2150,6 +2150,14 @@ const MUTATIONS: Mutation[] = [
       );`,
     tests: ["tests/upload_privacy_test.ts"],
   },
+  {
+    name:
+      "strip in place: a file shorter than a pass's first look is a RangeError (a 500), not a broken file",
+    file: "services/images/formats/metadata_strip.ts",
+    from: `    if (n > this.buf.length && this.f) {`,
+    to: `    if (n > this.buf.length) {`,
+    tests: ["tests/strip_in_place_test.ts"],
+  },
 ];
 
 const root = new URL("..", import.meta.url).pathname.replace(/\/$/, "");

@@ -272,6 +272,19 @@ test("a JPEG whose orientation must be written back before anything was dropped 
       Buffer.from(expected as Uint8Array),
     ),
   );
+  // Files shorter than what a pass first looks at are broken files, as for the copy.
+  for (const ext of ["jpg", "png", "gif", "webp"] as const) {
+    for (
+      const tiny of [new Uint8Array(0), new Uint8Array([0xff, 0xd8, 0xff])]
+    ) {
+      assert.ok(await copied(ext, tiny, 1) instanceof MalformedImage, ext);
+      await assert.rejects(
+        stripInPlace(tiny.slice(), ext, 1),
+        MalformedImage,
+        ext,
+      );
+    }
+  }
   // A WebP turned by its EXIF and the formats without such a pass are not rewritten here.
   assert.equal(inPlacePass("webp", 6), undefined);
   assert.equal(inPlacePass("tiff", 1), undefined);

@@ -61,8 +61,11 @@ export class SeqReader {
 
   /** The next n (≤ WINDOW) bytes without consuming them; shorter at end of file. */
   async peek(n: number): Promise<Uint8Array> {
-    // More than the window holds would read nothing forever: a caller's bug, not a file's.
-    if (n > this.buf.length) throw new RangeError(`peek(${n}) past the window`);
+    // More than a file's window holds would read nothing forever: a caller's bug, not a
+    // file's. Over bytes in memory the window is the whole file: past it is its end.
+    if (n > this.buf.length && this.f) {
+      throw new RangeError(`peek(${n}) past the window`);
+    }
     if (this.#end - this.#start < n && this.f) {
       this.buf.copyWithin(0, this.#start, this.#end);
       this.#end -= this.#start;

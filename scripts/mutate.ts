@@ -2158,6 +2158,13 @@ const MUTATIONS: Mutation[] = [
     to: `    if (n > this.buf.length) {`,
     tests: ["tests/strip_in_place_test.ts"],
   },
+  {
+    name: "upload privacy: the home uploader's privacy picker is not offered",
+    file: "routes/pages/assets/home.js",
+    from: `    privacyChoices: !guestLife,`,
+    to: `    privacyChoices: false,`,
+    tests: ["tests/site_browser_test.ts"],
+  },
 ];
 
 const root = new URL("..", import.meta.url).pathname.replace(/\/$/, "");

@@ -744,7 +744,7 @@ test("Albums makes an album from its form, and My images' Move puts the ticked i
   assert.match(rec, /In the album <a href="\/a\/[^"]+">Browser album<\/a>/);
 });
 
-test("the home uploader offers your albums: the one picked takes the dropped image", async () => {
+test("the home uploader offers your albums and who can see an upload: the album picked takes the dropped image, stored private from the start", async () => {
   await owner.goto(`${base}/`);
   await owner.waitForSelector("[data-image-uploader]");
   const picked = await owner.evaluate(() => {
@@ -753,9 +753,15 @@ test("the home uploader offers your albums: the one picked takes the dropped ima
     const option = [...sel.options].find((o) => o.text === "Browser album")!;
     sel.value = option.value;
     sel.dispatchEvent(new Event("change"));
-    return { id: option.value, first: sel.options[0].text };
+    const who = root.querySelector("#iu-privacy") as HTMLSelectElement;
+    const choices = [...who.options].map((o) => o.value);
+    const label = root.querySelector("label[for=iu-privacy]")?.textContent;
+    who.value = "private";
+    return { id: option.value, first: sel.options[0].text, choices, label };
   });
   assert.equal(picked.first, "No album");
+  assert.deepEqual(picked.choices, ["public", "unlisted", "private"]);
+  assert.equal(picked.label, "Who can see it");
   await dropFiles(owner, [{
     name: "into-album.png",
     type: "image/png",
@@ -763,9 +769,10 @@ test("the home uploader offers your albums: the one picked takes the dropped ima
   }]);
   await uploaderStatus(owner, /Uploaded 1 of 1/);
   const row = await env.deps.database.db.selectFrom("images")
-    .select("album_id").where("title", "=", "into-album.png")
+    .select(["album_id", "privacy"]).where("title", "=", "into-album.png")
     .executeTakeFirstOrThrow();
   assert.equal(row.album_id, picked.id);
+  assert.equal(row.privacy, "private");
 });
 
 test("Albums orders albums with ↑ and ↓, and an album's page makes one of its images the cover", async () => {
@@ -1262,9 +1269,12 @@ test("a guest, on a desktop and on a phone in dark mode, drops an image on the s
         return {
           values: [...sel.options].map((o) => o.value),
           value: sel.value,
+          privacyPicker: root.querySelector("#iu-privacy") !== null,
         };
       });
       assert.ok(!choices.values.includes("0"), choices.values.join());
+      // A guest picks no privacy: its uploads are public, found only by their links.
+      assert.equal(choices.privacyPicker, false);
       assert.equal(choices.value, String(env.config.GUEST_EXPIRATION));
       const bytes = await makeImage("png", { width: 222 + i, height: 61 });
       await dropFiles(page, [{

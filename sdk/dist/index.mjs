@@ -542,6 +542,36 @@ function createUploadWidget(app, options = {}) {
     panel.append(row);
   }
   const album = () => albumSelect?.value || void 0;
+  let privacySelect;
+  if (options.privacyChoices) {
+    const row = el("div", {
+      class: "row"
+    });
+    privacySelect = el("select", {
+      id: "iu-privacy"
+    });
+    for (const [value, label] of [
+      [
+        "public",
+        "Anyone (listed)"
+      ],
+      [
+        "unlisted",
+        "Anyone with the link"
+      ],
+      [
+        "private",
+        "Only me"
+      ]
+    ]) privacySelect.append(el("option", {
+      value
+    }, label));
+    row.append(el("label", {
+      for: "iu-privacy"
+    }, "Who can see it"), privacySelect);
+    panel.append(row);
+  }
+  const privacy = () => privacySelect?.value;
   if (options.urlImport) {
     const form = el("form", {
       class: "urls"
@@ -796,7 +826,8 @@ function createUploadWidget(app, options = {}) {
             },
             onResumable: (c) => meta.append(pauseButton(c)),
             expiration: expiration(),
-            album: album()
+            album: album(),
+            privacy: privacy()
           });
           meta.querySelector(".pause")?.remove();
           showRecord(meta, res.data);
@@ -829,7 +860,8 @@ function createUploadWidget(app, options = {}) {
           onProgress,
           onFileProgress: (i, p) => onFileProgress(valid.indexOf(small[i]), p),
           expiration: expiration(),
-          album: album()
+          album: album(),
+          privacy: privacy()
         });
         for (const [i, rec] of byPosition(res.data)) {
           const meta = metas.get(small[i]);
@@ -861,7 +893,8 @@ function createUploadWidget(app, options = {}) {
           onProgress,
           onFileProgress,
           expiration: expiration(),
-          album: album()
+          album: album(),
+          privacy: privacy()
         });
         showRecord(metas.get(valid[0]), res.data);
         showCodes([
@@ -932,7 +965,8 @@ function createUploadWidget(app, options = {}) {
     try {
       const res = await app.importUrls(urls, {
         expiration: expiration(),
-        album: album()
+        album: album(),
+        privacy: privacy()
       });
       for (const e of res.data.errors ?? []) {
         metas[e.index]?.append(el("div", {
@@ -1104,6 +1138,9 @@ var ServiceApp = class _ServiceApp {
           } : {},
           ...options.album ? {
             album_id: options.album
+          } : {},
+          ...options.privacy ? {
+            privacy: options.privacy
           } : {}
         }),
         signal: options.signal

@@ -97,7 +97,12 @@ export class ServiceApp implements Uploader {
    */
   async importUrls(
     urls: string[],
-    options: { expiration?: number; album?: string; signal?: AbortSignal } = {},
+    options: {
+      expiration?: number;
+      album?: string;
+      privacy?: UploadOptions["privacy"];
+      signal?: AbortSignal;
+    } = {},
   ): Promise<MultiUploadResponse> {
     let res: Response;
     try {
@@ -111,6 +116,7 @@ export class ServiceApp implements Uploader {
           image: urls,
           ...(options.expiration ? { expiration: options.expiration } : {}),
           ...(options.album ? { album_id: options.album } : {}),
+          ...(options.privacy ? { privacy: options.privacy } : {}),
         }),
         signal: options.signal,
       });

@@ -116,6 +116,9 @@ export interface Uploader {
   /** Has the service fetch and store images from their addresses. */
   importUrls(
     urls: string[],
-    options?: { expiration?: number; album?: string; signal?: AbortSignal },
+    options?: Pick<
+      UploadOptions,
+      "expiration" | "album" | "privacy" | "signal"
+    >,
   ): Promise<MultiUploadResponse>;
 }

@@ -54,6 +54,11 @@ export interface WidgetOptions {
    */
   albums?: { id: string; title: string }[];
   /**
+   * Show a "Who can see it" picker (public, unlisted, private): uploads and imports are
+   * stored so from their first moment. For signed-in people on the image host's pages.
+   */
+  privacyChoices?: boolean;
+  /**
    * Show each upload's delete link (and offer "Delete links" in the codes box): for
    * guests, whose only handle on an upload it is.
    */
@@ -343,6 +348,26 @@ export function createUploadWidget(
   }
   /** The album picked, if any. */
   const album = () => albumSelect?.value || undefined;
+  let privacySelect: HTMLSelectElement | undefined;
+  if (options.privacyChoices) {
+    const row = el("div", { class: "row" });
+    privacySelect = el("select", { id: "iu-privacy" });
+    for (
+      const [value, label] of [
+        ["public", "Anyone (listed)"],
+        ["unlisted", "Anyone with the link"],
+        ["private", "Only me"],
+      ]
+    ) privacySelect.append(el("option", { value }, label));
+    row.append(
+      el("label", { for: "iu-privacy" }, "Who can see it"),
+      privacySelect,
+    );
+    panel.append(row);
+  }
+  /** The privacy picked, if there is a picker. */
+  const privacy = () =>
+    privacySelect?.value as "public" | "unlisted" | "private" | undefined;
   if (options.urlImport) {
     const form = el("form", { class: "urls" });
     const area = el("textarea", {
@@ -618,6 +643,7 @@ export function createUploadWidget(
             onResumable: (c) => meta.append(pauseButton(c)),
             expiration: expiration(),
             album: album(),
+            privacy: privacy(),
           });
           meta.querySelector(".pause")?.remove();
           showRecord(meta, res.data);
@@ -652,6 +678,7 @@ export function createUploadWidget(
           onFileProgress: (i, p) => onFileProgress(valid.indexOf(small[i]), p),
           expiration: expiration(),
           album: album(),
+          privacy: privacy(),
         });
         // By position: a record's title may differ from its file's name (a duplicate
         // keeps its first title, `name` renames), so only the order ties them.
@@ -687,6 +714,7 @@ export function createUploadWidget(
           onFileProgress,
           expiration: expiration(),
           album: album(),
+          privacy: privacy(),
         });
         showRecord(metas.get(valid[0])!, res.data);
         showCodes([res.data]);
@@ -780,6 +808,7 @@ export function createUploadWidget(
       const res = await app.importUrls(urls, {
         expiration: expiration(),
         album: album(),
+        privacy: privacy(),
       });
       for (const e of res.data.errors ?? []) {
         metas[e.index]?.append(el("div", { class: "err" }, e.message));

@@ -21,6 +21,8 @@ if (box && token && globalThis.ServiceApp) {
     maxResumableFileSize: Number(box.dataset.maxResumableBytes) || undefined,
     title: "Drop, paste or pick images",
     albums: box.dataset.albums ? JSON.parse(box.dataset.albums) : undefined,
+    // Signed in, who can see an upload is picked before it is sent (a guest's are public).
+    privacyChoices: !guestLife,
     // A private upload's preview from this address, where the session cookie goes.
     sameOrigin: true,
     ...(guestLife ? { maxExpiration: guestLife, deleteLinks: true } : {}),

@@ -26,6 +26,7 @@ export declare class ServiceApp implements Uploader {
     importUrls(urls: string[], options?: {
         expiration?: number;
         album?: string;
+        privacy?: UploadOptions["privacy"];
         signal?: AbortSignal;
     }): Promise<MultiUploadResponse>;
     /**

@@ -107,9 +107,5 @@ export interface Uploader {
     /** Uploads several files in one request. */
     uploadMultiple(files: Iterable<Blob> | ArrayLike<Blob>, options?: UploadOptions): Promise<MultiUploadResponse>;
     /** Has the service fetch and store images from their addresses. */
-    importUrls(urls: string[], options?: {
-        expiration?: number;
-        album?: string;
-        signal?: AbortSignal;
-    }): Promise<MultiUploadResponse>;
+    importUrls(urls: string[], options?: Pick<UploadOptions, "expiration" | "album" | "privacy" | "signal">): Promise<MultiUploadResponse>;
 }

@@ -42,6 +42,11 @@ export interface WidgetOptions {
         title: string;
     }[];
     /**
+     * Show a "Who can see it" picker (public, unlisted, private): uploads and imports are
+     * stored so from their first moment. For signed-in people on the image host's pages.
+     */
+    privacyChoices?: boolean;
+    /**
      * Show each upload's delete link (and offer "Delete links" in the codes box): for
      * guests, whose only handle on an upload it is.
      */

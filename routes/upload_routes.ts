@@ -77,7 +77,8 @@ export { EXPIRATION_MAX, EXPIRATION_MIN };
 const PRIVACY_FIELD =
   "Who may see the images, from their first moment (as PATCH sets it: public, " +
   "unlisted, private, or password with `password`); sending the same bytes again " +
-  "gives the stored image this privacy and album";
+  "puts the stored image in the album named and applies this privacy only where it " +
+  "hides the image more";
 
 /** Query parameters of an upload (all optional; body fields take precedence). */
 const UploadQuerySchema = z.object({

@@ -2127,7 +2127,8 @@ const MUTATIONS: Mutation[] = [
     name:
       "upload privacy: a duplicate keeps its old privacy and album whatever the new upload names",
     file: "services/images/pipeline.ts",
-    from: `    const edit: ImageEdit = { ...opts.access };
+    from:
+      `    const edit: ImageEdit = { ...tighterAccess(rec.privacy, opts.access) };
     if (opts.albumId) edit.album_id = opts.albumId;`,
     to: `    const edit: ImageEdit = {};`,
     tests: ["tests/upload_privacy_test.ts"],
@@ -2164,6 +2165,14 @@ const MUTATIONS: Mutation[] = [
     from: `    privacyChoices: !guestLife,`,
     to: `    privacyChoices: false,`,
     tests: ["tests/site_browser_test.ts"],
+  },
+  {
+    name:
+      "upload privacy: a re-upload from the site's uploader (privacy public) makes a private image public",
+    file: "services/privacy/password_access.ts",
+    from: `  return asked && CLOSENESS[asked.privacy] > CLOSENESS[current]`,
+    to: `  return asked`,
+    tests: ["tests/upload_privacy_test.ts"],
   },
 ];
 

@@ -124,7 +124,7 @@ test("an upload's privacy (field or ?privacy=, password in the body) is the one 
   }
 });
 
-test("the same bytes sent again with a privacy and an album give the stored image that privacy and put it in that album (a duplicate was left out of the album it was sent to)", async () => {
+test("the same bytes sent again with a privacy and an album put the stored image in that album (a duplicate was left out of the album it was sent to) and hide it as asked, never less than it was", async () => {
   const env = await testEnv();
   try {
     const { key } = await userWithKey(env);
@@ -154,10 +154,24 @@ test("the same bytes sent again with a privacy and an album give the stored imag
       listed.body.data.images.map((i: { id: string }) => i.id),
       [first.body.data.id],
     );
-    // Sent once more with neither, it keeps both.
+    // Sent once more with neither, it keeps both; asking public or unlisted (the site's
+    // uploader sends public by default) never shows it more: PATCH does that.
     const third = await uploadWith(env, key, bytes, {});
     assert.equal(third.body.data.privacy, "private");
     assert.equal(third.body.data.album_id, album.id);
+    for (const privacy of ["public", "unlisted", "password"]) {
+      const looser = await uploadWith(env, key, bytes, {
+        privacy,
+        ...(privacy === "password" ? { password: "open sesame" } : {}),
+      });
+      assert.equal(looser.body.data.privacy, "private", privacy);
+    }
+    assert.equal(await strangerSees(env, first.body.data.url), 404);
+    // A public one sent again as unlisted is hidden that much.
+    const other = await makeImage("png", { width: 51, height: 50 });
+    await uploadWith(env, key, other, {});
+    const hidden = await uploadWith(env, key, other, { privacy: "unlisted" });
+    assert.equal(hidden.body.data.privacy, "unlisted");
   } finally {
     await env.close();
   }

@@ -24,7 +24,10 @@ import {
   MIME_BY_EXT,
   toImageRecord,
 } from "./records.ts";
-import type { UploadAccess } from "../privacy/password_access.ts";
+import {
+  tighterAccess,
+  type UploadAccess,
+} from "../privacy/password_access.ts";
 import { StripBuffers } from "./formats/metadata_strip.ts";
 import {
   BMP_HEAD_BYTES,
@@ -292,8 +295,8 @@ export class ImagePipeline {
   /**
    * The same bytes sent again: the latest upload decides how long the image lives (its
    * `expiration` from now, or for good without one), as it would for a new image, and
-   * the album and privacy it names, if any (left out of the album it was sent to, a
-   * duplicate was missing from it). The record's `expiration` stays "seconds after
+   * the album it names, if any (left out of the album it was sent to, a duplicate was
+   * missing from it), and its privacy where that hides the image more (tighterAccess). The record's `expiration` stays "seconds after
    * `time`", so it reports the new end.
    */
   async #renew(
@@ -302,7 +305,7 @@ export class ImagePipeline {
   ): Promise<ImageRecord & { duplicate?: boolean }> {
     const { config, database, clock } = this.deps;
     const now = clock.now().getTime();
-    const edit: ImageEdit = { ...opts.access };
+    const edit: ImageEdit = { ...tighterAccess(rec.privacy, opts.access) };
     if (opts.albumId) edit.album_id = opts.albumId;
     if (opts.expiration || rec.expiration) {
       edit.expires_at = opts.expiration

@@ -194,3 +194,25 @@ export async function uploadAccess(
     password_hash: password === undefined ? null : await hashPassword(password),
   };
 }
+
+/** How far each privacy keeps an item from others: a higher one hides it more. */
+const CLOSENESS: Record<Privacy, number> = {
+  public: 0,
+  unlisted: 1,
+  password: 2,
+  private: 3,
+};
+
+/**
+ * What a re-upload's privacy does to the image it duplicates: only ever hides it more.
+ * The site's uploader sends "public" by default, and a private image sent again from it
+ * must not come out public; making one public again is PATCH's job.
+ */
+export function tighterAccess(
+  current: Privacy,
+  asked: UploadAccess | undefined,
+): UploadAccess | undefined {
+  return asked && CLOSENESS[asked.privacy] > CLOSENESS[current]
+    ? asked
+    : undefined;
+}

@@ -2300,7 +2300,7 @@ export interface operations {
                 title?: string;
                 /** @description One of your albums to put the images in (Chevereto's name; body fields win) */
                 album_id?: string;
-                /** @description Who may see the images, from their first moment (as PATCH sets it: public, unlisted, private, or password with `password`); sending the same bytes again gives the stored image this privacy and album (body fields win; `password` only in the body) */
+                /** @description Who may see the images, from their first moment (as PATCH sets it: public, unlisted, private, or password with `password`); sending the same bytes again puts the stored image in the album named and applies this privacy only where it hides the image more (body fields win; `password` only in the body) */
                 privacy?: "public" | "unlisted" | "private" | "password";
             };
             header?: never;
@@ -2752,7 +2752,7 @@ export interface operations {
                 title?: string;
                 /** @description One of your albums to put the images in (Chevereto's name; body fields win) */
                 album_id?: string;
-                /** @description Who may see the images, from their first moment (as PATCH sets it: public, unlisted, private, or password with `password`); sending the same bytes again gives the stored image this privacy and album (body fields win; `password` only in the body) */
+                /** @description Who may see the images, from their first moment (as PATCH sets it: public, unlisted, private, or password with `password`); sending the same bytes again puts the stored image in the album named and applies this privacy only where it hides the image more (body fields win; `password` only in the body) */
                 privacy?: "public" | "unlisted" | "private" | "password";
             };
             header?: never;
@@ -2801,7 +2801,7 @@ export interface operations {
                      */
                     album_id?: string;
                     /**
-                     * @description Who may see the images, from their first moment (as PATCH sets it: public, unlisted, private, or password with `password`); sending the same bytes again gives the stored image this privacy and album; empty or absent: public
+                     * @description Who may see the images, from their first moment (as PATCH sets it: public, unlisted, private, or password with `password`); sending the same bytes again puts the stored image in the album named and applies this privacy only where it hides the image more; empty or absent: public
                      * @example
                      */
                     privacy?: string;
@@ -3257,7 +3257,7 @@ export interface operations {
                 title?: string;
                 /** @description One of your albums to put the images in (Chevereto's name; body fields win) */
                 album_id?: string;
-                /** @description Who may see the images, from their first moment (as PATCH sets it: public, unlisted, private, or password with `password`); sending the same bytes again gives the stored image this privacy and album (body fields win; `password` only in the body) */
+                /** @description Who may see the images, from their first moment (as PATCH sets it: public, unlisted, private, or password with `password`); sending the same bytes again puts the stored image in the album named and applies this privacy only where it hides the image more (body fields win; `password` only in the body) */
                 privacy?: "public" | "unlisted" | "private" | "password";
             };
             header?: never;
@@ -3306,7 +3306,7 @@ export interface operations {
                      */
                     album_id?: string;
                     /**
-                     * @description Who may see the images, from their first moment (as PATCH sets it: public, unlisted, private, or password with `password`); sending the same bytes again gives the stored image this privacy and album; empty or absent: public
+                     * @description Who may see the images, from their first moment (as PATCH sets it: public, unlisted, private, or password with `password`); sending the same bytes again puts the stored image in the album named and applies this privacy only where it hides the image more; empty or absent: public
                      * @example
                      */
                     privacy?: string;
@@ -3340,7 +3340,7 @@ export interface operations {
                     /** @description One of your albums to put the images in (Chevereto's name; `album` is taken too); someone else's or none is 160 */
                     album_id?: string;
                     /**
-                     * @description Who may see the images, from their first moment (as PATCH sets it: public, unlisted, private, or password with `password`); sending the same bytes again gives the stored image this privacy and album; absent: public
+                     * @description Who may see the images, from their first moment (as PATCH sets it: public, unlisted, private, or password with `password`); sending the same bytes again puts the stored image in the album named and applies this privacy only where it hides the image more; absent: public
                      * @enum {string}
                      */
                     privacy?: "public" | "unlisted" | "private" | "password";

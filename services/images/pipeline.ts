@@ -296,8 +296,8 @@ export class ImagePipeline {
    * The same bytes sent again: the latest upload decides how long the image lives (its
    * `expiration` from now, or for good without one), as it would for a new image, and
    * the album it names, if any (left out of the album it was sent to, a duplicate was
-   * missing from it), and its privacy where that hides the image more (tighterAccess). The record's `expiration` stays "seconds after
-   * `time`", so it reports the new end.
+   * missing from it), and its privacy where that hides the image more (tighterAccess).
+   * The record's `expiration` stays "seconds after `time`", so it reports the new end.
    */
   async #renew(
     rec: ImageRecord & { duplicate?: boolean },

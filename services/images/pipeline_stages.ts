@@ -346,21 +346,17 @@ export async function stripWithin(
   tmp: (name: string) => string,
   buffers: StripBuffers,
 ): Promise<{ kept: Original; decode: Source }> {
-  let length: number | null = null;
-  try {
-    if (source instanceof Uint8Array) {
-      length = await stripInPlace(source, ext, orientation);
+  if (source instanceof Uint8Array) {
+    const length = await stripInPlace(source, ext, orientation).catch((e) => {
+      throw e instanceof MalformedImage ? damaged(e.message) : e;
+    });
+    if (length !== null) {
+      shrinkScratch(file.path, length);
+      return { kept: file.path, decode: source.subarray(0, length) };
     }
-  } catch (e) {
-    if (!(e instanceof MalformedImage)) throw e;
-    throw damaged(e.message);
   }
-  if (length === null || !(source instanceof Uint8Array)) {
-    const kept = await strip(file, source, ext, orientation, tmp, buffers);
-    return { kept, decode: source };
-  }
-  shrinkScratch(file.path, length);
-  return { kept: file.path, decode: source.subarray(0, length) };
+  const kept = await strip(file, source, ext, orientation, tmp, buffers);
+  return { kept, decode: source };
 }
 
 /**

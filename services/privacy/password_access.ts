@@ -105,6 +105,23 @@ export function withAccess(url: string, token: string | undefined): string {
   return `${url}${url.includes("?") ? "&" : "?"}access=${token}`;
 }
 
+/** 160 for a password sent for an item that is not (and does not become) `password`. */
+function passwordNotAsked(): ApiError {
+  return new ApiError(160, {
+    details: [{ path: "password", message: 'only with privacy "password"' }],
+  });
+}
+
+/** 160 for an item made `password` without one. */
+function passwordMissing(): ApiError {
+  return new ApiError(160, {
+    details: [{
+      path: "password",
+      message: 'required to make it privacy "password"',
+    }],
+  });
+}
+
 /**
  * The privacy and password hash an edit leaves an item with. `password` is allowed only
  * when the item is (or becomes) `password`; becoming `password` needs one unless it
@@ -117,14 +134,7 @@ export async function passwordEdit(
 ): Promise<{ privacy?: Privacy; password_hash?: string | null }> {
   const next = privacy ?? current.privacy;
   if (next !== "password") {
-    if (password !== undefined) {
-      throw new ApiError(160, {
-        details: [{
-          path: "password",
-          message: 'only with privacy "password"',
-        }],
-      });
-    }
+    if (password !== undefined) throw passwordNotAsked();
     if (privacy === undefined) return {};
     return { privacy, password_hash: null };
   }
@@ -132,12 +142,7 @@ export async function passwordEdit(
     if (current.privacy === "password" && current.password_hash) {
       return privacy ? { privacy } : {};
     }
-    throw new ApiError(160, {
-      details: [{
-        path: "password",
-        message: 'required to make it privacy "password"',
-      }],
-    });
+    throw passwordMissing();
   }
   return { privacy: "password", password_hash: await hashPassword(password) };
 }
@@ -150,7 +155,7 @@ export interface UploadAccess {
 
 /**
  * What is wrong with the privacy an upload asks for (160 naming the field), checked as
- * PATCH checks it: `privacy` one of PRIVACY; `password` (4–128 characters) required with
+ * PATCH checks it (passwordEdit's refusals, and the password's length): `privacy` one of PRIVACY; `password` (4–128 characters) required with
  * `password` and allowed only with it. Synchronous, for a resumable upload's creation.
  */
 export function accessProblem(
@@ -163,13 +168,9 @@ export function accessProblem(
     return bad("privacy", `one of ${PRIVACY.join(", ")}`);
   }
   if (privacy !== "password") {
-    return password === undefined
-      ? undefined
-      : bad("password", 'only with privacy "password"');
+    return password === undefined ? undefined : passwordNotAsked();
   }
-  if (password === undefined) {
-    return bad("password", 'required to make it privacy "password"');
-  }
+  if (password === undefined) return passwordMissing();
   const checked = PasswordSchema.safeParse(password);
   return checked.success
     ? undefined

@@ -2,11 +2,12 @@ import { createRoute, z } from "@hono/zod-openapi";
 import type { App } from "./env.ts";
 import type { AppDeps } from "./deps.ts";
 import {
-  AUTH_ERRORS,
-  errorResponses,
   header,
+  keyedErrorResponses,
   okBody,
   okResponse,
+  RATE_LIMIT_HEADERS,
+  REQUEST_ID_HEADER,
 } from "../schemas/envelope.ts";
 import { exportAccount } from "../services/accounts/export.ts";
 import { AccountDeletedSchema, AccountSchema } from "../schemas/account.ts";
@@ -38,7 +39,7 @@ const getAccountRoute = createRoute({
         screenshots_per_month: 100,
       },
     }, { rateLimited: true }),
-    ...errorResponses(...AUTH_ERRORS),
+    ...keyedErrorResponses(),
   },
 });
 
@@ -59,7 +60,7 @@ const deleteAccountRoute = createRoute({
       deleted: true,
       images: 12,
     }, { rateLimited: true }),
-    ...errorResponses(...AUTH_ERRORS, 160),
+    ...keyedErrorResponses(160),
   },
 });
 
@@ -84,6 +85,8 @@ const exportAccountRoute = createRoute({
     200: {
       description: "The zip",
       headers: {
+        ...REQUEST_ID_HEADER,
+        ...RATE_LIMIT_HEADERS,
         "Content-Disposition": header(
           'attachment; filename="image-host-export-<date>.zip"',
         ),
@@ -95,7 +98,7 @@ const exportAccountRoute = createRoute({
         },
       },
     },
-    ...errorResponses(...AUTH_ERRORS),
+    ...keyedErrorResponses(),
   },
 });
 

@@ -2,8 +2,7 @@ import { createRoute } from "@hono/zod-openapi";
 import type { App } from "./env.ts";
 import type { AppDeps } from "./deps.ts";
 import {
-  AUTH_ERRORS,
-  errorResponses,
+  keyedErrorResponses,
   okBody,
   okResponse,
 } from "../schemas/envelope.ts";
@@ -71,7 +70,7 @@ const createAlbumRoute = createRoute({
       image_count: 0,
       cover_url: null,
     }, { rateLimited: true }),
-    ...errorResponses(...AUTH_ERRORS, 160, 413, 415),
+    ...keyedErrorResponses(160, 413, 415),
   },
 });
 
@@ -89,7 +88,7 @@ const listAlbumsRoute = createRoute({
       kind: "albums",
       albums: [ALBUM_EXAMPLE],
     }, { rateLimited: true }),
-    ...errorResponses(...AUTH_ERRORS),
+    ...keyedErrorResponses(),
   },
 });
 
@@ -106,7 +105,7 @@ const getAlbumRoute = createRoute({
     200: okResponse("The album", AlbumSchema, ALBUM_EXAMPLE, {
       rateLimited: true,
     }),
-    ...errorResponses(...AUTH_ERRORS, 160, 404),
+    ...keyedErrorResponses(160, 404),
   },
 });
 
@@ -125,7 +124,7 @@ const patchAlbumRoute = createRoute({
     200: okResponse("The album as it is now", AlbumSchema, ALBUM_EXAMPLE, {
       rateLimited: true,
     }),
-    ...errorResponses(...AUTH_ERRORS, 160, 404, 413, 415),
+    ...keyedErrorResponses(160, 404, 413, 415),
   },
 });
 
@@ -145,7 +144,7 @@ const deleteAlbumRoute = createRoute({
       id: "Ab12Cd34Ef",
       deleted: true,
     }, { rateLimited: true }),
-    ...errorResponses(...AUTH_ERRORS, 160, 404),
+    ...keyedErrorResponses(160, 404),
   },
 });
 
@@ -173,7 +172,7 @@ const albumImagesRoute = createRoute({
       total: 1,
       pages: 1,
     }, { rateLimited: true }),
-    ...errorResponses(...AUTH_ERRORS, 160, 404),
+    ...keyedErrorResponses(160, 404),
   },
 });
 
@@ -199,7 +198,7 @@ const patchImageRoute = createRoute({
       IMAGE_RECORD_EXAMPLE,
       { rateLimited: true },
     ),
-    ...errorResponses(...AUTH_ERRORS, 160, 404, 413, 415),
+    ...keyedErrorResponses(160, 404, 413, 415),
   },
 });
 

@@ -2,8 +2,7 @@ import { createRoute } from "@hono/zod-openapi";
 import type { App } from "./env.ts";
 import type { AppDeps } from "./deps.ts";
 import {
-  AUTH_ERRORS,
-  errorResponses,
+  keyedErrorResponses,
   okBody,
   okResponse,
 } from "../schemas/envelope.ts";
@@ -33,7 +32,7 @@ export const listImagesRoute = createRoute({
     200: okResponse("A page of images", ImageListSchema, IMAGE_LIST_EXAMPLE, {
       rateLimited: true,
     }),
-    ...errorResponses(...AUTH_ERRORS, 160),
+    ...keyedErrorResponses(160),
   },
 });
 

@@ -3,9 +3,8 @@ import type { App } from "./env.ts";
 import type { AppDeps } from "./deps.ts";
 import {
   acceptedBody,
-  AUTH_ERRORS,
-  errorResponses,
   header,
+  keyedErrorResponses,
   okResponse,
 } from "../schemas/envelope.ts";
 import {
@@ -63,9 +62,8 @@ function rawBodies<T extends { headers: object }>(r: T) {
   };
 }
 
-/** Codes a capture may answer with. */
+/** Codes a capture may answer with besides AUTH_ERRORS. */
 const CAPTURE_ERRORS = [
-  ...AUTH_ERRORS,
   143,
   160,
   200,
@@ -127,7 +125,7 @@ export const postScreenshotRoute = createRoute({
       { rateLimited: true },
     ),
     202: acceptedJobResponse,
-    ...errorResponses(...CAPTURE_ERRORS),
+    ...keyedErrorResponses(...CAPTURE_ERRORS),
   },
 });
 
@@ -153,7 +151,7 @@ export const postScreenshotFileRoute = createRoute({
     200: rawBodies(
       okResponse("", ScreenshotResultSchema, {}, { rateLimited: true }),
     ),
-    ...errorResponses(...CAPTURE_ERRORS),
+    ...keyedErrorResponses(...CAPTURE_ERRORS),
   },
 });
 
@@ -175,7 +173,7 @@ export const getPresetsRoute = createRoute({
       PRESETS.slice(0, 2).map((p, i) => ({ ...p, default: i === 0 })),
       { rateLimited: true },
     ),
-    ...errorResponses(...AUTH_ERRORS),
+    ...keyedErrorResponses(),
   },
 });
 

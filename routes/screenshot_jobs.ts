@@ -3,8 +3,7 @@ import type { App } from "./env.ts";
 import type { AppDeps } from "./deps.ts";
 import {
   acceptedBody,
-  AUTH_ERRORS,
-  errorResponses,
+  keyedErrorResponses,
   okBody,
   okResponse,
 } from "../schemas/envelope.ts";
@@ -85,7 +84,7 @@ const getJobRoute = createRoute({
     200: okResponse("The job", ScreenshotJobSchema, EXAMPLE_JOB, {
       rateLimited: true,
     }),
-    ...errorResponses(...AUTH_ERRORS, 404),
+    ...keyedErrorResponses(404),
   },
 });
 
@@ -104,7 +103,7 @@ const listJobsRoute = createRoute({
       page: 1,
       per_page: 20,
     }, { rateLimited: true }),
-    ...errorResponses(...AUTH_ERRORS, 160),
+    ...keyedErrorResponses(160),
   },
 });
 
@@ -125,7 +124,7 @@ const cancelJobRoute = createRoute({
       status: "cancelled" as const,
       finished_at: "2026-11-27T17:00:01.000Z",
     }, { rateLimited: true }),
-    ...errorResponses(...AUTH_ERRORS, 160, 404),
+    ...keyedErrorResponses(160, 404),
   },
 });
 
@@ -147,7 +146,7 @@ const getWebhookRoute = createRoute({
       signature_header: SIGNATURE_HEADER,
       deliveries: [],
     }, { rateLimited: true }),
-    ...errorResponses(...AUTH_ERRORS),
+    ...keyedErrorResponses(),
   },
 });
 
@@ -166,7 +165,7 @@ const rotateWebhookRoute = createRoute({
       signature_header: SIGNATURE_HEADER,
       deliveries: [],
     }, { rateLimited: true }),
-    ...errorResponses(...AUTH_ERRORS),
+    ...keyedErrorResponses(),
   },
 });
 
@@ -209,7 +208,7 @@ const postBatchRoute = createRoute({
     202: okResponse("Queued", ScreenshotBatchAnswerSchema, {
       batch: EXAMPLE_BATCH,
     }, { rateLimited: true, status: 202 }),
-    ...errorResponses(...AUTH_ERRORS, 160, 200, 210, 220, 240),
+    ...keyedErrorResponses(160, 200, 210, 220, 240),
   },
 });
 
@@ -227,7 +226,7 @@ const getBatchRoute = createRoute({
     200: okResponse("The batch", ScreenshotBatchAnswerSchema, {
       batch: EXAMPLE_BATCH,
     }, { rateLimited: true }),
-    ...errorResponses(...AUTH_ERRORS, 404),
+    ...keyedErrorResponses(404),
   },
 });
 

@@ -3,8 +3,7 @@ import type { App } from "./env.ts";
 import type { AppDeps } from "./deps.ts";
 import {
   acceptedBody,
-  AUTH_ERRORS,
-  errorResponses,
+  keyedErrorResponses,
   okBody,
   okResponse,
 } from "../schemas/envelope.ts";
@@ -64,7 +63,7 @@ const createScheduleRoute = createRoute({
   },
   responses: {
     200: one("The schedule"),
-    ...errorResponses(...AUTH_ERRORS, 160, 200, 210, 240),
+    ...keyedErrorResponses(160, 200, 210, 240),
   },
 });
 
@@ -79,7 +78,7 @@ const listSchedulesRoute = createRoute({
     200: okResponse("Newest first", ScheduleListSchema, {
       schedules: [EXAMPLE],
     }, { rateLimited: true }),
-    ...errorResponses(...AUTH_ERRORS),
+    ...keyedErrorResponses(),
   },
 });
 
@@ -93,7 +92,7 @@ const getScheduleRoute = createRoute({
   request: { params: JobIdParamSchema },
   responses: {
     200: one("The schedule"),
-    ...errorResponses(...AUTH_ERRORS, 404),
+    ...keyedErrorResponses(404),
   },
 });
 
@@ -113,7 +112,7 @@ const patchScheduleRoute = createRoute({
   },
   responses: {
     200: one("The schedule"),
-    ...errorResponses(...AUTH_ERRORS, 160, 404),
+    ...keyedErrorResponses(160, 404),
   },
 });
 
@@ -133,7 +132,7 @@ const deleteScheduleRoute = createRoute({
       { deleted: true },
       { rateLimited: true },
     ),
-    ...errorResponses(...AUTH_ERRORS, 404),
+    ...keyedErrorResponses(404),
   },
 });
 
@@ -149,7 +148,7 @@ const runScheduleRoute = createRoute({
   request: { params: JobIdParamSchema },
   responses: {
     202: acceptedJobResponse,
-    ...errorResponses(...AUTH_ERRORS, 404),
+    ...keyedErrorResponses(404),
   },
 });
 

@@ -9,10 +9,11 @@ import { TUS_PATH } from "../services/uploads/tus_path.ts";
 import { albumForImages } from "../services/albums/albums.ts";
 import { ApiError, errorBody } from "../schemas/errors.ts";
 import {
-  AUTH_ERRORS,
   errorResponses,
   header,
+  keyedErrorResponses,
   okBody,
+  RATE_LIMIT_HEADERS,
   REQUEST_ID_HEADER,
 } from "../schemas/envelope.ts";
 import { API_SECURITY } from "./upload_routes.ts";
@@ -112,6 +113,8 @@ function documentTus(app: App) {
     ...REQUEST_ID_HEADER,
     "Tus-Resumable": header("1.0.0"),
   };
+  // Every method but OPTIONS is admitted by its key, which counts it.
+  const keyedHeaders = { ...tusHeaders, ...RATE_LIMIT_HEADERS };
   const idParams = z.object({
     id: z.string().openapi({
       param: { name: "id", in: "path" },
@@ -196,7 +199,7 @@ function documentTus(app: App) {
       201: {
         description: "Created: its URL in Location",
         headers: {
-          ...tusHeaders,
+          ...keyedHeaders,
           "Location": header("The upload's URL, as a path"),
           "Upload-Offset": header("Bytes received so far", "integer"),
           "Upload-Expires": header(
@@ -204,7 +207,7 @@ function documentTus(app: App) {
           ),
         },
       },
-      ...errorResponses(...AUTH_ERRORS, 130, 160, 162, 180, 404, 415),
+      ...keyedErrorResponses(130, 160, 162, 180, 404, 415),
     },
   } as never);
   for (const method of ["head", "patch", "delete"] as const) {
@@ -244,7 +247,7 @@ function documentTus(app: App) {
             200: {
               description: "Its offset and length",
               headers: {
-                ...tusHeaders,
+                ...keyedHeaders,
                 "Upload-Offset": header("Bytes received", "integer"),
                 "Upload-Length": header("The file's size", "integer"),
                 "Cache-Control": header("no-store"),
@@ -255,7 +258,7 @@ function documentTus(app: App) {
           ? {
             200: {
               description: "The last chunk: the stored image's record",
-              headers: tusHeaders,
+              headers: keyedHeaders,
               content: {
                 "application/json": {
                   schema: z.object({
@@ -269,7 +272,7 @@ function documentTus(app: App) {
             204: {
               description: "Appended: the new offset",
               headers: {
-                ...tusHeaders,
+                ...keyedHeaders,
                 "Upload-Offset": header("Bytes received", "integer"),
               },
             },
@@ -277,11 +280,10 @@ function documentTus(app: App) {
           : {
             204: {
               description: "Ended; its parts removed",
-              headers: tusHeaders,
+              headers: keyedHeaders,
             },
           }),
-        ...errorResponses(
-          ...AUTH_ERRORS,
+        ...keyedErrorResponses(
           160,
           162,
           404,

@@ -5,10 +5,9 @@
  */
 import { createRoute, z } from "@hono/zod-openapi";
 import {
-  AUTH_ERRORS,
   envelopeOf,
-  errorResponses,
   header,
+  keyedErrorResponses,
   okResponse,
   RATE_LIMIT_HEADERS,
   REQUEST_ID_HEADER,
@@ -50,9 +49,8 @@ export const API_SECURITY_OR_BODY_KEY: Record<string, string[]>[] = [
   {},
 ];
 
-/** Codes an upload (POST or GET) can answer with: files, images and URL imports. */
+/** Codes an upload (POST or GET) can answer with besides AUTH_ERRORS: files, images and URL imports. */
 const UPLOAD_ERRORS: ErrorCode[] = [
-  ...AUTH_ERRORS,
   130,
   131,
   140,
@@ -321,13 +319,14 @@ export const postUploadRoute = createRoute({
       description: "format=redirect: to the first stored image's viewer page",
       headers: {
         ...REQUEST_ID_HEADER,
+        ...RATE_LIMIT_HEADERS,
         Location: {
           description: "The viewer page (url_viewer)",
           schema: { type: "string" },
         },
       },
     },
-    ...errorResponses(...UPLOAD_ERRORS, 413),
+    ...keyedErrorResponses(...UPLOAD_ERRORS, 413),
   },
 });
 
@@ -350,7 +349,7 @@ export const getUploadRoute = createRoute({
   responses: {
     200: postUploadRoute.responses[200],
     303: postUploadRoute.responses[303],
-    ...errorResponses(...UPLOAD_ERRORS),
+    ...keyedErrorResponses(...UPLOAD_ERRORS),
   },
 });
 
@@ -440,7 +439,7 @@ export const getImageRoute = createRoute({
         rateLimited: true,
       },
     ),
-    ...errorResponses(...AUTH_ERRORS, 160, 404),
+    ...keyedErrorResponses(160, 404),
   },
 });
 
@@ -461,6 +460,6 @@ export const deleteImageRoute = createRoute({
       id: "aB3xK9pQ2m",
       deleted: true,
     }, { rateLimited: true }),
-    ...errorResponses(...AUTH_ERRORS, 160, 404),
+    ...keyedErrorResponses(160, 404),
   },
 });

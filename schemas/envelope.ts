@@ -144,13 +144,29 @@ const ALLOW: Record<string, Header> = {
 /**
  * Documents error responses for a route from the error table: codes grouped by HTTP status,
  * each status typed with the enum of its codes (so a generated client narrows `error.code`),
- * an example per code and the headers it carries (Retry-After on 429 and 503). On an
- * operation that takes a key (its codes include 170) every answer after the key was
- * admitted carries the rate limit, so every status but 401 and 405 declares it. 405
+ * an example per code and the headers it carries (Retry-After on 429 and 503). 405
  * (another method on the path, with Allow) and 500 (a bug: an envelope, never a stack
- * trace) can happen on every operation and are always listed.
+ * trace) can happen on every operation and are always listed. The per-key rate limit's
+ * headers are not declared here: a 170 of a route outside the key's admission (a wrong
+ * key's throttle, a page's or a report's limit) sends Retry-After alone. Routes admitted by
+ * a key use {@link keyedErrorResponses}.
  */
 export function errorResponses(...codes: ErrorCode[]) {
+  return responsesFor(codes, false);
+}
+
+/**
+ * The error responses of a route admitted by a key or a session (the /api/1 middleware's
+ * `admit`): {@link AUTH_ERRORS} and `codes`, as {@link errorResponses} documents them, and
+ * every status but 401 and 405 declaring the per-key rate limit's headers, which every
+ * answer after the caller was admitted carries.
+ */
+export function keyedErrorResponses(...codes: ErrorCode[]) {
+  return responsesFor([...AUTH_ERRORS, ...codes], true);
+}
+
+/** errorResponses and keyedErrorResponses: `rateLimited` adds the rate headers. */
+function responsesFor(codes: ErrorCode[], rateLimited: boolean) {
   const byStatus = new Map<number, ErrorCode[]>();
   for (const code of new Set([...codes, 405, 500] as ErrorCode[])) {
     const s = ERRORS[code].status;
@@ -178,7 +194,7 @@ export function errorResponses(...codes: ErrorCode[]) {
       headers: {
         ...REQUEST_ID_HEADER,
         ...(status === 429 || status === 503 ? RETRY_AFTER : {}),
-        ...(codes.includes(170) && status !== 401 && status !== 405
+        ...(rateLimited && status !== 401 && status !== 405
           ? RATE_LIMIT_HEADERS
           : {}),
         ...(status === 405 ? ALLOW : {}),

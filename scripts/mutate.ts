@@ -2174,6 +2174,21 @@ const MUTATIONS: Mutation[] = [
     to: `  return asked`,
     tests: ["tests/upload_privacy_test.ts"],
   },
+  {
+    name:
+      "rate headers: every route listing 170 documents the per-key headers again (pages, files, the admin API)",
+    file: "schemas/envelope.ts",
+    from: `  return responsesFor(codes, false);`,
+    to: `  return responsesFor(codes, codes.includes(170));`,
+    tests: ["tests/rate_headers_test.ts"],
+  },
+  {
+    name: "rate headers: tus's answers declare no per-key headers",
+    file: "routes/tus.ts",
+    from: `  const keyedHeaders = { ...tusHeaders, ...RATE_LIMIT_HEADERS };`,
+    to: `  const keyedHeaders = { ...tusHeaders };`,
+    tests: ["tests/rate_headers_test.ts"],
+  },
 ];
 
 const root = new URL("..", import.meta.url).pathname.replace(/\/$/, "");

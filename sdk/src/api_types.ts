@@ -2354,6 +2354,12 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
                     /** @description The viewer page (url_viewer) */
                     Location?: string;
                     [name: string]: unknown;
@@ -2859,6 +2865,12 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
                     /** @description The viewer page (url_viewer) */
                     Location?: string;
                     [name: string]: unknown;
@@ -3395,6 +3407,12 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
                     /** @description The viewer page (url_viewer) */
                     Location?: string;
                     [name: string]: unknown;
@@ -4833,6 +4851,12 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description 1.0.0 */
                     "Tus-Resumable"?: string;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
                     /** @description The upload's URL, as a path */
                     Location?: string;
                     /** @description Bytes received so far */
@@ -5321,6 +5345,12 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description 1.0.0 */
                     "Tus-Resumable"?: string;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5631,6 +5661,12 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description 1.0.0 */
                     "Tus-Resumable"?: string;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
                     /** @description Bytes received */
                     "Upload-Offset"?: number;
                     /** @description The file's size */
@@ -5949,6 +5985,12 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description 1.0.0 */
                     "Tus-Resumable"?: string;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5970,6 +6012,12 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description 1.0.0 */
                     "Tus-Resumable"?: string;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
                     /** @description Bytes received */
                     "Upload-Offset"?: number;
                     [name: string]: unknown;
@@ -6435,12 +6483,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6467,12 +6509,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6529,12 +6565,6 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6561,12 +6591,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6595,12 +6619,6 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6690,12 +6708,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6722,12 +6734,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6784,12 +6790,6 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6816,12 +6816,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6850,12 +6844,6 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6922,12 +6910,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6954,12 +6936,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7016,12 +6992,6 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7048,12 +7018,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7082,12 +7046,6 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7170,12 +7128,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7202,12 +7154,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7262,12 +7208,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7296,12 +7236,6 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7328,12 +7262,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7362,12 +7290,6 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7438,12 +7360,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7470,12 +7386,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7530,12 +7440,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7564,12 +7468,6 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7596,12 +7494,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7630,12 +7522,6 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7707,12 +7593,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7739,12 +7619,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7801,12 +7675,6 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7833,12 +7701,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7867,12 +7729,6 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7946,12 +7802,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7978,12 +7828,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8038,12 +7882,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8072,12 +7910,6 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8104,12 +7936,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8138,12 +7964,6 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8214,12 +8034,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8246,12 +8060,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8308,12 +8116,6 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8340,12 +8142,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8374,12 +8170,6 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8445,12 +8235,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8477,12 +8261,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8539,12 +8317,6 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8571,12 +8343,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8605,12 +8371,6 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8684,12 +8444,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8716,12 +8470,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8778,12 +8526,6 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8810,12 +8552,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8844,12 +8580,6 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8925,12 +8655,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8957,12 +8681,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9017,12 +8735,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9051,12 +8763,6 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9083,12 +8789,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9117,12 +8817,6 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9188,12 +8882,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9220,12 +8908,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9282,12 +8964,6 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9314,12 +8990,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9348,12 +9018,6 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9425,12 +9089,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9457,12 +9115,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9519,12 +9171,6 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9551,12 +9197,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9585,12 +9225,6 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9658,12 +9292,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9690,12 +9318,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9750,12 +9372,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9784,12 +9400,6 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9816,12 +9426,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9850,12 +9454,6 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10394,6 +9992,14 @@ export interface operations {
             /** @description The zip */
             200: {
                 headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
                     /** @description attachment; filename="image-host-export-<date>.zip" */
                     "Content-Disposition"?: string;
                     /** @description no-store */
@@ -17791,12 +17397,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -17823,12 +17423,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -17883,12 +17477,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -17932,12 +17520,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -17966,12 +17548,6 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -17998,12 +17574,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -18032,12 +17602,6 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -18158,12 +17722,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -18190,12 +17748,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -18250,12 +17802,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -18299,12 +17845,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -18333,12 +17873,6 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -18365,12 +17899,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -18399,12 +17927,6 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -18460,12 +17982,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -18522,12 +18038,6 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -18554,12 +18064,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {

@@ -2351,6 +2351,12 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
                     /** @description The viewer page (url_viewer) */
                     Location?: string;
                     [name: string]: unknown;
@@ -2856,6 +2862,12 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
                     /** @description The viewer page (url_viewer) */
                     Location?: string;
                     [name: string]: unknown;
@@ -3392,6 +3404,12 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
                     /** @description The viewer page (url_viewer) */
                     Location?: string;
                     [name: string]: unknown;
@@ -4830,6 +4848,12 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description 1.0.0 */
                     "Tus-Resumable"?: string;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
                     /** @description The upload's URL, as a path */
                     Location?: string;
                     /** @description Bytes received so far */
@@ -5318,6 +5342,12 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description 1.0.0 */
                     "Tus-Resumable"?: string;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5628,6 +5658,12 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description 1.0.0 */
                     "Tus-Resumable"?: string;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
                     /** @description Bytes received */
                     "Upload-Offset"?: number;
                     /** @description The file's size */
@@ -5946,6 +5982,12 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description 1.0.0 */
                     "Tus-Resumable"?: string;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5967,6 +6009,12 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description 1.0.0 */
                     "Tus-Resumable"?: string;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
                     /** @description Bytes received */
                     "Upload-Offset"?: number;
                     [name: string]: unknown;
@@ -6432,12 +6480,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6464,12 +6506,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6526,12 +6562,6 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6558,12 +6588,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6592,12 +6616,6 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6687,12 +6705,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6719,12 +6731,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6781,12 +6787,6 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6813,12 +6813,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6847,12 +6841,6 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6919,12 +6907,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6951,12 +6933,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7013,12 +6989,6 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7045,12 +7015,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7079,12 +7043,6 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7167,12 +7125,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7199,12 +7151,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7259,12 +7205,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7293,12 +7233,6 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7325,12 +7259,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7359,12 +7287,6 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7435,12 +7357,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7467,12 +7383,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7527,12 +7437,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7561,12 +7465,6 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7593,12 +7491,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7627,12 +7519,6 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7704,12 +7590,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7736,12 +7616,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7798,12 +7672,6 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7830,12 +7698,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7864,12 +7726,6 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7943,12 +7799,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7975,12 +7825,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8035,12 +7879,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8069,12 +7907,6 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8101,12 +7933,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8135,12 +7961,6 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8211,12 +8031,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8243,12 +8057,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8305,12 +8113,6 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8337,12 +8139,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8371,12 +8167,6 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8442,12 +8232,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8474,12 +8258,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8536,12 +8314,6 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8568,12 +8340,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8602,12 +8368,6 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8681,12 +8441,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8713,12 +8467,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8775,12 +8523,6 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8807,12 +8549,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8841,12 +8577,6 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8922,12 +8652,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8954,12 +8678,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9014,12 +8732,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9048,12 +8760,6 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9080,12 +8786,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9114,12 +8814,6 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9185,12 +8879,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9217,12 +8905,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9279,12 +8961,6 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9311,12 +8987,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9345,12 +9015,6 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9422,12 +9086,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9454,12 +9112,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9516,12 +9168,6 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9548,12 +9194,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9582,12 +9222,6 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9655,12 +9289,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9687,12 +9315,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9747,12 +9369,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9781,12 +9397,6 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9813,12 +9423,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9847,12 +9451,6 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10391,6 +9989,14 @@ export interface operations {
             /** @description The zip */
             200: {
                 headers: {
+                    /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
+                    "X-Request-Id"?: string;
+                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current minute */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the current minute's window ends */
+                    "X-RateLimit-Reset"?: number;
                     /** @description attachment; filename="image-host-export-<date>.zip" */
                     "Content-Disposition"?: string;
                     /** @description no-store */
@@ -17788,12 +17394,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -17820,12 +17420,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -17880,12 +17474,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -17929,12 +17517,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -17963,12 +17545,6 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -17995,12 +17571,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -18029,12 +17599,6 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -18155,12 +17719,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -18187,12 +17745,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -18247,12 +17799,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -18296,12 +17842,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -18330,12 +17870,6 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -18362,12 +17896,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -18396,12 +17924,6 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -18457,12 +17979,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -18519,12 +18035,6 @@ export interface operations {
                     "X-Request-Id"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -18551,12 +18061,6 @@ export interface operations {
                 headers: {
                     /** @description Id of this request (the caller's own X-Request-Id when it sent a valid one); logged with it */
                     "X-Request-Id"?: string;
-                    /** @description API calls allowed per key per minute (RATE_LIMIT_PER_MINUTE) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current minute */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Seconds until the current minute's window ends */
-                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {

@@ -17,7 +17,11 @@ import {
 import { collectNow } from "./services/runtime/collector.ts";
 import { withTimeout } from "./services/runtime/timeout.ts";
 import { Metrics } from "./services/metrics/metrics.ts";
-import { warmEngine } from "./services/images/engine.ts";
+import { imageEngine, warmEngine } from "./services/images/engine.ts";
+import {
+  allocatorLog,
+  allocatorSetting,
+} from "./services/runtime/allocator.ts";
 import { listenAddress, metricsOnlyHandler } from "./routes/metrics_route.ts";
 
 /** Reads the environment once, builds the dependencies and serves the app. */
@@ -46,6 +50,10 @@ async function main() {
   const rt = await buildRuntime(config, log, {
     pgliteDir: join(config.DATA_DIR, "pgdata"),
   });
+  // What glibc was started with: the sandbox profile's memory depends on it, and on Deno
+  // Deploy this line is how one finds out. (Deno refuses /proc/self/environ, the exact
+  // record, to all but --allow-all; a platform sets its variables before the start.)
+  log.info(allocatorLog(allocatorSetting(Deno.env.toObject()), imageEngine()));
   const lifecycle = new Lifecycle();
   const metrics = new Metrics(config.METRICS === "on");
   metrics.start();

@@ -2189,6 +2189,23 @@ const MUTATIONS: Mutation[] = [
     to: `  const keyedHeaders = { ...tusHeaders };`,
     tests: ["tests/rate_headers_test.ts"],
   },
+  {
+    name:
+      "allocator: the sandbox profile started without the setting is not warned about",
+    file: "services/runtime/allocator.ts",
+    from: `  if (engine === "wasm" && setting.mmapThreshold === "dynamic") {`,
+    to: `  if (engine === "wasm" && setting.mmapThreshold === 0) {`,
+    tests: ["tests/allocator_test.ts"],
+  },
+  {
+    name: "allocator: the older name wins over GLIBC_TUNABLES",
+    file: "services/runtime/allocator.ts",
+    from: `  const threshold = tunables.get("glibc.malloc.mmap_threshold") ??
+    env.MALLOC_MMAP_THRESHOLD_;`,
+    to: `  const threshold = env.MALLOC_MMAP_THRESHOLD_ ??
+    tunables.get("glibc.malloc.mmap_threshold");`,
+    tests: ["tests/allocator_test.ts"],
+  },
 ];
 
 const root = new URL("..", import.meta.url).pathname.replace(/\/$/, "");

@@ -44,6 +44,7 @@ Deno.test("glibc's allocator setting is read as glibc reads it: GLIBC_TUNABLES b
   assert.equal(threshold("01000000"), 262144);
   assert.equal(threshold("256k"), 256);
   assert.equal(threshold("12x4"), 12);
+  assert.equal(threshold("08"), 0);
   assert.equal(threshold("99999999999"), 99999999999);
   assert.equal(threshold("-1"), 2 ** 64 - 1);
   for (const v of ["", "abc", "0x"]) assert.equal(threshold(v), 0);

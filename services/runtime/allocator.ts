@@ -48,7 +48,7 @@ function number(value: string): number {
   const hex = /^0x([0-9a-f]+)/i.exec(v);
   const n = hex
     ? parseInt(hex[1], 16)
-    : /^0[0-7]/.test(v)
+    : v.startsWith("0")
     ? parseInt(/^[0-7]+/.exec(v)![0], 8)
     : Number(/^\d*/.exec(v)![0] || 0);
   return negative && n > 0 ? 2 ** 64 - n : n;

@@ -25,7 +25,7 @@ import {
   SIGNATURE_HEADER,
   webhookSecret,
 } from "../services/screenshots/webhooks.ts";
-import { ApiError } from "../schemas/errors.ts";
+import { ApiError, invalidField } from "../schemas/errors.ts";
 import {
   jobRecords,
   type JobRow,
@@ -284,17 +284,18 @@ export function registerScreenshotJobRoutes(
     if (!deps.screenshotter) throw new ApiError(240);
     const { requests } = c.req.valid("json");
     const max = deps.config.SCREENSHOT_BATCH_MAX;
-    const bad = (path: string, message: string) =>
-      new ApiError(160, { details: [{ path, message }] });
     if (requests.length > max) {
-      throw bad(
+      throw invalidField(
         "requests",
         `at most ${max} in one batch (SCREENSHOT_BATCH_MAX)`,
       );
     }
     const reqs = requests.map(({ key: _key, ...r }, i) => {
       if (!r.share) {
-        throw bad(`requests.${i}.share`, "a batch's captures are stored");
+        throw invalidField(
+          `requests.${i}.share`,
+          "a batch's captures are stored",
+        );
       }
       return { ...r, async: true };
     });

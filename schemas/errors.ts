@@ -80,6 +80,11 @@ export class ApiError extends Error {
   }
 }
 
+/** 160 naming the one field that is wrong and why. */
+export function invalidField(path: string, message: string): ApiError {
+  return new ApiError(160, { details: [{ path, message }] });
+}
+
 /** The error envelope body for a code, as every failing response carries it. */
 export function errorBody(
   code: ErrorCode,

@@ -116,7 +116,7 @@ export function createApiClient(opts: ApiClientOptions) {
         expiration?: number;
         albumId?: string;
         /** Who may see them from their first moment (public without). */
-        privacy?: "public" | "unlisted" | "private" | "password";
+        privacy?: components["schemas"]["ImageRecord"]["privacy"];
         /** With privacy "password": its password (4–128 characters). */
         password?: string;
       } = {},

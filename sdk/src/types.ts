@@ -91,7 +91,7 @@ export interface UploadOptions {
    * Who may see the images, from their first moment: public (default), unlisted,
    * private, or password with `password`.
    */
-  privacy?: "public" | "unlisted" | "private" | "password";
+  privacy?: ImageRecord["privacy"];
   /** The password of `privacy: "password"` (4–128 characters). */
   password?: string;
   /**

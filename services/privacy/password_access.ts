@@ -8,7 +8,7 @@ import {
   randomToken,
   safeEqual,
 } from "../accounts/crypto.ts";
-import { ApiError } from "../../schemas/errors.ts";
+import { type ApiError, invalidField } from "../../schemas/errors.ts";
 import { PasswordSchema, PRIVACY, type Privacy } from "../../schemas/image.ts";
 
 /**
@@ -107,19 +107,12 @@ export function withAccess(url: string, token: string | undefined): string {
 
 /** 160 for a password sent for an item that is not (and does not become) `password`. */
 function passwordNotAsked(): ApiError {
-  return new ApiError(160, {
-    details: [{ path: "password", message: 'only with privacy "password"' }],
-  });
+  return invalidField("password", 'only with privacy "password"');
 }
 
 /** 160 for an item made `password` without one. */
 function passwordMissing(): ApiError {
-  return new ApiError(160, {
-    details: [{
-      path: "password",
-      message: 'required to make it privacy "password"',
-    }],
-  });
+  return invalidField("password", 'required to make it privacy "password"');
 }
 
 /**
@@ -155,17 +148,16 @@ export interface UploadAccess {
 
 /**
  * What is wrong with the privacy an upload asks for (160 naming the field), checked as
- * PATCH checks it (passwordEdit's refusals, and the password's length): `privacy` one of PRIVACY; `password` (4–128 characters) required with
- * `password` and allowed only with it. Synchronous, for a resumable upload's creation.
+ * PATCH checks it (passwordEdit's refusals, and the password's length): `privacy` one of
+ * PRIVACY; `password` (4–128 characters) required with `password` and allowed only with
+ * it. Synchronous, for a resumable upload's creation.
  */
 export function accessProblem(
   privacy: string | undefined,
   password: string | undefined,
 ): ApiError | undefined {
-  const bad = (path: string, message: string) =>
-    new ApiError(160, { details: [{ path, message }] });
   if (privacy && !(PRIVACY as readonly string[]).includes(privacy)) {
-    return bad("privacy", `one of ${PRIVACY.join(", ")}`);
+    return invalidField("privacy", `one of ${PRIVACY.join(", ")}`);
   }
   if (privacy !== "password") {
     return password === undefined ? undefined : passwordNotAsked();
@@ -174,7 +166,7 @@ export function accessProblem(
   const checked = PasswordSchema.safeParse(password);
   return checked.success
     ? undefined
-    : bad("password", checked.error.issues[0].message);
+    : invalidField("password", checked.error.issues[0].message);
 }
 
 /**

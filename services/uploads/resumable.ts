@@ -2,7 +2,12 @@ import { createHash } from "node:crypto";
 import { Server, type Upload } from "@tus/server";
 import { newUploadId, type TusBackend } from "./tus_backends.ts";
 import { openScratch } from "../runtime/scratch_files.ts";
-import { ApiError, errorBody, type ErrorCode } from "../../schemas/errors.ts";
+import {
+  ApiError,
+  errorBody,
+  type ErrorCode,
+  invalidField,
+} from "../../schemas/errors.ts";
 import type { Config } from "../../schemas/config.ts";
 import type { ImageRecord } from "../images/records.ts";
 import type { IncomingImage } from "../images/pipeline_stages.ts";
@@ -383,15 +388,13 @@ export class ResumableUploads {
 function metadataProblem(
   meta: Record<string, string | null>,
 ): ApiError | undefined {
-  const bad = (path: string, message: string) =>
-    new ApiError(160, { details: [{ path, message }] });
   const access = accessProblem(
     meta.privacy ?? undefined,
     meta.password ?? undefined,
   );
   if (access) return access;
   if (meta.expiration && !/^\d+$/.test(meta.expiration)) {
-    return bad("expiration", "seconds, an integer");
+    return invalidField("expiration", "seconds, an integer");
   }
   return undefined;
 }

@@ -62,7 +62,7 @@ export declare function createApiClient(opts: ApiClientOptions): {
         expiration?: number;
         albumId?: string;
         /** Who may see them from their first moment (public without). */
-        privacy?: "public" | "unlisted" | "private" | "password";
+        privacy?: components["schemas"]["ImageRecord"]["privacy"];
         /** With privacy "password": its password (4–128 characters). */
         password?: string;
     }): Promise<UploadResult>;

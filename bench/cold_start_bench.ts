@@ -7,7 +7,8 @@
  * with the image's size once sharp has read it: what any image service on this engine
  * pays before its first answer (issue #49 measured it at ~4× the bare one alone).
  * Screenshots off (a browser service is another host's start).
- * `deno run -A bench/cold_start_bench.ts [--runs N]`.
+ * `deno run -A bench/cold_start_bench.ts [--runs N] [--cpu-prof DIR]`: with `--cpu-prof` the
+ * service's runs write V8 CPU profiles into DIR (stopped by SIGINT, so the profile is written).
  */
 import { startPgCluster } from "../tests/pg_cluster.ts";
 import { startS3 } from "../tests/s3_server.ts";
@@ -21,6 +22,9 @@ const runsArg = Deno.args.indexOf("--runs");
 const RUNS = runsArg >= 0 ? Number(Deno.args[runsArg + 1]) : 5;
 
 const FLAGS = taskFlags("start:sandbox");
+const profArg = Deno.args.indexOf("--cpu-prof");
+/** Where the service's CPU profiles go, when asked for. */
+const PROF_DIR = profArg >= 0 ? Deno.args[profArg + 1] : undefined;
 
 /** The reference: Deno.serve that has one PostgreSQL answer before it listens. */
 const BARE = `import pg from "pg";
@@ -57,12 +61,20 @@ async function firstAnswer(
   script: string,
   env: Record<string, string>,
   ask: (base: string) => Promise<Response>,
+  extraFlags: string[] = [],
 ): Promise<{ ms: number; steps: Record<string, number> }> {
   const port = freePort();
   const base = `http://127.0.0.1:${port}`;
   const t0 = performance.now();
   const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "--config", `${ROOT}deno.json`, ...FLAGS, script],
+    args: [
+      "run",
+      "--config",
+      `${ROOT}deno.json`,
+      ...FLAGS,
+      ...extraFlags,
+      script,
+    ],
     cwd: ROOT,
     env: { ...env, PORT: String(port), HOST: "127.0.0.1", BASE_URL: base },
     stdout: "piped",
@@ -81,7 +93,8 @@ async function firstAnswer(
         await res.body?.cancel();
         if (res.status === 200) {
           const ms = performance.now() - t0;
-          child.kill("SIGKILL");
+          child.kill(extraFlags.length ? "SIGINT" : "SIGKILL");
+          await child.status;
           await reading.catch(() => {});
           const steps: Record<string, number> = {};
           for (const line of out.split("\n")) {
@@ -149,7 +162,12 @@ try {
       });
     };
     withSharp.push((await firstAnswer(bareSharp, env, send)).ms);
-    const run = await firstAnswer(`${ROOT}main.ts`, env, send);
+    const run = await firstAnswer(
+      `${ROOT}main.ts`,
+      env,
+      send,
+      PROF_DIR ? ["--cpu-prof", `--cpu-prof-dir=${PROF_DIR}`] : [],
+    );
     service.push(run.ms);
     ready.push(run.steps["database ready"] ?? NaN);
     listening.push(run.steps["listening"] ?? NaN);

@@ -2045,8 +2045,8 @@ const MUTATIONS: Mutation[] = [
       "sandbox memory: start:sandbox without glibc's fixed mapping threshold (freed buffers kept in a heap that never shrinks)",
     file: "deno.json",
     from:
-      `"start:sandbox": "GLIBC_TUNABLES=glibc.malloc.mmap_threshold=262144:glibc.malloc.arena_max=1 deno run`,
-    to: `"start:sandbox": "deno run`,
+      `"command": "GLIBC_TUNABLES=glibc.malloc.mmap_threshold=262144:glibc.malloc.arena_max=1 deno run`,
+    to: `"command": "deno run`,
     tests: ["tests/big_buffer_test.ts"],
   },
   {
@@ -2205,6 +2205,25 @@ const MUTATIONS: Mutation[] = [
     to: `  const threshold = env.MALLOC_MMAP_THRESHOLD_ ??
     tunables.get("glibc.malloc.mmap_threshold");`,
     tests: ["tests/allocator_test.ts"],
+  },
+  {
+    name:
+      'cold start: node_modules left to Deno\'s "auto" mode (every start re-checks the whole tree once per npm import, ~150 ms)',
+    file: "deno.json",
+    from: `"nodeModulesDir": "manual"`,
+    to: `"nodeModulesDir": "auto"`,
+    tests: ["tests/deploy_test.ts"],
+  },
+  {
+    name:
+      "cold start: the start task without its install first (a fresh clone's start finds no node_modules)",
+    file: "deno.json",
+    from:
+      `"command": "MALLOC_ARENA_MAX=1 deno run --allow-all --v8-flags=--max-semi-space-size=1,--heap-growing-percent=50 main.ts",
+      "dependencies": ["install"]`,
+    to:
+      `"command": "MALLOC_ARENA_MAX=1 deno run --allow-all --v8-flags=--max-semi-space-size=1,--heap-growing-percent=50 main.ts"`,
+    tests: ["tests/deploy_test.ts"],
   },
 ];
 

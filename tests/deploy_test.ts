@@ -1,7 +1,13 @@
 import assert from "node:assert/strict";
 import { parse } from "yaml";
 import { test } from "./helpers.ts";
-import { START_ENV, START_V8_FLAGS } from "./start_task.ts";
+import {
+  START_ENV,
+  START_V8_FLAGS,
+  TASK_NAMES,
+  taskCommand,
+  taskDependencies,
+} from "./start_task.ts";
 import { startNginx } from "./nginx.ts";
 
 const root = new URL("../", import.meta.url).pathname;
@@ -48,14 +54,73 @@ test("the Dockerfile lints clean and installs through the same script CI runs, a
 });
 
 test("the operator tasks run with the start task's V8 flags, so they keep the service's cached compiled code valid (V8's code cache is only valid for the flags that wrote it)", async () => {
-  const tasks = JSON.parse(await Deno.readTextFile(`${root}/deno.json`))
-    .tasks as Record<string, string>;
   for (const name of ["user:create", "key:create"]) {
     assert.ok(
-      tasks[name].includes(`--v8-flags=${START_V8_FLAGS} `),
-      `${name}: ${tasks[name]}`,
+      taskCommand(name).includes(`--v8-flags=${START_V8_FLAGS} `),
+      `${name}: ${taskCommand(name)}`,
     );
   }
+});
+
+test("node_modules is laid out by `deno install` ahead (nodeModulesDir manual) and every task that runs Deno code installs first, so a start does not re-check the whole tree once per npm import", async () => {
+  const config = JSON.parse(await Deno.readTextFile(`${root}/deno.json`));
+  assert.equal(config.nodeModulesDir, "manual");
+  assert.equal(taskCommand("install"), "deno install --quiet");
+  for (const name of TASK_NAMES) {
+    if (!/\bdeno (run|test|check)\b/.test(taskCommand(name))) continue;
+    assert.deepEqual(taskDependencies(name), ["install"], name);
+  }
+  // `test` runs scripts/test.sh, which installs before its first deno command.
+  const sh = await Deno.readTextFile(`${root}/scripts/test.sh`);
+  const install = sh.indexOf('"${DENO[@]}" install');
+  assert.ok(
+    install > 0 && install < sh.indexOf('"${DENO[@]}" test'),
+    "test.sh installs first",
+  );
+  // The measured cost it removes: under "auto", loading app.ts took Deno's node_modules
+  // lock and re-checked all ~700 packages 86 times (~7-12 ms each, ~150 ms of a cold start).
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.writeTextFile(
+      `${dir}/load.ts`,
+      `await import("${root}app.ts");\n`,
+    );
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "--log-level=debug",
+        "--config",
+        `${root}deno.json`,
+        "--allow-all",
+        `${dir}/load.ts`,
+      ],
+      stdout: "null",
+      stderr: "piped",
+    }).output();
+    const log = new TextDecoder().decode(out.stderr);
+    assert.equal(out.code, 0, log.slice(-2000));
+    assert.match(log, /Building module graph/, "the debug log is read");
+    assert.equal(
+      log.match(/Acquiring file lock at \S*node_modules/g)?.length ?? 0,
+      0,
+    );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+  // And the task itself: install, then the service (here refusing a bad PORT, exit 2).
+  const run = await new Deno.Command(Deno.execPath(), {
+    args: ["task", "start"],
+    cwd: root,
+    env: { PORT: "abc", NO_COLOR: "1" },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const text = new TextDecoder().decode(run.stdout) +
+    new TextDecoder().decode(run.stderr);
+  assert.equal(run.code, 2, text);
+  assert.ok(text.indexOf("Task install") >= 0, text);
+  assert.ok(text.indexOf("Task install") < text.indexOf("Task start"), text);
+  assert.match(text, /PORT/);
 });
 
 test("compose.yaml lints clean and runs PostgreSQL, an S3 store, one browser, two instances with a data dir each, and a TLS proxy", async () => {

@@ -3,14 +3,32 @@
  * so tests and benchmarks that start main.ts in a process of their own measure what
  * operators run (the Dockerfile is checked against the same task in deploy_test).
  */
-const tasks: Record<string, string> = JSON.parse(
-  Deno.readTextFileSync(new URL("../deno.json", import.meta.url)),
-).tasks;
-const task = tasks.start;
+const tasks: Record<
+  string,
+  string | { command: string; dependencies?: string[] }
+> = JSON.parse(Deno.readTextFileSync(new URL("../deno.json", import.meta.url)))
+  .tasks;
+
+/** The shell command of the task `name` (a task is a string or `{ command, dependencies }`). */
+export function taskCommand(name: string): string {
+  const t = tasks[name];
+  return typeof t === "string" ? t : t.command;
+}
+
+/** The tasks `name` runs first (`install`: node_modules is "manual", see deno.json). */
+export function taskDependencies(name: string): string[] {
+  const t = tasks[name];
+  return typeof t === "string" ? [] : t.dependencies ?? [];
+}
+
+/** Every task's name. */
+export const TASK_NAMES: string[] = Object.keys(tasks);
+
+const task = taskCommand("start");
 
 /** The environment assignments before `deno` in the task `name`. */
 export function taskEnv(name: string): Record<string, string> {
-  const t = tasks[name];
+  const t = taskCommand(name);
   return Object.fromEntries(
     [...t.slice(0, t.indexOf("deno ")).matchAll(/(\w+)=(\S+)/g)].map((
       m,
@@ -20,7 +38,7 @@ export function taskEnv(name: string): Record<string, string> {
 
 /** The `--` flags of the task `name`, in order. */
 export function taskFlags(name: string): string[] {
-  const t = tasks[name];
+  const t = taskCommand(name);
   return t.slice(t.indexOf("deno ")).split(/\s+/).filter((a) =>
     a.startsWith("--")
   );

@@ -53,7 +53,7 @@ test("the Dockerfile lints clean and installs through the same script CI runs, a
   }
 });
 
-test("the operator tasks run with the start task's V8 flags, so they keep the service's cached compiled code valid (V8's code cache is only valid for the flags that wrote it)", async () => {
+test("the operator tasks run with the start task's V8 flags, so they keep the service's cached compiled code valid (V8's code cache is only valid for the flags that wrote it)", () => {
   for (const name of ["user:create", "key:create"]) {
     assert.ok(
       taskCommand(name).includes(`--v8-flags=${START_V8_FLAGS} `),

@@ -15,7 +15,7 @@ import {
   ScheduleSchema,
 } from "../schemas/screenshot_jobs.ts";
 import { acceptedJobResponse } from "./screenshot_jobs.ts";
-import { ApiError } from "../schemas/errors.ts";
+import { ApiError, invalidField } from "../schemas/errors.ts";
 import { jobRecords } from "../services/screenshots/jobs.ts";
 import type {
   ScheduleRow,
@@ -183,12 +183,7 @@ export function registerScheduleRoutes(
     const body = c.req.valid("json");
     const { key: _key, ...request } = body.request;
     if (!request.share) {
-      throw new ApiError(160, {
-        details: [{
-          path: "request.share",
-          message: "a run's capture is stored",
-        }],
-      });
+      throw invalidField("request.share", "a run's capture is stored");
     }
     const row = await schedules.create(c.get("userId"), {
       cron: body.cron,

@@ -4,7 +4,12 @@ import type { App, AppEnv } from "./env.ts";
 import type { AppDeps } from "./deps.ts";
 import { okBody } from "../schemas/envelope.ts";
 import { EXPIRATION_MAX, EXPIRATION_MIN } from "../schemas/image.ts";
-import { ApiError, type ErrorCode, noSpace } from "../schemas/errors.ts";
+import {
+  ApiError,
+  type ErrorCode,
+  invalidField,
+  noSpace,
+} from "../schemas/errors.ts";
 import { isNoSpace } from "../services/runtime/file_io.ts";
 import { receiveMultipart } from "../services/bodies/multipart.ts";
 import type {
@@ -57,13 +62,10 @@ function parseExpiration(raw: string | undefined): number | undefined {
   // Plain decimal digits only: Number() would also take "0x100", "1e3" and " 60 ".
   const n = /^[0-9]{1,9}$/.test(raw) ? Number(raw) : NaN;
   if (!Number.isInteger(n) || n < EXPIRATION_MIN || n > EXPIRATION_MAX) {
-    throw new ApiError(160, {
-      details: [{
-        path: "expiration",
-        message:
-          `must be an integer from ${EXPIRATION_MIN} to ${EXPIRATION_MAX} seconds`,
-      }],
-    });
+    throw invalidField(
+      "expiration",
+      `must be an integer from ${EXPIRATION_MIN} to ${EXPIRATION_MAX} seconds`,
+    );
   }
   return n;
 }
@@ -72,9 +74,7 @@ function parseFormat(raw: string | undefined): typeof UPLOAD_FORMATS[number] {
   if (raw === undefined || raw === "") return "json";
   const f = UPLOAD_FORMATS.find((x) => x === raw);
   if (!f) {
-    throw new ApiError(160, {
-      details: [{ path: "format", message: "must be json, txt or redirect" }],
-    });
+    throw invalidField("format", "must be json, txt or redirect");
   }
   return f;
 }

@@ -1,7 +1,7 @@
 import { type Kysely, sql } from "kysely";
 import type { DB } from "../db/schema.ts";
 import { hashPassword, sha256Hex, verifyPassword } from "./crypto.ts";
-import { ApiError } from "../../schemas/errors.ts";
+import { ApiError, invalidField } from "../../schemas/errors.ts";
 import { announceAuthChange } from "./api_keys.ts";
 import { deleteUser } from "./accounts.ts";
 import { deleteImage } from "../images/records.ts";
@@ -15,11 +15,6 @@ import type { Clock } from "../runtime/clock.ts";
  * shows beside that field.
  */
 
-/** 160 naming the field and saying what is wrong, as the forms show it. */
-function refused(path: string, message: string): ApiError {
-  return new ApiError(160, { details: [{ path, message }] });
-}
-
 /** The account's password checked, or 160 on `field`; a deleted account is 404. */
 async function checkPassword(
   db: Kysely<DB>,
@@ -32,7 +27,7 @@ async function checkPassword(
     .executeTakeFirst();
   if (!row) throw new ApiError(404);
   if (!password || !await verifyPassword(password, row.password_hash)) {
-    throw refused(field, "that is not your current password");
+    throw invalidField(field, "that is not your current password");
   }
 }
 
@@ -49,7 +44,7 @@ export async function changePassword(
 ): Promise<number> {
   await checkPassword(db, userId, current, "current_password");
   if (next.length < 10 || next.length > 1024) {
-    throw refused("new_password", "at least 10 characters");
+    throw invalidField("new_password", "at least 10 characters");
   }
   await db.updateTable("users").set({ password_hash: await hashPassword(next) })
     .where("id", "=", userId).execute();
@@ -66,13 +61,13 @@ export async function changeEmail(
   await checkPassword(db, userId, password, "password");
   email = email.trim();
   if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email) || email.length > 254) {
-    throw refused("email", "enter a valid e-mail address");
+    throw invalidField("email", "enter a valid e-mail address");
   }
   const taken = await db.selectFrom("users").select("id")
     .where(sql`lower(email)`, "=", email.toLowerCase())
     .where("deleted_at", "is", null).where("id", "!=", userId)
     .executeTakeFirst();
-  if (taken) throw refused("email", "another account has this e-mail");
+  if (taken) throw invalidField("email", "another account has this e-mail");
   await db.updateTable("users").set({ email }).where("id", "=", userId)
     .execute();
 }
@@ -113,7 +108,7 @@ export async function deleteAccount(
       .where("role", "=", "admin").where("deleted_at", "is", null)
       .where("disabled_at", "is", null).limit(2).execute();
     if (admins.length < 2) {
-      throw refused(
+      throw invalidField(
         "account",
         "the only admin cannot delete their account: make another account admin first",
       );

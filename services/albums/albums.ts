@@ -4,7 +4,7 @@ import type { Config } from "../../schemas/config.ts";
 import type { Clock } from "../runtime/clock.ts";
 import { linkBases } from "../runtime/link_base.ts";
 import type { BlobStore } from "../store/blob_store.ts";
-import { ApiError } from "../../schemas/errors.ts";
+import { ApiError, invalidField } from "../../schemas/errors.ts";
 import type { Privacy } from "../../schemas/image.ts";
 import { randomToken } from "../accounts/crypto.ts";
 import { passwordEdit } from "../privacy/password_access.ts";
@@ -107,9 +107,7 @@ export async function albumForImages(
     ? await findAlbum(db, id)
     : undefined;
   if (!row || row.user_id !== userId) {
-    throw new ApiError(160, {
-      details: [{ path: "album_id", message: "no such album of yours" }],
-    });
+    throw invalidField("album_id", "no such album of yours");
   }
   return row;
 }
@@ -268,12 +266,7 @@ export async function updateAlbum(
   const current = await ownAlbum(db, userId, id);
   if (fields.cover_image_id) {
     if (!await liveImageIn(db, id, fields.cover_image_id, clock)) {
-      throw new ApiError(160, {
-        details: [{
-          path: "cover_image_id",
-          message: "must be one of the album's images",
-        }],
-      });
+      throw invalidField("cover_image_id", "must be one of the album's images");
     }
   }
   const set: Partial<AlbumRow> = { updated_at: clock.now() };

@@ -1,4 +1,4 @@
-import { ApiError } from "../../schemas/errors.ts";
+import { ApiError, invalidField } from "../../schemas/errors.ts";
 import { Base64File } from "./base64_file.ts";
 import { FILE_FIELDS } from "./multipart.ts";
 import { Admission } from "./admission.ts";
@@ -214,9 +214,7 @@ export async function receiveUrlencoded(
       // Kept raw and decoded whole at its end: a UTF-8 character's escapes may be split.
       plain += raw;
       if (plain.length > FIELD_MAX * 3) {
-        throw new ApiError(160, {
-          details: [{ path: name, message: "field longer than 64 KB" }],
-        });
+        throw invalidField(name, "field longer than 64 KB");
       }
     }
   };
@@ -328,9 +326,7 @@ export async function receiveJson(
     } else if (inString === "plain") {
       plain += text;
       if (plain.length > FIELD_MAX) {
-        throw new ApiError(160, {
-          details: [{ path: key, message: "member longer than 64 KB" }],
-        });
+        throw invalidField(key, "member longer than 64 KB");
       }
     } else image!.push(text);
   };
@@ -406,12 +402,7 @@ export async function receiveJson(
   const addToLiteral = (ch: string) => {
     literal += ch;
     if (literal.length > maxToken) {
-      throw new ApiError(160, {
-        details: [{
-          path: key,
-          message: `a value longer than ${maxToken} characters`,
-        }],
-      });
+      throw invalidField(key, `a value longer than ${maxToken} characters`);
     }
   };
   const endLiteral = () => {

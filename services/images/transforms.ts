@@ -1,4 +1,4 @@
-import { ApiError } from "../../schemas/errors.ts";
+import { invalidField } from "../../schemas/errors.ts";
 import { hmac16, hmacKey } from "../accounts/crypto.ts";
 // Which types may hold an animation: the one rule the pages' <picture> and embeds use too
 // (a pure leaf module the server shares with the SDK).
@@ -41,14 +41,10 @@ export interface TransformRules {
   qualities: readonly number[];
 }
 
-function bad(path: string, message: string): ApiError {
-  return new ApiError(160, { details: [{ path, message }] });
-}
-
 /** One value of a parameter (160 when repeated). */
 function single(query: URLSearchParams, name: string): string | undefined {
   const all = query.getAll(name);
-  if (all.length > 1) throw bad(name, "given more than once");
+  if (all.length > 1) throw invalidField(name, "given more than once");
   return all[0];
 }
 
@@ -60,7 +56,7 @@ function integer(
   const raw = single(query, name);
   if (raw === undefined) return undefined;
   if (!/^[1-9][0-9]{0,5}$/.test(raw) || Number(raw) > max) {
-    throw bad(name, `must be an integer from 1 to ${max}`);
+    throw invalidField(name, `must be an integer from 1 to ${max}`);
   }
   return Number(raw);
 }
@@ -79,13 +75,13 @@ export function parseTransform(
   const q = integer(query, "q", 100);
   const fit = single(query, "fit") ?? "inside";
   if (!(FITS as readonly string[]).includes(fit)) {
-    throw bad("fit", `must be one of ${FITS.join(", ")}`);
+    throw invalidField("fit", `must be one of ${FITS.join(", ")}`);
   }
   const format = single(query, "format");
   if (
     format !== undefined && !(FORMATS as readonly string[]).includes(format)
   ) {
-    throw bad("format", `must be one of ${FORMATS.join(", ")}`);
+    throw invalidField("format", `must be one of ${FORMATS.join(", ")}`);
   }
   const transform: Transform = {
     ...(w ? { w } : {}),
@@ -188,10 +184,13 @@ export async function admitTransform(
 ): Promise<void> {
   if (s !== undefined) {
     if (key && sameText(s, await signatureOf(key, parsed.canonical))) return;
-    throw bad("s", "signature does not match this image and these parameters");
+    throw invalidField(
+      "s",
+      "signature does not match this image and these parameters",
+    );
   }
   if (parsed.listed) return;
-  throw bad(
+  throw invalidField(
     "w",
     `w and h must be one of ${rules.widths.join(", ")} and q one of ${
       rules.qualities.join(", ")

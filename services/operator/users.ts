@@ -2,7 +2,7 @@ import { type Kysely, sql } from "kysely";
 import type { DB } from "../db/schema.ts";
 import type { Clock } from "../runtime/clock.ts";
 import type { BlobStore } from "../store/blob_store.ts";
-import { ApiError } from "../../schemas/errors.ts";
+import { ApiError, invalidField } from "../../schemas/errors.ts";
 import { announceAuthChange } from "../accounts/api_keys.ts";
 import { deleteImage } from "../images/records.ts";
 import { monthOf } from "../accounts/quotas.ts";
@@ -125,9 +125,7 @@ async function targetOf(db: Kysely<DB>, userId: string) {
 /** An admin may not lock themselves out: their own account is refused (160). */
 function notSelf(actor: Actor, userId: string, what: string) {
   if (actor.id === userId) {
-    throw new ApiError(160, {
-      details: [{ path: "id", message: `an admin cannot ${what} themselves` }],
-    });
+    throw invalidField("id", `an admin cannot ${what} themselves`);
   }
 }
 

@@ -8,7 +8,7 @@ import type { Config } from "../../schemas/config.ts";
 import type { Clock } from "../runtime/clock.ts";
 import type { Logger } from "../runtime/logger.ts";
 import type { BlobStore } from "../store/blob_store.ts";
-import { ApiError } from "../../schemas/errors.ts";
+import { ApiError, invalidField } from "../../schemas/errors.ts";
 import { blobKeys } from "../images/records.ts";
 import { jsonValue } from "../db/json_value.ts";
 import { wholeBody } from "../runtime/file_io.ts";
@@ -119,7 +119,7 @@ export class ScreenshotSchedules {
       .select((eb) => eb.fn.countAll<string>().as("n"))
       .where("user_id", "=", userId).executeTakeFirstOrThrow();
     if (Number(count.n) >= max) {
-      throw bad(
+      throw invalidField(
         "cron",
         `at most ${max} schedules an account (SCREENSHOT_SCHEDULES_MAX)`,
       );
@@ -132,13 +132,16 @@ export class ScreenshotSchedules {
     try {
       next = boss.previewSchedule(cron, { count: 12, tz: "UTC" });
     } catch (e) {
-      throw bad("cron", `not a cron expression: ${(e as Error).message}`);
+      throw invalidField(
+        "cron",
+        `not a cron expression: ${(e as Error).message}`,
+      );
     }
     const min = this.deps.config.SCREENSHOT_SCHEDULE_MIN_MINUTES;
     for (let i = 1; i < next.length; i++) {
       const gap = (next[i].getTime() - next[i - 1].getTime()) / 60_000;
       if (gap < min) {
-        throw bad(
+        throw invalidField(
           "cron",
           `runs ${gap} minutes apart; at least ${min} (SCREENSHOT_SCHEDULE_MIN_MINUTES)`,
         );
@@ -287,8 +290,4 @@ export class ScreenshotSchedules {
       height: info.height,
     };
   }
-}
-
-function bad(path: string, message: string) {
-  return new ApiError(160, { details: [{ path, message }] });
 }

@@ -259,12 +259,7 @@ export class ResumableUploads {
   async #checkCreation(owner: string, upload: Upload) {
     if (upload.sizeIsDeferred || upload.size === undefined) {
       throw tusError(
-        new ApiError(160, {
-          details: [{
-            path: "Upload-Length",
-            message: "give the file's length",
-          }],
-        }),
+        invalidField("Upload-Length", "give the file's length"),
       );
     }
     // The reservations before the listing: one gone by the time it is read had its

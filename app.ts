@@ -275,7 +275,9 @@ export function createApp(deps: AppDeps): App {
     config: deps.config,
     clock: deps.clock,
     log: deps.log,
-    capture: async (userId, req) => (await shots.take(userId, req)).result,
+    runs: Boolean(deps.screenshotter),
+    capture: async (userId, req, signal) =>
+      (await shots.take(userId, req, signal)).result,
     decide: (row, result) => schedules.decide(row, result),
   });
   const schedules: ScreenshotSchedules = new ScreenshotSchedules({

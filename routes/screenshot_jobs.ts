@@ -112,10 +112,13 @@ const cancelJobRoute = createRoute({
   path: "/api/1/screenshot/jobs/{id}",
   operationId: "cancelScreenshotJob",
   tags: ["Screenshots"],
-  summary: "Cancel a queued capture",
+  summary: "Cancel a queued or running capture",
   description:
-    "A queued job is cancelled and never runs. A running or finished one cannot be " +
-    "(160); someone else's is 404.",
+    "A queued job is cancelled and never runs. A running one is stopped: its browser " +
+    "page is closed within about a second, wherever it runs, and nothing is stored " +
+    "(a capture stored in the instant before keeps its image, shown in the job's " +
+    "result). No webhook is called for a cancelled job. A finished one cannot be " +
+    "cancelled (160); someone else's is 404.",
   security: API_SECURITY,
   request: { params: JobIdParamSchema },
   responses: {

@@ -1757,11 +1757,12 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/screenshot_jobs_test.ts"],
   },
   {
-    name: "jobs: a running job can be cancelled (its capture still stored)",
+    name:
+      "jobs: a finished job can be cancelled (its record says cancelled after done)",
     file: "services/screenshots/jobs.ts",
     from:
-      '      .where("status", "=", "queued").returningAll().executeTakeFirst();',
-    to: "      .returningAll().executeTakeFirst();",
+      '      .where("status", "in", ["queued", "running"]).returningAll()\n',
+    to: "      .returningAll()\n",
     tests: ["tests/screenshot_jobs_test.ts"],
   },
   {
@@ -2224,6 +2225,38 @@ const MUTATIONS: Mutation[] = [
     to:
       `"command": "MALLOC_ARENA_MAX=1 deno run --allow-all --v8-flags=--max-semi-space-size=1,--heap-growing-percent=50 main.ts"`,
     tests: ["tests/deploy_test.ts"],
+  },
+  {
+    name:
+      "job cancel: only a queued job may be cancelled (a running one runs on to its end)",
+    file: "services/screenshots/jobs.ts",
+    from: `.where("status", "in", ["queued", "running"]).returningAll()`,
+    to: `.where("status", "in", ["queued"]).returningAll()`,
+    tests: ["tests/screenshot_jobs_test.ts"],
+  },
+  {
+    name:
+      "job cancel: an instance without a browser takes capture jobs once its queue starts (each fails 240)",
+    file: "services/screenshots/jobs.ts",
+    from: `    if (this.deps.runs) {`,
+    to: `    if (this.deps.runs || true) {`,
+    tests: ["tests/screenshot_jobs_test.ts"],
+  },
+  {
+    name:
+      "job cancel: a cancel made on another instance is never seen by the one running the job",
+    file: "services/screenshots/jobs.ts",
+    from: `      if (row?.status === "cancelled") stop.abort(cancelled());`,
+    to: `      if (row?.status === "cancelled-never") stop.abort(cancelled());`,
+    tests: ["tests/screenshot_jobs_test.ts"],
+  },
+  {
+    name:
+      "job cancel: the browser pool ignores the capture's signal (the page stays open to its deadline)",
+    file: "services/screenshots/chromium.ts",
+    from: `            if (!signal) return;`,
+    to: `            if (!signal || signal) return;`,
+    tests: ["tests/screenshot_jobs_test.ts"],
   },
 ];
 

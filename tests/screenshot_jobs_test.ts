@@ -26,6 +26,26 @@ import type { ServiceError } from "../sdk/src/errors.ts";
 let release = () => {};
 /** Resolves when the held page has been asked for (its capture is under way). */
 let heldAsked = Promise.withResolvers<void>();
+/** The hung page: resolves when asked for, and when the browser drops its request. */
+let hung = {
+  asked: Promise.withResolvers<void>(),
+  dropped: Promise.withResolvers<void>(),
+};
+/** Resolves with `p`, or fails once `ms` have passed (a stop that never came). */
+function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  return Promise.race([
+    p,
+    new Promise<never>((_, reject) =>
+      timer = setTimeout(
+        () => reject(new Error(`${what}: not within ${ms} ms`)),
+        ms,
+      )
+    ),
+  ]).finally(() => clearTimeout(timer));
+}
+/** Ends every hung request (the test's end). */
+const unhang = new AbortController();
 const fixture = startFixture({
   "/blue":
     `<!doctype html><style>html,body{margin:0;height:100%;background:#2e86de}</style><body></body>`,
@@ -38,6 +58,19 @@ const fixture = startFixture({
       `<!doctype html><style>html,body{margin:0;height:100%;background:#27ae60}</style><body></body>`,
       { headers: { "content-type": "text/html" } },
     );
+  },
+  // Never answered while the test runs: a capture that stays running until stopped.
+  "/hang": async (req) => {
+    const mine = hung;
+    mine.asked.resolve();
+    req.signal.addEventListener("abort", () => mine.dropped.resolve());
+    await new Promise((r) => {
+      req.signal.addEventListener("abort", r);
+      unhang.signal.addEventListener("abort", r);
+    });
+    return new Response("<!doctype html><body>late</body>", {
+      headers: { "content-type": "text/html" },
+    });
   },
 });
 const ALLOW = `127.0.0.1:${fixture.port}`;
@@ -204,7 +237,7 @@ for (const kind of databaseKinds()) {
     }
   });
 
-  test(`[${kind}] a queued job can be cancelled and never runs; a running or finished one cannot (160)`, async () => {
+  test(`[${kind}] a queued job can be cancelled and never runs; a finished one cannot (160)`, async () => {
     const e = await env(kind);
     try {
       const { key } = await userWithKey(e);
@@ -227,16 +260,18 @@ for (const kind of databaseKinds()) {
       );
       assert.equal(cancelled.status, 200, JSON.stringify(cancelled.body));
       assert.equal(cancelled.body.data.status, "cancelled");
-      const running = await apiCall(
+      release();
+      assert.equal((await follow(e, key, held)).status, "done");
+      const finished = await apiCall(
         e,
         key,
         "DELETE",
         `/api/1/screenshot/jobs/${held}`,
       );
-      assert.equal(running.status, 400);
-      assert.equal(running.body.error.code, 160);
-      release();
-      assert.equal((await follow(e, key, held)).status, "done");
+      assert.equal(finished.status, 400);
+      assert.equal(finished.body.error.code, 160);
+      assert.equal(finished.body.error.details[0].path, "id");
+      assert.match(finished.body.error.details[0].message, /this one is done/);
       // A later job runs after it: the cancelled one was passed over, not run.
       const later = await ask("/blue");
       assert.equal((await follow(e, key, later)).status, "done");
@@ -260,6 +295,140 @@ for (const kind of databaseKinds()) {
       assert.equal(images.body.data.total, 2);
     } finally {
       release();
+      await e.close();
+    }
+  });
+
+  test(`[${kind}] a running job is stopped when cancelled: its page is dropped, nothing is stored or counted, no webhook is called, and its slot goes to the next job; cancelled through another app on the same database, it stops at that app's next look at its row`, async () => {
+    const e = await env(kind);
+    try {
+      const { key } = await userWithKey(e);
+      const used = async () =>
+        (await e.deps.database.db.selectFrom("screenshot_usage")
+          .select("count").executeTakeFirst())?.count ?? 0;
+      // One slot: the hung capture holds it; the next job can only run once it is let go.
+      hung = {
+        asked: Promise.withResolvers(),
+        dropped: Promise.withResolvers(),
+      };
+      const accepted = await apiCall(e, key, "POST", "/api/1/screenshot", {
+        url: `${fixture.origin}/hang`,
+        viewport: { width: 200, height: 100 },
+        async: true,
+        webhook_url: `${fixture.origin}/hook`,
+      });
+      assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
+      const running = accepted.body.data.job.id;
+      await hung.asked.promise;
+      const next = await askJob(e, key, "/blue");
+      const before = await apiCall(
+        e,
+        key,
+        "GET",
+        `/api/1/screenshot/jobs/${running}`,
+      );
+      assert.equal(before.body.data.status, "running");
+      const stop = await apiCall(
+        e,
+        key,
+        "DELETE",
+        `/api/1/screenshot/jobs/${running}`,
+      );
+      assert.equal(stop.status, 200, JSON.stringify(stop.body));
+      assert.equal(stop.body.data.status, "cancelled");
+      // The browser let the page's request go (its page was closed), and the next job
+      // ran in the slot (the hung page never answers while the test runs).
+      await within(hung.dropped.promise, 10_000, "the hung page dropped");
+      assert.equal((await follow(e, key, next)).status, "done");
+      const after = await apiCall(
+        e,
+        key,
+        "GET",
+        `/api/1/screenshot/jobs/${running}`,
+      );
+      assert.equal(after.body.data.status, "cancelled");
+      assert.equal(after.body.data.result, null);
+      assert.equal(after.body.data.error, null);
+      const images = await apiCall(e, key, "GET", "/api/1/images");
+      assert.equal(images.body.data.total, 1);
+      assert.equal(await used(), 1, "only the capture that ran is counted");
+      // A finished one cannot be cancelled, and a cancelled one not again.
+      const again = await apiCall(
+        e,
+        key,
+        "DELETE",
+        `/api/1/screenshot/jobs/${running}`,
+      );
+      assert.equal(again.body.error.code, 160);
+      await new Promise((r) => setTimeout(r, 300));
+      assert.equal(
+        fixture.requests.filter((r) => r.path === "/hook").length,
+        0,
+        "a cancelled job calls no webhook",
+      );
+
+      // Through an app without a browser (API only): it takes no capture job, and its
+      // cancel reaches the app running the job through the job's row.
+      hung = {
+        asked: Promise.withResolvers(),
+        dropped: Promise.withResolvers(),
+      };
+      const elsewhere = await askJob(e, key, "/hang");
+      await hung.asked.promise;
+      const waiting = await askJob(e, key, "/blue");
+      const spare = await askJob(e, key, "/blue");
+      const other = createApp({ ...e.deps, screenshotter: undefined });
+      try {
+        const r1 = await apiCall(
+          { ...e, app: other },
+          key,
+          "DELETE",
+          `/api/1/screenshot/jobs/${spare}`,
+        );
+        assert.equal(r1.status, 200, JSON.stringify(r1.body));
+        // Its queue engine is started now; given time to poll, it takes nothing (it did:
+        // each job it took failed 240 for want of a browser).
+        await new Promise((r) => setTimeout(r, 1500));
+        const untouched = await apiCall(
+          e,
+          key,
+          "GET",
+          `/api/1/screenshot/jobs/${waiting}`,
+        );
+        assert.equal(untouched.body.data.status, "queued");
+        assert.equal(untouched.body.data.attempts, 0);
+        const t0 = Date.now();
+        const r = await apiCall(
+          { ...e, app: other },
+          key,
+          "DELETE",
+          `/api/1/screenshot/jobs/${elsewhere}`,
+        );
+        assert.equal(r.status, 200, JSON.stringify(r.body));
+        await within(hung.dropped.promise, 10_000, "the hung page dropped");
+        const waited = Date.now() - t0;
+        assert.ok(waited < 5000, `dropped after ${waited} ms`);
+        const done = await follow(e, key, waiting);
+        assert.equal(done.status, "done");
+        assert.equal(done.attempts, 1);
+        const end = await apiCall(
+          e,
+          key,
+          "GET",
+          `/api/1/screenshot/jobs/${elsewhere}`,
+        );
+        assert.equal(end.body.data.status, "cancelled");
+        assert.equal(end.body.data.result, null);
+        // The two captures of /blue are the same bytes: one image, two captures counted.
+        assert.equal(
+          (await apiCall(e, key, "GET", "/api/1/images")).body.data.total,
+          1,
+        );
+        assert.equal(await used(), 2);
+      } finally {
+        await appSettled(other);
+      }
+    } finally {
       await e.close();
     }
   });
@@ -562,6 +731,7 @@ test("the screenshot page queues a list of addresses: its batch page shows each 
 });
 
 test("teardown", async () => {
+  unhang.abort();
   release();
   await fixture.close();
 });

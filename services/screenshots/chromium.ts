@@ -363,7 +363,8 @@ export class ChromiumScreenshotter implements Screenshotter {
     // slot whose context is being torn down frees within milliseconds: the line may hold
     // that many more rather than answer "busy" to a caller who came right after.
     const owner = opts.owner ?? "";
-    await this.#slots.acquire(owner, deadline, this.#tearingDown);
+    const signal = opts.signal;
+    await this.#slots.acquire(owner, deadline, this.#tearingDown, signal);
     let teardown: Promise<void> | undefined;
     this.#recycleIfDue();
     this.#shooting++;
@@ -380,6 +381,7 @@ export class ChromiumScreenshotter implements Screenshotter {
       // this capture down.
       readying.then(() => this.#refillSpare(browser), () => {});
       let timer: ReturnType<typeof setTimeout> | undefined;
+      let stop: (() => void) | undefined;
       try {
         return await Promise.race([
           readying.then(async ({ context, page, guard }) => {
@@ -404,15 +406,21 @@ export class ChromiumScreenshotter implements Screenshotter {
                 throw await this.#explain(e, browser);
               },
             ),
-          new Promise<never>((_, reject) =>
+          new Promise<never>((_, reject) => {
             timer = setTimeout(
               () => reject(new ApiError(230)),
               Math.max(0, deadline - Date.now()),
-            )
-          ),
+            );
+            // Cancelled: ended as at the deadline, its context closed below.
+            if (!signal) return;
+            stop = () => reject(signal.reason);
+            if (signal.aborted) stop();
+            else signal.addEventListener("abort", stop, { once: true });
+          }),
         ]);
       } finally {
         clearTimeout(timer);
+        if (stop) signal?.removeEventListener("abort", stop);
         // Torn down after the answer: the caller does not wait the ~8 ms Chromium takes
         // to close a context, yet the slot stays taken until it is gone (see below).
         teardown = readying.then(({ context, guard }) =>

@@ -40,8 +40,15 @@ export class FairSlots {
   /**
    * Takes a slot for `owner`, waiting in its line at most until `deadline` (then 240).
    * `room` more waiters are allowed beyond queueMax (slots about to free themselves).
+   * An aborted `signal` leaves the line at once, rejecting with its reason.
    */
-  async acquire(owner: string, deadline: number, room = 0): Promise<void> {
+  async acquire(
+    owner: string,
+    deadline: number,
+    room = 0,
+    signal?: AbortSignal,
+  ): Promise<void> {
+    signal?.throwIfAborted();
     if (!this.#lines.has(owner) && this.#mayTake(owner)) {
       this.#take(owner);
       return;
@@ -50,13 +57,22 @@ export class FairSlots {
     await new Promise<void>((resolve, reject) => {
       const wake = () => {
         clearTimeout(timer);
+        signal?.removeEventListener("abort", abort);
         resolve();
       };
-      // The wait counts against the capture's time: past its deadline it leaves the line.
-      const timer = setTimeout(() => {
+      const leave = (why: unknown) => {
+        clearTimeout(timer);
+        signal?.removeEventListener("abort", abort);
         this.#leave(owner, wake);
-        reject(busy());
-      }, Math.max(0, deadline - Date.now()));
+        reject(why);
+      };
+      const abort = () => leave(signal!.reason);
+      // The wait counts against the capture's time: past its deadline it leaves the line.
+      const timer = setTimeout(
+        () => leave(busy()),
+        Math.max(0, deadline - Date.now()),
+      );
+      signal?.addEventListener("abort", abort, { once: true });
       const line = this.#lines.get(owner);
       if (line) line.push(wake);
       else {

@@ -6,7 +6,7 @@ import type { DB } from "../db/schema.ts";
 import type { Config } from "../../schemas/config.ts";
 import type { Clock } from "../runtime/clock.ts";
 import type { Logger } from "../runtime/logger.ts";
-import { ApiError } from "../../schemas/errors.ts";
+import { ApiError, invalidField } from "../../schemas/errors.ts";
 import type {
   ScreenshotRequest,
   ScreenshotResult,
@@ -47,6 +47,12 @@ const WEBHOOK_RETRIES = 5;
 /** One webhook try's bound. */
 const WEBHOOK_TIMEOUT_MS = 10_000;
 
+/**
+ * How often a running job's row is read for a cancel made on another instance (one made
+ * on this one stops it at once).
+ */
+const CANCEL_POLL_MS = 1000;
+
 /** A row of screenshot_jobs. */
 export type JobRow = Selectable<DB["screenshot_jobs"]>;
 
@@ -57,8 +63,21 @@ export interface JobDeps {
   config: Config;
   clock: Clock;
   log: Logger;
-  /** The capture itself, as the synchronous call makes it (stored and shared). */
-  capture(userId: string, req: ScreenshotRequest): Promise<ScreenshotResult>;
+  /**
+   * Whether this instance runs captures (it has a browser). Without, it queues, follows
+   * and cancels, and calls webhooks, but takes no capture job: a cancel on a browserless
+   * instance once made it a worker whose every capture failed 240.
+   */
+  runs: boolean;
+  /**
+   * The capture itself, as the synchronous call makes it (stored and shared); an
+   * aborted `signal` (the job cancelled) stops it before anything is stored.
+   */
+  capture(
+    userId: string,
+    req: ScreenshotRequest,
+    signal?: AbortSignal,
+  ): Promise<ScreenshotResult>;
   /**
    * Whether a finished job's webhook is called, and how much its image changed (a
    * scheduled run with notify_on_change); absent: always called.
@@ -79,6 +98,8 @@ export class ScreenshotJobs {
   #boss?: PgBoss;
   #starting?: Promise<PgBoss>;
   #stopped = false;
+  /** This instance's running jobs, to stop one at once when it is cancelled here. */
+  readonly #running = new Map<string, AbortController>();
 
   readonly #rules: AllowRule[];
   /** Other workers on the same queue engine (the schedules'), registered at its start. */
@@ -149,28 +170,30 @@ export class ScreenshotJobs {
       await boss.stop({ graceful: false, close: false });
       throw new Error("stopped");
     }
-    await boss.work(
-      QUEUE,
-      {
-        localConcurrency: config.SCREENSHOT_CONCURRENCY,
-        // Fair between accounts: at most SCREENSHOT_PER_KEY of one account's jobs run
-        // at once on this instance (as its synchronous captures), so the next free slot
-        // goes to the oldest job of an account below its share, not to the 99 others
-        // of a flood.
-        localGroupConcurrency: config.SCREENSHOT_PER_KEY,
-        pollingIntervalSeconds: 0.5,
-        includeMetadata: true,
-      },
-      async ([job]: JobWithMetadata<{ jobId: string }>[]) => {
-        try {
-          await this.#run(job.id, job.retryCount >= job.retryLimit);
-        } finally {
-          // A freed slot fetches the next job now, not after the rest of its poll
-          // interval (measured: slots were idle 59 % of a 200-job batch without this).
-          this.#wake();
-        }
-      },
-    );
+    if (this.deps.runs) {
+      await boss.work(
+        QUEUE,
+        {
+          localConcurrency: config.SCREENSHOT_CONCURRENCY,
+          // Fair between accounts: at most SCREENSHOT_PER_KEY of one account's jobs run
+          // at once on this instance (as its synchronous captures), so the next free slot
+          // goes to the oldest job of an account below its share, not to the 99 others
+          // of a flood.
+          localGroupConcurrency: config.SCREENSHOT_PER_KEY,
+          pollingIntervalSeconds: 0.5,
+          includeMetadata: true,
+        },
+        async ([job]: JobWithMetadata<{ jobId: string }>[]) => {
+          try {
+            await this.#run(job.id, job.retryCount >= job.retryLimit);
+          } finally {
+            // A freed slot fetches the next job now, not after the rest of its poll
+            // interval (measured: slots were idle 59 % of a 200-job batch without this).
+            this.#wake();
+          }
+        },
+      );
+    }
     await boss.work(
       WEBHOOKS,
       {
@@ -299,25 +322,25 @@ export class ScreenshotJobs {
   }
 
   /**
-   * Cancels a queued job of the account: it will not run. A running or finished one
-   * cannot be (160), someone else's is 404.
+   * Cancels a job of the account that has not ended: a queued one will not run, a
+   * running one is stopped (at once on this instance, within CANCEL_POLL_MS on another)
+   * and stores nothing. A finished one cannot be (160), someone else's is 404.
    */
   async cancel(userId: string, id: string): Promise<JobRow> {
     const row = await this.deps.db.updateTable("screenshot_jobs")
       .set({ status: "cancelled", finished_at: this.deps.clock.now() })
       .where("id", "=", id).where("user_id", "=", userId)
-      .where("status", "=", "queued").returningAll().executeTakeFirst();
+      .where("status", "in", ["queued", "running"]).returningAll()
+      .executeTakeFirst();
     if (!row) {
       const existing = await this.get(userId, id);
       if (!existing) throw new ApiError(404);
-      throw new ApiError(160, {
-        details: [{
-          path: "id",
-          message:
-            `only a queued job can be cancelled; this one is ${existing.status}`,
-        }],
-      });
+      throw invalidField(
+        "id",
+        `only a queued or running job can be cancelled; this one is ${existing.status}`,
+      );
     }
+    this.#running.get(id)?.abort(cancelled());
     const boss = await this.start().catch(() => undefined);
     // The row says cancelled, which the worker checks first; this only spares a fetch.
     await boss?.cancel(QUEUE, id).catch(() => {});
@@ -341,11 +364,14 @@ export class ScreenshotJobs {
       .returningAll().executeTakeFirst();
     if (!row) return;
     const req = jsonValue<ScreenshotRequest>(row.request);
+    const stop = new AbortController();
+    this.#running.set(id, stop);
+    const watching = this.#watchForCancel(id, stop);
     try {
       const result = await this.deps.capture(row.user_id, {
         ...req,
         async: false,
-      });
+      }, stop.signal);
       const decided = await this.deps.decide?.(row, result) ??
         { notify: true, changed: null };
       await this.#finish(id, req, {
@@ -356,6 +382,8 @@ export class ScreenshotJobs {
         finished_at: clock.now(),
       }, decided.notify);
     } catch (e) {
+      // Cancelled while it ran: the row already says so, and nothing was stored.
+      if (stop.signal.aborted) return;
       // Anything but a refusal (a bug, a dropped connection) is tried again too, and
       // ends as 500 after the last try.
       const err = e instanceof ApiError ? e : new ApiError(500, { cause: e });
@@ -370,6 +398,33 @@ export class ScreenshotJobs {
         error_message: err.message,
         finished_at: clock.now(),
       });
+    } finally {
+      this.#running.delete(id);
+      stop.abort(new Error("the job's run ended"));
+      await watching;
+    }
+  }
+
+  /**
+   * Reads job `id`'s status every CANCEL_POLL_MS while it runs, and aborts `stop` when a
+   * cancel (from any instance) has marked it; ends when `stop` is aborted.
+   */
+  async #watchForCancel(id: string, stop: AbortController): Promise<void> {
+    while (!stop.signal.aborted) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(done, CANCEL_POLL_MS);
+        function done() {
+          clearTimeout(timer);
+          stop.signal.removeEventListener("abort", done);
+          resolve();
+        }
+        stop.signal.addEventListener("abort", done, { once: true });
+      });
+      if (stop.signal.aborted) return;
+      const row = await this.deps.db.selectFrom("screenshot_jobs")
+        .select("status").where("id", "=", id).executeTakeFirst()
+        .catch(() => undefined);
+      if (row?.status === "cancelled") stop.abort(cancelled());
     }
   }
 
@@ -385,8 +440,18 @@ export class ScreenshotJobs {
   ): Promise<void> {
     const boss = this.#boss;
     await this.deps.db.transaction().execute(async (tx) => {
-      await tx.updateTable("screenshot_jobs").set(end).where("id", "=", id)
-        .execute();
+      // Only a running job ends here: one cancelled meanwhile stays cancelled, and keeps
+      // the image its capture had already stored (shown in its result), without a call.
+      const ended = await tx.updateTable("screenshot_jobs").set(end)
+        .where("id", "=", id).where("status", "=", "running")
+        .executeTakeFirst();
+      if (ended.numUpdatedRows === 0n) {
+        if (end.status !== "done") return;
+        await tx.updateTable("screenshot_jobs")
+          .set({ result: end.result, image_id: end.image_id })
+          .where("id", "=", id).where("status", "=", "cancelled").execute();
+        return;
+      }
       if (req.webhook_url && boss && notify) {
         await boss.send(WEBHOOKS, { jobId: id }, {
           db: queueDb(tx),
@@ -490,4 +555,9 @@ export async function jobRecords(
         : null,
     };
   });
+}
+
+/** The reason a cancelled job's capture is stopped with. */
+function cancelled(): DOMException {
+  return new DOMException("the job was cancelled", "AbortError");
 }

@@ -11,7 +11,7 @@ import { Buffer } from "node:buffer";
 import { createHash } from "node:crypto";
 import { join } from "node:path";
 import type { z } from "@hono/zod-openapi";
-import { ApiError } from "../../schemas/errors.ts";
+import { ApiError, invalidField } from "../../schemas/errors.ts";
 import type {
   ScreenshotRequestSchema,
   ScreenshotResultSchema,
@@ -85,12 +85,17 @@ export class ScreenshotService {
     this.#cache = new ShotCache(deps.database.db, deps.clock);
   }
 
+  /**
+   * One capture for `userId`. An aborted `signal` (a cancelled job) stops it in line or
+   * in the browser, and before anything is stored; it rejects with the signal's reason.
+   */
   async take(
     userId: string,
     req: ScreenshotRequest,
+    signal?: AbortSignal,
   ): Promise<ScreenshotAnswer> {
     const target = parseTargetUrl(req.url);
-    const opts = { ...this.#options(req, target), owner: userId };
+    const opts = { ...this.#options(req, target), owner: userId, signal };
     const hash = req.cache > 0 ? requestHash({ ...req, url: target.href }) : "";
     if (hash) {
       const hit = await this.#cache.get<ScreenshotResult>(userId, hash);
@@ -121,9 +126,14 @@ export class ScreenshotService {
     const took = () => (performance.now() - began) / 1000;
     try {
       shot = await shooter.capture(opts);
+      signal?.throwIfAborted();
     } catch (e) {
       this.deps.metrics?.capture(
-        e instanceof ApiError ? String(e.code) : "500",
+        signal?.aborted
+          ? "cancelled"
+          : e instanceof ApiError
+          ? String(e.code)
+          : "500",
         took(),
       );
       await this.pipeline.quotas.uncountScreenshot(userId);
@@ -153,12 +163,10 @@ export class ScreenshotService {
   #options(req: ScreenshotRequest, target: URL): CaptureOptions {
     const cap = this.deps.config.SCREENSHOT_TIMEOUT_MS;
     if (req.timeout !== undefined && req.timeout > cap) {
-      throw new ApiError(160, {
-        details: [{
-          path: "timeout",
-          message: `at most ${cap} ms on this server (SCREENSHOT_TIMEOUT_MS)`,
-        }],
-      });
+      throw invalidField(
+        "timeout",
+        `at most ${cap} ms on this server (SCREENSHOT_TIMEOUT_MS)`,
+      );
     }
     const preset = presetById(req.preset ?? PRESETS[0].id);
     const viewport = req.viewport ?? preset;

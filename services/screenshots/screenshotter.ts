@@ -22,6 +22,11 @@ export interface CaptureOptions {
   owner?: string;
   /** This capture's deadline in ms (at most the screenshotter's own). */
   timeoutMs?: number;
+  /**
+   * Stops the capture (its job was cancelled): it leaves the line, or its page is closed
+   * as at its deadline; the capture rejects with the signal's reason.
+   */
+  signal?: AbortSignal;
   noAds: boolean;
   blockTrackers?: boolean;
   noCookie: boolean;

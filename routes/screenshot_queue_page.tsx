@@ -4,7 +4,7 @@ import { Layout } from "./pages/layout.tsx";
 import { requireSessionForm, sessionUser } from "./session.ts";
 import { PRESETS } from "../schemas/presets.ts";
 import { ScreenshotRequestSchema } from "../schemas/screenshot.ts";
-import { ApiError } from "../schemas/errors.ts";
+import { ApiError, invalidField } from "../schemas/errors.ts";
 import { parseTargetUrl } from "../services/net/target.ts";
 import {
   jobRecords,
@@ -63,8 +63,7 @@ export function queueRequests(
 ): ScreenshotRequest[] {
   const lines = (form.urls ?? "").split(/\r?\n/).map((l) => l.trim())
     .filter(Boolean);
-  const bad = (message: string) =>
-    new ApiError(160, { details: [{ path: "urls", message }] });
+  const bad = (message: string) => invalidField("urls", message);
   if (lines.length === 0) throw bad("give at least one web address");
   if (lines.length > max) {
     throw bad(

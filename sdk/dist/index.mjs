@@ -1429,7 +1429,7 @@ function createApiClient(opts) {
         status: options.status
       })}`);
     },
-    /** DELETE /api/1/screenshot/jobs/{id}: cancels a queued job. */
+    /** DELETE /api/1/screenshot/jobs/{id}: cancels a queued job, or stops a running one. */
     cancelScreenshotJob(id) {
       return call("DELETE", `/api/1/screenshot/jobs/${encodeURIComponent(id)}`);
     },

@@ -290,7 +290,7 @@ export function createApiClient(opts: ApiClientOptions) {
         }`,
       );
     },
-    /** DELETE /api/1/screenshot/jobs/{id}: cancels a queued job. */
+    /** DELETE /api/1/screenshot/jobs/{id}: cancels a queued job, or stops a running one. */
     cancelScreenshotJob(id: string): Promise<ScreenshotJobResult> {
       return call("DELETE", `/api/1/screenshot/jobs/${encodeURIComponent(id)}`);
     },

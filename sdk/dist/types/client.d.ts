@@ -133,7 +133,7 @@ export declare function createApiClient(opts: ApiClientOptions): {
         perPage?: number;
         status?: string;
     }): Promise<ScreenshotJobListResult>;
-    /** DELETE /api/1/screenshot/jobs/{id}: cancels a queued job. */
+    /** DELETE /api/1/screenshot/jobs/{id}: cancels a queued job, or stops a running one. */
     cancelScreenshotJob(id: string): Promise<ScreenshotJobResult>;
     /** POST /api/1/screenshot/batch: many captures queued at once (202). */
     screenshotBatch(requests: Omit<ScreenshotRequest, "async">[]): Promise<ScreenshotBatchAccepted>;

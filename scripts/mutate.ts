@@ -2258,6 +2258,22 @@ const MUTATIONS: Mutation[] = [
     to: `            if (!signal || signal) return;`,
     tests: ["tests/screenshot_jobs_test.ts"],
   },
+  {
+    name:
+      "engine load: sharp loaded before deprecation warnings are silenced (DEP0104 at every sandbox start)",
+    file: "services/images/sharp_module.ts",
+    from: `import "./quiet_deprecations.ts";\nimport sharp from "sharp";`,
+    to: `import sharp from "sharp";\nimport "./quiet_deprecations.ts";`,
+    tests: ["tests/sharp_module_test.ts"],
+  },
+  {
+    name:
+      "engine load: deprecation warnings left silenced after sharp's load (every later one hidden)",
+    file: "services/images/sharp_module.ts",
+    from: `\nendQuiet();\n`,
+    to: `\nvoid endQuiet;\n`,
+    tests: ["tests/sharp_module_test.ts"],
+  },
 ];
 
 const root = new URL("..", import.meta.url).pathname.replace(/\/$/, "");

@@ -1,4 +1,4 @@
-import sharp from "sharp";
+import sharp from "../../services/images/sharp_module.ts";
 
 /** The site's icon: a picture frame with a mountain and a sun, in the link colour. */
 export const FAVICON_SVG =

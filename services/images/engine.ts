@@ -1,4 +1,4 @@
-import sharp from "sharp";
+import sharp from "./sharp_module.ts";
 
 /**
  * Which libvips sharp runs: its native addon, or its WebAssembly build

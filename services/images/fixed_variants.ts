@@ -1,4 +1,4 @@
-import type sharp from "sharp";
+import type sharp from "./sharp_module.ts";
 type Sharp = ReturnType<typeof sharp>;
 
 /**

@@ -6,7 +6,7 @@
  * (image_cache.ts, blob_cache.ts), and the sweep of bytes without rows (orphans.ts).
  * Each format's lossless rewrite lives in formats/.
  */
-import sharp from "sharp";
+import sharp from "./sharp_module.ts";
 import { dirname, join } from "node:path";
 import {
   ApiError,

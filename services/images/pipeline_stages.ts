@@ -4,7 +4,7 @@
  * the type from the bytes, the header's shape and pixel bound, the decode check, the
  * lossless metadata strip or the re-encode, and a BMP's pixels rewritten for libvips.
  */
-import sharp from "sharp";
+import sharp from "./sharp_module.ts";
 import { fileTypeFromBuffer, fileTypeFromFile } from "file-type";
 import { ApiError, noSpace } from "../../schemas/errors.ts";
 import {

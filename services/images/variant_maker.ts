@@ -1,4 +1,4 @@
-import sharp from "sharp";
+import sharp from "./sharp_module.ts";
 import { type Kysely, sql } from "kysely";
 import type { DB } from "../db/schema.ts";
 import type { BlobStore } from "../store/blob_store.ts";

@@ -454,7 +454,7 @@ export class CaptureSteps {
           : { fullPage: opts.fullPage }),
       });
     }
-    const { default: sharp } = await import("sharp");
+    const { default: sharp } = await import("../images/sharp_module.ts");
     const meta = await sharp(bytes).metadata();
     return {
       bytes: new Uint8Array(bytes),

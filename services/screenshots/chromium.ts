@@ -124,7 +124,7 @@ export class ChromiumScreenshotter implements Screenshotter {
    */
   async start(): Promise<void> {
     const extras = Promise.all([
-      import("sharp"),
+      import("../images/sharp_module.ts"),
       (this.opts.blockLists ?? trackerLists)(),
     ]);
     const browser = await this.#getBrowser();

@@ -1,5 +1,5 @@
 import type { Kysely, Selectable } from "kysely";
-import sharp from "sharp";
+import sharp from "../images/sharp_module.ts";
 import pixelmatch from "pixelmatch";
 import type { JobWithMetadata, PgBoss } from "pg-boss";
 import { queueDb } from "./pg_boss.ts";

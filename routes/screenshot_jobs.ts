@@ -233,6 +233,35 @@ const getBatchRoute = createRoute({
   },
 });
 
+const cancelBatchRoute = createRoute({
+  method: "delete",
+  path: "/api/1/screenshot/batches/{id}",
+  operationId: "cancelScreenshotBatch",
+  tags: ["Screenshots"],
+  summary: "Cancel what is left of a batch",
+  description:
+    "Every job of the batch still queued or running is cancelled, as " +
+    "`DELETE /api/1/screenshot/jobs/{id}` cancels one; those that have ended keep " +
+    "their results. Answers the batch as it is then (cancelling again changes " +
+    "nothing). Someone else's is 404.",
+  security: API_SECURITY,
+  request: { params: JobIdParamSchema },
+  responses: {
+    200: okResponse("The batch", ScreenshotBatchAnswerSchema, {
+      batch: {
+        ...EXAMPLE_BATCH,
+        counts: { queued: 0, running: 0, done: 0, failed: 0, cancelled: 1 },
+        jobs: EXAMPLE_BATCH.jobs.map((j) => ({
+          ...j,
+          status: "cancelled" as const,
+          finished_at: "2026-11-27T17:00:01.000Z",
+        })),
+      },
+    }, { rateLimited: true }),
+    ...keyedErrorResponses(404),
+  },
+});
+
 /** The batch record of its jobs' rows. */
 async function batchRecord(deps: AppDeps, id: string, rows: JobRow[]) {
   const jobs = await jobRecords(deps.database.db, deps.config, rows);
@@ -312,6 +341,12 @@ export function registerScreenshotJobRoutes(
   app.openapi(getBatchRoute, async (c) => {
     const id = c.req.valid("param").id;
     const rows = await jobs.batch(c.get("userId"), id);
+    if (!rows) throw new ApiError(404);
+    return c.json(okBody({ batch: await batchRecord(deps, id, rows) }), 200);
+  });
+  app.openapi(cancelBatchRoute, async (c) => {
+    const id = c.req.valid("param").id;
+    const rows = await jobs.cancelBatch(c.get("userId"), id);
     if (!rows) throw new ApiError(404);
     return c.json(okBody({ batch: await batchRecord(deps, id, rows) }), 200);
   });

@@ -112,6 +112,15 @@ export function registerQueuePage(
     return c.redirect(`/screenshot/batches/${id}`, 303);
   });
 
+  // Stops what is left of the batch (queued and running captures), then shows it again.
+  app.post("/screenshot/batches/:id{[0-9a-f-]{36}}/cancel", async (c) => {
+    const r = await requireSessionForm(c, deps);
+    if (r instanceof Response) return r;
+    const id = c.req.param("id");
+    if (!await jobs.cancelBatch(r.user.userId, id)) throw new ApiError(404);
+    return c.redirect(`/screenshot/batches/${id}`, 303);
+  });
+
   app.get("/screenshot/batches/:id{[0-9a-f-]{36}}", async (c) => {
     const user = await sessionUser(c, deps);
     if (!user) return c.redirect("/login", 303);
@@ -165,6 +174,15 @@ export function registerQueuePage(
             </tbody>
           </table>
         </div>
+        {open > 0 && (
+          <form
+            method="post"
+            action={`/screenshot/batches/${c.req.param("id")}/cancel`}
+          >
+            <input type="hidden" name="_csrf" value={user.csrfToken} />
+            <button type="submit">Cancel the rest</button>
+          </form>
+        )}
         <p>
           <a href="/screenshot#queue">Queue more</a> ·{" "}
           <a href="/images?source=screenshot">Your screenshots</a>

@@ -2274,6 +2274,15 @@ const MUTATIONS: Mutation[] = [
     to: `\nvoid endQuiet;\n`,
     tests: ["tests/sharp_module_test.ts"],
   },
+  {
+    name:
+      "batch cancel: the jobs that had ended are marked cancelled too (a done capture's record rewritten)",
+    file: "services/screenshots/jobs.ts",
+    from:
+      `      .where("status", "in", ["queued", "running"]).returning("id").execute();`,
+    to: `      .returning("id").execute();`,
+    tests: ["tests/screenshot_jobs_test.ts"],
+  },
 ];
 
 const root = new URL("..", import.meta.url).pathname.replace(/\/$/, "");

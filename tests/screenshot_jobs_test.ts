@@ -433,6 +433,82 @@ for (const kind of databaseKinds()) {
     }
   });
 
+  test(`[${kind}] DELETE on a batch cancels every job of it still queued or running (the running one's page dropped), leaves the one done as it was, and answers the batch; again it changes nothing; someone else's batch is 404`, async () => {
+    const e = await env(kind);
+    try {
+      const { key } = await userWithKey(e);
+      hung = {
+        asked: Promise.withResolvers(),
+        dropped: Promise.withResolvers(),
+      };
+      const item = (path: string) => ({
+        url: `${fixture.origin}${path}`,
+        viewport: { width: 200, height: 100 },
+      });
+      const queued = await apiCall(e, key, "POST", "/api/1/screenshot/batch", {
+        requests: [item("/blue"), item("/hang"), item("/blue?2")],
+      });
+      assert.equal(queued.status, 202, JSON.stringify(queued.body));
+      const id = queued.body.data.batch.id;
+      await hung.asked.promise;
+      const other = await userWithKey(e);
+      const theirs = await apiCall(
+        e,
+        other.key,
+        "DELETE",
+        `/api/1/screenshot/batches/${id}`,
+      );
+      assert.equal(theirs.status, 404);
+      const stop = await apiCall(
+        e,
+        key,
+        "DELETE",
+        `/api/1/screenshot/batches/${id}`,
+      );
+      assert.equal(stop.status, 200, JSON.stringify(stop.body));
+      const batch = stop.body.data.batch;
+      assert.equal(batch.total, 3);
+      assert.deepEqual(batch.counts, {
+        queued: 0,
+        running: 0,
+        done: 1,
+        failed: 0,
+        cancelled: 2,
+      });
+      assert.deepEqual(
+        batch.jobs.map((j: { status: string }) => j.status),
+        ["done", "cancelled", "cancelled"],
+      );
+      assert.ok(batch.jobs[0].result.id, "the capture done keeps its result");
+      await within(hung.dropped.promise, 10_000, "the hung page dropped");
+      const again = await apiCall(
+        e,
+        key,
+        "DELETE",
+        `/api/1/screenshot/batches/${id}`,
+      );
+      assert.equal(again.status, 200);
+      assert.deepEqual(again.body.data.batch.counts, batch.counts);
+      // Nothing of it ran afterwards, nor was stored.
+      await new Promise((r) => setTimeout(r, 1000));
+      const after = await apiCall(
+        e,
+        key,
+        "GET",
+        `/api/1/screenshot/batches/${id}`,
+      );
+      assert.deepEqual(after.body.data.batch.counts, batch.counts);
+      assert.deepEqual(
+        after.body.data.batch.jobs.map((j: { attempts: number }) => j.attempts),
+        [1, 1, 0],
+      );
+      const images = await apiCall(e, key, "GET", "/api/1/images");
+      assert.equal(images.body.data.total, 1);
+    } finally {
+      await e.close();
+    }
+  });
+
   test(`[${kind}] a job still queued when its app stops (a rolling restart) is run by the next app on the same database; the one running finishes first`, async () => {
     const first = await env(kind);
     try {
@@ -639,6 +715,18 @@ test("the typed client queues, follows, lists, batches and cancels captures, and
       cancelled === "cancelled" || cancelled === 160,
       String(cancelled),
     );
+    // What is left of the batch, cancelled at once: nothing of it is queued or running.
+    const stopped = await client.cancelScreenshotBatch(batch.data.batch.id);
+    assert.equal(stopped.data.batch.total, 2);
+    assert.equal(
+      stopped.data.batch.counts.queued + stopped.data.batch.counts.running,
+      0,
+    );
+    const none = await client.cancelScreenshotBatch(crypto.randomUUID()).then(
+      () => 200,
+      (err: ServiceError) => err.status,
+    );
+    assert.equal(none, 404);
     const account = await client.webhookAccount();
     assert.match(account.data.secret, /^whsec_/);
     const schedule = await client.createSchedule({
@@ -725,6 +813,62 @@ test("the screenshot page queues a list of addresses: its batch page shows each 
     const jobs = await e.deps.database.db.selectFrom("screenshot_jobs")
       .select("id").execute();
     assert.equal(jobs.length, 2);
+  } finally {
+    await e.close();
+  }
+});
+
+test("the batch page offers to cancel what is left while captures are waiting or running: the form stops them and the page shows them cancelled, without the button; without the form's token nothing is cancelled", async () => {
+  const e = await env("pglite");
+  try {
+    const { cookie, token } = await signedInAccount(e);
+    const headers = {
+      cookie,
+      origin: "http://localhost:8080",
+      referer: "http://localhost:8080/screenshot",
+      accept: "text/html",
+      "content-type": "application/x-www-form-urlencoded",
+    };
+    hung = { asked: Promise.withResolvers(), dropped: Promise.withResolvers() };
+    const queued = await e.app.request("/screenshot/batch", {
+      method: "POST",
+      headers,
+      body: new URLSearchParams({
+        _csrf: token,
+        urls: `${fixture.origin}/hang\n${fixture.origin}/blue`,
+        preset: "desktop-1080p",
+      }),
+    });
+    assert.equal(queued.status, 303);
+    const where = queued.headers.get("location")!;
+    await hung.asked.promise;
+    const view = async () =>
+      await (await e.app.request(where, { headers: { cookie } })).text();
+    const open = await view();
+    const action = `${where}/cancel`;
+    assert.ok(open.includes(`action="${action}"`), open);
+    assert.match(open, /Cancel the rest/);
+    const forged = await e.app.request(action, {
+      method: "POST",
+      headers,
+      body: new URLSearchParams({ _csrf: "not the token" }),
+    });
+    assert.notEqual(forged.status, 303);
+    await forged.body?.cancel();
+    assert.match(await view(), /Capturing…/);
+    const cancel = await e.app.request(action, {
+      method: "POST",
+      headers,
+      body: new URLSearchParams({ _csrf: token }),
+    });
+    assert.equal(cancel.status, 303);
+    assert.equal(cancel.headers.get("location"), where);
+    await within(hung.dropped.promise, 10_000, "the hung page dropped");
+    const ended = await view();
+    assert.equal([...ended.matchAll(/>Cancelled</g)].length, 2);
+    assert.match(ended, /0 of 2 done\./);
+    assert.doesNotMatch(ended, /Cancel the rest/);
+    assert.doesNotMatch(ended, /http-equiv="refresh"/);
   } finally {
     await e.close();
   }

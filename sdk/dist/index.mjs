@@ -1444,6 +1444,13 @@ function createApiClient(opts) {
       return call("GET", `/api/1/screenshot/batches/${encodeURIComponent(id)}`);
     },
     /**
+     * DELETE /api/1/screenshot/batches/{id}: cancels every job of the batch still queued
+     * or running; the batch as it is then.
+     */
+    cancelScreenshotBatch(id) {
+      return call("DELETE", `/api/1/screenshot/batches/${encodeURIComponent(id)}`);
+    },
+    /**
      * Polls job `id` until it is done, failed or cancelled (every `intervalMs`, 1 s by
      * default), and resolves to it; rejects after `timeoutMs` (5 min by default).
      */

@@ -313,6 +313,16 @@ export function createApiClient(opts: ApiClientOptions) {
       );
     },
     /**
+     * DELETE /api/1/screenshot/batches/{id}: cancels every job of the batch still queued
+     * or running; the batch as it is then.
+     */
+    cancelScreenshotBatch(id: string): Promise<ScreenshotBatchResult> {
+      return call(
+        "DELETE",
+        `/api/1/screenshot/batches/${encodeURIComponent(id)}`,
+      );
+    },
+    /**
      * Polls job `id` until it is done, failed or cancelled (every `intervalMs`, 1 s by
      * default), and resolves to it; rejects after `timeoutMs` (5 min by default).
      */

@@ -340,11 +340,36 @@ export class ScreenshotJobs {
         `only a queued or running job can be cancelled; this one is ${existing.status}`,
       );
     }
-    this.#running.get(id)?.abort(cancelled());
+    await this.#stop([id]);
+    return row;
+  }
+
+  /**
+   * Cancels every job of the account's batch `batchId` that has not ended, as
+   * {@link cancel} does one; the batch's jobs in order after it, or undefined when the
+   * account has no such batch. Jobs that had ended are left as they are.
+   */
+  async cancelBatch(
+    userId: string,
+    batchId: string,
+  ): Promise<JobRow[] | undefined> {
+    const stopped = await this.deps.db.updateTable("screenshot_jobs")
+      .set({ status: "cancelled", finished_at: this.deps.clock.now() })
+      .where("batch_id", "=", batchId).where("user_id", "=", userId)
+      .where("status", "in", ["queued", "running"]).returning("id").execute();
+    if (stopped.length) await this.#stop(stopped.map((r) => r.id));
+    return await this.batch(userId, batchId);
+  }
+
+  /**
+   * The jobs `ids`, just marked cancelled: stopped at once where they run here (another
+   * instance sees the row), and taken out of the queue.
+   */
+  async #stop(ids: string[]): Promise<void> {
+    for (const id of ids) this.#running.get(id)?.abort(cancelled());
     const boss = await this.start().catch(() => undefined);
     // The row says cancelled, which the worker checks first; this only spares a fetch.
-    await boss?.cancel(QUEUE, id).catch(() => {});
-    return row;
+    await boss?.cancel(QUEUE, ids).catch(() => {});
   }
 
   /**

@@ -140,6 +140,11 @@ export declare function createApiClient(opts: ApiClientOptions): {
     /** GET /api/1/screenshot/batches/{id}: counts by status and every job. */
     getScreenshotBatch(id: string): Promise<ScreenshotBatchResult>;
     /**
+     * DELETE /api/1/screenshot/batches/{id}: cancels every job of the batch still queued
+     * or running; the batch as it is then.
+     */
+    cancelScreenshotBatch(id: string): Promise<ScreenshotBatchResult>;
+    /**
      * Polls job `id` until it is done, failed or cancelled (every `intervalMs`, 1 s by
      * default), and resolves to it; rejects after `timeoutMs` (5 min by default).
      */

@@ -59,6 +59,13 @@ const EXAMPLE_BATCH = {
   jobs: [EXAMPLE_JOB],
 };
 
+/** The example job, cancelled. */
+const CANCELLED_JOB = {
+  ...EXAMPLE_JOB,
+  status: "cancelled" as const,
+  finished_at: "2026-11-27T17:00:01.000Z",
+};
+
 /** The 202 of `POST /api/1/screenshot` with `async: true`. */
 export const acceptedJobResponse = okResponse(
   "Queued (`async: true`): the job, to follow at its status_url",
@@ -122,11 +129,9 @@ const cancelJobRoute = createRoute({
   security: API_SECURITY,
   request: { params: JobIdParamSchema },
   responses: {
-    200: okResponse("The cancelled job", ScreenshotJobSchema, {
-      ...EXAMPLE_JOB,
-      status: "cancelled" as const,
-      finished_at: "2026-11-27T17:00:01.000Z",
-    }, { rateLimited: true }),
+    200: okResponse("The cancelled job", ScreenshotJobSchema, CANCELLED_JOB, {
+      rateLimited: true,
+    }),
     ...keyedErrorResponses(160, 404),
   },
 });
@@ -251,11 +256,7 @@ const cancelBatchRoute = createRoute({
       batch: {
         ...EXAMPLE_BATCH,
         counts: { queued: 0, running: 0, done: 0, failed: 0, cancelled: 1 },
-        jobs: EXAMPLE_BATCH.jobs.map((j) => ({
-          ...j,
-          status: "cancelled" as const,
-          finished_at: "2026-11-27T17:00:01.000Z",
-        })),
+        jobs: [CANCELLED_JOB],
       },
     }, { rateLimited: true }),
     ...keyedErrorResponses(404),

@@ -2283,6 +2283,22 @@ const MUTATIONS: Mutation[] = [
     to: `      .returning("id").execute();`,
     tests: ["tests/screenshot_jobs_test.ts"],
   },
+  {
+    name:
+      "disabled account: its queued capture jobs still run and store images",
+    file: "services/screenshots/jobs.ts",
+    from: `    if (!await activeOwner(db, row.user_id)) {`,
+    to: `    if (!await activeOwner(db, row.user_id) && false) {`,
+    tests: ["tests/screenshot_jobs_test.ts"],
+  },
+  {
+    name: "disabled account: its schedules' timer still queues captures",
+    file: "services/screenshots/schedules.ts",
+    from:
+      `eb.selectFrom("users").select("id").where("disabled_at", "is", null)`,
+    to: `eb.selectFrom("users").select("id")`,
+    tests: ["tests/screenshot_schedules_test.ts"],
+  },
 ];
 
 const root = new URL("..", import.meta.url).pathname.replace(/\/$/, "");

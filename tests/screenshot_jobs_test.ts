@@ -509,6 +509,73 @@ for (const kind of databaseKinds()) {
     }
   });
 
+  test(`[${kind}] a disabled account's queued jobs end failed 120 without a capture, an image or a webhook call; the capture already running ends as it was; enabled again, its jobs run`, async () => {
+    const e = await env(kind);
+    try {
+      const admin = await signedInAccount(e, { role: "admin" });
+      const { user, key } = await userWithKey(e);
+      const { db } = e.deps.database;
+      const row = (id: string) =>
+        db.selectFrom("screenshot_jobs").selectAll().where("id", "=", id)
+          .executeTakeFirstOrThrow();
+      const ended = async (id: string) => {
+        const end = Date.now() + 30_000;
+        for (;;) {
+          const r = await row(id);
+          if (r.status === "done" || r.status === "failed") return r;
+          if (Date.now() > end) throw new Error(`job ${id} stayed ${r.status}`);
+          await new Promise((r) => setTimeout(r, 100));
+        }
+      };
+      const hooked = () =>
+        fixture.requests.filter((r) => r.path === "/disabled-hook").length;
+      heldAsked = Promise.withResolvers<void>();
+      const held = await askJob(e, key, "/held");
+      await heldAsked.promise;
+      const accepted = await apiCall(e, key, "POST", "/api/1/screenshot", {
+        url: `${fixture.origin}/blue`,
+        viewport: { width: 200, height: 100 },
+        async: true,
+        webhook_url: `${fixture.origin}/disabled-hook`,
+      });
+      assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
+      const waiting = accepted.body.data.job.id;
+      const off = await apiCall(
+        e,
+        admin.key,
+        "PATCH",
+        `/api/1/admin/users/${user.id}`,
+        { disabled: true },
+      );
+      assert.equal(off.status, 200, JSON.stringify(off.body));
+      release();
+      assert.equal((await ended(held)).status, "done");
+      const refused = await ended(waiting);
+      assert.equal(refused.status, "failed");
+      assert.equal(refused.error_code, 120);
+      assert.equal(refused.image_id, null);
+      const images = await db.selectFrom("images").select("id")
+        .where("user_id", "=", user.id).execute();
+      assert.equal(images.length, 1, "only the capture that was running");
+      // The webhook queue is polled every 2 s: given time, it calls nobody.
+      await new Promise((r) => setTimeout(r, 2500));
+      assert.equal(hooked(), 0);
+      const on = await apiCall(
+        e,
+        admin.key,
+        "PATCH",
+        `/api/1/admin/users/${user.id}`,
+        { disabled: false },
+      );
+      assert.equal(on.status, 200, JSON.stringify(on.body));
+      const again = await askJob(e, key, "/blue?again");
+      assert.equal((await ended(again)).status, "done");
+    } finally {
+      release();
+      await e.close();
+    }
+  });
+
   test(`[${kind}] a job still queued when its app stops (a rolling restart) is run by the next app on the same database; the one running finishes first`, async () => {
     const first = await env(kind);
     try {

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import {
   apiCall,
   databaseKinds,
+  signedInAccount,
   test,
   type TestEnv,
   testEnv,
@@ -247,10 +248,10 @@ test("with notify_on_change the first run sets the mark, an unchanged page calls
   }
 });
 
-test("what the timer sends (a message on the schedules' queue, as pg-boss's cron sends it) runs the schedule as a job of its account; a paused one's message runs nothing", async () => {
+test("what the timer sends (a message on the schedules' queue, as pg-boss's cron sends it) runs the schedule as a job of its account; a paused one's message runs nothing, nor one of a disabled account", async () => {
   const e = await env();
   try {
-    const { key } = await userWithKey(e);
+    const { key, user } = await userWithKey(e);
     const made = await apiCall(e, key, "POST", "/api/1/screenshot/schedules", {
       cron: "0 4 * * *",
       request: {
@@ -293,6 +294,28 @@ test("what the timer sends (a message on the schedules' queue, as pg-boss's cron
         `/api/1/screenshot/schedules/${id}`,
       );
       assert.equal(schedule.body.data.runs, 1);
+      // Running again, but its account disabled: the timer's message makes no job.
+      await apiCall(e, key, "PATCH", `/api/1/screenshot/schedules/${id}`, {
+        paused: false,
+      });
+      const admin = await signedInAccount(e, { role: "admin" });
+      const off = await apiCall(
+        e,
+        admin.key,
+        "PATCH",
+        `/api/1/admin/users/${user.id}`,
+        { disabled: true },
+      );
+      assert.equal(off.status, 200, JSON.stringify(off.body));
+      await timer.send("screenshot-schedules", { scheduleId: id });
+      await new Promise((r) => setTimeout(r, 4_000));
+      const { db } = e.deps.database;
+      const made = await db.selectFrom("screenshot_jobs").select("id")
+        .where("schedule_id", "=", id).execute();
+      assert.equal(made.length, 1, "a disabled account's schedule ran");
+      const kept = await db.selectFrom("screenshot_schedules").select("runs")
+        .where("id", "=", id).executeTakeFirstOrThrow();
+      assert.equal(kept.runs, 1);
     } finally {
       await timer.stop({ graceful: false, close: false });
     }

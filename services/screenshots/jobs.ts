@@ -389,6 +389,18 @@ export class ScreenshotJobs {
       .returningAll().executeTakeFirst();
     if (!row) return;
     const req = jsonValue<ScreenshotRequest>(row.request);
+    // An account disabled (or deleted) since it queued the job: refused as its key now
+    // is (120), without a capture or a webhook call.
+    if (!await activeOwner(db, row.user_id)) {
+      const err = new ApiError(120);
+      await this.#finish(id, req, {
+        status: "failed",
+        error_code: err.code,
+        error_message: err.message,
+        finished_at: clock.now(),
+      }, false);
+      return;
+    }
     const stop = new AbortController();
     this.#running.set(id, stop);
     const watching = this.#watchForCancel(id, stop);
@@ -585,4 +597,19 @@ export async function jobRecords(
 /** The reason a cancelled job's capture is stopped with. */
 function cancelled(): DOMException {
   return new DOMException("the job was cancelled", "AbortError");
+}
+
+/** Whether account `userId` may still capture: it exists and is neither disabled nor deleted. */
+async function activeOwner(
+  db: Kysely<DB>,
+  userId: string,
+): Promise<boolean> {
+  const user = await db.selectFrom("users").select("id").where(
+    "id",
+    "=",
+    userId,
+  )
+    .where("disabled_at", "is", null).where("deleted_at", "is", null)
+    .executeTakeFirst();
+  return Boolean(user);
 }

@@ -216,7 +216,10 @@ export class ScreenshotSchedules {
     return job;
   }
 
-  /** One run of schedule `id`: a job, unless it is gone or (from the timer) paused. */
+  /**
+   * One run of schedule `id`: a job, unless it is gone, (from the timer) paused, or its
+   * account is disabled (its timer keeps going, and runs again once it is enabled).
+   */
   async #run(id: string, asked = false): Promise<JobRow | undefined> {
     const row = await this.deps.db.updateTable("screenshot_schedules")
       .set((eb) => ({
@@ -225,6 +228,13 @@ export class ScreenshotSchedules {
       }))
       .where("id", "=", id)
       .where((eb) => asked ? eb.val(true) : eb("paused", "=", false))
+      .where(
+        "user_id",
+        "in",
+        (eb) =>
+          eb.selectFrom("users").select("id").where("disabled_at", "is", null)
+            .where("deleted_at", "is", null),
+      )
       .returningAll().executeTakeFirst();
     if (!row) return undefined;
     const req = jsonValue<ScreenshotRequest>(row.request);

@@ -163,7 +163,7 @@ const patchUserRoute = adminRoute({
   description:
     "`disabled: true` ends the account's sessions and refuses its keys on every " +
     "instance within the key cache's bound (so its uploads and captures), its images " +
-    "staying online; its queued capture jobs end failed 120 and its schedules make no " +
+    "staying online; its capture jobs end failed 120 (a running one stopped) and its schedules make no " +
     "job while it stays disabled. `false` enables it. Quotas: null is the instance default, 0 none. " +
     "An admin cannot disable or demote themselves (160).",
   request: { params: AdminIdParamSchema, body: json(AdminUserPatchSchema) },

@@ -2287,8 +2287,9 @@ const MUTATIONS: Mutation[] = [
     name:
       "disabled account: its queued capture jobs still run and store images",
     file: "services/screenshots/jobs.ts",
-    from: `    if (!await activeOwner(db, row.user_id)) {`,
-    to: `    if (!await activeOwner(db, row.user_id) && false) {`,
+    from:
+      `    if (!await activeOwner(db, row.user_id)) return await this.#refuse(id, req);`,
+    to: `    if (!await activeOwner(db, row.user_id) && false) return;`,
     tests: ["tests/screenshot_jobs_test.ts"],
   },
   {
@@ -2298,6 +2299,14 @@ const MUTATIONS: Mutation[] = [
       `eb.selectFrom("users").select("id").where("disabled_at", "is", null)`,
     to: `eb.selectFrom("users").select("id")`,
     tests: ["tests/screenshot_schedules_test.ts"],
+  },
+  {
+    name:
+      "disabled account: its running capture goes on (the row's poll reads only the job's status)",
+    file: "services/screenshots/jobs.ts",
+    from: `      else if (row && (row.disabled_at || row.deleted_at)) {`,
+    to: `      else if (row && false) {`,
+    tests: ["tests/screenshot_jobs_test.ts"],
   },
 ];
 

@@ -509,7 +509,7 @@ for (const kind of databaseKinds()) {
     }
   });
 
-  test(`[${kind}] a disabled account's queued jobs end failed 120 without a capture, an image or a webhook call; the capture already running ends as it was; enabled again, its jobs run`, async () => {
+  test(`[${kind}] a disabled account's jobs end failed 120 without an image or a webhook call: the queued one without a capture, the running one stopped; enabled again, its jobs run`, async () => {
     const e = await env(kind);
     try {
       const admin = await signedInAccount(e, { role: "admin" });
@@ -533,7 +533,7 @@ for (const kind of databaseKinds()) {
       const held = await askJob(e, key, "/held");
       await heldAsked.promise;
       const accepted = await apiCall(e, key, "POST", "/api/1/screenshot", {
-        url: `${fixture.origin}/blue`,
+        url: `${fixture.origin}/blue?disabled`,
         viewport: { width: 200, height: 100 },
         async: true,
         webhook_url: `${fixture.origin}/disabled-hook`,
@@ -548,15 +548,23 @@ for (const kind of databaseKinds()) {
         { disabled: true },
       );
       assert.equal(off.status, 200, JSON.stringify(off.body));
-      release();
-      assert.equal((await ended(held)).status, "done");
+      // The held page is never let go: the running capture ends because it is stopped.
+      const stopped = await ended(held);
+      assert.equal(stopped.status, "failed");
+      assert.equal(stopped.error_code, 120);
+      assert.equal(stopped.image_id, null);
       const refused = await ended(waiting);
       assert.equal(refused.status, "failed");
       assert.equal(refused.error_code, 120);
       assert.equal(refused.image_id, null);
       const images = await db.selectFrom("images").select("id")
         .where("user_id", "=", user.id).execute();
-      assert.equal(images.length, 1, "only the capture that was running");
+      assert.equal(images.length, 0);
+      assert.equal(
+        fixture.requests.filter((r) => r.search === "?disabled").length,
+        0,
+        "the queued job's page was never asked for",
+      );
       // The webhook queue is polled every 2 s: given time, it calls nobody.
       await new Promise((r) => setTimeout(r, 2500));
       assert.equal(hooked(), 0);

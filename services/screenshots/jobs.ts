@@ -49,7 +49,7 @@ const WEBHOOK_TIMEOUT_MS = 10_000;
 
 /**
  * How often a running job's row is read for a cancel made on another instance (one made
- * on this one stops it at once).
+ * on this one stops it at once) or its account disabled.
  */
 const CANCEL_POLL_MS = 1000;
 
@@ -391,19 +391,10 @@ export class ScreenshotJobs {
     const req = jsonValue<ScreenshotRequest>(row.request);
     // An account disabled (or deleted) since it queued the job: refused as its key now
     // is (120), without a capture or a webhook call.
-    if (!await activeOwner(db, row.user_id)) {
-      const err = new ApiError(120);
-      await this.#finish(id, req, {
-        status: "failed",
-        error_code: err.code,
-        error_message: err.message,
-        finished_at: clock.now(),
-      }, false);
-      return;
-    }
+    if (!await activeOwner(db, row.user_id)) return await this.#refuse(id, req);
     const stop = new AbortController();
     this.#running.set(id, stop);
-    const watching = this.#watchForCancel(id, stop);
+    const watching = this.#watch(id, stop);
     try {
       const result = await this.deps.capture(row.user_id, {
         ...req,
@@ -419,8 +410,14 @@ export class ScreenshotJobs {
         finished_at: clock.now(),
       }, decided.notify);
     } catch (e) {
-      // Cancelled while it ran: the row already says so, and nothing was stored.
-      if (stop.signal.aborted) return;
+      // Cancelled while it ran: the row already says so, and nothing was stored. Its
+      // account disabled while it ran: refused as above.
+      if (stop.signal.aborted) {
+        if (stop.signal.reason instanceof OwnerDisabled) {
+          await this.#refuse(id, req);
+        }
+        return;
+      }
       // Anything but a refusal (a bug, a dropped connection) is tried again too, and
       // ends as 500 after the last try.
       const err = e instanceof ApiError ? e : new ApiError(500, { cause: e });
@@ -442,11 +439,23 @@ export class ScreenshotJobs {
     }
   }
 
+  /** Ends job `id` failed 120 (its account is disabled or deleted), calling nobody. */
+  async #refuse(id: string, req: ScreenshotRequest): Promise<void> {
+    const err = new ApiError(120);
+    await this.#finish(id, req, {
+      status: "failed",
+      error_code: err.code,
+      error_message: err.message,
+      finished_at: this.deps.clock.now(),
+    }, false);
+  }
+
   /**
-   * Reads job `id`'s status every CANCEL_POLL_MS while it runs, and aborts `stop` when a
-   * cancel (from any instance) has marked it; ends when `stop` is aborted.
+   * Reads job `id`'s row and its account every CANCEL_POLL_MS while it runs, and aborts
+   * `stop` when a cancel (from any instance) has marked it or an admin has disabled the
+   * account; ends when `stop` is aborted.
    */
-  async #watchForCancel(id: string, stop: AbortController): Promise<void> {
+  async #watch(id: string, stop: AbortController): Promise<void> {
     while (!stop.signal.aborted) {
       await new Promise<void>((resolve) => {
         const timer = setTimeout(done, CANCEL_POLL_MS);
@@ -459,9 +468,18 @@ export class ScreenshotJobs {
       });
       if (stop.signal.aborted) return;
       const row = await this.deps.db.selectFrom("screenshot_jobs")
-        .select("status").where("id", "=", id).executeTakeFirst()
+        .innerJoin("users", "users.id", "screenshot_jobs.user_id")
+        .select([
+          "screenshot_jobs.status",
+          "users.disabled_at",
+          "users.deleted_at",
+        ])
+        .where("screenshot_jobs.id", "=", id).executeTakeFirst()
         .catch(() => undefined);
       if (row?.status === "cancelled") stop.abort(cancelled());
+      else if (row && (row.disabled_at || row.deleted_at)) {
+        stop.abort(new OwnerDisabled());
+      }
     }
   }
 
@@ -592,6 +610,14 @@ export async function jobRecords(
         : null,
     };
   });
+}
+
+/** The reason a job's capture is stopped with when its account is disabled meanwhile. */
+class OwnerDisabled extends Error {
+  override name = "AbortError";
+  constructor() {
+    super("the account was disabled");
+  }
 }
 
 /** The reason a cancelled job's capture is stopped with. */

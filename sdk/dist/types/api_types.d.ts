@@ -232,7 +232,7 @@ export interface paths {
         head?: never;
         /**
          * Disable, enable, change the role or the quotas of an account
-         * @description `disabled: true` ends the account's sessions and refuses its keys on every instance within the key cache's bound (so its uploads and captures), its images staying online; its queued capture jobs end failed 120 and its schedules make no job while it stays disabled. `false` enables it. Quotas: null is the instance default, 0 none. An admin cannot disable or demote themselves (160).
+         * @description `disabled: true` ends the account's sessions and refuses its keys on every instance within the key cache's bound (so its uploads and captures), its images staying online; its capture jobs end failed 120 (a running one stopped) and its schedules make no job while it stays disabled. `false` enables it. Quotas: null is the instance default, 0 none. An admin cannot disable or demote themselves (160).
          *
          *     Answers 404 to anyone who is not an admin (no key, a user's key or session, a disabled account), as for a path that does not exist.
          */

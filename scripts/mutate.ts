@@ -2293,12 +2293,16 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/screenshot_jobs_test.ts"],
   },
   {
-    name: "disabled account: its schedules' timer still queues captures",
-    file: "services/screenshots/schedules.ts",
+    name:
+      "disabled account: counted among the active ones (its schedules' timer still queues captures, its queued jobs run)",
+    file: "services/accounts/accounts.ts",
     from:
-      `eb.selectFrom("users").select("id").where("disabled_at", "is", null)`,
-    to: `eb.selectFrom("users").select("id")`,
-    tests: ["tests/screenshot_schedules_test.ts"],
+      `return db.selectFrom("users").select("id").where("disabled_at", "is", null)`,
+    to: `return db.selectFrom("users").select("id")`,
+    tests: [
+      "tests/screenshot_schedules_test.ts",
+      "tests/screenshot_jobs_test.ts",
+    ],
   },
   {
     name:

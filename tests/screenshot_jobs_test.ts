@@ -13,6 +13,7 @@ import {
 import { startFixture } from "./fixture_server.ts";
 import { testScreenshotter } from "./browser_service.ts";
 import { createApp } from "../app.ts";
+import { withTimeout } from "../services/runtime/timeout.ts";
 import { appSettled } from "../app.ts";
 import { createApiClient } from "../sdk/src/client.ts";
 import type { ServiceError } from "../sdk/src/errors.ts";
@@ -31,19 +32,6 @@ let hung = {
   asked: Promise.withResolvers<void>(),
   dropped: Promise.withResolvers<void>(),
 };
-/** Resolves with `p`, or fails once `ms` have passed (a stop that never came). */
-function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  return Promise.race([
-    p,
-    new Promise<never>((_, reject) =>
-      timer = setTimeout(
-        () => reject(new Error(`${what}: not within ${ms} ms`)),
-        ms,
-      )
-    ),
-  ]).finally(() => clearTimeout(timer));
-}
 /** Ends every hung request (the test's end). */
 const unhang = new AbortController();
 const fixture = startFixture({
@@ -338,7 +326,11 @@ for (const kind of databaseKinds()) {
       assert.equal(stop.body.data.status, "cancelled");
       // The browser let the page's request go (its page was closed), and the next job
       // ran in the slot (the hung page never answers while the test runs).
-      await within(hung.dropped.promise, 10_000, "the hung page dropped");
+      await withTimeout(
+        hung.dropped.promise,
+        10_000,
+        "the hung page was not dropped within 10 s",
+      );
       assert.equal((await follow(e, key, next)).status, "done");
       const after = await apiCall(
         e,
@@ -405,7 +397,11 @@ for (const kind of databaseKinds()) {
           `/api/1/screenshot/jobs/${elsewhere}`,
         );
         assert.equal(r.status, 200, JSON.stringify(r.body));
-        await within(hung.dropped.promise, 10_000, "the hung page dropped");
+        await withTimeout(
+          hung.dropped.promise,
+          10_000,
+          "the hung page was not dropped within 10 s",
+        );
         const waited = Date.now() - t0;
         assert.ok(waited < 5000, `dropped after ${waited} ms`);
         const done = await follow(e, key, waiting);
@@ -480,7 +476,11 @@ for (const kind of databaseKinds()) {
         ["done", "cancelled", "cancelled"],
       );
       assert.ok(batch.jobs[0].result.id, "the capture done keeps its result");
-      await within(hung.dropped.promise, 10_000, "the hung page dropped");
+      await withTimeout(
+        hung.dropped.promise,
+        10_000,
+        "the hung page was not dropped within 10 s",
+      );
       const again = await apiCall(
         e,
         key,
@@ -938,7 +938,11 @@ test("the batch page offers to cancel what is left while captures are waiting or
     });
     assert.equal(cancel.status, 303);
     assert.equal(cancel.headers.get("location"), where);
-    await within(hung.dropped.promise, 10_000, "the hung page dropped");
+    await withTimeout(
+      hung.dropped.promise,
+      10_000,
+      "the hung page was not dropped within 10 s",
+    );
     const ended = await view();
     assert.equal([...ended.matchAll(/>Cancelled</g)].length, 2);
     assert.match(ended, /0 of 2 done\./);

@@ -54,6 +54,15 @@ export class NotFirstAdmin extends Error {
 /** The advisory lock under which a first-admin sign-up decides its role. */
 const FIRST_ADMIN_LOCK = 4_700_047;
 
+/**
+ * The ids of the accounts that may still act (neither disabled nor deleted), as a
+ * subquery: what an account's queued work is checked against after its key is gone.
+ */
+export function activeUserIds(db: Kysely<DB>) {
+  return db.selectFrom("users").select("id").where("disabled_at", "is", null)
+    .where("deleted_at", "is", null);
+}
+
 /** True when no account may yet call itself admin: the instance is new. */
 export async function hasNoAdmin(db: Kysely<DB>): Promise<boolean> {
   const row = await db.selectFrom("users").select("id")

@@ -6,7 +6,9 @@ import type { DB } from "../db/schema.ts";
 import type { Config } from "../../schemas/config.ts";
 import type { Clock } from "../runtime/clock.ts";
 import type { Logger } from "../runtime/logger.ts";
+import { setTimeout as delay } from "node:timers/promises";
 import { ApiError, invalidField } from "../../schemas/errors.ts";
+import { activeUserIds } from "../accounts/accounts.ts";
 import type {
   ScreenshotRequest,
   ScreenshotResult,
@@ -457,16 +459,10 @@ export class ScreenshotJobs {
    */
   async #watch(id: string, stop: AbortController): Promise<void> {
     while (!stop.signal.aborted) {
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(done, CANCEL_POLL_MS);
-        function done() {
-          clearTimeout(timer);
-          stop.signal.removeEventListener("abort", done);
-          resolve();
-        }
-        stop.signal.addEventListener("abort", done, { once: true });
-      });
-      if (stop.signal.aborted) return;
+      // Rejects at once when the run ends (or is stopped) meanwhile.
+      const waited = await delay(CANCEL_POLL_MS, true, { signal: stop.signal })
+        .catch(() => false);
+      if (!waited) return;
       const row = await this.deps.db.selectFrom("screenshot_jobs")
         .innerJoin("users", "users.id", "screenshot_jobs.user_id")
         .select([
@@ -630,12 +626,7 @@ async function activeOwner(
   db: Kysely<DB>,
   userId: string,
 ): Promise<boolean> {
-  const user = await db.selectFrom("users").select("id").where(
-    "id",
-    "=",
-    userId,
-  )
-    .where("disabled_at", "is", null).where("deleted_at", "is", null)
+  const user = await activeUserIds(db).where("id", "=", userId)
     .executeTakeFirst();
-  return Boolean(user);
+  return user !== undefined;
 }

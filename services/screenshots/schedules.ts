@@ -10,6 +10,7 @@ import type { Logger } from "../runtime/logger.ts";
 import type { BlobStore } from "../store/blob_store.ts";
 import { ApiError, invalidField } from "../../schemas/errors.ts";
 import { blobKeys } from "../images/records.ts";
+import { activeUserIds } from "../accounts/accounts.ts";
 import { jsonValue } from "../db/json_value.ts";
 import { wholeBody } from "../runtime/file_io.ts";
 import type {
@@ -228,13 +229,7 @@ export class ScreenshotSchedules {
       }))
       .where("id", "=", id)
       .where((eb) => asked ? eb.val(true) : eb("paused", "=", false))
-      .where(
-        "user_id",
-        "in",
-        (eb) =>
-          eb.selectFrom("users").select("id").where("disabled_at", "is", null)
-            .where("deleted_at", "is", null),
-      )
+      .where("user_id", "in", activeUserIds(this.deps.db))
       .returningAll().executeTakeFirst();
     if (!row) return undefined;
     const req = jsonValue<ScreenshotRequest>(row.request);

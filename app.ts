@@ -81,6 +81,21 @@ const makers = new WeakMap<App, VariantMaker>();
 /** What stops an app's background workers (the screenshot job queue's). */
 const stoppers = new WeakMap<App, () => Promise<void>>();
 
+/** What starts an app's screenshot job worker, when main.ts (or a test) says so. */
+const workerStarters = new WeakMap<App, () => Promise<void>>();
+
+/**
+ * Starts the app's screenshot job worker: the queued captures (its own, a restarted
+ * instance's, a dead one's), their webhooks and the schedules' timers. Not as the app is
+ * made: pg-boss's start holds the main thread ~0.3 s on PGlite (its import, its schema's
+ * check), and a cold start's first capture waited ~0.4 s on it (bench:screenshot-compare).
+ * A request that needs the queue (an asynchronous capture, a schedule) starts it itself.
+ * Resolves once it has started, or failed (logged); does nothing without a browser.
+ */
+export function startJobWorker(app: App): Promise<void> {
+  return workerStarters.get(app)?.() ?? Promise.resolve();
+}
+
 /**
  * Resolves once the variants the app has answered are stored (their files and rows are
  * written after the answer) and its job worker has stopped (a running capture finished):
@@ -288,12 +303,15 @@ export function createApp(deps: AppDeps): App {
     log: deps.log,
   }, jobs);
   stoppers.set(app, () => jobs.stop());
-  // This instance's worker runs queued captures (its own, a restarted instance's, a dead
-  // one's) from start-up: only with a browser to run them.
+  // Only an instance with a browser runs queued captures (startJobWorker).
   if (deps.screenshotter) {
-    schedules.start().catch((e) =>
-      deps.log.error({ msg: "job queue did not start", error: String(e) })
-    );
+    workerStarters.set(app, async () => {
+      await schedules.start().then(
+        () => deps.log.info({ msg: "job queue started" }),
+        (e) =>
+          deps.log.error({ msg: "job queue did not start", error: String(e) }),
+      );
+    });
   }
   registerScreenshotRoutes(app, deps, shots, jobs);
   registerScreenshotJobRoutes(app, deps, jobs);

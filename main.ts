@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import { appSettled, createApp } from "./app.ts";
+import { appSettled, createApp, startJobWorker } from "./app.ts";
 import { ConfigError, loadConfig } from "./schemas/config.ts";
 import { systemClock } from "./services/runtime/clock.ts";
 import { jsonLogger } from "./services/runtime/logger.ts";
@@ -23,6 +23,9 @@ import {
   allocatorSetting,
 } from "./services/runtime/allocator.ts";
 import { listenAddress, metricsOnlyHandler } from "./routes/metrics_route.ts";
+
+/** How long after listening the screenshot job worker starts (see onListen). */
+const JOB_WORKER_DELAY_MS = 2000;
 
 /** Reads the environment once, builds the dependencies and serves the app. */
 async function main() {
@@ -66,6 +69,7 @@ async function main() {
         log.info({ msg: "metrics listening", hostname, port }),
     }, metricsOnlyHandler(metrics))
     : undefined;
+  let workerTimer: ReturnType<typeof setTimeout> | undefined;
   const server = Deno.serve({
     port: config.PORT,
     hostname: config.HOST,
@@ -84,6 +88,10 @@ async function main() {
       // them holding this thread) held up the database's first answer and made the first
       // upload of a cold start ~60 ms later (issue #49); in an idle process it is free.
       Deno.unrefTimer(setTimeout(warmEngine, 500));
+      // The job worker too, once a cold start's first requests have had the instance:
+      // started beside them, its ~0.3 s (pg-boss's import and schema check, on PGlite)
+      // made the first capture ~0.4 s later. Queued jobs wait that much longer, once.
+      workerTimer = setTimeout(() => startJobWorker(app), JOB_WORKER_DELAY_MS);
       // With memory scratch (Deno Deploy), start-up's garbage (the module graph's, the
       // migrations'; ~35 MB of RSS) is collected once, soon after, not at V8's leisure.
       if (config.SCRATCH === "memory") {
@@ -97,6 +105,7 @@ async function main() {
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
+    clearTimeout(workerTimer);
     const grace = config.SHUTDOWN_GRACE_MS;
     const drain = signal === "SIGTERM" ? config.SHUTDOWN_DRAIN_MS : 0;
     log.info({

@@ -2312,6 +2312,26 @@ const MUTATIONS: Mutation[] = [
     to: `      else if (row && false) {`,
     tests: ["tests/screenshot_jobs_test.ts"],
   },
+  {
+    name:
+      "job worker: started as the app is made (a cold start's first capture waits on pg-boss's start)",
+    file: "app.ts",
+    from: `  if (deps.screenshotter) {
+    workerStarters.set(app, async () => {`,
+    to: `  if (deps.screenshotter) {
+    schedules.start().catch(() => {});
+    workerStarters.set(app, async () => {`,
+    tests: ["tests/screenshot_jobs_test.ts"],
+  },
+  {
+    name:
+      "job worker: main.ts never starts it (an instance runs only the jobs it was asked to queue)",
+    file: "main.ts",
+    from:
+      `workerTimer = setTimeout(() => startJobWorker(app), JOB_WORKER_DELAY_MS);`,
+    to: `workerTimer = setTimeout(() => {}, JOB_WORKER_DELAY_MS);`,
+    tests: ["tests/screenshot_jobs_kill_test.ts"],
+  },
 ];
 
 const root = new URL("..", import.meta.url).pathname.replace(/\/$/, "");

@@ -14,7 +14,7 @@ import { startFixture } from "./fixture_server.ts";
 import { testScreenshotter } from "./browser_service.ts";
 import { createApp } from "../app.ts";
 import { withTimeout } from "../services/runtime/timeout.ts";
-import { appSettled } from "../app.ts";
+import { appSettled, startJobWorker } from "../app.ts";
 import { createApiClient } from "../sdk/src/client.ts";
 import type { ServiceError } from "../sdk/src/errors.ts";
 
@@ -584,7 +584,7 @@ for (const kind of databaseKinds()) {
     }
   });
 
-  test(`[${kind}] a job still queued when its app stops (a rolling restart) is run by the next app on the same database; the one running finishes first`, async () => {
+  test(`[${kind}] a job still queued when its app stops (a rolling restart) is run by the next app on the same database once that app's worker is started (not as the app is made); the one running finishes first`, async () => {
     const first = await env(kind);
     try {
       const { key } = await userWithKey(first);
@@ -609,6 +609,18 @@ for (const kind of databaseKinds()) {
       const browser = testScreenshotter(ALLOW, { concurrency: 1 });
       const second = createApp({ ...first.deps, screenshotter: browser });
       try {
+        // Made, the app runs nothing yet: its worker starts when main.ts says so, a
+        // while after listening, so that a cold start's first requests go first.
+        await new Promise((r) => setTimeout(r, 1500));
+        const waiting = await apiCall(
+          { ...first, app: second },
+          key,
+          "GET",
+          `/api/1/screenshot/jobs/${queued}`,
+        );
+        assert.equal(waiting.body.data.status, "queued");
+        assert.equal(waiting.body.data.attempts, 0);
+        await startJobWorker(second);
         const done = await follow({ ...first, app: second }, key, queued);
         assert.equal(done.status, "done", JSON.stringify(done));
         assert.equal(done.attempts, 1);

@@ -6,15 +6,19 @@
  * answers; and against the same with sharp's WebAssembly engine, which answers the upload
  * with the image's size once sharp has read it: what any image service on this engine
  * pays before its first answer (issue #49 measured it at ~4× the bare one alone).
- * Screenshots off (a browser service is another host's start).
- * `deno run -A bench/cold_start_bench.ts [--runs N] [--cpu-prof DIR]`: with `--cpu-prof` the
- * service's runs write V8 CPU profiles into DIR (stopped by SIGINT, so the profile is written).
+ * Screenshots off (a browser service is another host's start), unless `--screenshots`: then
+ * the service is configured as on Deploy with a browser service (`deno task browser`,
+ * started once here on loopback), which a start connects to and whose job queue it runs.
+ * `deno run -A bench/cold_start_bench.ts [--runs N] [--cpu-prof DIR] [--screenshots]`: with
+ * `--cpu-prof` the service's runs write V8 CPU profiles into DIR (stopped by SIGINT, so the
+ * profile is written).
  */
 import { startPgCluster } from "../tests/pg_cluster.ts";
 import { startS3 } from "../tests/s3_server.ts";
 import { keyBeforeStart } from "../tests/service_process.ts";
 import { makeImage } from "../tests/fixtures.ts";
 import { SANDBOX_ENV, taskFlags } from "../tests/start_task.ts";
+import { startDevtoolsBrowser } from "../tests/browser_service.ts";
 import { freePort, pct, ROOT, table, watchdog } from "./lib.ts";
 
 watchdog(10 * 60_000);
@@ -118,6 +122,9 @@ async function firstAnswer(
 
 const pg = await startPgCluster();
 const s3 = await startS3();
+const browser = Deno.args.includes("--screenshots")
+  ? await startDevtoolsBrowser("127.0.0.1", freePort())
+  : undefined;
 const bare = await Deno.makeTempFile({ dir: `${ROOT}bench`, suffix: ".ts" });
 const bareSharp = await Deno.makeTempFile({
   dir: `${ROOT}bench`,
@@ -137,7 +144,9 @@ try {
     ...SANDBOX_ENV,
     DATABASE_URL: pg.url,
     ...s3.env,
-    SCREENSHOTS: "off",
+    ...(browser
+      ? { SCREENSHOTS: "on", BROWSER_WS_ENDPOINT: browser.endpoint }
+      : { SCREENSHOTS: "off" }),
     LOG_REQUESTS: "false",
     DATA_DIR: "/nonexistent-imagehost-data",
   };
@@ -192,11 +201,14 @@ try {
       (pct(service, 50) / pct(withSharp, 50)).toFixed(2)
     }×; bare with sharp ÷ bare: ${
       (pct(withSharp, 50) / pct(reference, 50)).toFixed(2)
-    }×; runs: ${RUNS}; flags: ${FLAGS.join(" ")}`,
+    }×; runs: ${RUNS}; flags: ${FLAGS.join(" ")}; screenshots ${
+      browser ? "on (a browser service)" : "off"
+    }`,
   );
 } finally {
   await Deno.remove(bare).catch(() => {});
   await Deno.remove(bareSharp).catch(() => {});
+  await browser?.kill();
   await s3.close();
   await pg.destroy();
 }

@@ -315,6 +315,32 @@ export async function apiCall(
   );
 }
 
+/**
+ * An admin (its `adminKey`) disables or enables account `userId` through the admin API,
+ * as an operator would; fails the test unless it is answered 200.
+ */
+export async function setAccountDisabled(
+  env: TestEnv,
+  adminKey: string,
+  userId: string,
+  disabled: boolean,
+): Promise<void> {
+  const r = await apiCall(
+    env,
+    adminKey,
+    "PATCH",
+    `/api/1/admin/users/${userId}`,
+    {
+      disabled,
+    },
+  );
+  if (r.status !== 200) {
+    throw new Error(
+      `admin PATCH disabled=${disabled}: ${JSON.stringify(r.body)}`,
+    );
+  }
+}
+
 /** POSTs a form to /api/1/upload with the key as Bearer; the JSON answer with its status. */
 export async function upload(
   env: TestEnv,

@@ -4,6 +4,7 @@ import {
   apiCall,
   databaseKinds,
   json,
+  setAccountDisabled,
   signedInAccount,
   test,
   type TestEnv,
@@ -540,14 +541,7 @@ for (const kind of databaseKinds()) {
       });
       assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
       const waiting = accepted.body.data.job.id;
-      const off = await apiCall(
-        e,
-        admin.key,
-        "PATCH",
-        `/api/1/admin/users/${user.id}`,
-        { disabled: true },
-      );
-      assert.equal(off.status, 200, JSON.stringify(off.body));
+      await setAccountDisabled(e, admin.key, user.id, true);
       // The held page is never let go: the running capture ends because it is stopped.
       const stopped = await ended(held);
       assert.equal(stopped.status, "failed");
@@ -568,14 +562,7 @@ for (const kind of databaseKinds()) {
       // The webhook queue is polled every 2 s: given time, it calls nobody.
       await new Promise((r) => setTimeout(r, 2500));
       assert.equal(hooked(), 0);
-      const on = await apiCall(
-        e,
-        admin.key,
-        "PATCH",
-        `/api/1/admin/users/${user.id}`,
-        { disabled: false },
-      );
-      assert.equal(on.status, 200, JSON.stringify(on.body));
+      await setAccountDisabled(e, admin.key, user.id, false);
       const again = await askJob(e, key, "/blue?again");
       assert.equal((await ended(again)).status, "done");
     } finally {

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import {
   apiCall,
   databaseKinds,
+  setAccountDisabled,
   signedInAccount,
   test,
   type TestEnv,
@@ -299,14 +300,7 @@ test("what the timer sends (a message on the schedules' queue, as pg-boss's cron
         paused: false,
       });
       const admin = await signedInAccount(e, { role: "admin" });
-      const off = await apiCall(
-        e,
-        admin.key,
-        "PATCH",
-        `/api/1/admin/users/${user.id}`,
-        { disabled: true },
-      );
-      assert.equal(off.status, 200, JSON.stringify(off.body));
+      await setAccountDisabled(e, admin.key, user.id, true);
       await timer.send("screenshot-schedules", { scheduleId: id });
       await new Promise((r) => setTimeout(r, 4_000));
       const { db } = e.deps.database;

@@ -2308,8 +2308,8 @@ const MUTATIONS: Mutation[] = [
     name:
       "disabled account: its running capture goes on (the row's poll reads only the job's status)",
     file: "services/screenshots/jobs.ts",
-    from: `      else if (row && (row.disabled_at || row.deleted_at)) {`,
-    to: `      else if (row && false) {`,
+    from: `      else if (row && !row.active) stop.abort(new OwnerDisabled());`,
+    to: `      else if (row && false) stop.abort(new OwnerDisabled());`,
     tests: ["tests/screenshot_jobs_test.ts"],
   },
   {

@@ -463,19 +463,16 @@ export class ScreenshotJobs {
       const waited = await delay(CANCEL_POLL_MS, true, { signal: stop.signal })
         .catch(() => false);
       if (!waited) return;
-      const row = await this.deps.db.selectFrom("screenshot_jobs")
-        .innerJoin("users", "users.id", "screenshot_jobs.user_id")
-        .select([
-          "screenshot_jobs.status",
-          "users.disabled_at",
-          "users.deleted_at",
+      const { db } = this.deps;
+      const row = await db.selectFrom("screenshot_jobs")
+        .select((eb) => [
+          "status",
+          eb("user_id", "in", activeUserIds(db)).as("active"),
         ])
-        .where("screenshot_jobs.id", "=", id).executeTakeFirst()
+        .where("id", "=", id).executeTakeFirst()
         .catch(() => undefined);
       if (row?.status === "cancelled") stop.abort(cancelled());
-      else if (row && (row.disabled_at || row.deleted_at)) {
-        stop.abort(new OwnerDisabled());
-      }
+      else if (row && !row.active) stop.abort(new OwnerDisabled());
     }
   }
 

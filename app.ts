@@ -305,13 +305,12 @@ export function createApp(deps: AppDeps): App {
   stoppers.set(app, () => jobs.stop());
   // Only an instance with a browser runs queued captures (startJobWorker).
   if (deps.screenshotter) {
-    workerStarters.set(app, async () => {
-      await schedules.start().then(
+    workerStarters.set(app, () =>
+      schedules.start().then(
         () => deps.log.info({ msg: "job queue started" }),
         (e) =>
           deps.log.error({ msg: "job queue did not start", error: String(e) }),
-      );
-    });
+      ));
   }
   registerScreenshotRoutes(app, deps, shots, jobs);
   registerScreenshotJobRoutes(app, deps, jobs);

@@ -2317,10 +2317,10 @@ const MUTATIONS: Mutation[] = [
       "job worker: started as the app is made (a cold start's first capture waits on pg-boss's start)",
     file: "app.ts",
     from: `  if (deps.screenshotter) {
-    workerStarters.set(app, async () => {`,
+    workerStarters.set(app, () =>`,
     to: `  if (deps.screenshotter) {
     schedules.start().catch(() => {});
-    workerStarters.set(app, async () => {`,
+    workerStarters.set(app, () =>`,
     tests: ["tests/screenshot_jobs_test.ts"],
   },
   {
